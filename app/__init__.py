@@ -1,0 +1,63 @@
+"""The Flask app factory: one app for the REST API, the WebSockets and the dashboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask, send_from_directory
+
+from app import auth, errors
+from app.api import register_blueprints
+from cloud.settings import Settings
+from tasks.celery_app import engine, redis_client
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STATIC_DIR = REPO_ROOT / "static"
+
+
+def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None = None) -> Flask:
+    settings = settings or Settings.from_env()
+    app = Flask(__name__, static_folder=str(STATIC_DIR), static_url_path="/static")
+    app.config.update(
+        API_TITLE="hypd",
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/api/v1",
+        OPENAPI_JSON_PATH="openapi.json",
+        MAX_CONTENT_LENGTH=1 << 20,
+        JSON_SORT_KEYS=False,
+    )
+    app.extensions["hypd.settings"] = settings
+    app.extensions["hypd.engine"] = engine(settings)
+    app.extensions["hypd.redis"] = redis_client(settings.redis)
+
+    api = errors.EnvelopeApi(
+        app,
+        spec_kwargs={
+            "info": {"description": "Control panel for EKS + SageMaker HyperPod clusters."},
+            "components": {
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
+            },
+            "security": [{"bearer": []}],
+        },
+    )
+    errors.register(app)
+    auth.install(app, tokens if tokens is not None else auth.TokenTable.from_settings(settings))
+    register_blueprints(api)
+
+    from app.ws import install as install_ws
+
+    install_ws(app)
+
+    @app.get("/")
+    def dashboard():
+        return send_from_directory(STATIC_DIR, "index.html")
+
+    @app.after_request
+    def _security_headers(response):
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+    return app

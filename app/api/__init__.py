@@ -1,0 +1,14 @@
+"""The whole API surface, one blueprint per resource, registered in one place."""
+
+from __future__ import annotations
+
+from flask_smorest import Api
+
+from app.api import auth, discovery, health, networks, operations
+
+BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, operations.blp)
+
+
+def register_blueprints(api: Api) -> None:
+    for blp in BLUEPRINTS:
+        api.register_blueprint(blp)

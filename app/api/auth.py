@@ -1,0 +1,18 @@
+"""Who is calling."""
+
+from __future__ import annotations
+
+from flask_smorest import Blueprint
+
+from app import auth
+from schemas.common import WhoamiSchema
+
+blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authentication")
+
+
+@blp.route("/whoami")
+@blp.response(200, WhoamiSchema)
+def whoami():
+    """The name and role of the calling token."""
+    principal = auth.current()
+    return {"name": principal.name, "role": principal.role}

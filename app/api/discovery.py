@@ -1,0 +1,53 @@
+"""Look first: the zones and accelerator instance types a user can choose from."""
+
+from __future__ import annotations
+
+from flask_smorest import Blueprint
+
+from app import context
+from app.cache import cached
+from app.errors import ApiError
+from cloud import aws, discovery
+from schemas.discovery import (
+    InstanceTypeListSchema,
+    InstanceTypeQuerySchema,
+    ZoneListSchema,
+    ZoneQuerySchema,
+)
+
+blp = Blueprint("discovery", __name__, url_prefix="/api/v1/discovery",
+                description="Zones and instance types, read-only")
+
+CACHE_TTL_S = 300
+
+
+def zones_in(region: str) -> list[dict]:
+    return cached(f"zones:{region}", CACHE_TTL_S,
+                  lambda: discovery.availability_zones(aws.client("ec2", region=region)))
+
+
+@blp.route("/availability-zones")
+@blp.arguments(ZoneQuerySchema, location="query")
+@blp.response(200, ZoneListSchema)
+def availability_zones(query):
+    """Availability zones of a region."""
+    region = query.get("region") or context.settings().region
+    return {"region": region, "items": zones_in(region)}
+
+
+@blp.route("/instance-types")
+@blp.arguments(InstanceTypeQuerySchema, location="query")
+@blp.response(200, InstanceTypeListSchema)
+def instance_types(query):
+    """Accelerator instance types offered in an availability zone (GPU, EFA, memory)."""
+    region = query.get("region") or context.settings().region
+    zone = query["availability_zone"]
+    known = {z["name"] for z in zones_in(region)}
+    if zone not in known:
+        raise ApiError(422, "validation_failed",
+                       f"{zone} is not an availability zone of {region}; "
+                       f"choose one of {', '.join(sorted(known))}",
+                       {"fields": {"availability_zone": [f"not in {region}"]}})
+    items = cached(f"instance-types:{region}:{zone}", CACHE_TTL_S,
+                   lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
+    return {"region": region, "availability_zone": zone, "items": items}

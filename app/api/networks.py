@@ -1,0 +1,90 @@
+"""Networks: create (an operation), list and read (from AWS, by tags), delete."""
+
+from __future__ import annotations
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app import context, mutations
+from app.api.discovery import zones_in
+from app.errors import ApiError
+from cloud import aws, networks
+from schemas.common import MutationReplySchema
+from schemas.networks import (
+    NetworkCreateSchema,
+    NetworkListSchema,
+    NetworkQuerySchema,
+    NetworkSchema,
+)
+
+blp = Blueprint("networks", __name__, url_prefix="/api/v1/networks",
+                description="VPCs with subnets, gateways and routes for clusters")
+
+
+def _region(query_or_body: dict) -> str:
+    return query_or_body.get("region") or context.settings().region
+
+
+@blp.route("")
+class Networks(MethodView):
+    @blp.arguments(NetworkQuerySchema, location="query")
+    @blp.response(200, NetworkListSchema)
+    def get(self, query):
+        """List the networks hypd made (found by their tags)."""
+        return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
+
+    @blp.arguments(NetworkCreateSchema)
+    @blp.response(202, MutationReplySchema)
+    @blp.alt_response(409, description="a network of that name exists or is being changed")
+    def post(self, body):
+        """Create a network: VPC, public and private subnets in two or more zones, gateways,
+        routes, a security group and an S3 endpoint."""
+        region = _region(body)
+        name = body["name"]
+
+        def precheck() -> None:
+            available = [z["name"] for z in zones_in(region) if z.get("state") == "available"]
+            zones = body.get("availability_zones") or available[:2]
+            unknown = [z for z in zones if z not in available]
+            if unknown:
+                raise ApiError(422, "validation_failed",
+                               f"not available in {region}: {', '.join(unknown)}; "
+                               f"choose from {', '.join(available)}",
+                               {"fields": {"availability_zones": [f"not in {region}"]}})
+            if len(zones) < 2:
+                raise ApiError(422, "validation_failed",
+                               f"{region} has fewer than two available zones; EKS needs two")
+            params["availability_zones"] = zones
+            if networks.get_network(aws.client("ec2", region=region), name) is not None:
+                raise ApiError(409, "conflict",
+                               f"a network named {name!r} already exists in {region}; "
+                               "retry its failed operation or delete it first", {"name": name})
+
+        params = dict(body)
+        params["region"] = region
+        return mutations.submit("network.create", f"network/{name}", params, precheck)
+
+
+@blp.route("/<string:name>")
+class Network(MethodView):
+    @blp.arguments(NetworkQuerySchema, location="query")
+    @blp.response(200, NetworkSchema)
+    def get(self, query, name):
+        """One network hypd made, with its subnets and gateways."""
+        found = networks.get_network(aws.client("ec2", region=_region(query)), name)
+        if found is None:
+            raise ApiError(404, "not_found", f"no network named {name!r}")
+        return found
+
+    @blp.arguments(NetworkQuerySchema, location="query")
+    @blp.response(202, MutationReplySchema)
+    def delete(self, query, name):
+        """Delete a network: every resource tagged with it, in reverse order."""
+        region = _region(query)
+
+        def precheck() -> None:
+            if networks.get_network(aws.client("ec2", region=region), name) is None:
+                raise ApiError(404, "not_found", f"no network named {name!r} in {region}")
+
+        return mutations.submit("network.delete", f"network/{name}",
+                                {"name": name, "region": region}, precheck)

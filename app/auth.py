@@ -1,0 +1,127 @@
+"""Named bearer tokens with two roles, viewer and operator.
+
+Secrets are never stored or logged: the tokens file holds SHA-256 digests, and tokens given
+by environment are hashed at start. A token's *name* scopes Idempotency-Keys, the active
+cluster and the audit log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from flask import Flask, g, request
+
+from app.errors import ApiError
+from cloud.settings import Settings, SettingsError
+
+ROLES = ("viewer", "operator")
+PUBLIC_PATHS = ("/healthz", "/api/v1/openapi.json")
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: str
+
+    def may(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class TokenTable:
+    def __init__(self, entries: list[tuple[str, str, str]]) -> None:
+        """entries: (name, role, sha256 hex of the secret)"""
+        for name, role, _ in entries:
+            if role not in ROLES:
+                raise SettingsError(f"token {name!r}: role must be viewer or operator")
+        self._entries = entries
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TokenTable:
+        entries: list[tuple[str, str, str]] = []
+        if settings.operator_token:
+            entries.append(("operator", "operator", digest(settings.operator_token)))
+        if settings.viewer_token:
+            entries.append(("viewer", "viewer", digest(settings.viewer_token)))
+        if settings.tokens_file:
+            entries.extend(read_tokens_file(settings.tokens_file))
+        return cls(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, secret: str) -> Principal | None:
+        presented = digest(secret)
+        found = None
+        for name, role, known in self._entries:
+            if hmac.compare_digest(presented, known):  # no early exit: constant-ish time
+                found = Principal(name, role)
+        return found
+
+
+def read_tokens_file(path: Path) -> list[tuple[str, str, str]]:
+    """YAML or JSON: a list of {name, role, sha256}."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SettingsError(f"cannot read HYPD_TOKENS_FILE {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise SettingsError(f"{path}: expected a list of {{name, role, sha256}}")
+    entries = []
+    for item in data:
+        if not isinstance(item, dict) or not {"name", "role", "sha256"} <= item.keys():
+            raise SettingsError(f"{path}: every entry needs name, role and sha256")
+        entries.append((str(item["name"]), str(item["role"]), str(item["sha256"]).lower()))
+    return entries
+
+
+def bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def authenticate(tokens: TokenTable, secret: str | None) -> Principal:
+    if not secret:
+        raise ApiError(401, "unauthorized", "a bearer token is required",
+                       headers={"WWW-Authenticate": "Bearer"})
+    principal = tokens.lookup(secret)
+    if principal is None:
+        raise ApiError(401, "unauthorized", "the bearer token is not valid",
+                       headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def require_role(principal: Principal, role: str) -> None:
+    if not principal.may(role):
+        raise ApiError(403, "forbidden",
+                       f"token {principal.name!r} has the {principal.role} role; "
+                       f"this needs {role}")
+
+
+def install(app: Flask, tokens: TokenTable) -> None:
+    """Every /api/v1 route needs a token; every mutation needs the operator role."""
+    app.extensions["hypd.tokens"] = tokens
+
+    @app.before_request
+    def _authenticate() -> None:
+        path = request.path
+        if not path.startswith("/api/") or path in PUBLIC_PATHS:
+            return
+        principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
+        g.principal = principal
+        if request.method not in READ_METHODS:
+            require_role(principal, "operator")
+
+
+def current() -> Principal:
+    return g.principal

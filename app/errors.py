@@ -1,0 +1,124 @@
+"""The one error envelope: {"error": {"code", "message", "details"}}.
+
+Every failure — a bad body, a missing token, a busy target, AWS saying no — leaves through
+here with a stable code and a message that states the real cause.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from flask import Flask, jsonify
+from flask_smorest import Api
+from werkzeug.exceptions import HTTPException
+
+from cloud.aws import error_code, is_transient
+from cloud.settings import SettingsError
+from schemas.common import ErrorSchema
+from tasks.engine.errors import EngineError
+
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_failed",
+    429: "throttled",
+    500: "internal_error",
+    502: "upstream_error",
+    503: "throttled",
+}
+
+
+class ApiError(Exception):
+    """Raise anywhere in a request to answer with the envelope."""
+
+    def __init__(self, status: int, code: str, message: str,
+                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or {}
+        self.headers = headers or {}
+
+
+def envelope(status: int, code: str, message: str, details: dict[str, Any] | None = None,
+             headers: dict[str, str] | None = None):
+    response = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
+    response.status_code = status
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def _field_errors(messages: Any) -> dict[str, Any]:
+    """webargs nests errors by location ({"json": {"name": [...]}}); clients want fields."""
+    if not isinstance(messages, dict):
+        return {"_": messages}
+    fields: dict[str, Any] = {}
+    for location, errs in messages.items():
+        if isinstance(errs, dict):
+            fields.update(errs)
+        else:
+            fields[location] = errs
+    return fields
+
+
+def _summary(fields: dict[str, Any]) -> str:
+    parts = []
+    for name, errs in fields.items():
+        first = errs[0] if isinstance(errs, list) and errs else errs
+        if isinstance(first, dict):
+            first = "; ".join(f"{k}: {v}" for k, v in first.items())
+        parts.append(f"{name}: {first}")
+    return "; ".join(parts) or "the request is not valid"
+
+
+class EnvelopeApi(Api):
+    """flask-smorest's Api with its error payload replaced by ours."""
+
+    ERROR_SCHEMA = ErrorSchema
+
+    def handle_http_exception(self, error: HTTPException):
+        status = error.code or 500
+        data = getattr(error, "data", None) or {}
+        headers = data.get("headers") or {}
+        if status == 422 and ("messages" in data or "errors" in data):
+            fields = _field_errors(data.get("errors") or data.get("messages"))
+            return envelope(422, "validation_failed", _summary(fields), {"fields": fields},
+                            headers)
+        message = data.get("message") or error.description or error.name
+        if status == 500:
+            message = "internal error; see the server log"
+        return envelope(status, HTTP_CODES.get(status, "error"), message, {}, headers)
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError):
+        return envelope(exc.status, exc.code, exc.message, exc.details, exc.headers)
+
+    @app.errorhandler(BotoCoreError)
+    @app.errorhandler(ClientError)
+    def _aws_error(exc: Exception):
+        # A read that AWS refused: say what AWS said, as an upstream error.
+        if is_transient(exc):
+            return envelope(503, "throttled", f"AWS is busy, try again: {exc}",
+                            {"aws_code": error_code(exc)}, {"Retry-After": "5"})
+        return envelope(502, "upstream_error", f"AWS refused: {exc}",
+                        {"aws_code": error_code(exc)})
+
+    @app.errorhandler(SettingsError)
+    def _settings_error(exc: SettingsError):
+        return envelope(500, "misconfigured", str(exc))
+
+    @app.errorhandler(EngineError)
+    def _engine_error(exc: EngineError):
+        return envelope(exc.http_status, exc.code, exc.message, exc.details)

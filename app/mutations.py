@@ -1,0 +1,71 @@
+"""How every mutation route answers: submit an operation, reply 202 with how to follow it.
+
+One helper so that the Idempotency-Key contract, the target lock and the reply shape are
+the same for every resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import request
+
+from app import auth, context
+from app.errors import ApiError
+from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
+
+POLL_AFTER_S = 5
+MAX_KEY_LEN = 255
+
+
+def idempotency_claim(body: Any) -> IdempotencyClaim | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not key or len(key) > MAX_KEY_LEN or not key.isprintable():
+        raise ApiError(422, "validation_failed",
+                       f"Idempotency-Key must be 1 to {MAX_KEY_LEN} printable characters",
+                       {"fields": {"Idempotency-Key": ["invalid"]}})
+    principal = auth.current()
+    scope = f"{principal.name} {request.method} {request.path}"
+    short = request.headers.get("Idempotency-Scope", "").lower() == "mcp"
+    return IdempotencyClaim(key=key, scope=scope, body=body,
+                            ttl_s=MCP_IDEMPOTENCY_TTL_S if short else IdempotencyClaim.ttl_s)
+
+
+def operation_reply(op_view: dict[str, Any], status: int = 202):
+    """The 202 body and headers for an operation (DESIGN.md: a mutation's reply)."""
+    route = f"/api/v1/operations/{op_view['id']}"
+    body = {
+        "operation": op_view,
+        "resource_url": op_view.get("resource_url"),
+        "status_route": route,
+        "status_tool": "wait_operation",
+        "status_args": {"operation_id": op_view["id"]},
+        "poll_after_seconds": POLL_AFTER_S,
+    }
+    return body, status, {"Location": route, "Retry-After": str(POLL_AFTER_S)}
+
+
+def submit(
+    kind: str,
+    target: str,
+    params: dict[str, Any],
+    precheck: Callable[[], None] | None = None,
+):
+    """Start (or, for a replayed Idempotency-Key, find) the operation; answer 202.
+
+    `precheck` (e.g. "does this network exist already?") runs only for a new request: a
+    replay answers the operation the key first made, whatever has happened since.
+    """
+    engine = context.engine()
+    claim = idempotency_claim(request.get_json(silent=True))
+    if claim is not None:
+        replayed = engine.store.replay(claim)
+        if replayed is not None:
+            return operation_reply(engine.view(replayed))
+    if precheck is not None:
+        precheck()
+    op, _created = engine.submit(kind, target, params, auth.current().name, claim)
+    return operation_reply(engine.view(op))

@@ -1,0 +1,118 @@
+"""WebSocket: an operation's events, live and resumable.
+
+The browser cannot set headers on a WebSocket, so the token arrives as the first message
+(within 5 s). Events are read from the operation's Redis Stream, so a client that
+reconnects with the last id it saw misses nothing and sees nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask, current_app, request
+from flask_sock import ConnectionClosed, Sock
+
+from app import auth
+from app.errors import ApiError
+from tasks.engine.errors import EngineError
+from tasks.engine.model import OpStatus
+
+AUTH_TIMEOUT_S = 5
+PING_INTERVAL_S = 20
+READ_BLOCK_MS = 1000
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+def _same_origin() -> bool:
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True  # not a browser: nothing to protect against cross-site
+    return origin.rstrip("/") == request.host_url.rstrip("/")
+
+
+def _send(ws: Any, payload: dict[str, Any]) -> None:
+    ws.send(json.dumps(payload))
+
+
+def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
+    try:
+        raw = ws.receive(timeout=AUTH_TIMEOUT_S)
+        first = json.loads(raw) if raw else None
+    except (ValueError, TypeError):
+        first = None
+    if not isinstance(first, dict) or first.get("type") != "auth":
+        ws.close(CLOSE_UNAUTHENTICATED, "send {\"type\": \"auth\", \"token\": ...} first")
+        return None
+    tokens: auth.TokenTable = current_app.extensions["hypd.tokens"]
+    principal = tokens.lookup(str(first.get("token") or ""))
+    if principal is None:
+        ws.close(CLOSE_UNAUTHENTICATED, "the token is not valid")
+        return None
+    return principal, first
+
+
+def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: str) -> bool:
+    """Clients may ask to cancel over the socket; answers False when the socket closed."""
+    engine = current_app.extensions["hypd.engine"]
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return True
+    if not isinstance(message, dict) or message.get("type") != "cancel":
+        return True
+    if not principal.may("operator"):
+        _send(ws, {"type": "error", "error": {
+            "code": "forbidden",
+            "message": f"token {principal.name!r} has the {principal.role} role; "
+                       "cancelling needs operator"}})
+        ws.close(CLOSE_FORBIDDEN, "forbidden")
+        return False
+    try:
+        engine.cancel(op_id)
+    except (EngineError, ApiError) as exc:
+        _send(ws, {"type": "error", "error": {"code": exc.code, "message": exc.message}})
+    return True
+
+
+def install(app: Flask) -> None:
+    app.config.setdefault("SOCK_SERVER_OPTIONS", {"ping_interval": PING_INTERVAL_S})
+    sock = Sock(app)
+
+    @sock.route("/ws/operations/<string:op_id>")
+    def operation_events(ws: Any, op_id: str) -> None:
+        if not _same_origin():
+            ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+            return
+        authed = _authenticate(ws)
+        if authed is None:
+            return
+        principal, first = authed
+        engine = current_app.extensions["hypd.engine"]
+        store = engine.store
+        op = store.get(op_id)
+        if op is None:
+            ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
+            return
+        after = str(first.get("after") or "0")
+        try:
+            _send(ws, {"type": "operation", "operation": engine.view(op)})
+            while True:
+                for event_id, event in store.events(op_id, after=after, block_ms=READ_BLOCK_MS):
+                    _send(ws, {"type": "event", "id": event_id, "event": event})
+                    after = event_id
+                incoming = ws.receive(timeout=0)
+                if incoming is not None and not _handle_client_message(
+                    ws, principal, op_id, incoming
+                ):
+                    return
+                current = store.get(op_id)
+                finished = current is not None and OpStatus(current["status"]).is_finished
+                if finished and not store.events(op_id, after=after):
+                    ws.close(1000, current["status"])
+                    return
+        except ConnectionClosed:
+            return

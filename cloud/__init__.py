@@ -1,0 +1,1 @@
+"""Thin adapters to AWS and Kubernetes, and the settings every layer reads."""

@@ -1,0 +1,95 @@
+"""The one place settings are read from the environment.
+
+Every process (web, worker, MCP, sandbox) reads the same variables the same way; `hypd up`
+turns its flags into environment variables for its children instead of passing objects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+AWS_MODES = ("sandbox", "aws")
+
+
+class SettingsError(ValueError):
+    """A setting has a value hypd cannot run with."""
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    aws_mode: str = "sandbox"
+    region: str = "us-west-2"
+    host: str = "127.0.0.1"
+    port: int = 3099
+    redis_url: str | None = None
+    data_dir: Path = Path("~/.local/share/hypd").expanduser()
+    operator_token: str | None = None
+    viewer_token: str | None = None
+    tokens_file: Path | None = None
+    sandbox_speed: float = 1.0
+    poll_min_s: float = 2.0
+    poll_max_s: float = 60.0
+    visibility_timeout_s: float = 300.0
+    api_url: str = "http://127.0.0.1:3099"
+    token: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        mode = env.get("HYPD_AWS", "sandbox") or "sandbox"
+        if mode not in AWS_MODES:
+            raise SettingsError(f"HYPD_AWS must be one of {', '.join(AWS_MODES)}, got {mode!r}")
+        port_raw = env.get("HYPD_PORT", "3099") or "3099"
+        if not port_raw.isdigit() or not 0 <= int(port_raw) < 65536:
+            raise SettingsError(f"HYPD_PORT must be a port number, got {port_raw!r}")
+        tokens_file = env.get("HYPD_TOKENS_FILE") or None
+        settings = cls(
+            aws_mode=mode,
+            region=env.get("HYPD_REGION") or "us-west-2",
+            host=env.get("HYPD_HOST") or "127.0.0.1",
+            port=int(port_raw),
+            redis_url=env.get("HYPD_REDIS_URL") or None,
+            data_dir=Path(env.get("HYPD_DATA_DIR") or "~/.local/share/hypd").expanduser(),
+            operator_token=env.get("HYPD_OPERATOR_TOKEN") or None,
+            viewer_token=env.get("HYPD_VIEWER_TOKEN") or None,
+            tokens_file=Path(tokens_file).expanduser() if tokens_file else None,
+            sandbox_speed=_float(env, "HYPD_SANDBOX_SPEED", 1.0),
+            poll_min_s=_float(env, "HYPD_POLL_MIN_S", 2.0),
+            poll_max_s=_float(env, "HYPD_POLL_MAX_S", 60.0),
+            visibility_timeout_s=_float(env, "HYPD_VISIBILITY_TIMEOUT_S", 300.0),
+            api_url=(env.get("HYPD_API_URL") or "http://127.0.0.1:3099").rstrip("/"),
+            token=env.get("HYPD_TOKEN") or None,
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if self.sandbox_speed <= 0:
+            raise SettingsError("HYPD_SANDBOX_SPEED must be above 0")
+        if not 0 < self.poll_min_s <= self.poll_max_s:
+            raise SettingsError("HYPD_POLL_MIN_S must be above 0 and at most HYPD_POLL_MAX_S")
+        if self.poll_max_s >= self.visibility_timeout_s:
+            raise SettingsError(
+                "HYPD_POLL_MAX_S must stay below HYPD_VISIBILITY_TIMEOUT_S, or the broker "
+                "redelivers waiting monitors as duplicates"
+            )
+
+    @property
+    def redis(self) -> str:
+        """The Redis URL processes connect to; `hypd up` sets HYPD_REDIS_URL for children."""
+        if not self.redis_url:
+            raise SettingsError("HYPD_REDIS_URL is not set (hypd up sets it for its children)")
+        return self.redis_url

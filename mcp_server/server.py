@@ -1,0 +1,509 @@
+"""The hypd MCP server: each row of `mcp_server/tools.py` becomes a tool that calls the REST API.
+
+Two ways to run it (`hypd mcp` calls `run()` or `main()`):
+- stdio (Kiro CLI, Claude Code, ...): one token from `HYPD_TOKEN`; at start the server asks
+  `GET /api/v1/auth/whoami` who that is, and a viewer token (or `--read-only`) publishes only
+  the read-only tools.
+- streamable HTTP (`--http`, default 127.0.0.1:3098, path `/mcp`): every request must carry
+  `Authorization: Bearer <token>` (401 without one, or with one the API refuses). The token is
+  forwarded to the REST API; the request is served by the server built for that token's role
+  (operator: every tool, viewer: the read-only ones), so a viewer neither sees nor can call
+  a mutating tool. whoami answers are cached 30 s per token. Sessions are stateless, so any
+  number of replicas can run behind a load balancer.
+
+The server imports nothing else of hypd: it speaks HTTP only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import os
+import sys
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Literal
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict, Field, create_model
+from starlette.authentication import AuthCredentials
+
+from mcp_server.client import ApiClient, ApiError, ApiResponse, whoami_sync
+from mcp_server.idempotency import IdempotencyKeys, principal_of
+from mcp_server.tools import (
+    TERMINAL_STATUSES,
+    TOOLS_BY_NAME,
+    WAIT_DEFAULT_SECONDS,
+    WAIT_MAX_SECONDS,
+    Arg,
+    ToolSpec,
+    published_tools,
+)
+
+log = logging.getLogger("hypd.mcp")
+
+DEFAULT_API_URL = "http://127.0.0.1:3099"
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 3098
+HTTP_PATH = "/mcp"
+WHOAMI_CACHE_S = 30.0
+DEFAULT_POLL_AFTER_S = 5
+OPERATOR = "operator"
+
+INSTRUCTIONS = """\
+hypd is a control panel for ML clusters on AWS (EKS + SageMaker HyperPod). These tools call \
+its REST API with your token, so they have exactly the panel's validation and permissions.
+- Look first: list what exists (list_networks, list_operations) and query zones and instance \
+types before proposing choices. Ask the user only decisions (availability zone, instance type, \
+capacity type); CIDRs, route tables and security groups are the panel's job.
+- Every change returns an operation. Follow it with wait_operation until its status is \
+succeeded, failed or cancelled, and report that outcome, not the submission.
+- Errors read `<code>: <message>`; the message states the cause. A conflict names the \
+operation that holds the target: wait for it rather than retrying at once.
+- Repeating a change with the same arguments within 10 minutes returns the same operation \
+(idempotency); pass a new idempotency_key only to repeat a change on purpose."""
+
+TERMINAL = frozenset(TERMINAL_STATUSES)
+
+_PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+# --- argument models ---------------------------------------------------------------------------
+
+
+class _Arguments(ArgModelBase):
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+
+def _field(arg: Arg) -> tuple[Any, Any]:
+    if arg.enum:
+        annotation: Any = Literal[arg.enum]
+    elif arg.type == "array":
+        item_type = _PY_TYPES[arg.items or "string"]
+        annotation = list[item_type]
+    else:
+        annotation = _PY_TYPES[arg.type]
+    constraints: dict[str, Any] = {"description": arg.description}
+    if arg.pattern:
+        constraints["pattern"] = arg.pattern
+    if arg.minimum is not None:
+        constraints["ge"] = arg.minimum
+    if arg.maximum is not None:
+        constraints["le"] = arg.maximum
+    if arg.required:
+        return annotation, Field(..., **constraints)
+    return annotation | None, Field(arg.default, **constraints)
+
+
+def _argument_model(spec: ToolSpec) -> type[ArgModelBase]:
+    fields = {arg.name: _field(arg) for arg in spec.all_args}
+    return create_model(f"{spec.name}_arguments", __base__=_Arguments, **fields)
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+def _ok(data: dict[str, Any]) -> CallToolResult:
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _error(err: ApiError) -> CallToolResult:
+    """A tool error that keeps the REST code and message: `conflict: <message>`, then details."""
+    content = [TextContent(type="text", text=err.text)]
+    if err.details or err.status is not None:
+        content.append(TextContent(type="text", text=json.dumps(err.envelope(), default=str)))
+    return CallToolResult(content=content, structured_content=err.envelope(), is_error=True)
+
+
+def _dig(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def _retry_after(headers: dict[str, str]) -> int | None:
+    value = {k.lower(): v for k, v in headers.items()}.get("retry-after")
+    try:
+        return max(0, int(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
+    """The REST reply, with status_tool/status_args/poll_after_seconds always present."""
+    out: dict[str, Any] = dict(resp.body) if isinstance(resp.body, dict) else {"result": resp.body}
+    follow = isinstance(out.get("operation"), dict) and out.get("changed") is not False
+    if "status_tool" not in out:
+        out["status_tool"] = spec.status_tool if follow else None
+    if "status_args" not in out:
+        args = {k: _dig(out, path) for k, path in spec.status_args_from.items()}
+        out["status_args"] = args if out["status_tool"] and all(args.values()) else {}
+    if "poll_after_seconds" not in out:
+        retry_after = _retry_after(resp.headers)
+        out["poll_after_seconds"] = (
+            retry_after if retry_after is not None
+            else (DEFAULT_POLL_AFTER_S if out["status_tool"] else 0)
+        )
+    return out
+
+
+# --- one REST call per tool --------------------------------------------------------------------
+
+
+def _split(spec: ToolSpec, args: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    path, query, body = spec.path, {}, {}
+    for arg in spec.args:
+        value = args.get(arg.name)
+        if value is None:
+            continue
+        if arg.location == "path":
+            path = path.replace("{" + arg.name + "}", urllib.parse.quote(str(value), safe=""))
+        elif arg.location == "query":
+            query[arg.name] = value
+        elif arg.location == "body":
+            body[arg.name] = value
+    return path, query, body
+
+
+async def _call_rest(spec: ToolSpec, args: dict[str, Any], api: ApiClient,
+                     keys: IdempotencyKeys) -> dict[str, Any]:
+    path, query, body = _split(spec, args)
+    send_body = body if spec.method in ("POST", "PUT", "PATCH") else None
+    if not spec.mutating:
+        resp = await api.request(spec.method, path, params=query, json_body=send_body)
+        return resp.body if isinstance(resp.body, dict) else {"result": resp.body}
+
+    explicit = args.get("idempotency_key")
+    principal = principal_of(api.token)
+    if explicit:
+        key, replayed = explicit, False
+        headers = {"Idempotency-Key": key}
+    else:
+        key, replayed = keys.key_for(principal, spec.name, args)
+        headers = {"Idempotency-Key": key, "Idempotency-Scope": "mcp"}
+    resp = await api.request(spec.method, path, params=query, json_body=send_body,
+                             headers=headers)
+    if not explicit:
+        keys.accepted(principal, spec.name, args, key)
+    out = _mutation_reply(spec, resp)
+    out["idempotency_key"] = key
+    if replayed:
+        out["replayed"] = True
+        out["note"] = (
+            "This call repeats one this server already sent with the same arguments in the "
+            "last 10 minutes, so the API answered with that earlier request's operation "
+            "instead of starting another. If you meant to make the change again, call "
+            "again with a new idempotency_key."
+        )
+    return out
+
+
+async def _wait_operation(args: dict[str, Any], api: ApiClient) -> dict[str, Any]:
+    """Long-poll `GET /api/v1/operations/<id>?wait=N` until terminal or the timeout."""
+    op_id = args["operation_id"]
+    timeout = min(float(args.get("timeout_seconds") or WAIT_DEFAULT_SECONDS), WAIT_MAX_SECONDS)
+    path = "/api/v1/operations/" + urllib.parse.quote(str(op_id), safe="")
+    start = time.monotonic()
+    deadline = start + timeout
+    op = (await api.request("GET", path)).body
+    while op.get("status") not in TERMINAL:
+        remaining = deadline - time.monotonic()
+        if remaining < 0.5:
+            break
+        wait = max(1, min(WAIT_MAX_SECONDS, math.floor(remaining)))
+        params: dict[str, Any] = {"wait": wait}
+        if op.get("last_event_id"):
+            params["after"] = op["last_event_id"]
+        asked = time.monotonic()
+        new = (await api.request("GET", path, params=params, timeout=wait + 15)).body
+        unchanged = (new.get("status"), new.get("last_event_id"), new.get("updated_at")) == (
+            op.get("status"), op.get("last_event_id"), op.get("updated_at"))
+        op = new
+        if unchanged and time.monotonic() - asked < 0.2:
+            # The API answered at once without news (it should have held the request):
+            # pace the loop instead of spinning against it.
+            await anyio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    status = op.get("status")
+    out: dict[str, Any] = {
+        "operation": op,
+        "status": status,
+        "terminal": status in TERMINAL,
+        "waited_seconds": round(time.monotonic() - start, 1),
+    }
+    if status not in TERMINAL:
+        out.update(
+            status_tool="wait_operation",
+            status_args={"operation_id": op_id},
+            poll_after_seconds=0,
+            note=f"Still {status} after {out['waited_seconds']} s: call wait_operation again.",
+        )
+    return out
+
+
+# --- building the server -----------------------------------------------------------------------
+
+
+def _caller_token(ctx: Context) -> str | None:
+    """The bearer token of the HTTP request this tool call arrived on (HTTP mode)."""
+    try:
+        request = ctx.request_context.request
+    except ValueError:
+        return None
+    scope = getattr(request, "scope", None) or {}
+    user = scope.get("user")
+    if isinstance(user, AuthenticatedUser):
+        return user.access_token.token
+    return None
+
+
+Runner = Callable[[dict[str, Any], ApiClient], Awaitable[dict[str, Any]]]
+_RUNNERS: dict[str, Runner] = {"wait_operation": _wait_operation}
+
+
+def _make_tool(spec: ToolSpec, api_url: str, token: str | None, keys: IdempotencyKeys) -> Tool:
+    runner = _RUNNERS[spec.runner] if spec.runner else None
+
+    async def call(ctx: Context, **kwargs: Any) -> CallToolResult:
+        args = {k: v for k, v in kwargs.items() if v is not None}
+        api = ApiClient(api_url, token or _caller_token(ctx))
+        if not api.token:
+            return _error(ApiError("unauthorized", "no bearer token to call the hypd API with"))
+        try:
+            if runner is not None:
+                return _ok(await runner(args, api))
+            return _ok(await _call_rest(spec, args, api, keys))
+        except ApiError as err:
+            return _error(err)
+
+    call.__name__ = spec.name
+    return Tool(
+        fn=call,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=spec.input_schema(),
+        fn_metadata=FuncMetadata(arg_model=_argument_model(spec),
+                                 output_schema=spec.output_schema()),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive if spec.mutating else None,
+            idempotent_hint=True,
+            open_world_hint=True,
+        ),
+        meta={"hypd": {"method": spec.method, "path": spec.path,
+                       "status_tool": spec.status_tool}},
+    )
+
+
+def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
+                 read_only: bool = False, *, role: str | None = None,
+                 keys: IdempotencyKeys | None = None) -> MCPServer:
+    """An MCPServer whose tools are the table's rows.
+
+    With a `token`, every call uses it and the published tools follow its role: `role` if
+    given, else `GET /api/v1/auth/whoami` is asked now (raises ApiError if the API refuses
+    or cannot be reached). Without a token (HTTP mode), each call uses the bearer token of
+    the HTTP request it arrived on. A viewer role or `read_only` publishes read tools only.
+    """
+    if token and not read_only and role is None:
+        role = str(whoami_sync(api_url, token).get("role"))
+    if token and role != OPERATOR:
+        read_only = True
+    keys = keys or IdempotencyKeys()
+    tools = [_make_tool(spec, api_url, token, keys) for spec in published_tools(read_only)]
+    return MCPServer(
+        name="hypd",
+        title="hypd",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=tools,
+        log_level="WARNING",
+    )
+
+
+# --- streamable HTTP: per-caller token and role ------------------------------------------------
+
+
+class HttpGateway:
+    """ASGI app for `hypd mcp --http`: bearer check, then the server built for the role."""
+
+    def __init__(self, api_url: str = DEFAULT_API_URL, *, read_only: bool = False,
+                 host: str = DEFAULT_HTTP_HOST, whoami_ttl_s: float = WHOAMI_CACHE_S) -> None:
+        self.api_url = api_url.rstrip("/")
+        keys = IdempotencyKeys()
+        self.servers = {
+            OPERATOR: build_server(api_url, None, read_only, keys=keys),
+            "viewer": build_server(api_url, None, True, keys=keys),
+        }
+        self.apps = {
+            role: server.streamable_http_app(streamable_http_path=HTTP_PATH,
+                                             stateless_http=True, host=host)
+            for role, server in self.servers.items()
+        }
+        self._ttl = whoami_ttl_s
+        self._who: dict[str, tuple[float, dict[str, Any]]] = {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope.get("path") == "/healthz":
+            await _json(send, 200, {"status": "ok"})
+            return
+        token = _bearer(scope)
+        if not token:
+            await _json(send, 401, _envelope(
+                "unauthorized", "send Authorization: Bearer <hypd token>; the MCP server "
+                "calls the hypd API with that token"), auth=True)
+            return
+        try:
+            who = await self._whoami(token)
+        except ApiError as err:
+            if err.status in (401, 403):
+                await _json(send, 401, _envelope("unauthorized", err.message), auth=True)
+            else:
+                await _json(send, 502, _envelope("upstream_error", err.text))
+            return
+        role = OPERATOR if who.get("role") == OPERATOR else "viewer"
+        name = str(who.get("name") or "unknown")
+        user = AuthenticatedUser(AccessToken(token=token, client_id=name, scopes=[role],
+                                             subject=principal_of(token)))
+        scope = {**scope, "user": user, "auth": AuthCredentials([role])}
+        await self.apps[role](scope, receive, send)
+
+    async def _whoami(self, token: str) -> dict[str, Any]:
+        fp = hashlib.sha256(token.encode()).hexdigest()
+        now = time.monotonic()
+        hit = self._who.get(fp)
+        if hit and hit[0] > now:
+            return hit[1]
+        who = await ApiClient(self.api_url, token).whoami()
+        if len(self._who) > 1000:
+            self._who = {k: v for k, v in self._who.items() if v[0] > now}
+        self._who[fp] = (now + self._ttl, who)
+        return who
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        await receive()  # lifespan.startup
+        async with AsyncExitStack() as stack:
+            try:
+                for server in self.servers.values():
+                    await stack.enter_async_context(server.session_manager.run())
+            except Exception as exc:
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"authorization":
+            text = value.decode("latin-1").strip()
+            if text[:7].lower() == "bearer " and text[7:].strip():
+                return text[7:].strip()
+    return None
+
+
+def _envelope(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": {}}}
+
+
+async def _json(send: Any, status: int, body: dict[str, Any], auth: bool = False) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    if auth:
+        headers.append((b"www-authenticate", b'Bearer realm="hypd"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def build_http_app(api_url: str = DEFAULT_API_URL, *, read_only: bool = False,
+                   host: str = DEFAULT_HTTP_HOST) -> HttpGateway:
+    return HttpGateway(api_url, read_only=read_only, host=host)
+
+
+# --- entry points for `hypd mcp` ---------------------------------------------------------------
+
+
+def run(api_url: str | None = None, token: str | None = None, http: bool = False,
+        host: str = DEFAULT_HTTP_HOST, port: int = DEFAULT_HTTP_PORT,
+        read_only: bool = False) -> None:
+    """Serve MCP until stopped. stdio by default; `http=True` serves streamable HTTP.
+
+    `api_url` defaults to HYPD_API_URL (else http://127.0.0.1:3099); in stdio mode `token`
+    defaults to HYPD_TOKEN. Exits with a message naming the cause when the token is missing
+    or refused, or the API cannot be reached.
+    """
+    api_url = (api_url or os.environ.get("HYPD_API_URL") or DEFAULT_API_URL).rstrip("/")
+    if http:
+        import uvicorn
+
+        app = build_http_app(api_url, read_only=read_only, host=host)
+        print(f"hypd mcp: streamable HTTP on http://{host}:{port}{HTTP_PATH} for {api_url}"
+              + (" (read-only)" if read_only else ""), file=sys.stderr, flush=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+        return
+    token = token or os.environ.get("HYPD_TOKEN")
+    if not token:
+        raise SystemExit("hypd mcp: HYPD_TOKEN is not set; give the MCP server a hypd token "
+                         "(the operator token `hypd up` printed, or a viewer token)")
+    try:
+        who = whoami_sync(api_url, token)
+    except ApiError as err:
+        raise SystemExit(f"hypd mcp: {err.text}") from None
+    role = str(who.get("role"))
+    server = build_server(api_url, token, read_only, role=role)
+    n = len(published_tools(read_only or role != OPERATOR))
+    print(f"hypd mcp: {n} tools for {who.get('name')} ({role}) on {api_url}, over stdio",
+          file=sys.stderr, flush=True)
+    server.run("stdio")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="hypd mcp", description="MCP server whose tools call the hypd REST API.")
+    parser.add_argument("--api-url", default=None,
+                        help=f"hypd REST API (default: $HYPD_API_URL or {DEFAULT_API_URL})")
+    parser.add_argument("--http", action="store_true",
+                        help="serve streamable HTTP (each caller sends its own bearer token) "
+                        "instead of stdio (token from $HYPD_TOKEN)")
+    parser.add_argument("--host", default=DEFAULT_HTTP_HOST, help="HTTP mode: listen address")
+    parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="HTTP mode: port")
+    parser.add_argument("--read-only", action="store_true",
+                        help="publish only the read-only tools")
+    ns = parser.parse_args(argv)
+    run(ns.api_url, None, ns.http, ns.host, ns.port, ns.read_only)
+
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "DEFAULT_HTTP_HOST",
+    "DEFAULT_HTTP_PORT",
+    "TOOLS_BY_NAME",
+    "HttpGateway",
+    "build_http_app",
+    "build_server",
+    "main",
+    "run",
+]

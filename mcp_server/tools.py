@@ -1,0 +1,321 @@
+"""The declared MCP tool table: one row per tool, each a call of the hypd REST API.
+
+A row says everything the server needs to publish and run a tool: its name, the HTTP method
+and path template it calls, its arguments (JSON type, required or not, a description, and
+where each one goes: the path, the query string or the JSON body), a description written for
+an agent, whether it is read-only or mutating, and for a mutating tool the status tool that
+tells when the change is done (and where its arguments come from in the REST reply).
+
+Nothing here runs anything: `mcp_server/server.py` turns the rows into tools. Adding a
+resource adds rows here and nothing else in this package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+JsonType = Literal["string", "integer", "number", "boolean", "array"]
+Location = Literal["path", "query", "body", "header"]
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
+"""The one rule for every user-chosen name (DESIGN.md, Contracts: Names)."""
+
+TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
+OPERATION_STATUSES = ("queued", "running", *TERMINAL_STATUSES)
+
+WAIT_MAX_SECONDS = 60
+WAIT_DEFAULT_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One tool argument."""
+
+    name: str
+    type: JsonType
+    description: str
+    location: Location = "body"
+    required: bool = False
+    items: JsonType | None = None  # item type of an array
+    enum: tuple[str, ...] | None = None
+    pattern: str | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    default: Any = None
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.items:
+            schema["items"] = {"type": self.items}
+        if self.enum:
+            schema["enum"] = list(self.enum)
+        if self.pattern:
+            schema["pattern"] = self.pattern
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        if self.default is not None:
+            schema["default"] = self.default
+        return schema
+
+
+IDEMPOTENCY_ARG = Arg(
+    "idempotency_key",
+    "string",
+    "Optional. Leave unset: the server derives a key from the tool name and arguments that "
+    "stays the same for 10 minutes, so repeating this exact call (for example after a lost "
+    "reply) returns the same operation instead of starting a second one. Pass a new value "
+    "only to deliberately repeat a change you already made in the last 10 minutes (for "
+    "example re-creating something you deleted).",
+    location="header",
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One row of the table."""
+
+    name: str
+    method: Method
+    path: str  # template, e.g. "/api/v1/networks/{name}"
+    title: str
+    description: str
+    args: tuple[Arg, ...] = ()
+    mutating: bool = False
+    destructive: bool = False
+    # For a mutating tool: the tool that tells when the change is done, and where each of
+    # its arguments is found in the REST reply (dotted paths). The REST 202 reply already
+    # carries status_tool/status_args; these fill them in when a reply lacks them.
+    status_tool: str | None = None
+    status_args_from: dict[str, str] = field(default_factory=dict)
+    # A tool whose behaviour is more than one REST call names its runner in server.py.
+    runner: str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return not self.mutating
+
+    @property
+    def all_args(self) -> tuple[Arg, ...]:
+        """The arguments an agent may pass (mutating tools also take `idempotency_key`)."""
+        return (*self.args, IDEMPOTENCY_ARG) if self.mutating else self.args
+
+    def input_schema(self) -> dict[str, Any]:
+        args = self.all_args
+        return {
+            "type": "object",
+            "properties": {a.name: a.json_schema() for a in args},
+            "required": [a.name for a in args if a.required],
+            "additionalProperties": False,
+        }
+
+    def output_schema(self) -> dict[str, Any]:
+        if not self.mutating:
+            return {"type": "object", "additionalProperties": True}
+        return {
+            "type": "object",
+            "properties": {
+                "operation": {"type": "object", "description": "The operation record."},
+                "changed": {"type": "boolean"},
+                "resource_url": {"type": ["string", "null"]},
+                "status_route": {"type": ["string", "null"]},
+                "status_tool": {
+                    "type": ["string", "null"],
+                    "description": "Call this tool with status_args until a terminal status "
+                    "(null when nothing needed doing).",
+                },
+                "status_args": {"type": "object"},
+                "poll_after_seconds": {"type": "number"},
+                "idempotency_key": {"type": "string"},
+                "replayed": {"type": "boolean"},
+                "note": {"type": "string"},
+            },
+            "required": ["status_tool", "status_args", "poll_after_seconds"],
+            "additionalProperties": True,
+        }
+
+
+_FOLLOW = (
+    " Returns at once with an operation; call wait_operation with status_args until the "
+    "status is succeeded, failed or cancelled, and report that outcome, not the submission."
+)
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="whoami",
+        method="GET",
+        path="/api/v1/auth/whoami",
+        title="Who am I",
+        description="Name and role (viewer or operator) of the token this server calls the "
+        "hypd API with. A viewer can read and diagnose; only an operator can change things.",
+    ),
+    ToolSpec(
+        name="list_availability_zones",
+        method="GET",
+        path="/api/v1/discovery/availability-zones",
+        title="List availability zones",
+        description="Availability zones of a region, with zone id and state. Call this before "
+        "asking the user to choose a zone, and offer only zones whose state is available.",
+        args=(
+            Arg("region", "string", "AWS region, e.g. us-west-2. Default: the panel's region.",
+                location="query"),
+        ),
+    ),
+    ToolSpec(
+        name="list_instance_types",
+        method="GET",
+        path="/api/v1/discovery/instance-types",
+        title="List instance types in a zone",
+        description="HyperPod instance types offered in one availability zone, with vCPUs, "
+        "memory, accelerator kind/name/count/memory and EFA support (max_efa_interfaces > 1 "
+        "allows the efa-only interface mode). Call this before proposing an instance type.",
+        args=(
+            Arg("availability_zone", "string", "Availability zone name, e.g. us-west-2a "
+                "(from list_availability_zones).", location="query", required=True),
+            Arg("region", "string", "AWS region. Default: the panel's region.",
+                location="query"),
+        ),
+    ),
+    ToolSpec(
+        name="create_network",
+        method="POST",
+        path="/api/v1/networks",
+        title="Create a network",
+        description="Create a network for clusters: a VPC with public and private subnets in "
+        "each chosen availability zone, internet and NAT gateways, routes, a security group "
+        "and an S3 endpoint, all tagged as managed by hypd. CIDRs, route tables and security "
+        "groups are the panel's job: leave cidr unset unless the user asked for one. Ask the "
+        "user only which availability zones to use (see list_availability_zones), or leave "
+        "them unset for the first two available." + _FOLLOW,
+        args=(
+            Arg("name", "string", "Name of the network (lowercase letters, digits and '-', "
+                "starting with a letter, at most 32 characters).", required=True,
+                pattern=NAME_PATTERN),
+            Arg("region", "string", "AWS region. Default: the panel's region."),
+            Arg("cidr", "string", "IPv4 CIDR of the VPC. Default 10.0.0.0/16."),
+            Arg("availability_zones", "array", "Availability zone names for the subnets. "
+                "Default: the first two available zones.", items="string"),
+        ),
+        mutating=True,
+        status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="list_networks",
+        method="GET",
+        path="/api/v1/networks",
+        title="List networks",
+        description="Networks managed by hypd (read from AWS by their tags), with VPC, "
+        "subnets, gateways and state. Look here before creating a network: reuse one if it fits.",
+    ),
+    ToolSpec(
+        name="get_network",
+        method="GET",
+        path="/api/v1/networks/{name}",
+        title="Get a network",
+        description="One network managed by hypd: VPC id, CIDR, state, availability zones, "
+        "subnets (id, CIDR, zone, public or private), gateways, security group, S3 endpoint.",
+        args=(Arg("name", "string", "Name of the network.", location="path", required=True),),
+    ),
+    ToolSpec(
+        name="delete_network",
+        method="DELETE",
+        path="/api/v1/networks/{name}",
+        title="Delete a network",
+        description="Delete a hypd-managed network and everything in it that hypd created "
+        "(found by tags, never by name alone). Refused while a cluster or another operation "
+        "uses it. Confirm with the user first." + _FOLLOW,
+        args=(Arg("name", "string", "Name of the network.", location="path", required=True),),
+        mutating=True,
+        destructive=True,
+        status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="list_operations",
+        method="GET",
+        path="/api/v1/operations",
+        title="List operations",
+        description="Operations (the panel's long-running changes), newest first, with status "
+        "and steps. Filter by status, kind (e.g. network.create) or target (e.g. network/lab). "
+        "Use it to find what is running before starting a change on the same target.",
+        args=(
+            Arg("status", "string", "Only operations in this status.", location="query",
+                enum=OPERATION_STATUSES),
+            Arg("kind", "string", "Only operations of this kind, e.g. network.create.",
+                location="query"),
+            Arg("target", "string", "Only operations on this target path, e.g. network/lab.",
+                location="query"),
+            Arg("limit", "integer", "At most this many operations.", location="query",
+                minimum=1),
+        ),
+    ),
+    ToolSpec(
+        name="get_operation",
+        method="GET",
+        path="/api/v1/operations/{operation_id}",
+        title="Get an operation",
+        description="One operation now: status (queued, running, succeeded, failed, "
+        "cancelled), each step's phase, attempts and detail, and the error if it failed. "
+        "To wait for it to finish, use wait_operation instead of calling this repeatedly.",
+        args=(Arg("operation_id", "string", "Operation id (op_...).", location="path",
+                  required=True),),
+    ),
+    ToolSpec(
+        name="wait_operation",
+        method="GET",
+        path="/api/v1/operations/{operation_id}",
+        title="Wait for an operation",
+        description="Wait until an operation reaches a terminal status (succeeded, failed, "
+        "cancelled) or timeout_seconds pass, then return it; no need to sleep between calls. "
+        "If terminal is false, call wait_operation again with the same operation_id. A cluster "
+        "takes 10-20 minutes on AWS: keep calling until it is terminal. If it failed, read "
+        "operation.error and the failed step's detail before proposing retry_operation.",
+        args=(
+            Arg("operation_id", "string", "Operation id (op_...).", location="path",
+                required=True),
+            Arg("timeout_seconds", "integer", "How long to wait at most, in seconds.",
+                location="query", minimum=1, maximum=WAIT_MAX_SECONDS,
+                default=WAIT_DEFAULT_SECONDS),
+        ),
+        runner="wait_operation",
+    ),
+    ToolSpec(
+        name="cancel_operation",
+        method="POST",
+        path="/api/v1/operations/{operation_id}/cancel",
+        title="Cancel an operation",
+        description="Ask a queued or running operation to stop. A queued one is cancelled at "
+        "once; a running one stops at its next step boundary (what a finished step created "
+        "stays). Follow it with wait_operation until it is terminal.",
+        args=(Arg("operation_id", "string", "Operation id (op_...).", location="path",
+                  required=True),),
+        mutating=True,
+        status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="retry_operation",
+        method="POST",
+        path="/api/v1/operations/{operation_id}/retry",
+        title="Retry an operation",
+        description="Run a failed or cancelled operation again from its failed step, keeping "
+        "the same operation id and what earlier steps created. Fix the cause reported in its "
+        "error first (quota, permissions, a conflicting resource)." + _FOLLOW,
+        args=(Arg("operation_id", "string", "Operation id (op_...).", location="path",
+                  required=True),),
+        mutating=True,
+        status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def published_tools(read_only: bool) -> tuple[ToolSpec, ...]:
+    """The rows a server publishes: every row, or only the read-only ones."""
+    return tuple(t for t in TOOLS if t.read_only or not read_only)

@@ -1,0 +1,136 @@
+"""Python client for the `/_sandbox` control routes, for tests and demo scripts.
+
+Plain urllib, so a test process needs nothing but the sandbox's URL (the same
+`AWS_ENDPOINT_URL` the workers use) to inject faults, place fault points and read the call log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+
+class SandboxControlError(RuntimeError):
+    """The control route refused the request (carries its status and error body)."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(f"sandbox control answered {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+class SandboxControl:
+    """Drive one local AWS's faults, holds, call log and counters."""
+
+    def __init__(self, base_url: str, timeout: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.base_url}/_sandbox{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"} if data is not None else {},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as reply:
+                return json.loads(reply.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                detail: Any = json.loads(raw)
+            except ValueError:
+                detail = raw.decode("utf-8", "replace")
+            raise SandboxControlError(exc.code, detail) from None
+
+    # faults
+    def add_fault(
+        self,
+        service: str | None,
+        action: str | None,
+        kind: str,
+        count: int = 1,
+        code: str | None = None,
+        message: str | None = None,
+        status: int | None = None,
+        seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Make the next `count` calls to service:action fail with `kind`
+        ("throttle" | "server_error" | "timeout" | "error"). None matches any."""
+        spec: dict[str, Any] = {"service": service, "action": action, "kind": kind, "count": count}
+        extras = {"code": code, "message": message, "status": status, "seconds": seconds}
+        spec.update({k: v for k, v in extras.items() if v is not None})
+        return self._request("POST", "/faults", spec)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """Faults still armed."""
+        return self._request("GET", "/faults")["faults"]
+
+    def clear_faults(self) -> None:
+        """Disarm all faults (and let stalled timeouts go)."""
+        self._request("DELETE", "/faults")
+
+    # holds
+    def hold(self, service: str, action: str, count: int = 1) -> str:
+        """Hold the answers of the next `count` calls to service:action; returns the hold id."""
+        return self._request(
+            "POST", "/holds", {"service": service, "action": action, "count": count}
+        )["id"]
+
+    def get_hold(self, hold_id: str) -> dict[str, Any]:
+        """One hold: `state` is "armed" | "held" | "released"; `calls` the call log seqs."""
+        return self._request("GET", f"/holds/{urllib.parse.quote(hold_id)}")
+
+    def holds(self) -> list[dict[str, Any]]:
+        """All holds."""
+        return self._request("GET", "/holds")["holds"]
+
+    def wait_held(self, hold_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """Wait until a call is parked on the hold (AWS has answered it); returns the hold."""
+        deadline = time.monotonic() + timeout
+        while True:
+            hold = self.get_hold(hold_id)
+            if hold["state"] == "held":
+                return hold
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"hold {hold_id} not held after {timeout} s: {hold}")
+            time.sleep(0.02)
+
+    def release(self, hold_id: str) -> dict[str, Any]:
+        """Let the held answers of one hold go to their clients."""
+        return self._request("POST", f"/holds/{urllib.parse.quote(hold_id)}/release")
+
+    def clear_holds(self) -> None:
+        """Release everything held and forget all holds."""
+        self._request("DELETE", "/holds")
+
+    # call log
+    def calls(
+        self, service: str | None = None, action: str | None = None, since: int = 0
+    ) -> list[dict[str, Any]]:
+        """Logged calls after `since`, optionally filtered."""
+        query = {"service": service, "action": action, "since": since or None}
+        encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        return self._request("GET", f"/calls?{encoded}" if encoded else "/calls")["calls"]
+
+    def counters(self) -> dict[str, Any]:
+        """{"by_action": {"ec2:CreateVpc": n}, "by_resource": {id: {"ec2:CreateTags": n}}}."""
+        return self._request("GET", "/counters")
+
+    def reset(self) -> None:
+        """Clear faults, holds, the call log and counters (AWS state stays)."""
+        self._request("POST", "/reset")
+
+    def advance_clock(self, seconds: float) -> dict[str, Any]:
+        """Jump simulated time forward and apply the state changes now due."""
+        return self._request("POST", "/clock/advance", {"seconds": seconds})
+
+    def info(self) -> dict[str, Any]:
+        """Speed, simulated clock and pending state changes."""
+        return self._request("GET", "")

@@ -1,0 +1,112 @@
+"""The WSGI layer in front of moto: faults, holds, timed states and the call log.
+
+One request path, in order: control routes are answered here; an AWS call is named, due state
+changes are applied, an armed fault answers instead of AWS, otherwise moto answers; the timing
+rules may turn that answer into an in-between state; the call is logged and counted; an armed
+hold keeps the answer back. Logging happens before the hold, so the log and counters show
+what AWS did even if the client never hears about it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.wsgi import get_input_stream
+
+from sandbox import control_api
+from sandbox.calllog import CallLog
+from sandbox.errors import defaults, error_reply
+from sandbox.faults import Fault, FaultBook
+from sandbox.holds import HoldBook
+from sandbox.identify import Call, RestRoutes, identify
+from sandbox.reply import Reply
+from sandbox.resources import resource_ids
+from sandbox.timing import Clock, Transitions
+
+# moto's own admin routes (reset, state manager, dashboard) pass straight through.
+_MOTO_ADMIN_PREFIXES = ("/moto-api", "/favicon.ico")
+
+
+class LocalAwsApp:
+    """WSGI application: moto plus the sandbox's controls."""
+
+    def __init__(self, speed: float = 1.0) -> None:
+        self.clock = Clock(speed)
+        self.transitions = Transitions(self.clock)
+        self.faults = FaultBook()
+        self.holds = HoldBook()
+        self.log = CallLog()
+        self._routes = RestRoutes()
+        self._moto = DomainDispatcherApplication(create_backend_app)
+        self._controls = control_api.Controls(
+            self.faults, self.holds, self.log, self.clock, self.transitions
+        )
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        path: str = environ.get("PATH_INFO", "")
+        if path == control_api.PREFIX or path.startswith(control_api.PREFIX + "/"):
+            return control_api.handle(self._controls, environ).send(start_response)
+        body = get_input_stream(environ).read()
+        if path.startswith(_MOTO_ADMIN_PREFIXES):
+            return self._forward(environ, body, "json").send(start_response)
+        return self._aws_call(environ, body).send(start_response)
+
+    def close(self) -> None:
+        """Let every held or stalled request go (the server is stopping)."""
+        self.holds.close()
+        self.faults.clear()
+
+    def _aws_call(self, environ: dict[str, Any], body: bytes) -> Reply:
+        call = identify(environ, body, self._routes)
+        self.transitions.tick()
+        fault = self.faults.take(call.service, call.action)
+        if fault is not None:
+            reply = self._fail(call, fault)
+            self.log.record(call, reply.status, [], fault=fault.kind)
+            return reply
+        hold = self.holds.take(call.service, call.action)
+        reply = self._forward(environ, body, call.protocol)
+        reply = self.transitions.after_call(call, reply)
+        ids = resource_ids(call.service, call.action, call.params, reply.body)
+        seq = self.log.record(call, reply.status, ids)
+        if hold is not None:
+            self.holds.park(hold, seq)
+        return reply
+
+    def _fail(self, call: Call, fault: Fault) -> Reply:
+        if fault.kind == "timeout":
+            self.faults.stall(fault.seconds)
+        status, code, message = defaults(fault.kind, call.protocol)
+        return error_reply(
+            call.protocol, fault.status or status, fault.code or code, fault.message or message
+        )
+
+    def _forward(self, environ: dict[str, Any], body: bytes, protocol: str) -> Reply:
+        """Let moto answer, reading its whole answer into memory."""
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        captured: dict[str, Any] = {}
+        chunks: list[bytes] = []
+
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured["status"] = int(status.split(" ", 1)[0])
+            captured["headers"] = list(headers)
+            return chunks.append
+
+        try:
+            result = self._moto(environ, start)
+            try:
+                chunks.extend(result)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        except Exception as exc:  # moto raises for actions it has not implemented
+            message = f"local AWS (moto) failed: {type(exc).__name__}: {exc}"
+            return error_reply(protocol, 500, "InternalFailure", message)
+        return Reply(captured.get("status", 500), b"".join(chunks), captured.get("headers", []))

@@ -1,0 +1,203 @@
+"""Simulated time: resources that take minutes on AWS take `delay / speed` here.
+
+moto 5.2.5 creates NAT gateways `available` and EKS clusters `ACTIVE` at once, and deletes
+NAT gateways straight to `deleted`. The product must wait for these on AWS, so the sandbox
+plays the waits: when such a call succeeds, a rule edits moto's in-process model to the
+in-between state (and the answer to match), and schedules the final state on a timeline.
+Editing moto's model rather than rewriting Describe answers keeps moto's own filters (e.g.
+`state=available`) truthful.
+
+The timeline is advanced at the start of every AWS call (state is only observable through
+calls), so no background thread is needed. One `speed` scales every delay; tests may also jump
+the clock forward.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sandbox.identify import Call
+from sandbox.reply import Reply
+
+# Simulated seconds, as on AWS.
+NAT_GATEWAY_PENDING_S = 90.0
+NAT_GATEWAY_DELETING_S = 90.0
+EKS_CLUSTER_CREATING_S = 600.0
+
+
+class Clock:
+    """Simulated seconds since start: wall time times `speed`, plus any manual jumps."""
+
+    def __init__(self, speed: float = 1.0) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = speed
+        self._start = time.monotonic()
+        self._offset = 0.0
+
+    def now(self) -> float:
+        """Simulated seconds elapsed."""
+        return (time.monotonic() - self._start) * self.speed + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Jump simulated time forward (tests that must not sleep)."""
+        self._offset += max(0.0, seconds)
+
+
+class Timeline:
+    """Deferred state changes, applied in due order when time is checked."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._due: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+
+    def after(self, seconds: float, change: Callable[[], None]) -> None:
+        """Run `change` once `seconds` of simulated time have passed."""
+        with self._lock:
+            heapq.heappush(self._due, (self.clock.now() + seconds, next(self._order), change))
+
+    def run_due(self) -> int:
+        """Apply every change whose time has come; returns how many ran."""
+        ran = 0
+        with self._lock:
+            now = self.clock.now()
+            while self._due and self._due[0][0] <= now:
+                _, _, change = heapq.heappop(self._due)
+                change()
+                ran += 1
+        return ran
+
+    def pending(self) -> int:
+        """Changes not yet due."""
+        with self._lock:
+            return len(self._due)
+
+
+class Rule(Protocol):
+    """Turns one successful call into an in-between state and a scheduled final state."""
+
+    service: str
+    action: str
+
+    def apply(self, call: Call, reply: Reply, timeline: Timeline) -> Reply:
+        """Edit moto's model, schedule the rest, return the (possibly rewritten) answer."""
+        ...
+
+
+def _ec2_backend(call: Call) -> Any:
+    from moto.ec2.models import ec2_backends
+
+    return ec2_backends[call.account][call.region]
+
+
+def _eks_backend(call: Call) -> Any:
+    from moto.eks.models import eks_backends
+
+    return eks_backends[call.account][call.region]
+
+
+def _set_if(obj: Any, attr: str, expected: str, new: str) -> Callable[[], None]:
+    """A change that moves `obj.attr` from `expected` to `new`, and does nothing otherwise
+    (the object may have moved on, or AWS state been reset, in the meantime)."""
+
+    def change() -> None:
+        if getattr(obj, attr, None) == expected:
+            setattr(obj, attr, new)
+
+    return change
+
+
+_NAT_ID = re.compile(rb"<natGatewayId>(nat-[0-9a-f]+)</natGatewayId>")
+_STATE = re.compile(rb"<state>[a-z]+</state>")
+
+
+@dataclass
+class NatGatewayCreate:
+    """CreateNatGateway: `pending` for 90 s, then `available`."""
+
+    service: str = "ec2"
+    action: str = "CreateNatGateway"
+
+    def apply(self, call: Call, reply: Reply, timeline: Timeline) -> Reply:
+        found = _NAT_ID.search(reply.body)
+        if found is None:
+            return reply
+        nat = _ec2_backend(call).nat_gateways.get(found.group(1).decode())
+        if nat is None:
+            return reply
+        nat.state = "pending"
+        timeline.after(NAT_GATEWAY_PENDING_S, _set_if(nat, "state", "pending", "available"))
+        return reply.with_body(_STATE.sub(b"<state>pending</state>", reply.body, count=1))
+
+
+@dataclass
+class NatGatewayDelete:
+    """DeleteNatGateway: `deleting` for 90 s, then `deleted` (moto goes straight to deleted)."""
+
+    service: str = "ec2"
+    action: str = "DeleteNatGateway"
+
+    def apply(self, call: Call, reply: Reply, timeline: Timeline) -> Reply:
+        nat = _ec2_backend(call).nat_gateways.get(str(call.params.get("NatGatewayId")))
+        if nat is None:
+            return reply
+        nat.state = "deleting"
+        timeline.after(NAT_GATEWAY_DELETING_S, _set_if(nat, "state", "deleting", "deleted"))
+        return reply
+
+
+@dataclass
+class EksClusterCreate:
+    """CreateCluster: `CREATING` for 10 minutes, then `ACTIVE` (moto: ACTIVE at once).
+
+    moto refuses node groups and Fargate profiles on a cluster that is not ACTIVE, as AWS does.
+    """
+
+    service: str = "eks"
+    action: str = "CreateCluster"
+
+    def apply(self, call: Call, reply: Reply, timeline: Timeline) -> Reply:
+        try:
+            answer = json.loads(reply.body)
+            name = answer["cluster"]["name"]
+        except (ValueError, KeyError, TypeError):
+            return reply
+        cluster = _eks_backend(call).clusters.get(name)
+        if cluster is None:
+            return reply
+        cluster.status = "CREATING"
+        timeline.after(EKS_CLUSTER_CREATING_S, _set_if(cluster, "status", "CREATING", "ACTIVE"))
+        answer["cluster"]["status"] = "CREATING"
+        return reply.with_body(json.dumps(answer).encode())
+
+
+DEFAULT_RULES: tuple[Rule, ...] = (NatGatewayCreate(), NatGatewayDelete(), EksClusterCreate())
+
+
+class Transitions:
+    """The rules, keyed by call, and the timeline they schedule on."""
+
+    def __init__(self, clock: Clock, rules: tuple[Rule, ...] = DEFAULT_RULES) -> None:
+        self.timeline = Timeline(clock)
+        self._rules = {(r.service, r.action): r for r in rules}
+
+    def tick(self) -> None:
+        """Apply the state changes that are due (called before each AWS call)."""
+        self.timeline.run_due()
+
+    def after_call(self, call: Call, reply: Reply) -> Reply:
+        """Let the rule for this call, if any, act on its successful answer."""
+        rule = self._rules.get((call.service, call.action))
+        if rule is None or reply.status >= 400:
+            return reply
+        return rule.apply(call, reply, self.timeline)

@@ -1,0 +1,1 @@
+"""marshmallow schemas: what a request and a reply may be. Imports nothing of ours."""

@@ -1,0 +1,139 @@
+"""Schemas every resource shares: names, the error envelope, operations, mutation replies."""
+
+from __future__ import annotations
+
+import re
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+NAME_RULE = (
+    "must start with a lowercase letter and contain only lowercase letters, digits and "
+    "hyphens, at most 32 characters"
+)
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+
+
+def _no_trailing_hyphen(value: str) -> None:
+    # DNS-1123 (Kubernetes) labels end with a letter or digit.
+    if value.endswith("-"):
+        raise ValidationError("invalid name: must not end with a hyphen")
+
+
+def Name(**kwargs) -> fields.String:
+    """The one rule for every user-chosen name (DESIGN.md: Names)."""
+    return fields.String(
+        validate=[
+            validate.Regexp(NAME_RE, error=f"invalid name: {NAME_RULE}"),
+            _no_trailing_hyphen,
+        ],
+        metadata={"description": f"A name that {NAME_RULE}.", "pattern": NAME_RE.pattern},
+        **kwargs,
+    )
+
+
+def Region(**kwargs) -> fields.String:
+    return fields.String(
+        validate=validate.Regexp(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
+        metadata={"description": "AWS region, e.g. us-west-2; default: the panel's region."},
+        **kwargs,
+    )
+
+
+class ErrorBodySchema(Schema):
+    code = fields.String(required=True, metadata={"description": "stable error code"})
+    message = fields.String(required=True)
+    details = fields.Dict(load_default=dict)
+
+
+class ErrorSchema(Schema):
+    error = fields.Nested(ErrorBodySchema, required=True)
+
+
+class StepSchema(Schema):
+    name = fields.String(required=True)
+    title = fields.String()
+    phase = fields.String(
+        validate=validate.OneOf(
+            ["pending", "applying", "applied", "succeeded", "failed", "skipped"]
+        )
+    )
+    attempts = fields.Integer()
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    detail = fields.String(allow_none=True)
+    resources = fields.Dict()
+
+
+class OperationErrorSchema(Schema):
+    code = fields.String()
+    message = fields.String()
+    step = fields.String(allow_none=True)
+
+
+class OperationSchema(Schema):
+    id = fields.String(required=True)
+    kind = fields.String(required=True)
+    target = fields.String(required=True)
+    params = fields.Dict()
+    status = fields.String(
+        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"])
+    )
+    steps = fields.List(fields.Nested(StepSchema))
+    error = fields.Nested(OperationErrorSchema, allow_none=True)
+    created_at = fields.String()
+    updated_at = fields.String()
+    idempotency_key = fields.String(allow_none=True)
+    actor = fields.String()
+    cancel_requested = fields.Boolean()
+    resource_url = fields.String(allow_none=True)
+    last_event_id = fields.String(allow_none=True)
+
+
+class OperationListSchema(Schema):
+    items = fields.List(fields.Nested(OperationSchema))
+
+
+class OperationOnlySchema(Schema):
+    operation = fields.Nested(OperationSchema, required=True)
+
+
+class MutationReplySchema(Schema):
+    """202: the operation that will carry the change out, and how to follow it."""
+
+    operation = fields.Nested(OperationSchema, required=True)
+    resource_url = fields.String(allow_none=True)
+    status_route = fields.String(required=True)
+    status_tool = fields.String(required=True)
+    status_args = fields.Dict(required=True)
+    poll_after_seconds = fields.Integer(required=True)
+
+
+class OperationQuerySchema(Schema):
+    status = fields.String(
+        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"])
+    )
+    kind = fields.String(validate=validate.Length(max=64))
+    target = fields.String(validate=validate.Length(max=200))
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+
+
+class OperationWaitSchema(Schema):
+    wait = fields.Float(
+        load_default=0,
+        validate=validate.Range(min=0, max=60),
+        metadata={"description": "long-poll up to this many seconds for the next change"},
+    )
+    after = fields.String(
+        validate=validate.Regexp(r"^\d+-\d+$", error="not an event id"),
+        metadata={"description": "event id to wait past (default: the newest now)"},
+    )
+
+
+class WhoamiSchema(Schema):
+    name = fields.String(required=True)
+    role = fields.String(required=True, validate=validate.OneOf(["viewer", "operator"]))
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True)

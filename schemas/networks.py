@@ -1,0 +1,71 @@
+"""Networks: a VPC with public and private subnets in at least two zones."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from marshmallow import Schema, ValidationError, fields, validate, validates
+
+from schemas.common import Name, Region
+from schemas.discovery import ZONE_RE
+
+
+class NetworkCreateSchema(Schema):
+    name = Name(required=True)
+    region = Region()
+    cidr = fields.String(
+        load_default="10.0.0.0/16",
+        metadata={"description": "private IPv4 block, /16 to /18 (room for two /20 compute "
+                                 "subnets and two public subnets)"},
+    )
+    availability_zones = fields.List(
+        fields.String(validate=validate.Regexp(ZONE_RE, error="not an availability zone name")),
+        validate=validate.Length(min=2, max=6,
+                                 error="give 2 to 6 availability zones (EKS needs two)"),
+        metadata={"description": "default: the region's first two available zones"},
+    )
+
+    @validates("cidr")
+    def _cidr(self, value: str, **_: object) -> None:
+        try:
+            net = ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValidationError(f"not an IPv4 CIDR block: {exc}") from exc
+        if not net.is_private:
+            raise ValidationError("must be a private (RFC 1918) range, e.g. 10.0.0.0/16")
+        if not 16 <= net.prefixlen <= 18:
+            raise ValidationError("prefix must be /16 to /18: two /20 compute subnets must fit")
+
+    @validates("availability_zones")
+    def _zones(self, value: list[str], **_: object) -> None:
+        if len(set(value)) != len(value):
+            raise ValidationError("availability zones must be distinct")
+
+
+class SubnetSchema(Schema):
+    id = fields.String()
+    cidr = fields.String()
+    availability_zone = fields.String()
+    role = fields.String()
+
+
+class NetworkSchema(Schema):
+    name = fields.String(required=True)
+    region = fields.String()
+    vpc_id = fields.String(allow_none=True)
+    cidr = fields.String(allow_none=True)
+    state = fields.String(allow_none=True)
+    availability_zones = fields.List(fields.String())
+    subnets = fields.List(fields.Nested(SubnetSchema))
+    internet_gateway_id = fields.String(allow_none=True)
+    nat_gateway_id = fields.String(allow_none=True)
+    security_group_id = fields.String(allow_none=True)
+    s3_endpoint_id = fields.String(allow_none=True)
+
+
+class NetworkListSchema(Schema):
+    items = fields.List(fields.Nested(NetworkSchema))
+
+
+class NetworkQuerySchema(Schema):
+    region = Region()

@@ -1,0 +1,133 @@
+// REST client: bearer token from sessionStorage, the error envelope as ApiError,
+// and one place where a 401 sends the user back to sign-in.
+
+const TOKEN_KEY = 'hypd.token';
+
+export const session = {
+  token: sessionStorage.getItem(TOKEN_KEY),
+  user: null, // {name, role} once whoami answered
+};
+
+export function saveSession(token, user) {
+  session.token = token;
+  session.user = user;
+  sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+export function clearSession() {
+  session.token = null;
+  session.user = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export function canMutate() {
+  return !!session.user && session.user.role === 'operator';
+}
+
+export class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.details = details || {};
+  }
+}
+
+export function isAbort(err) {
+  return !!err && (err.name === 'AbortError' || err.code === 'aborted');
+}
+
+let unauthorizedHandler = () => {};
+export function onUnauthorized(fn) {
+  unauthorizedHandler = fn;
+}
+export function signalUnauthorized(err) {
+  unauthorizedHandler(err);
+}
+
+/**
+ * Call the API. Returns the parsed JSON body of a 2xx reply (or null when empty).
+ * Throws ApiError built from {"error": {"code", "message", "details"}} otherwise.
+ * opts: method, body (JSON-serialised), headers, signal, token (explicit token: used by
+ * sign-in; a 401 with an explicit token does not trigger the global sign-out).
+ */
+export async function api(path, opts = {}) {
+  const { method = 'GET', body, headers = {}, signal, token } = opts;
+  const h = { Accept: 'application/json', ...headers };
+  const tok = token !== undefined ? token : session.token;
+  if (tok) h.Authorization = `Bearer ${tok}`;
+  let payload;
+  if (body !== undefined) {
+    h['Content-Type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, {
+      method, headers: h, body: payload, signal, cache: 'no-store', credentials: 'same-origin',
+    });
+  } catch (e) {
+    if (isAbort(e)) throw e;
+    throw new ApiError(0, 'network_error', 'Cannot reach the hypd server. Check that it is running and that your tunnel is up.', {});
+  }
+  const text = await res.text();
+  let data = null;
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = null; }
+  }
+  if (res.ok) return data;
+
+  const env = data && typeof data === 'object' && data.error && typeof data.error === 'object' ? data.error : {};
+  const err = new ApiError(
+    res.status,
+    env.code || `http_${res.status}`,
+    env.message || `${res.status} ${res.statusText || 'error'} from ${method} ${path}`,
+    env.details && typeof env.details === 'object' ? env.details : {},
+  );
+  if (res.status === 401 && token === undefined) unauthorizedHandler(err);
+  throw err;
+}
+
+/** UUID v4 for Idempotency-Key: crypto.randomUUID needs a secure context, so fall back. */
+export function uuid4() {
+  if (globalThis.crypto && typeof crypto.randomUUID === 'function') {
+    try { return crypto.randomUUID(); } catch { /* insecure context */ }
+  }
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const x = Array.from(b, (v) => v.toString(16).padStart(2, '0')).join('');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/**
+ * Flatten `error.details` of a validation error into {field: message}.
+ * Accepts {"name": ["..."]}, {"json": {"name": [...]}}, {"fields": {...}} and nested
+ * {"availability_zones": {"0": ["..."]}} (→ "availability_zones.0").
+ */
+export function fieldErrors(details) {
+  const out = {};
+  const wrappers = new Set(['json', 'query', 'form', 'body', 'fields', 'errors', 'field_errors']);
+  const walk = (obj, prefix) => {
+    if (!obj || typeof obj !== 'object') return;
+    for (const [k, v] of Object.entries(obj)) {
+      if (!prefix && wrappers.has(k) && v && typeof v === 'object' && !Array.isArray(v)) {
+        walk(v, prefix);
+        continue;
+      }
+      const key = prefix ? `${prefix}.${k}` : k;
+      if (Array.isArray(v)) {
+        const strs = v.filter((x) => typeof x === 'string');
+        if (strs.length) out[key] = strs.join(' ');
+        v.forEach((x, i) => { if (x && typeof x === 'object') walk(x, `${key}.${i}`); });
+      } else if (typeof v === 'string') {
+        out[key] = v;
+      } else if (v && typeof v === 'object') {
+        walk(v, key);
+      }
+    }
+  };
+  walk(details, '');
+  return out;
+}

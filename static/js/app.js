@@ -1,0 +1,176 @@
+// Entry point: session, sign-in, header, hash router.
+
+import { api, session, saveSession, clearSession, onUnauthorized, isAbort } from './api.js';
+import { h, clear, toastError } from './ui.js';
+import * as operations from './views/operations.js';
+import * as operation from './views/operation.js';
+import * as networks from './views/networks.js';
+import * as discovery from './views/discovery.js';
+
+const ROUTES = [
+  { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
+  { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
+  { re: /^\/networks\/?$/, view: networks, nav: 'networks' },
+  { re: /^\/discovery\/?$/, view: discovery, nav: 'discovery' },
+];
+const DEFAULT_ROUTE = '#/operations';
+
+const $ = (id) => document.getElementById(id);
+const viewEl = () => $('view');
+
+let current = null; // {controller, cleanup}
+
+function teardown() {
+  if (!current) return;
+  const { controller, cleanup } = current;
+  current = null;
+  controller.abort();
+  try { if (typeof cleanup === 'function') cleanup(); } catch (e) { console.warn(e); }
+}
+
+export function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '';
+  const i = raw.indexOf('?');
+  const path = i >= 0 ? raw.slice(0, i) : raw;
+  const query = new URLSearchParams(i >= 0 ? raw.slice(i + 1) : '');
+  return { path, query };
+}
+
+function render() {
+  if (!session.user) {
+    showSignIn();
+    return;
+  }
+  const { path, query } = parseHash();
+  if (!path || path === '/') {
+    location.replace(DEFAULT_ROUTE);
+    return;
+  }
+  teardown();
+  const root = clear(viewEl());
+  let match = null;
+  let route = null;
+  for (const r of ROUTES) {
+    match = path.match(r.re);
+    if (match) { route = r; break; }
+  }
+  for (const a of document.querySelectorAll('#nav a')) {
+    a.classList.toggle('active', !!route && a.dataset.route === route.nav);
+  }
+  if (!route) {
+    root.appendChild(h('div', { class: 'card', testid: 'not-found' },
+      h('div', { class: 'empty' }, 'No page at ', h('code', null, `#${path}`), '. ',
+        h('a', { href: DEFAULT_ROUTE }, 'Go to operations'))));
+    return;
+  }
+  const controller = new AbortController();
+  const params = match.slice(1).map((s) => decodeURIComponent(s));
+  const ctx = { params, query, signal: controller.signal, path };
+  let cleanup = null;
+  try {
+    cleanup = route.view.mount(root, ctx);
+  } catch (e) {
+    console.error(e);
+    toastError(e);
+  }
+  current = { controller, cleanup };
+}
+
+// ---------- header ----------
+
+function showUser(user) {
+  $('nav').hidden = !user;
+  $('userbox').hidden = !user;
+  if (!user) return;
+  $('whoami-name').textContent = user.name;
+  const role = $('whoami-role');
+  role.textContent = user.role;
+  role.className = `role role-${user.role}`;
+  $('whoami').title = `Signed in as ${user.name} (${user.role})`;
+  $('readonly-hint').hidden = user.role === 'operator';
+  document.body.dataset.role = user.role;
+}
+
+// ---------- sign-in ----------
+
+function showSignIn(message = '') {
+  teardown();
+  showUser(null);
+  delete document.body.dataset.role;
+  const root = clear(viewEl());
+  const input = h('input', {
+    type: 'password', id: 'token-input', testid: 'token-input', class: 'mono',
+    autocomplete: 'off', spellcheck: 'false', placeholder: 'API token', required: true,
+    'aria-describedby': 'sign-in-error',
+  });
+  const err = h('div', { class: 'form-error', id: 'sign-in-error', testid: 'sign-in-error', role: 'alert' }, message);
+  const btn = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'sign-in' }, 'Sign in');
+  const form = h('form', { class: 'card signin', testid: 'sign-in-form', novalidate: true },
+    h('div', { class: 'card-body' },
+      h('h1', null, 'Sign in to hypd'),
+      h('p', null, 'Paste an API token. ', h('code', null, 'hypd up'),
+        ' prints the generated operator token once at start and keeps it in its data directory.'),
+      err,
+      h('div', { class: 'field' }, h('label', { for: 'token-input' }, 'Token'), input),
+      btn));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const token = input.value.trim();
+    if (!token) {
+      err.textContent = 'Enter a token.';
+      input.focus();
+      return;
+    }
+    btn.disabled = true;
+    err.textContent = '';
+    try {
+      const me = await api('/api/v1/auth/whoami', { token });
+      saveSession(token, { name: me.name, role: me.role });
+      showUser(session.user);
+      render();
+    } catch (ex) {
+      err.textContent = ex.status === 401
+        ? 'That token was not accepted (401). Check it and try again.'
+        : ex.message;
+      btn.disabled = false;
+      input.select();
+    }
+  });
+  root.appendChild(h('div', { class: 'signin-wrap' }, form));
+  input.focus();
+}
+
+function signOut(message = '') {
+  clearSession();
+  showSignIn(message);
+}
+
+// ---------- boot ----------
+
+onUnauthorized(() => {
+  if (!session.token && !session.user) return;
+  signOut('Your session ended: the server answered 401 (token missing, revoked or expired). Sign in again.');
+});
+
+$('sign-out').addEventListener('click', () => signOut());
+window.addEventListener('hashchange', render);
+
+async function boot() {
+  if (!session.token) {
+    showSignIn();
+    return;
+  }
+  clear(viewEl()).appendChild(h('div', { class: 'loading' }, h('span', { class: 'spin' }), 'Checking token…'));
+  try {
+    const me = await api('/api/v1/auth/whoami');
+    session.user = { name: me.name, role: me.role };
+    showUser(session.user);
+    render();
+  } catch (e) {
+    if (isAbort(e)) return;
+    if (e.status === 401) return; // the unauthorized handler already showed sign-in
+    showSignIn(e.message);
+  }
+}
+
+boot();

@@ -1,0 +1,313 @@
+// #/networks — networks read from AWS by tag, delete, and the create form.
+
+import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
+import {
+  h, clear, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
+} from '../ui.js';
+
+export const NAME_RE = /^[a-z][a-z0-9-]{0,31}$/;
+const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
+const DEFAULT_CIDR = '10.0.0.0/16';
+const REFRESH_MS = 15000;
+
+export function validateName(v) {
+  if (!v) return 'Enter a name.';
+  if (v.length > 32) return 'At most 32 characters.';
+  if (!/^[a-z]/.test(v)) return 'Start with a lowercase letter.';
+  if (!NAME_RE.test(v)) return "Use lowercase letters, digits and '-' only.";
+  return '';
+}
+
+export function validateCidr(v) {
+  if (!v) return '';
+  const m = v.match(/^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/);
+  if (!m) return 'Write an IPv4 CIDR such as 10.0.0.0/16.';
+  if (m.slice(1, 5).some((o) => Number(o) > 255)) return 'Each address part must be 0–255.';
+  if (Number(m[5]) > 32) return 'The prefix length must be 0–32.';
+  return '';
+}
+
+export function mount(root, ctx) {
+  const state = { items: null, inflight: false, zonesReq: 0 };
+
+  // ---------- list ----------
+  const tbody = h('tbody', { testid: 'networks-body' },
+    h('tr', null, h('td', { colspan: 8 }, h('div', { class: 'loading' }, spinner(), 'Reading networks from AWS…'))));
+  const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'networks-refresh' }, 'Refresh');
+  const count = h('span', { class: 'sub', testid: 'networks-count' });
+
+  // ---------- form ----------
+  const nameIn = h('input', {
+    type: 'text', id: 'network-name', testid: 'network-name', class: 'mono', autocomplete: 'off',
+    spellcheck: 'false', placeholder: 'e.g. lab', maxlength: 64, 'aria-describedby': 'error-name hint-name',
+  });
+  const regionIn = regionSelect({ id: 'network-region', testid: 'network-region' }, ctx.query.get('region') || '');
+  const cidrIn = h('input', {
+    type: 'text', id: 'network-cidr', testid: 'network-cidr', class: 'mono', value: DEFAULT_CIDR,
+    autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'error-cidr',
+  });
+  const zonesBox = h('div', { class: 'zones', testid: 'network-zones', role: 'group', 'aria-label': 'Availability zones' });
+  const errs = {};
+  for (const f of FIELDS) errs[f] = h('div', { class: 'err', id: `error-${f}`, testid: `error-${f}`, role: 'alert' });
+  const formErr = h('div', { class: 'form-error', testid: 'network-form-error', role: 'alert' });
+  const submitBtn = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'network-create' }, 'Create network'));
+  const form = h('form', { testid: 'network-form', novalidate: true },
+    formErr,
+    h('div', { class: 'field' },
+      h('label', { for: 'network-name' }, 'Name'), nameIn, errs.name,
+      h('div', { class: 'hint', id: 'hint-name' }, "Lowercase letters, digits, '-'; starts with a letter; up to 32.")),
+    h('div', { class: 'field' }, h('label', { for: 'network-region' }, 'Region'), regionIn, errs.region),
+    h('div', { class: 'field' },
+      h('label', { for: 'network-cidr' }, 'VPC CIDR'), cidrIn, errs.cidr,
+      h('div', { class: 'hint' }, 'Compute subnets are carved from it as /20 blocks.')),
+    h('div', { class: 'field' },
+      h('span', { class: 'label' }, 'Availability zones'), zonesBox, errs.availability_zones,
+      h('div', { class: 'hint' }, 'None selected: the first two available zones.')),
+    h('div', { class: 'inline' }, submitBtn),
+    roleHint('creating a network', 'network-create-hint'));
+
+  root.append(
+    h('div', { class: 'page-head' },
+      h('h1', null, 'Networks'),
+      h('span', { class: 'sub' }, 'VPCs hypd manages: subnets, routes, NAT, security group, S3 endpoint.'),
+      h('span', { class: 'spacer' })),
+    h('div', { class: 'grid-2' },
+      h('div', { class: 'card' },
+        h('div', { class: 'card-head' }, h('h2', null, 'Networks'), count, h('span', { class: 'spacer' }), refreshBtn),
+        h('div', { class: 'table-wrap' },
+          h('table', { class: 'data', testid: 'networks-table' },
+            h('thead', null, h('tr', null,
+              h('th', null, 'Name'), h('th', null, 'State'), h('th', null, 'Region'), h('th', null, 'VPC'),
+              h('th', null, 'CIDR'), h('th', null, 'Zones'), h('th', null, 'Subnets'), h('th', null, ''))),
+            tbody))),
+      h('div', { class: 'card', testid: 'network-create-card' },
+        h('div', { class: 'card-head' }, h('h2', null, 'Create network')),
+        h('div', { class: 'card-body' }, form))));
+
+  // ---------- list logic ----------
+
+  async function load() {
+    if (state.inflight) return;
+    state.inflight = true;
+    try {
+      const data = await api('/api/v1/networks', { signal: ctx.signal });
+      state.items = (data && data.items) || [];
+      renderList();
+    } catch (e) {
+      if (isAbort(e)) return;
+      if (!state.items) {
+        clear(tbody).appendChild(h('tr', null, h('td', { colspan: 8 }, h('div', { class: 'empty' }, e.message))));
+      }
+      toastError(e);
+    } finally {
+      state.inflight = false;
+    }
+  }
+
+  function renderList() {
+    if (tbody.querySelector('.confirming, button[data-busy]')) return; // don't yank a button mid-confirm
+    const items = state.items || [];
+    count.textContent = `${items.length}`;
+    clear(tbody);
+    if (!items.length) {
+      tbody.appendChild(h('tr', null, h('td', { colspan: 8 },
+        h('div', { class: 'empty', testid: 'networks-empty' }, 'No networks yet. Create one with the form.'))));
+      return;
+    }
+    for (const n of items) {
+      const subnets = n.subnets || [];
+      const pub = subnets.filter((s) => s.role === 'public').length;
+      const priv = subnets.filter((s) => s.role === 'private').length;
+      tbody.appendChild(h('tr', { testid: `network-row-${n.name}`, dataset: { name: n.name, state: n.state || '' } },
+        h('td', null, h('b', { class: 'id' }, n.name)),
+        h('td', null, badge(n.state, { testid: 'network-state' })),
+        h('td', { class: 'nowrap' }, n.region || '—'),
+        h('td', null, idEl(n.vpc_id)),
+        h('td', null, h('span', { class: 'id' }, n.cidr || '—')),
+        h('td', null, h('span', { class: 'id' }, (n.availability_zones || []).join(', ') || '—')),
+        h('td', { class: 'nowrap', title: subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
+          `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub} pub / ${priv} priv)`) : null),
+        h('td', { class: 'actions' }, deleteButton(n))));
+    }
+  }
+
+  function deleteButton(n) {
+    let armed = null;
+    let key = null;
+    const btn = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `network-delete-${n.name}` }, 'Delete'));
+    btn.addEventListener('click', async () => {
+      if (!canMutate()) return;
+      if (!armed) { // two-step confirm, no modal
+        btn.classList.add('confirming');
+        btn.textContent = 'Confirm delete';
+        armed = setTimeout(() => { armed = null; btn.classList.remove('confirming'); btn.textContent = 'Delete'; }, 4000);
+        return;
+      }
+      clearTimeout(armed);
+      btn.disabled = true;
+      btn.dataset.busy = '1';
+      btn.textContent = 'Deleting…';
+      key = key || uuid4(); // same key if this click is retried after an error
+      try {
+        const reply = await api(`/api/v1/networks/${encodeURIComponent(n.name)}`, {
+          method: 'DELETE', headers: { 'Idempotency-Key': key }, signal: ctx.signal,
+        });
+        goToOperation(reply);
+      } catch (e) {
+        if (isAbort(e)) return;
+        toastError(e, `Delete ${n.name}: `);
+        armed = null;
+        delete btn.dataset.busy;
+        btn.disabled = false;
+        btn.classList.remove('confirming');
+        btn.textContent = 'Delete';
+        if (e.status && e.status < 500) key = null; // refused for good: a new attempt is a new request
+      }
+    });
+    return btn;
+  }
+
+  // ---------- zones ----------
+
+  async function loadZones() {
+    const req = ++state.zonesReq;
+    const previously = new Set(selectedZones());
+    clear(zonesBox).appendChild(h('span', { class: 'faint' }, spinner(), ' loading zones…'));
+    const q = new URLSearchParams();
+    if (regionIn.value) q.set('region', regionIn.value);
+    try {
+      const data = await api(`/api/v1/discovery/availability-zones?${q}`, { signal: ctx.signal });
+      if (req !== state.zonesReq) return;
+      const zones = (data && data.items) || [];
+      clear(zonesBox);
+      if (!zones.length) {
+        zonesBox.appendChild(h('span', { class: 'faint' }, 'No zones reported for this region.'));
+        return;
+      }
+      for (const z of zones) {
+        const unavailable = z.state && z.state !== 'available';
+        zonesBox.appendChild(h('label', { class: 'zone', title: z.zone_id ? `${z.name} — ${z.zone_id}` : z.name },
+          h('input', {
+            type: 'checkbox', name: 'availability_zones', value: z.name, testid: `zone-${z.name}`,
+            checked: previously.has(z.name), disabled: unavailable,
+          }),
+          z.name, z.zone_id ? h('span', { class: 'zid' }, z.zone_id) : null));
+      }
+    } catch (e) {
+      if (isAbort(e) || req !== state.zonesReq) return;
+      clear(zonesBox).appendChild(h('span', { class: 'faint' }, `Could not load zones: ${e.message}`));
+    }
+  }
+
+  function selectedZones() {
+    return [...zonesBox.querySelectorAll('input[type=checkbox]:checked')].map((i) => i.value);
+  }
+
+  // ---------- submit ----------
+
+  // One Idempotency-Key per submission: a double click or a retry of the same body reuses it.
+  let pending = null; // {key, body: json}
+  let submitting = false;
+
+  function setFieldError(field, msg) {
+    const el = errs[field];
+    if (!el) return false;
+    el.textContent = msg || '';
+    const input = { name: nameIn, region: regionIn, cidr: cidrIn }[field];
+    if (input) input.setAttribute('aria-invalid', msg ? 'true' : 'false');
+    return true;
+  }
+
+  function clearErrors() {
+    for (const f of FIELDS) setFieldError(f, '');
+    formErr.textContent = '';
+  }
+
+  function clientValidate() {
+    const e1 = validateName(nameIn.value.trim());
+    const e2 = validateCidr(cidrIn.value.trim());
+    setFieldError('name', e1);
+    setFieldError('cidr', e2);
+    return !e1 && !e2;
+  }
+
+  let touched = false;
+  nameIn.addEventListener('input', () => { if (touched) setFieldError('name', validateName(nameIn.value.trim())); });
+  nameIn.addEventListener('blur', () => { if (nameIn.value) { touched = true; setFieldError('name', validateName(nameIn.value.trim())); } });
+  cidrIn.addEventListener('input', () => { if (touched) setFieldError('cidr', validateCidr(cidrIn.value.trim())); });
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!canMutate() || submitting) return; // a second click while in flight is the same submission
+    touched = true;
+    clearErrors();
+    if (!clientValidate()) {
+      nameIn.focus();
+      return;
+    }
+    const body = { name: nameIn.value.trim(), cidr: cidrIn.value.trim() || DEFAULT_CIDR };
+    if (regionIn.value) body.region = regionIn.value;
+    const zones = selectedZones();
+    if (zones.length) body.availability_zones = zones;
+    const json = JSON.stringify(body);
+    if (!pending || pending.body !== json) pending = { key: uuid4(), body: json };
+
+    submitting = true;
+    submitBtn.disabled = true;
+    submitBtn.replaceChildren(spinner(), 'Creating…');
+    try {
+      const reply = await api('/api/v1/networks', {
+        method: 'POST', body, headers: { 'Idempotency-Key': pending.key }, signal: ctx.signal,
+      });
+      pending = null;
+      goToOperation(reply);
+    } catch (err) {
+      if (isAbort(err)) return;
+      showSubmitError(err);
+    } finally {
+      submitting = false;
+      submitBtn.disabled = false;
+      submitBtn.replaceChildren('Create network');
+    }
+  });
+
+  function showSubmitError(err) {
+    if (err.status === 422 || err.code === 'validation_failed') {
+      const fe = fieldErrors(err.details);
+      const unplaced = [];
+      for (const [k, msg] of Object.entries(fe)) {
+        const field = k.split('.')[0];
+        const prev = errs[field] ? errs[field].textContent : '';
+        if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
+      }
+      formErr.textContent = unplaced.length || !Object.keys(fe).length
+        ? [err.message, ...unplaced].join(' — ')
+        : err.message;
+      const firstBad = FIELDS.find((f) => errs[f].textContent);
+      if (firstBad === 'name') nameIn.focus();
+      else if (firstBad === 'cidr') cidrIn.focus();
+    } else {
+      formErr.textContent = err.message;
+    }
+    toastError(err);
+  }
+
+  function goToOperation(reply) {
+    const op = reply && reply.operation;
+    if (op && op.id) {
+      location.hash = `#/operations/${encodeURIComponent(op.id)}`;
+    } else {
+      // 200 {"changed": false}: nothing to follow
+      load();
+    }
+  }
+
+  regionIn.addEventListener('change', () => loadZones());
+  refreshBtn.addEventListener('click', () => load());
+  const debouncedLoad = debounce(load, 200);
+
+  load();
+  loadZones();
+  const timer = setInterval(() => { if (!document.hidden) debouncedLoad(); }, REFRESH_MS);
+  return () => { clearInterval(timer); debouncedLoad.cancel(); };
+}

@@ -1,0 +1,348 @@
+// #/operations/<id> — the live progress panel.
+
+import { api, isAbort, canMutate } from '../api.js';
+import {
+  h, clear, badge, timeEl, idEl, toastError, toast, guard, roleHint, duration, parseTime,
+  clockTime, absTime, loading, debounce,
+} from '../ui.js';
+import { OperationFeed, TERMINAL } from '../feed.js';
+import { progress } from './operations.js';
+
+const MODE_TEXT = {
+  connecting: 'connecting…',
+  live: 'live',
+  reconnecting: 'reconnecting…',
+  polling: 'polling',
+  closed: 'final',
+};
+const MAX_EVENTS = 200;
+
+export function mount(root, ctx) {
+  const id = ctx.params[0];
+  let op = null;
+  let busy = false;
+  const seenEvents = new Set();
+
+  const head = h('div', { class: 'page-head-block' });
+  const stepsList = h('ol', { class: 'steps', testid: 'steps' });
+  const stepsCount = h('span', { class: 'sub', testid: 'steps-count' });
+  const conn = h('span', { class: 'conn', testid: 'live-status', dataset: { mode: 'connecting' } }, 'connecting…');
+  const eventsList = h('ul', { class: 'events', testid: 'events' });
+  const info = h('dl', { class: 'kv', testid: 'op-info' });
+  const params = h('pre', { class: 'json', testid: 'op-params' });
+  const body = h('div', null, loading('Loading operation…'));
+  root.append(
+    h('div', { class: 'crumbs' }, h('a', { href: '#/operations', testid: 'back-to-operations' }, '← Operations')),
+    body);
+
+  const layout = h('div', null,
+    head,
+    h('div', { class: 'grid-detail' },
+      h('div', null,
+        h('div', { class: 'card' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Steps'), stepsCount, h('span', { class: 'spacer' }), conn),
+          stepsList)),
+      h('div', null,
+        h('div', { class: 'card' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Details')),
+          h('div', { class: 'card-body' }, info)),
+        h('div', { class: 'card' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Activity'), h('span', { class: 'spacer' }),
+            h('span', { class: 'sub' }, 'events, newest first')),
+          eventsList),
+        h('div', { class: 'card' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Parameters')),
+          h('div', { class: 'card-body' }, params)))));
+
+  // ---------- rendering ----------
+
+  function renderHead() {
+    const status = op.status;
+    const cancelBtn = guard(h('button', {
+      type: 'button', class: 'btn btn-danger', testid: 'op-cancel',
+      disabled: busy || TERMINAL.has(status) || !!op.cancel_requested,
+      title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary',
+      onclick: () => act('cancel'),
+    }, op.cancel_requested && !TERMINAL.has(status) ? 'Cancelling…' : 'Cancel'));
+    const retryBtn = guard(h('button', {
+      type: 'button', class: 'btn btn-primary', testid: 'op-retry',
+      disabled: busy || !(status === 'failed' || status === 'cancelled'),
+      title: 'Run again from the failed step (same operation id)',
+      onclick: () => act('retry'),
+    }, 'Retry'));
+    const err = op.error;
+    clear(head).append(
+      h('div', { class: 'page-head' },
+        h('div', { class: 'op-title' },
+          idEl(op.id, { testid: 'op-id' }),
+          badge(status, { class: 'lg', testid: 'op-status', dataset: { status } })),
+        h('span', { class: 'spacer' }),
+        cancelBtn, retryBtn),
+      roleHint('cancelling or retrying', 'op-role-hint'),
+      h('div', { class: 'meta' },
+        h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
+        h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—')),
+        h('span', null, 'by ', h('b', { class: 'id' }, op.actor || '—')),
+        h('span', null, 'created ', timeEl(op.created_at)),
+        h('span', null, 'updated ', timeEl(op.updated_at, 'op-updated')),
+        h('span', null, progress(op))),
+      op.cancel_requested && !TERMINAL.has(status)
+        ? h('div', { class: 'banner info', testid: 'op-cancel-requested' },
+          h('span', { class: 'msg' }, 'Cancel requested: the operation stops at the next step boundary; remaining steps become skipped.'))
+        : null,
+      err
+        ? h('div', { class: 'banner', testid: 'op-error', role: 'alert' },
+          h('div', null,
+            h('div', null, h('b', null, err.step ? `Step ${err.step} failed` : 'Failed'),
+              err.code ? h('span', { class: 'id' }, `  ${err.code}`) : null),
+            h('div', { class: 'msg', testid: 'op-error-message' }, err.message || 'No message.')))
+        : null);
+    body.replaceChildren(layout);
+  }
+
+  function renderSteps() {
+    const steps = op.steps || [];
+    const existing = new Map([...stepsList.children].map((li) => [li.dataset.step, li]));
+    const wanted = [];
+    steps.forEach((s, i) => {
+      const sig = JSON.stringify([i, s]);
+      let li = existing.get(s.name);
+      if (!li || li.dataset.sig !== sig) li = stepEl(s, i, sig);
+      wanted.push(li);
+    });
+    // keep nodes that did not change (no flicker), in the operation's order
+    wanted.forEach((li, i) => {
+      if (stepsList.children[i] !== li) stepsList.insertBefore(li, stepsList.children[i] || null);
+    });
+    while (stepsList.children.length > wanted.length) stepsList.lastElementChild.remove();
+    const done = steps.filter((s) => s.phase === 'succeeded').length;
+    stepsCount.textContent = `${done} of ${steps.length} succeeded`;
+    tick();
+  }
+
+  function stepEl(s, i, sig) {
+    const phase = s.phase || 'pending';
+    const res = resourceChips(s.resources);
+    return h('li', {
+      class: 'step', testid: `step-${s.name}`,
+      dataset: { step: s.name, phase, sig, start: s.started_at || '', end: s.finished_at || '' },
+    },
+    h('span', { class: 'idx' }, phase === 'succeeded' ? '✓' : phase === 'failed' ? '!' : String(i + 1)),
+    h('div', { class: 'title' }, s.title || s.name, h('span', { class: 'name' }, s.name)),
+    h('div', { class: 'right' },
+      s.attempts ? h('span', { testid: `step-attempts-${s.name}`, title: 'attempts' }, `×${s.attempts}`) : null,
+      h('span', { class: 'dur', testid: `step-duration-${s.name}` }),
+      badge(phase, { testid: `step-phase-${s.name}` })),
+    s.detail ? h('div', { class: 'detail', testid: `step-detail-${s.name}` }, s.detail) : null,
+    res ? h('div', { class: 'res', testid: `step-resources-${s.name}` }, res) : null,
+    s.started_at
+      ? h('div', { class: 'times' }, `started ${absTime(s.started_at)}`,
+        s.finished_at ? ` · finished ${absTime(s.finished_at)}` : '')
+      : null);
+  }
+
+  function renderInfo() {
+    const rows = [
+      ['id', idEl(op.id)],
+      ['kind', h('span', { class: 'id' }, op.kind || '—')],
+      ['target', h('span', { class: 'id' }, op.target || '—')],
+      ['status', op.status],
+      ['actor', h('span', { class: 'id' }, op.actor || '—')],
+      ['created', absTime(op.created_at) || '—'],
+      ['updated', absTime(op.updated_at) || '—'],
+      ['elapsed', elapsedText()],
+      ['idempotency', op.idempotency_key ? idEl(op.idempotency_key) : h('span', { class: 'faint' }, 'none')],
+      ['resource', resourceLink(op.resource_url)],
+      ['last event', op.last_event_id ? h('span', { class: 'id' }, op.last_event_id) : h('span', { class: 'faint' }, '—')],
+    ];
+    clear(info).append(...rows.flatMap(([k, v]) => [h('dt', null, k), h('dd', { dataset: { k } }, v)]));
+    params.textContent = JSON.stringify(op.params || {}, null, 2);
+  }
+
+  function elapsedText() {
+    const a = parseTime(op.created_at);
+    if (a === null) return '—';
+    const b = TERMINAL.has(op.status) ? parseTime(op.updated_at) : Date.now();
+    return duration((b || Date.now()) - a);
+  }
+
+  function render() {
+    renderHead();
+    renderSteps();
+    renderInfo();
+  }
+
+  // durations of running steps tick every second
+  function tick() {
+    const now = Date.now();
+    for (const li of stepsList.children) {
+      const el = li.querySelector('.dur');
+      if (!el) continue;
+      const a = parseTime(li.dataset.start);
+      const b = parseTime(li.dataset.end);
+      if (a === null) { el.textContent = ''; continue; }
+      const running = b === null && (li.dataset.phase === 'applying' || li.dataset.phase === 'applied');
+      el.textContent = b !== null ? duration(b - a) : running ? duration(now - a) : '';
+    }
+  }
+
+  function logEvent(eid, ev, stale) {
+    const key = eid || `${ev.at}|${ev.type}|${ev.step}|${ev.phase}|${ev.status}`;
+    if (seenEvents.has(key)) return;
+    seenEvents.add(key);
+    const what = ev.type === 'step'
+      ? [h('span', { class: 'id' }, ev.step || '?'), ' → ', badge(ev.phase)]
+      : ['operation → ', badge(ev.status)];
+    const li = h('li', { testid: 'event', dataset: { id: eid || '', stale: stale ? '1' : '' } },
+      h('time', { datetime: ev.at || '', title: absTime(ev.at) }, clockTime(ev.at) || '—'),
+      h('div', { class: 'what' }, ...what, ev.detail ? h('div', { class: 'd' }, ev.detail) : null));
+    // newest first, by stream id when both have one
+    let before = null;
+    if (eid) {
+      for (const other of eventsList.children) {
+        if (other.dataset.id && other.dataset.id.localeCompare(eid, undefined, { numeric: true }) < 0) { before = other; break; }
+      }
+    } else before = eventsList.firstElementChild;
+    eventsList.insertBefore(li, before);
+    while (eventsList.children.length > MAX_EVENTS) eventsList.lastElementChild.remove();
+  }
+
+  // ---------- state updates ----------
+
+  function applyEvent(ev) {
+    if (!op) return;
+    if (ev.type === 'operation') {
+      if (ev.status) op.status = ev.status;
+    } else if (ev.type === 'step') {
+      const s = (op.steps || []).find((x) => x.name === ev.step);
+      if (s && ev.phase) {
+        if (ev.phase === 'applying' && s.phase !== 'applying') {
+          s.attempts = (s.attempts || 0) + 1;
+          if (!s.started_at) s.started_at = ev.at;
+          s.finished_at = null;
+        }
+        if (ev.phase === 'succeeded' || ev.phase === 'failed' || ev.phase === 'skipped') s.finished_at = ev.at || s.finished_at;
+        s.phase = ev.phase;
+      }
+      if (s && typeof ev.attempts === 'number') s.attempts = ev.attempts;
+      if (s && ev.resources && typeof ev.resources === 'object') s.resources = ev.resources;
+      if (s && ev.detail) s.detail = ev.detail;
+    }
+    if (ev.at) op.updated_at = ev.at;
+  }
+
+  // Events carry phases; resources, attempts and errors come from the record: re-read it
+  // (a Redis read on the server) shortly after events settle.
+  const refresh = debounce(async () => {
+    try {
+      const fresh = await api(`/api/v1/operations/${encodeURIComponent(id)}`, { signal: ctx.signal });
+      feed.snapshot(fresh);
+    } catch (e) {
+      if (!isAbort(e) && e.status !== 401) console.warn('refresh failed', e);
+    }
+  }, 400);
+
+  const feed = new OperationFeed(id, {
+    onSnapshot(fresh) {
+      op = fresh;
+      render();
+    },
+    onEvent(eid, ev, { stale }) {
+      logEvent(eid, ev, stale);
+      if (stale) return;
+      applyEvent(ev);
+      render();
+      refresh();
+    },
+    onMode(mode, extra) {
+      conn.dataset.mode = mode;
+      let text = MODE_TEXT[mode] || mode;
+      if (mode === 'reconnecting' && extra && extra.delay) text = `reconnecting in ${Math.ceil(extra.delay / 1000)}s…`;
+      if (mode === 'polling') text = extra && extra.error ? 'polling (retrying)' : 'polling';
+      conn.textContent = text;
+      conn.title = mode === 'polling'
+        ? 'The WebSocket was unavailable; following the operation by long-polling the REST API.'
+        : mode === 'live' ? 'Following over WebSocket' : '';
+    },
+    onGone(err) {
+      toastError(err);
+      if (!op) showMissing(err);
+    },
+  });
+
+  async function act(which) {
+    if (busy || !canMutate()) return;
+    busy = true;
+    renderHead();
+    try {
+      const reply = await api(`/api/v1/operations/${encodeURIComponent(id)}/${which}`, { method: 'POST', signal: ctx.signal });
+      const next = reply && (reply.operation || reply);
+      if (next && next.id) feed.snapshot(next, { force: true });
+      toast(which === 'cancel' ? 'Cancel requested.' : 'Retry queued.', { kind: 'info', timeout: 2500 });
+      if (which === 'retry') feed.start();
+    } catch (e) {
+      if (!isAbort(e)) toastError(e, `${which === 'cancel' ? 'Cancel' : 'Retry'} refused: `);
+    } finally {
+      busy = false;
+      if (op) renderHead();
+    }
+  }
+
+  function showMissing(err) {
+    body.replaceChildren(h('div', { class: 'card', testid: 'op-missing' },
+      h('div', { class: 'empty' }, err.message, ' ', h('a', { href: '#/operations' }, 'Back to operations'))));
+  }
+
+  // ---------- start ----------
+
+  (async () => {
+    try {
+      const first = await api(`/api/v1/operations/${encodeURIComponent(id)}`, { signal: ctx.signal });
+      feed.snapshot(first);
+      feed.start(); // even when terminal: the socket replays the history for the activity log
+    } catch (e) {
+      if (isAbort(e) || e.status === 401) return;
+      if (e.status === 404) showMissing(e);
+      else {
+        toastError(e);
+        feed.start(); // maybe only the REST read failed; the feed retries on its own
+      }
+    }
+  })();
+
+  const ticker = setInterval(() => {
+    tick();
+    if (op && !TERMINAL.has(op.status)) {
+      const el = info.querySelector('dd[data-k="elapsed"]');
+      if (el) el.textContent = elapsedText();
+    }
+  }, 1000);
+
+  return () => {
+    clearInterval(ticker);
+    refresh.cancel();
+    feed.stop();
+  };
+}
+
+function resourceChips(resources) {
+  if (!resources) return null;
+  const chips = [];
+  const add = (k, v) => {
+    if (v === null || v === undefined || v === '') return;
+    if (Array.isArray(v)) { v.forEach((x) => add(k, x)); return; }
+    if (typeof v === 'object') { for (const [kk, vv] of Object.entries(v)) add(k ? `${k}.${kk}` : kk, vv); return; }
+    chips.push(h('span', { class: 'chip', title: `${k ? `${k}: ` : ''}${v}`, dataset: { key: k || '' } },
+      k ? h('span', { class: 'k' }, k) : null, String(v)));
+  };
+  if (Array.isArray(resources)) resources.forEach((r) => add('', r));
+  else add('', resources);
+  return chips.length ? h('div', { class: 'chips' }, chips) : null;
+}
+
+function resourceLink(url) {
+  if (!url) return h('span', { class: 'faint' }, '—');
+  const m = String(url).match(/^\/api\/v1\/networks\/([^/?#]+)/);
+  if (m) return h('a', { href: '#/networks', class: 'id', title: url }, `network ${decodeURIComponent(m[1])}`);
+  return h('span', { class: 'id' }, url);
+}

@@ -1,0 +1,90 @@
+"""The Celery app: one task, `hypd.advance`, the operation engine's heartbeat.
+
+Settings that matter were measured (DESIGN.md): late acks and reject-on-worker-lost so a
+killed worker's task comes back; prefetch 1 so one slow step never holds others; a
+visibility timeout longer than any task or countdown so waiting monitors are not redelivered
+as duplicates; a fast unacked-restore sweep so a killed worker's task returns in seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import redis
+from celery import Celery
+
+import tasks.networks  # noqa: F401  (registers the network operation kinds)
+from cloud.settings import Settings
+from tasks.engine.runner import Runner
+from tasks.engine.service import Engine
+from tasks.engine.store import OperationStore
+
+ADVANCE = "hypd.advance"
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("hypd", broker=settings.redis, set_as_current=False)
+    visibility = int(settings.visibility_timeout_s)
+    restore_every = max(1, min(10, visibility // 2))
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": visibility,
+            "unacked_restore_interval": restore_every,
+            "unacked_restore_throttle": 1,
+        },
+        worker_hijack_root_logger=False,
+        task_time_limit=max(10, visibility - 1),
+    )
+
+    @app.task(name=ADVANCE)
+    def advance(op_id: str, generation: int) -> None:
+        runner(settings).advance(op_id, generation)
+
+    return app
+
+
+@functools.cache
+def redis_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+
+
+@functools.cache
+def celery_app(settings: Settings) -> Celery:
+    return make_celery(settings)
+
+
+def enqueue_for(settings: Settings):
+    app = celery_app(settings)
+
+    def enqueue(op_id: str, generation: int, countdown: float) -> None:
+        app.send_task(ADVANCE, args=[op_id, generation],
+                      countdown=countdown if countdown > 0 else None)
+
+    return enqueue
+
+
+def engine(settings: Settings) -> Engine:
+    return Engine(OperationStore(redis_client(settings.redis)), enqueue_for(settings))
+
+
+def runner(settings: Settings) -> Runner:
+    return Runner(
+        OperationStore(redis_client(settings.redis)),
+        enqueue_for(settings),
+        region=settings.region,
+        poll_min_s=settings.poll_min_s,
+        poll_max_s=settings.poll_max_s,
+        lease_s=settings.visibility_timeout_s,
+    )
+
+
+def worker_app() -> Celery:
+    """The app `celery -A tasks.celery_app:worker_app` (and `hypd worker`) runs."""
+    return celery_app(Settings.from_env())

@@ -1,0 +1,93 @@
+"""How an operation kind is declared: an ordered tuple of steps.
+
+A step's `apply` is an *ensure*: it must look each resource up (by tag, name or client
+token) and create it only when it provably does not exist, so that running it again after a
+crash adopts what the crashed attempt made instead of making it twice. `wait` answers None
+when the step's resources are ready, or how many seconds to wait before asking again; the
+engine re-schedules instead of sleeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class StepContext(Protocol):
+    """What a step sees of its operation."""
+
+    op_id: str
+    kind: str
+    target: str
+    params: dict[str, Any]
+    region: str
+    step: str
+    resources: dict[str, Any]
+    """This step's resources recorded so far (by an earlier attempt or by `record`)."""
+    outputs: dict[str, dict[str, Any]]
+    """Resources of the operation's earlier steps, keyed by step name."""
+
+    def record(self, **resources: Any) -> None:
+        """Persist resource ids now, before the step ends, so a crash keeps them."""
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for the operation's region."""
+
+    def token(self, *parts: str) -> str:
+        """A deterministic idempotency token (AWS ClientToken / clientRequestToken), the same
+        for every attempt of this step of this operation."""
+
+    def detail(self, message: str) -> None:
+        """Set the step's human-readable progress detail (emits an event)."""
+
+
+class StepFailed(Exception):
+    """A permanent failure: the step and the operation fail with this code and message."""
+
+    def __init__(self, message: str, code: str = "step_failed") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class StepRetry(Exception):
+    """A temporary condition (e.g. DependencyViolation while a deletion settles): try the
+    step again after `after` seconds, counting it as an attempt."""
+
+    def __init__(self, message: str, after: float | None = None) -> None:
+        super().__init__(message)
+        self.after = after
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    title: str
+    apply: Callable[[StepContext], dict[str, Any] | None]
+    wait: Callable[[StepContext], float | None] | None = None
+
+
+@dataclass(frozen=True)
+class OperationKind:
+    name: str
+    steps: tuple[Step, ...]
+    resource_url: Callable[[dict[str, Any]], str | None] = lambda params: None
+
+
+_KINDS: dict[str, OperationKind] = {}
+
+
+def register(kind: OperationKind) -> OperationKind:
+    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"operation kind {kind.name!r} registered twice")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> OperationKind:
+    return _KINDS[name]
+
+
+def all_kinds() -> dict[str, OperationKind]:
+    return dict(_KINDS)

@@ -1,0 +1,118 @@
+"""Statuses, phases and the shape of an operation record.
+
+Statuses and phases are enums with helpers, so "is it finished?" is asked one way only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from tasks.engine.kinds import OperationKind
+
+
+class OpStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @classmethod
+    def finished(cls) -> frozenset[OpStatus]:
+        return frozenset({cls.SUCCEEDED, cls.FAILED, cls.CANCELLED})
+
+    @classmethod
+    def active(cls) -> frozenset[OpStatus]:
+        return frozenset({cls.QUEUED, cls.RUNNING})
+
+    @property
+    def is_finished(self) -> bool:
+        return self in OpStatus.finished()
+
+
+class StepPhase(StrEnum):
+    PENDING = "pending"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+    @property
+    def is_done(self) -> bool:
+        return self in (StepPhase.SUCCEEDED, StepPhase.SKIPPED)
+
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_operation_id() -> str:
+    """A ULID-style id: sortable by creation time, so listings need no extra index order."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "op_" + "".join(reversed(chars))
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_operation(
+    kind: OperationKind,
+    target: str,
+    params: dict[str, Any],
+    actor: str,
+    idempotency_key: str | None,
+) -> dict[str, Any]:
+    stamp = now_iso()
+    return {
+        "id": new_operation_id(),
+        "kind": kind.name,
+        "target": target,
+        "params": params,
+        "status": OpStatus.QUEUED.value,
+        "steps": [
+            {
+                "name": step.name,
+                "title": step.title,
+                "phase": StepPhase.PENDING.value,
+                "attempts": 0,
+                "started_at": None,
+                "finished_at": None,
+                "detail": None,
+                "resources": {},
+            }
+            for step in kind.steps
+        ],
+        "error": None,
+        "created_at": stamp,
+        "updated_at": stamp,
+        "idempotency_key": idempotency_key,
+        "actor": actor,
+        "cancel_requested": False,
+        "resource_url": kind.resource_url(params),
+        "generation": 1,
+        "version": 1,
+    }
+
+
+def current_step(op: dict[str, Any]) -> dict[str, Any] | None:
+    """The first step not yet done; None when every step is done."""
+    for step in op["steps"]:
+        if not StepPhase(step["phase"]).is_done:
+            return step
+    return None
+
+
+def public_view(op: dict[str, Any], last_event_id: str | None) -> dict[str, Any]:
+    """The operation as clients see it: engine bookkeeping left out."""
+    view = {k: v for k, v in op.items() if k not in ("generation", "version")}
+    view["last_event_id"] = last_event_id
+    return view

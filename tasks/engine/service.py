@@ -1,0 +1,108 @@
+"""What the faces ask of the engine: submit, cancel, retry, read and wait.
+
+The web process calls these; the worker runs `Runner.advance`. Both meet only in Redis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tasks.engine.errors import InvalidTransition
+from tasks.engine.kinds import get_kind
+from tasks.engine.model import OpStatus, StepPhase, new_operation, public_view
+from tasks.engine.store import IdempotencyClaim, OperationStore, op_event, step_event
+
+Enqueue = Callable[[str, int, float], None]
+
+
+class Engine:
+    def __init__(self, store: OperationStore, enqueue: Enqueue) -> None:
+        self.store = store
+        self.enqueue = enqueue
+
+    def submit(
+        self,
+        kind: str,
+        target: str,
+        params: dict[str, Any],
+        actor: str,
+        claim: IdempotencyClaim | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Record and enqueue a new operation; answers (operation, created)."""
+        op = new_operation(get_kind(kind), target, params, actor, claim.key if claim else None)
+        op, created = self.store.create(op, claim)
+        if created:
+            self.enqueue(op["id"], op["generation"], 0)
+        return op, created
+
+    def cancel(self, op_id: str) -> dict[str, Any]:
+        """Queued: cancelled now. Running: at its next step boundary."""
+
+        def mutate(op: dict[str, Any]) -> list[dict[str, Any]]:
+            status = OpStatus(op["status"])
+            if status.is_finished:
+                raise InvalidTransition(
+                    f"operation {op_id} already {status.value}; nothing to cancel",
+                    {"operation_id": op_id, "status": status.value},
+                )
+            op["cancel_requested"] = True
+            if status == OpStatus.QUEUED and all(
+                s["phase"] == StepPhase.PENDING for s in op["steps"]
+            ):
+                events = []
+                for step in op["steps"]:
+                    step["phase"] = StepPhase.SKIPPED.value
+                    events.append(step_event(step))
+                op["status"] = OpStatus.CANCELLED.value
+                return [*events, op_event(op, "cancelled before it started")]
+            return [op_event(op, "cancel requested; takes effect at the next step boundary")]
+
+        return self.store.update(op_id, mutate)
+
+    def retry(self, op_id: str) -> dict[str, Any]:
+        """Back to queued with the same id, from the failed (or first unfinished) step."""
+        generation: list[int] = []
+
+        def mutate(op: dict[str, Any]) -> list[dict[str, Any]]:
+            status = OpStatus(op["status"])
+            if status not in (OpStatus.FAILED, OpStatus.CANCELLED):
+                raise InvalidTransition(
+                    f"operation {op_id} is {status.value}; only a failed or cancelled "
+                    "operation can be retried",
+                    {"operation_id": op_id, "status": status.value},
+                )
+            events = []
+            for step in op["steps"]:
+                if step["phase"] in (StepPhase.FAILED, StepPhase.SKIPPED):
+                    step["phase"] = StepPhase.PENDING.value
+                    step["attempts"] = 0
+                    step["detail"] = None
+                    step["finished_at"] = None
+                    events.append(step_event(step))
+            op["status"] = OpStatus.QUEUED.value
+            op["error"] = None
+            op["cancel_requested"] = False
+            op["generation"] += 1
+            generation.append(op["generation"])
+            return [*events, op_event(op, "retried")]
+
+        op = self.store.update(op_id, mutate)
+        self.enqueue(op_id, generation[0], 0)
+        return op
+
+    def view(self, op: dict[str, Any]) -> dict[str, Any]:
+        return public_view(op, self.store.last_event_id(op["id"]))
+
+    def get(self, op_id: str) -> dict[str, Any]:
+        return self.view(self.store.require(op_id))
+
+    def wait(self, op_id: str, seconds: float, after: str | None = None) -> dict[str, Any]:
+        """Long-poll: answer once an event newer than `after` (default: the newest one now)
+        exists, the operation is finished, or `seconds` have passed."""
+        start = after or self.store.last_event_id(op_id) or "0"
+        op = self.store.require(op_id)
+        if seconds > 0 and not OpStatus(op["status"]).is_finished:
+            self.store.events(op_id, after=start, block_ms=int(seconds * 1000), count=1)
+            op = self.store.require(op_id)
+        return self.view(op)

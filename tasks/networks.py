@@ -1,0 +1,262 @@
+"""Operation kinds `network.create` and `network.delete`.
+
+Each step is one resource group and an *ensure* (cloud/networks.py adopts by tags before it
+creates), so a step re-run after a crash adopts what the crashed attempt made. Ids are
+recorded through `ctx.record` the moment AWS returns them. Waiting on the NAT gateway is a
+`wait` that answers "ask again in N seconds"; the engine re-schedules, never sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from cloud import networks as net
+from cloud.aws import error_code
+from cloud.discovery import availability_zones
+from cloud.subnets import SubnetSpaceExhausted
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+
+NAT_POLL_S = 15.0
+"""How often to look at a NAT gateway that is being created or deleted (AWS: 1-3 minutes)."""
+
+
+def _no_lock(vpc_id: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+subnet_lock: Callable[[str], AbstractContextManager[Any]] = _no_lock
+"""A short per-VPC lock held while a subnet block is chosen and created; the engine wires
+its Redis lock here (cloud/ may not import it)."""
+
+
+def _guarded(fn: Callable[[StepContext], Any]) -> Callable[[StepContext], Any]:
+    """Turn cloud's outcomes into the engine's: NotYet and DependencyViolation → retry later,
+    permanent problems → the step fails with a code and a message a user can act on."""
+
+    @functools.wraps(fn)
+    def run(ctx: StepContext) -> Any:
+        try:
+            return fn(ctx)
+        except net.NotYet as exc:
+            raise StepRetry(exc.message, exc.retry_after) from exc
+        except net.NetworkError as exc:
+            raise StepFailed(exc.message, exc.code) from exc
+        except SubnetSpaceExhausted as exc:
+            raise StepFailed(str(exc), exc.code) from exc
+        except ClientError as exc:
+            if error_code(exc) == "DependencyViolation":
+                raise StepRetry(f"DependencyViolation: {exc}") from exc
+            raise
+
+    return run
+
+
+def _name(ctx: StepContext) -> str:
+    return ctx.params["name"]
+
+
+def _vpc_id(ctx: StepContext) -> str:
+    vpc_id = (ctx.outputs.get("vpc") or {}).get("vpc_id")
+    if vpc_id:
+        return vpc_id
+    vpc = net.find_vpc(ctx.client("ec2"), _name(ctx))
+    if vpc is None:
+        raise StepFailed(f"network {_name(ctx)!r} has no VPC (the vpc step did not run)",
+                         "not_found")
+    return vpc["VpcId"]
+
+
+def _subnets(ctx: StepContext, role: str) -> list[str]:
+    subnets = (ctx.outputs.get("subnets") or {}).get("subnets") or []
+    ids = [s["id"] for s in subnets if s["role"] == role]
+    if not ids:
+        raise StepFailed(f"network {_name(ctx)!r} has no {role} subnets (the subnets step did "
+                         f"not run)", "not_found")
+    return ids
+
+
+def _output(ctx: StepContext, step: str, key: str) -> str:
+    value = (ctx.outputs.get(step) or {}).get(key)
+    if not value:
+        raise StepFailed(f"step {step!r} recorded no {key}", "not_found")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# network.create
+# ---------------------------------------------------------------------------------------
+
+
+@_guarded
+def create_vpc(ctx: StepContext) -> dict[str, Any]:
+    cidr = ctx.params.get("cidr") or net.DEFAULT_CIDR
+    ctx.detail(f"VPC {cidr}")
+    return net.ensure_vpc(ctx.client("ec2"), _name(ctx), cidr, record=ctx.record)
+
+
+@_guarded
+def create_subnets(ctx: StepContext) -> dict[str, Any]:
+    ec2 = ctx.client("ec2")
+    vpc_id = _vpc_id(ctx)
+    zones = ctx.params.get("availability_zones") or ctx.resources.get("availability_zones")
+    if not zones:
+        available = [z["name"] for z in availability_zones(ec2) if z["state"] == "available"]
+        zones = available[:net.MIN_ZONES]
+        if len(zones) < net.MIN_ZONES:
+            raise StepFailed(f"region {ctx.region} has fewer than {net.MIN_ZONES} available "
+                             f"availability zones", "validation_failed")
+    ctx.record(availability_zones=list(zones))  # fixed for every later attempt
+    ctx.detail(f"subnets in {', '.join(zones)}")
+    subnets = net.ensure_subnets(ec2, _name(ctx), vpc_id, list(zones),
+                                 lock=lambda: subnet_lock(vpc_id), record=ctx.record)
+    return {
+        "availability_zones": list(zones),
+        "subnets": subnets,
+        "public_subnet_ids": [s["id"] for s in subnets if s["role"] == "public"],
+        "private_subnet_ids": [s["id"] for s in subnets if s["role"] == "private"],
+    }
+
+
+@_guarded
+def create_internet_gateway(ctx: StepContext) -> dict[str, Any]:
+    return net.ensure_internet_gateway(ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
+                                       record=ctx.record)
+
+
+@_guarded
+def create_nat_gateway(ctx: StepContext) -> dict[str, Any]:
+    ec2 = ctx.client("ec2")
+    name = _name(ctx)
+    # a gateway that failed is answered again for the same token: derive a fresh one
+    token = ctx.token("nat_gateway", *net.failed_nat_gateways(ec2, name))
+    result = net.ensure_nat_gateway(ec2, name, _vpc_id(ctx), _subnets(ctx, "public")[0], token,
+                                    record=ctx.record)
+    return {"nat_gateway_id": result["nat_gateway_id"], "allocation_id": result["allocation_id"]}
+
+
+@_guarded
+def wait_nat_gateway(ctx: StepContext) -> float | None:
+    nat_id = ctx.resources.get("nat_gateway_id")
+    if not nat_id:
+        raise StepFailed("the NAT gateway step recorded no gateway id", "not_found")
+    state, message = net.nat_gateway_state(ctx.client("ec2"), nat_id)
+    if state == "available":
+        return None
+    if state == "failed":
+        raise StepFailed(f"NAT gateway {nat_id} failed: {message or 'no reason given'}",
+                         "nat_gateway_failed")
+    if state in ("deleting", "deleted"):
+        raise StepFailed(f"NAT gateway {nat_id} was deleted while hypd waited for it",
+                         "nat_gateway_failed")
+    ctx.detail(f"NAT gateway {nat_id} is {state}")
+    return NAT_POLL_S
+
+
+@_guarded
+def create_route_tables(ctx: StepContext) -> dict[str, Any]:
+    result = net.ensure_route_tables(
+        ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
+        internet_gateway_id=_output(ctx, "internet_gateway", "internet_gateway_id"),
+        nat_gateway_id=_output(ctx, "nat_gateway", "nat_gateway_id"),
+        public_subnet_ids=_subnets(ctx, "public"),
+        private_subnet_ids=_subnets(ctx, "private"),
+        tokens={"public": ctx.token("public"), "private": ctx.token("private")},
+        record=ctx.record,
+    )
+    if not result["private_default_route"]:
+        raise StepRetry("the NAT gateway is not available yet; the private default route "
+                        "waits for it", NAT_POLL_S)
+    return {k: v for k, v in result.items() if k != "private_default_route"}
+
+
+@_guarded
+def create_security_group(ctx: StepContext) -> dict[str, Any]:
+    return net.ensure_security_group(ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
+                                     record=ctx.record)
+
+
+@_guarded
+def create_s3_endpoint(ctx: StepContext) -> dict[str, Any]:
+    tables = [_output(ctx, "route_tables", "public_route_table_id"),
+              _output(ctx, "route_tables", "private_route_table_id")]
+    return net.ensure_s3_endpoint(ctx.client("ec2"), _name(ctx), _vpc_id(ctx), ctx.region,
+                                  tables, ctx.token("s3_endpoint"), record=ctx.record)
+
+
+def network_url(params: dict[str, Any]) -> str | None:
+    name = params.get("name")
+    return f"/api/v1/networks/{name}" if name else None
+
+
+NETWORK_CREATE = register(OperationKind(
+    name="network.create",
+    steps=(
+        Step("vpc", "Create the VPC", create_vpc),
+        Step("subnets", "Create public and private subnets", create_subnets),
+        Step("internet_gateway", "Create and attach the internet gateway",
+             create_internet_gateway),
+        Step("nat_gateway", "Create the NAT gateway", create_nat_gateway, wait_nat_gateway),
+        Step("route_tables", "Create route tables and routes", create_route_tables),
+        Step("security_group", "Create the security group", create_security_group),
+        Step("s3_endpoint", "Create the S3 gateway endpoint", create_s3_endpoint),
+    ),
+    resource_url=network_url,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# network.delete (reverse order; by tags only)
+# ---------------------------------------------------------------------------------------
+
+
+def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dict[str, Any]]:
+    @_guarded
+    def apply(ctx: StepContext) -> dict[str, Any]:
+        deleted = fn(ctx.client("ec2"), _name(ctx))
+        done = list(dict.fromkeys([*(ctx.resources.get("deleted") or []), *deleted]))
+        if deleted:
+            ctx.record(deleted=done)
+        return {"deleted": done}
+
+    apply.__name__ = f"delete_{fn.__name__}"
+    return apply
+
+
+@_guarded
+def wait_nat_deleted(ctx: StepContext) -> float | None:
+    remaining = net.nat_gateways_remaining(ctx.client("ec2"), _name(ctx))
+    if not remaining:
+        return None
+    live = [n["id"] for n in remaining if n["state"] in net.LIVE_NAT_STATES]
+    if live:
+        raise StepFailed(f"NAT gateway(s) {', '.join(live)} are not being deleted (made after "
+                         f"this deletion began?): retry the operation", "conflict")
+    ctx.detail("waiting for NAT gateway(s) to be deleted: "
+               + ", ".join(f"{n['id']} ({n['state']})" for n in remaining))
+    return NAT_POLL_S
+
+
+NETWORK_DELETE = register(OperationKind(
+    name="network.delete",
+    steps=(
+        Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
+        Step("security_group", "Delete the security group",
+             _deleter(net.delete_security_groups)),
+        Step("route_tables", "Delete route tables", _deleter(net.delete_route_tables)),
+        Step("nat_gateway", "Delete the NAT gateway", _deleter(net.delete_nat_gateways),
+             wait_nat_deleted),
+        Step("elastic_ip", "Release the NAT gateway's Elastic IP",
+             _deleter(net.release_nat_addresses)),
+        Step("internet_gateway", "Detach and delete the internet gateway",
+             _deleter(net.delete_internet_gateways)),
+        Step("subnets", "Delete subnets", _deleter(net.delete_subnets)),
+        Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
+    ),
+    resource_url=network_url,
+))

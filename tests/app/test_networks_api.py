@@ -1,0 +1,203 @@
+"""Networks through REST on the full stack: the create finishes, everything is tagged,
+and the mutation contracts (Idempotency-Key, 409, 422) hold."""
+
+from __future__ import annotations
+
+import uuid
+
+import boto3
+import pytest
+
+
+def _ec2(stack):
+    return boto3.client("ec2", region_name="us-west-2",
+                        endpoint_url=stack.env["AWS_ENDPOINT_URL"],
+                        aws_access_key_id=stack.env["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=stack.env["AWS_SECRET_ACCESS_KEY"])
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def _tags(resource: dict) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def resources_of(ec2, vpc_id: str) -> dict[str, list[dict]]:
+    by_vpc = [{"Name": "vpc-id", "Values": [vpc_id]}]
+    found = {
+        "vpc": ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"],
+        "subnet": ec2.describe_subnets(Filters=by_vpc)["Subnets"],
+        "internet_gateway": ec2.describe_internet_gateways(
+            Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}])["InternetGateways"],
+        "nat_gateway": [n for n in ec2.describe_nat_gateways(Filters=by_vpc)["NatGateways"]
+                        if n["State"] not in ("deleted", "deleting")],
+        "route_table": [r for r in ec2.describe_route_tables(Filters=by_vpc)["RouteTables"]
+                        if not any(a.get("Main") for a in r.get("Associations", []))],
+        "security_group": [g for g in ec2.describe_security_groups(Filters=by_vpc)[
+            "SecurityGroups"] if g["GroupName"] != "default"],
+        "vpc_endpoint": ec2.describe_vpc_endpoints(Filters=by_vpc)["VpcEndpoints"],
+    }
+    eips = ec2.describe_addresses()["Addresses"]
+    nat_alloc = {a["AllocationId"] for n in found["nat_gateway"]
+                 for a in n.get("NatGatewayAddresses", [])}
+    found["elastic_ip"] = [e for e in eips if e.get("AllocationId") in nat_alloc]
+    return found
+
+
+@pytest.fixture(scope="module")
+def created(stack):
+    """One network made through REST and followed to its end, shared by the checks."""
+    name = _name("lab")
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", json={"name": name})
+    assert reply.status_code == 202, reply.text
+    body = reply.json()
+    op = stack.wait_operation(body["operation"]["id"])
+    return name, body, reply.headers, op
+
+
+def test_create_replies_202_with_how_to_follow(created):
+    name, body, headers, _ = created
+    op_id = body["operation"]["id"]
+    assert body["status_route"] == f"/api/v1/operations/{op_id}"
+    assert body["status_tool"] == "wait_operation"
+    assert body["status_args"] == {"operation_id": op_id}
+    assert body["poll_after_seconds"] > 0
+    assert body["resource_url"] == f"/api/v1/networks/{name}"
+    assert headers["Location"] == body["status_route"]
+    assert int(headers["Retry-After"]) > 0
+    assert body["operation"]["kind"] == "network.create"
+    assert body["operation"]["target"] == f"network/{name}"
+    assert [s["name"] for s in body["operation"]["steps"]] == [
+        "vpc", "subnets", "internet_gateway", "nat_gateway", "route_tables",
+        "security_group", "s3_endpoint"]
+
+
+def test_create_finishes_and_every_resource_is_tagged(stack, created):
+    name, _, _, op = created
+    assert op["status"] == "succeeded", op
+    assert all(s["phase"] == "succeeded" for s in op["steps"])
+    with stack.client() as c:
+        network = c.get(f"/api/v1/networks/{name}").json()
+    ec2 = _ec2(stack)
+    found = resources_of(ec2, network["vpc_id"])
+    for kind in ("vpc", "internet_gateway", "nat_gateway", "security_group", "vpc_endpoint",
+                 "elastic_ip"):
+        assert len(found[kind]) == 1, (kind, found[kind])
+    assert len(found["subnet"]) == 4
+    assert len(found["route_table"]) >= 2
+    for kind, items in found.items():
+        for item in items:
+            tags = _tags(item)
+            assert tags.get("hypd:managed-by") == "hypd", (kind, item)
+            assert tags.get("hypd:network") == name, (kind, item)
+    # DNS hostnames on; subnets in two zones, public and private
+    attr = ec2.describe_vpc_attribute(VpcId=network["vpc_id"], Attribute="enableDnsHostnames")
+    assert attr["EnableDnsHostnames"]["Value"] is True
+    roles = {(s["availability_zone"], s["role"]) for s in network["subnets"]}
+    zones = {z for z, _ in roles}
+    assert len(zones) == 2 and len(roles) == 4
+    # the private route to the NAT gateway exists (added once it was available)
+    nat_id = found["nat_gateway"][0]["NatGatewayId"]
+    assert any(r.get("NatGatewayId") == nat_id for t in found["route_table"]
+               for r in t["Routes"])
+
+
+def test_list_and_get(stack, created):
+    name = created[0]
+    with stack.client("viewer") as c:
+        names = [n["name"] for n in c.get("/api/v1/networks").json()["items"]]
+        assert name in names
+        assert c.get(f"/api/v1/networks/{name}").json()["name"] == name
+        missing = c.get("/api/v1/networks/no-such-net")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+
+
+def test_same_name_again_is_409(stack, created):
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", json={"name": created[0]})
+    assert reply.status_code == 409
+    assert reply.json()["error"]["code"] == "conflict"
+
+
+def test_idempotency_key_replays_and_refuses_other_body(stack):
+    name = _name("idem")
+    key = str(uuid.uuid4())
+    with stack.client() as c:
+        first = c.post("/api/v1/networks", json={"name": name}, headers={"Idempotency-Key": key})
+        again = c.post("/api/v1/networks", json={"name": name}, headers={"Idempotency-Key": key})
+        other = c.post("/api/v1/networks", json={"name": name + "x"},
+                       headers={"Idempotency-Key": key})
+    assert first.status_code == 202 and again.status_code == 202
+    assert again.json()["operation"]["id"] == first.json()["operation"]["id"]
+    assert other.status_code == 422
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+    op = stack.wait_operation(first.json()["operation"]["id"])
+    assert op["status"] == "succeeded"
+    with stack.client() as c:  # a replay after the fact still answers the same operation
+        late = c.post("/api/v1/networks", json={"name": name}, headers={"Idempotency-Key": key})
+    assert late.status_code == 202 and late.json()["operation"]["id"] == op["id"]
+
+
+def test_busy_target_is_409_naming_the_running_operation(stack):
+    name = _name("busy")
+    with stack.client() as c:
+        first = c.post("/api/v1/networks", json={"name": name}).json()
+        second = c.post("/api/v1/networks", json={"name": name})
+    assert second.status_code == 409
+    error = second.json()["error"]
+    assert error["code"] == "conflict"
+    assert error["details"]["operation_id"] == first["operation"]["id"]
+    assert first["operation"]["id"] in error["message"]
+    assert stack.wait_operation(first["operation"]["id"])["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "Bad_Name"}, "name"),
+        ({"name": "ends-"}, "name"),
+        ({}, "name"),
+        ({"name": "ok", "cidr": "8.8.0.0/16"}, "cidr"),
+        ({"name": "ok", "cidr": "10.0.0.0/24"}, "cidr"),
+        ({"name": "ok", "availability_zones": ["us-west-2a"]}, "availability_zones"),
+        ({"name": "ok", "surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_body_is_422_with_field_errors(stack, body, field):
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", json=body)
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "validation_failed"
+    assert field in error["details"]["fields"]
+    assert error["message"]
+
+
+def test_zone_not_in_region_is_422(stack):
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks",
+                       json={"name": "zones", "availability_zones": ["us-west-2a", "us-east-1a"]})
+    assert reply.status_code == 422
+    assert "us-east-1a" in reply.json()["error"]["message"]
+
+
+def test_delete_removes_only_this_network(stack):
+    name = _name("gone")
+    ec2 = _ec2(stack)
+    bystander = ec2.create_vpc(CidrBlock="10.99.0.0/16")["Vpc"]["VpcId"]
+    with stack.client() as c:
+        op = c.post("/api/v1/networks", json={"name": name}).json()["operation"]
+        assert stack.wait_operation(op["id"])["status"] == "succeeded"
+        vpc_id = c.get(f"/api/v1/networks/{name}").json()["vpc_id"]
+        reply = c.delete(f"/api/v1/networks/{name}")
+        assert reply.status_code == 202, reply.text
+        assert reply.json()["operation"]["kind"] == "network.delete"
+        done = stack.wait_operation(reply.json()["operation"]["id"])
+        assert done["status"] == "succeeded", done
+        assert c.get(f"/api/v1/networks/{name}").status_code == 404
+    assert not ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Vpcs"]
+    assert ec2.describe_vpcs(VpcIds=[bystander])["Vpcs"]

@@ -1,0 +1,104 @@
+"""The operation WebSocket: first-message auth, snapshot + events, resume, close codes."""
+
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+
+import websocket
+
+
+def _connect(stack, op_id: str, **kwargs):
+    url = stack.url.replace("http://", "ws://") + f"/ws/operations/{op_id}"
+    return websocket.create_connection(url, timeout=20, **kwargs)
+
+
+def _read_all(ws) -> tuple[list[dict], int | None]:
+    """Messages until the server closes; answers (messages, close code)."""
+    messages = []
+    while True:
+        frame = ws.recv_frame()  # raw frames: no automatic close reply to a gone peer
+        opcode, data = frame.opcode, frame.data
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            return messages, struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
+        if opcode == websocket.ABNF.OPCODE_TEXT:
+            messages.append(json.loads(data))
+
+
+def _network(stack) -> str:
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", json={"name": f"ws-{uuid.uuid4().hex[:6]}"})
+    assert reply.status_code == 202
+    return reply.json()["operation"]["id"]
+
+
+def test_stream_follows_an_operation_to_its_end(stack):
+    op_id = _network(stack)
+    ws = _connect(stack, op_id)
+    ws.send(json.dumps({"type": "auth", "token": stack.viewer_token}))
+    messages, code = _read_all(ws)
+    assert code == 1000
+    assert messages[0]["type"] == "operation" and messages[0]["operation"]["id"] == op_id
+    events = [m for m in messages[1:] if m["type"] == "event"]
+    assert events[-1]["event"]["type"] == "operation"
+    assert events[-1]["event"]["status"] == "succeeded"
+    ids = [m["id"] for m in events]
+    assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+    assert len(set(ids)) == len(ids)
+    phases = {(m["event"].get("step"), m["event"].get("phase")) for m in events}
+    assert ("vpc", "applying") in phases and ("s3_endpoint", "succeeded") in phases
+
+    # resuming from an id gives exactly what came after it
+    middle = ids[len(ids) // 2]
+    ws = _connect(stack, op_id)
+    ws.send(json.dumps({"type": "auth", "token": stack.viewer_token, "after": middle}))
+    resumed, code = _read_all(ws)
+    assert [m["id"] for m in resumed if m["type"] == "event"] == ids[ids.index(middle) + 1:]
+
+
+def test_bad_or_missing_token_closes_4401(stack):
+    op_id = _network(stack)
+    ws = _connect(stack, op_id)
+    ws.send(json.dumps({"type": "auth", "token": "wrong"}))
+    assert _read_all(ws) == ([], 4401)
+    ws = _connect(stack, op_id)
+    ws.send(json.dumps({"type": "hello"}))
+    assert _read_all(ws)[1] == 4401
+
+
+def test_cross_origin_closes_4403(stack):
+    op_id = _network(stack)
+    ws = _connect(stack, op_id, origin="http://evil.example")
+    assert _read_all(ws)[1] == 4403  # refused before it may even authenticate
+
+
+def test_viewer_cannot_cancel_over_the_socket_operator_can(stack):
+    # Hold the first AWS call so the operation is certainly still running.
+    hold = stack.sandbox.hold("ec2", "CreateVpc")
+    try:
+        op_id = _network(stack)
+        stack.sandbox.wait_held(hold, timeout=20)
+        ws = _connect(stack, op_id)
+        ws.send(json.dumps({"type": "auth", "token": stack.viewer_token}))
+        ws.send(json.dumps({"type": "cancel"}))
+        messages, code = _read_all(ws)
+        assert code == 4403
+        assert messages[-1]["type"] == "error"
+        assert messages[-1]["error"]["code"] == "forbidden"
+
+        ws = _connect(stack, op_id)
+        ws.send(json.dumps({"type": "auth", "token": stack.operator_token}))
+        ws.send(json.dumps({"type": "cancel"}))
+        stack.sandbox.release(hold)
+        messages, code = _read_all(ws)
+        assert code == 1000
+        assert messages[-1]["event"]["status"] == "cancelled"
+    finally:
+        stack.sandbox.clear_holds()
+
+
+def test_unknown_operation_closes_4404(stack):
+    ws = _connect(stack, "op_nope")
+    ws.send(json.dumps({"type": "auth", "token": stack.operator_token}))
+    assert _read_all(ws)[1] == 4404

@@ -1,0 +1,179 @@
+"""The dashboard in a real browser: sign in, create a network from the form, follow its
+progress panel to the end; a viewer cannot create; a 401 sends the user back to sign-in.
+
+Drives Debian's /usr/bin/chromium headless through Playwright's sync API against the session
+`stack` fixture (tests/conftest.py): `.url`, `.operator_token`, `.viewer_token`.
+"""
+
+import os
+import re
+import secrets
+
+import pytest
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+UI_TIMEOUT_MS = 15_000
+OPERATION_TIMEOUT_MS = 120_000
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _base(stack):
+    return stack.url.rstrip("/")
+
+
+@pytest.fixture
+def page(browser, stack):
+    """A fresh browser context (empty sessionStorage) per test; fails on uncaught JS errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    pg = context.new_page()
+    js_errors = []
+    pg.on("pageerror", lambda exc: js_errors.append(str(exc)))
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert not js_errors, f"uncaught JavaScript errors in the dashboard: {js_errors}"
+
+
+def sign_in(page, stack, token, role):
+    page.goto(_base(stack) + "/")
+    page.get_by_test_id("token-input").fill(token)
+    page.get_by_test_id("sign-in").click()
+    expect(page.get_by_test_id("whoami-role")).to_have_text(role)
+    expect(page.get_by_test_id("whoami")).to_be_visible()
+    # signed in, the default view is the operations list
+    expect(page).to_have_url(re.compile(r"#/operations$"))
+
+
+def test_operator_creates_network_and_follows_progress(page, stack):
+    name = f"web-{secrets.token_hex(3)}"
+    sign_in(page, stack, stack.operator_token, "operator")
+
+    page.get_by_test_id("nav-networks").click()
+    expect(page).to_have_url(re.compile(r"#/networks$"))
+    create = page.get_by_test_id("network-create")
+    expect(create).to_be_enabled()
+
+    # availability zones come from discovery; pick two (EKS needs subnets in two zones)
+    zones = page.locator("[data-testid=network-zones] input[type=checkbox]:not([disabled])")
+    expect(zones.first).to_be_visible()
+    picked = []
+    for i in range(min(2, zones.count())):
+        zones.nth(i).check()
+        picked.append(zones.nth(i).get_attribute("value"))
+
+    page.get_by_test_id("network-name").fill(name)
+    expect(page.get_by_test_id("network-cidr")).to_have_value("10.0.0.0/16")
+
+    with page.expect_request(
+        lambda r: r.method == "POST" and r.url.split("?")[0].endswith("/api/v1/networks")
+    ) as posted:
+        create.click()
+    request = posted.value
+    assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
+    assert request.headers.get("authorization") == f"Bearer {stack.operator_token}"
+    body = request.post_data_json
+    assert body["name"] == name
+    assert body["cidr"] == "10.0.0.0/16"
+    assert body.get("availability_zones", []) == picked
+
+    # the reply's operation opens in the progress panel
+    expect(page).to_have_url(re.compile(r"#/operations/[^/?#]+$"))
+    op_id = page.url.split("#/operations/", 1)[1]
+    expect(page.get_by_test_id("op-id")).to_have_text(op_id)
+    expect(page.get_by_test_id("op-kind")).to_have_text("network.create")
+    expect(page.get_by_test_id("op-target")).to_have_text(f"network/{name}")
+
+    expect(page.get_by_test_id("op-status")).to_have_text("succeeded", timeout=OPERATION_TIMEOUT_MS)
+    steps = page.locator("[data-testid=steps] > [data-step]")
+    expect(steps.first).to_be_visible()
+    count = steps.count()
+    assert count >= 1
+    for i in range(count):
+        step = steps.nth(i)
+        step_name = step.get_attribute("data-step")
+        expect(step).to_have_attribute("data-testid", f"step-{step_name}")
+        expect(step).to_have_attribute("data-phase", "succeeded")
+        expect(page.get_by_test_id(f"step-phase-{step_name}")).to_have_text("succeeded")
+    expect(page.get_by_test_id("op-error")).to_have_count(0)
+    expect(page.get_by_test_id("op-cancel")).to_be_disabled()
+    expect(page.get_by_test_id("op-retry")).to_be_disabled()
+
+    # the network is listed (read from AWS by tag), the operation in the operations list
+    page.get_by_test_id("nav-networks").click()
+    expect(page.get_by_test_id(f"network-row-{name}")).to_be_visible()
+    page.get_by_test_id("nav-operations").click()
+    row = page.get_by_test_id(f"op-row-{op_id}")
+    expect(row).to_be_visible()
+    expect(row.get_by_test_id("op-row-status")).to_have_text("succeeded")
+    row.click()
+    expect(page).to_have_url(re.compile(rf"#/operations/{re.escape(op_id)}$"))
+    expect(page.get_by_test_id("op-status")).to_have_text("succeeded")
+
+
+def test_invalid_name_is_refused_before_any_request(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.get_by_test_id("nav-networks").click()
+    posts = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.get_by_test_id("network-name").fill("Bad_Name")
+    page.get_by_test_id("network-create").click()
+    expect(page.get_by_test_id("error-name")).not_to_be_empty()
+    expect(page.get_by_test_id("network-name")).to_have_attribute("aria-invalid", "true")
+    assert posts == []
+
+
+def test_viewer_sees_mutations_disabled(page, stack):
+    sign_in(page, stack, stack.viewer_token, "viewer")
+    expect(page.get_by_test_id("readonly-hint")).to_be_visible()
+    page.get_by_test_id("nav-networks").click()
+    expect(page.get_by_test_id("network-create")).to_be_disabled()
+    expect(page.get_by_test_id("network-create-hint")).to_be_visible()
+    # reads still work for a viewer
+    expect(page.get_by_test_id("networks-table")).to_be_visible()
+    page.get_by_test_id("nav-discovery").click()
+    expect(page.get_by_test_id("az-select")).to_be_enabled()
+
+
+def test_wrong_token_is_refused(page, stack):
+    page.goto(_base(stack) + "/")
+    page.get_by_test_id("token-input").fill("not-a-real-token")
+    page.get_by_test_id("sign-in").click()
+    expect(page.get_by_test_id("sign-in-error")).to_contain_text("401")
+    expect(page.get_by_test_id("whoami")).to_be_hidden()
+
+
+def test_401_returns_to_sign_in(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.evaluate("sessionStorage.setItem('hypd.token', 'revoked-token')")
+    page.reload()
+    expect(page.get_by_test_id("token-input")).to_be_visible()
+    expect(page.get_by_test_id("sign-in-error")).to_contain_text("401")
+    expect(page.get_by_test_id("whoami")).to_be_hidden()
