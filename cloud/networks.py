@@ -474,13 +474,12 @@ def ensure_security_group(ec2: Any, name: str, vpc_id: str,
             raise
         created = True
         record(security_group_id=group_id)
-        group = {"GroupId": group_id, "IpPermissions": [], "IpPermissionsEgress": None}
+        with _settling(group_id):  # the default egress rule comes with the new group
+            group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
     group_id = group["GroupId"]
     self_rule = [{"IpProtocol": "-1", "UserIdGroupPairs": [
         {"GroupId": group_id, "Description": "members of this hypd network (EFA, NCCL)"}]}]
     with _settling(group_id) if created else contextlib.nullcontext():
-        if created:
-            group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
         if not _has_self_rule(group.get("IpPermissions"), group_id):
             _authorize(ec2.authorize_security_group_ingress, group_id, self_rule)
         egress = group.get("IpPermissionsEgress") or []

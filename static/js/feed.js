@@ -32,7 +32,8 @@ export class OperationFeed {
   constructor(id, handlers) {
     this.id = id;
     this.h = handlers;
-    this.lastEventId = null;
+    this.lastEventId = null;   // newest event reflected in the state we hold
+    this.lastStreamId = null;  // newest event received over the socket
     this.terminal = false;
     this.stopped = true;
     this.ws = null;
@@ -82,6 +83,7 @@ export class OperationFeed {
     if (!ev) return;
     const stale = !!(id && this.lastEventId && cmpId(id, this.lastEventId) <= 0);
     if (!stale && id) this.lastEventId = id;
+    if (id && cmpId(id, this.lastStreamId) > 0) this.lastStreamId = id;
     if (!stale && ev.type === 'operation' && TERMINAL.has(ev.status)) this.terminal = true;
     this.h.onEvent(id, ev, { stale });
   }
@@ -116,7 +118,9 @@ export class OperationFeed {
       const msg = { type: 'auth', token: session.token };
       // First connection: replay the operation's events for the activity log (they are
       // de-duplicated against the snapshot). Reconnects resume after the last event seen.
-      const after = this.wantHistory ? '0-0' : this.lastEventId;
+      // (The last event received on the stream, so the log has no hole where a snapshot
+      // overtook the stream; anything older than the state we hold is only logged.)
+      const after = this.wantHistory ? '0-0' : (this.lastStreamId || this.lastEventId);
       if (after) msg.after = after;
       ws.send(JSON.stringify(msg));
     };

@@ -39,6 +39,13 @@ export function clear(el) {
   return el;
 }
 
+/** Replace an element's children; like h(), skips null/false and flattens arrays. */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
 // ---------- badges ----------
 
 const TONES = {

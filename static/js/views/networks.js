@@ -124,7 +124,9 @@ export function mount(root, ctx) {
         h('td', { class: 'nowrap' }, n.region || '—'),
         h('td', null, idEl(n.vpc_id)),
         h('td', null, h('span', { class: 'id' }, n.cidr || '—')),
-        h('td', null, h('span', { class: 'id' }, (n.availability_zones || []).join(', ') || '—')),
+        h('td', null, (n.availability_zones || []).length
+          ? h('div', { class: 'chips' }, n.availability_zones.map((z) => h('span', { class: 'chip' }, z)))
+          : h('span', { class: 'faint' }, '—')),
         h('td', { class: 'nowrap', title: subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
           `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub} pub / ${priv} priv)`) : null),
         h('td', { class: 'actions' }, deleteButton(n))));

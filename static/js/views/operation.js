@@ -2,7 +2,7 @@
 
 import { api, isAbort, canMutate } from '../api.js';
 import {
-  h, clear, badge, timeEl, idEl, toastError, toast, guard, roleHint, duration, parseTime,
+  h, clear, fill, badge, timeEl, idEl, toastError, toast, guard, roleHint, duration, parseTime,
   clockTime, absTime, loading, debounce,
 } from '../ui.js';
 import { OperationFeed, TERMINAL } from '../feed.js';
@@ -71,7 +71,7 @@ export function mount(root, ctx) {
       onclick: () => act('retry'),
     }, 'Retry'));
     const err = op.error;
-    clear(head).append(
+    fill(head,
       h('div', { class: 'page-head' },
         h('div', { class: 'op-title' },
           idEl(op.id, { testid: 'op-id' }),

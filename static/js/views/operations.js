@@ -136,16 +136,18 @@ export function progress(op) {
   const steps = op.steps || [];
   const n = steps.length;
   if (!n) return h('span', { class: 'faint' }, '—');
-  const done = steps.filter((s) => s.phase === 'succeeded' || s.phase === 'skipped').length;
+  const done = steps.filter((s) => s.phase === 'succeeded').length;
   const run = steps.filter((s) => s.phase === 'applying' || s.phase === 'applied').length;
   const bad = steps.filter((s) => s.phase === 'failed').length;
+  const skip = steps.filter((s) => s.phase === 'skipped').length;
   const pct = (k) => `${(100 * k) / n}%`;
   const bar = h('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': n, 'aria-valuenow': done });
   const seg = (cls, k) => { if (k) { const s = h('span', { class: cls }); s.style.width = pct(k); bar.appendChild(s); } };
-  seg('ok', done); seg('run', run); seg('bad', bad);
+  seg('ok', done); seg('run', run); seg('bad', bad); seg('skip', skip);
   const cur = steps.find((s) => s.phase === 'applying' || s.phase === 'applied' || s.phase === 'failed');
   return h('div', { class: 'progress-cell' }, bar,
-    h('span', { class: 'faint nowrap' }, `${done}/${n}`, cur ? ` · ${cur.name}` : ''));
+    h('span', { class: 'faint nowrap', title: `${done} of ${n} steps succeeded${skip ? `, ${skip} skipped` : ''}` },
+      `${done}/${n}`, cur ? ` · ${cur.name}` : ''));
 }
 
 function elapsed(op) {

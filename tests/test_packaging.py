@@ -1,0 +1,47 @@
+"""compose.yaml and the Dockerfile stay consistent with the CLI (no Docker engine here, so
+their commands are checked against the real argument parser)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml
+
+from app.cli import build_parser
+from tests.stack import REPO
+
+
+def test_compose_services_run_real_hypd_commands():
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    services = compose["services"]
+    assert {"redis", "web", "worker", "mcp"} <= services.keys()
+    parser = build_parser()
+    for name in ("web", "worker", "mcp"):
+        command = services[name]["command"]
+        assert command[0] == "hypd", name
+        args = parser.parse_args(command[1:])
+        assert args.command == name
+    redis_cmd = services["redis"]["command"]
+    assert "--appendonly" in redis_cmd and redis_cmd[redis_cmd.index("--appendfsync") + 1] == "always"
+    for name in ("web", "worker", "mcp"):
+        env = services[name]["environment"]
+        assert env["HYPD_REDIS_URL"] == "redis://redis:6379/0"
+        assert env["HYPD_AWS"] == "aws"
+    assert services["mcp"]["environment"]["HYPD_API_URL"] == "http://web:3099"
+    # published on loopback only
+    for name in ("web", "mcp"):
+        for port in services[name]["ports"]:
+            assert port.startswith("127.0.0.1:")
+
+
+def test_dockerfile_copies_every_package_and_runs_hypd():
+    text = (REPO / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY (\S+) \1$", text, re.M))
+    for package in ("app", "schemas", "tasks", "cloud", "mcp_server", "sandbox", "static",
+                    "skills"):
+        assert package in copied, package
+        assert (REPO / package).is_dir()
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))
+    assert build_parser().parse_args(cmd[1:]).command == "web"
+    assert re.search(r"^USER hypd$", text, re.M), "the container must not run as root"
