@@ -65,6 +65,7 @@ def submit(
         replayed = engine.store.replay(claim)
         if replayed is not None:
             return operation_reply(engine.view(replayed))
+    engine.store.ensure_target_free(target)  # "busy" names the running operation first
     if precheck is not None:
         precheck()
     op, _created = engine.submit(kind, target, params, auth.current().name, claim)

@@ -70,15 +70,16 @@ def client(service: str, region: str | None = None, settings: Settings | None = 
     """
     settings = settings or Settings.from_env()
     region = region or settings.region
-    endpoint = None
-    if settings.aws_mode == "sandbox":
-        endpoint = sandbox_endpoint(service)
-    key = (settings.aws_mode, service, region, endpoint)
+    sandbox = settings.aws_mode == "sandbox"
+    endpoint = sandbox_endpoint(service) if sandbox else None
+    # boto3 reads the endpoint variables when it builds a client: they are part of the key
+    key = (settings.aws_mode, service, region, endpoint or configured_endpoint(service)[1])
     with _lock:
         _drop_cache_after_fork()
         cached = _clients.get(key)
         if cached is None:
             session = _session(settings.aws_mode)
+            # sandbox: pinned to the endpoint just checked, whatever else the config says
             cached = session.client(service, region_name=region, endpoint_url=endpoint,
                                     config=_CONFIG)
             _clients[key] = cached
@@ -91,10 +92,7 @@ def sandbox_endpoint(service: str, env: Mapping[str, str] | None = None) -> str:
     boto3 lets `AWS_ENDPOINT_URL_<SERVICE>` override `AWS_ENDPOINT_URL`, so the guard checks
     the variable that would win.
     """
-    env = os.environ if env is None else env
-    specific = "AWS_ENDPOINT_URL_" + service.upper().replace("-", "_").replace(" ", "_")
-    name = specific if env.get(specific) else "AWS_ENDPOINT_URL"
-    url = env.get(name) or ""
+    name, url = configured_endpoint(service, env)
     if not url:
         raise SettingsError(
             "HYPD_AWS=sandbox but AWS_ENDPOINT_URL is not set: refusing to build an AWS "
@@ -108,6 +106,15 @@ def sandbox_endpoint(service: str, env: Mapping[str, str] | None = None) -> str:
             "AWS deliberately)"
         )
     return url
+
+
+def configured_endpoint(service: str,
+                        env: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """(variable, value) of the endpoint variable boto3 would use for `service`."""
+    env = os.environ if env is None else env
+    specific = "AWS_ENDPOINT_URL_" + service.upper().replace("-", "_").replace(" ", "_")
+    name = specific if env.get(specific) else "AWS_ENDPOINT_URL"
+    return name, env.get(name) or None
 
 
 def clear_cache() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 AWS_MODES = ("sandbox", "aws")
@@ -35,7 +35,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 3099
     redis_url: str | None = None
-    data_dir: Path = Path("~/.local/share/hypd").expanduser()
+    data_dir: Path = field(default_factory=lambda: Path("~/.local/share/hypd").expanduser())
     operator_token: str | None = None
     viewer_token: str | None = None
     tokens_file: Path | None = None

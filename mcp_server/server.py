@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -101,6 +100,10 @@ def _field(arg: Arg) -> tuple[Any, Any]:
         constraints["ge"] = arg.minimum
     if arg.maximum is not None:
         constraints["le"] = arg.maximum
+    if arg.min_items is not None:
+        constraints["min_length"] = arg.min_items
+    if arg.max_items is not None:
+        constraints["max_length"] = arg.max_items
     if arg.required:
         return annotation, Field(..., **constraints)
     return annotation | None, Field(arg.default, **constraints)
@@ -222,9 +225,9 @@ async def _wait_operation(args: dict[str, Any], api: ApiClient) -> dict[str, Any
     op = (await api.request("GET", path)).body
     while op.get("status") not in TERMINAL:
         remaining = deadline - time.monotonic()
-        if remaining < 0.5:
+        if remaining < 0.2:
             break
-        wait = max(1, min(WAIT_MAX_SECONDS, math.floor(remaining)))
+        wait = round(min(WAIT_MAX_SECONDS, remaining), 1)  # the API takes fractions of seconds
         params: dict[str, Any] = {"wait": wait}
         if op.get("last_event_id"):
             params["after"] = op["last_event_id"]

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 JsonType = Literal["string", "integer", "number", "boolean", "array"]
-Location = Literal["path", "query", "body", "header"]
+Location = Literal["path", "query", "body", "header", "local"]
+"""Where an argument goes: the URL path, the query string, the JSON body, a header, or
+nowhere ("local": the MCP server itself uses it, e.g. wait_operation's timeout)."""
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
@@ -43,6 +45,8 @@ class Arg:
     pattern: str | None = None
     minimum: int | None = None
     maximum: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
     default: Any = None
 
     def json_schema(self) -> dict[str, Any]:
@@ -57,6 +61,10 @@ class Arg:
             schema["minimum"] = self.minimum
         if self.maximum is not None:
             schema["maximum"] = self.maximum
+        if self.min_items is not None:
+            schema["minItems"] = self.min_items
+        if self.max_items is not None:
+            schema["maxItems"] = self.max_items
         if self.default is not None:
             schema["default"] = self.default
         return schema
@@ -194,10 +202,13 @@ TOOLS: tuple[ToolSpec, ...] = (
             Arg("name", "string", "Name of the network (lowercase letters, digits and '-', "
                 "starting with a letter, at most 32 characters).", required=True,
                 pattern=NAME_PATTERN),
-            Arg("region", "string", "AWS region. Default: the panel's region."),
-            Arg("cidr", "string", "IPv4 CIDR of the VPC. Default 10.0.0.0/16."),
-            Arg("availability_zones", "array", "Availability zone names for the subnets. "
-                "Default: the first two available zones.", items="string"),
+            Arg("region", "string", "AWS region, e.g. us-west-2. Default: the panel's region."),
+            Arg("cidr", "string", "Private IPv4 block of the VPC, /16 to /18. Default "
+                "10.0.0.0/16; set it only when the user asks or it overlaps a network they "
+                "must peer with."),
+            Arg("availability_zones", "array", "2 to 6 availability zone names of the region "
+                "for the subnets. Default: the region's first two available zones.",
+                items="string", min_items=2, max_items=6),
         ),
         mutating=True,
         status_tool="wait_operation",
@@ -208,8 +219,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         method="GET",
         path="/api/v1/networks",
         title="List networks",
-        description="Networks managed by hypd (read from AWS by their tags), with VPC, "
-        "subnets, gateways and state. Look here before creating a network: reuse one if it fits.",
+        description="Networks managed by hypd in a region (read from AWS by their tags), with "
+        "VPC, subnets, gateways and state. Look here before creating a network: reuse one if "
+        "it fits.",
+        args=(
+            Arg("region", "string", "AWS region. Default: the panel's region.",
+                location="query"),
+        ),
     ),
     ToolSpec(
         name="get_network",
@@ -218,7 +234,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         title="Get a network",
         description="One network managed by hypd: VPC id, CIDR, state, availability zones, "
         "subnets (id, CIDR, zone, public or private), gateways, security group, S3 endpoint.",
-        args=(Arg("name", "string", "Name of the network.", location="path", required=True),),
+        args=(
+            Arg("name", "string", "Name of the network.", location="path", required=True),
+            Arg("region", "string", "AWS region of the network. Default: the panel's region.",
+                location="query"),
+        ),
     ),
     ToolSpec(
         name="delete_network",
@@ -228,7 +248,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="Delete a hypd-managed network and everything in it that hypd created "
         "(found by tags, never by name alone). Refused while a cluster or another operation "
         "uses it. Confirm with the user first." + _FOLLOW,
-        args=(Arg("name", "string", "Name of the network.", location="path", required=True),),
+        args=(
+            Arg("name", "string", "Name of the network.", location="path", required=True),
+            Arg("region", "string", "AWS region of the network. Default: the panel's region.",
+                location="query"),
+        ),
         mutating=True,
         destructive=True,
         status_tool="wait_operation",
@@ -249,8 +273,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                 location="query"),
             Arg("target", "string", "Only operations on this target path, e.g. network/lab.",
                 location="query"),
-            Arg("limit", "integer", "At most this many operations.", location="query",
-                minimum=1),
+            Arg("limit", "integer", "At most this many operations (default 50).",
+                location="query", minimum=1, maximum=500),
         ),
     ),
     ToolSpec(
@@ -278,7 +302,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             Arg("operation_id", "string", "Operation id (op_...).", location="path",
                 required=True),
             Arg("timeout_seconds", "integer", "How long to wait at most, in seconds.",
-                location="query", minimum=1, maximum=WAIT_MAX_SECONDS,
+                location="local", minimum=1, maximum=WAIT_MAX_SECONDS,
                 default=WAIT_DEFAULT_SECONDS),
         ),
         runner="wait_operation",

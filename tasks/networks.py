@@ -8,10 +8,8 @@ recorded through `ctx.record` the moment AWS returns them. Waiting on the NAT ga
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -24,15 +22,6 @@ from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, Ste
 
 NAT_POLL_S = 15.0
 """How often to look at a NAT gateway that is being created or deleted (AWS: 1-3 minutes)."""
-
-
-def _no_lock(vpc_id: str) -> AbstractContextManager[Any]:
-    return contextlib.nullcontext()
-
-
-subnet_lock: Callable[[str], AbstractContextManager[Any]] = _no_lock
-"""A short per-VPC lock held while a subnet block is chosen and created; the engine wires
-its Redis lock here (cloud/ may not import it)."""
 
 
 def _guarded(fn: Callable[[StepContext], Any]) -> Callable[[StepContext], Any]:
@@ -114,7 +103,7 @@ def create_subnets(ctx: StepContext) -> dict[str, Any]:
     ctx.record(availability_zones=list(zones))  # fixed for every later attempt
     ctx.detail(f"subnets in {', '.join(zones)}")
     subnets = net.ensure_subnets(ec2, _name(ctx), vpc_id, list(zones),
-                                 lock=lambda: subnet_lock(vpc_id), record=ctx.record)
+                                 lock=lambda: ctx.lock(f"vpc/{vpc_id}"), record=ctx.record)
     return {
         "availability_zones": list(zones),
         "subnets": subnets,

@@ -23,7 +23,8 @@ def test_compose_services_run_real_hypd_commands():
         args = parser.parse_args(command[1:])
         assert args.command == name
     redis_cmd = services["redis"]["command"]
-    assert "--appendonly" in redis_cmd and redis_cmd[redis_cmd.index("--appendfsync") + 1] == "always"
+    assert "--appendonly" in redis_cmd
+    assert redis_cmd[redis_cmd.index("--appendfsync") + 1] == "always"
     for name in ("web", "worker", "mcp"):
         env = services[name]["environment"]
         assert env["HYPD_REDIS_URL"] == "redis://redis:6379/0"

@@ -39,7 +39,7 @@ export class OperationFeed {
     this.ws = null;
     this.mode = 'closed';
     this.retries = 0;        // reconnect attempts since the last message received
-    this.openFailures = 0;   // consecutive sockets that never opened
+    this.openFailures = 0;   // consecutive sockets closed before their first message
     this.wantHistory = true; // first connection asks for all events (activity log)
     this.polling = false;
     this.abort = null;
@@ -111,10 +111,8 @@ export class OperationFeed {
       return;
     }
     this.ws = ws;
-    let opened = false;
+    let gotMessage = false;
     ws.onopen = () => {
-      opened = true;
-      this.openFailures = 0;
       const msg = { type: 'auth', token: session.token };
       // First connection: replay the operation's events for the activity log (they are
       // de-duplicated against the snapshot). Reconnects resume after the last event seen.
@@ -127,15 +125,14 @@ export class OperationFeed {
     ws.onmessage = (m) => {
       let d;
       try { d = JSON.parse(m.data); } catch { return; }
+      gotMessage = true;
       this.retries = 0;
+      this.openFailures = 0;
       this.wantHistory = false;
       if (this.mode !== 'live') this._mode('live');
       if (d.type === 'operation') this.snapshot(d.operation);
       else if (d.type === 'event') this._event(d.id, d.event);
-      else if (d.type === 'error' && d.error) {
-        this.lastError = new ApiError(0, d.error.code, d.error.message, d.error.details);
-      }
-      // pings and unknown types are ignored
+      // pings and unknown message types are ignored
     };
     ws.onerror = () => { /* onclose follows and decides */ };
     ws.onclose = (e) => {
@@ -156,10 +153,15 @@ export class OperationFeed {
         this._mode('closed');
         return;
       }
-      if (e.code === 4403 || !opened) {
-        // Refused (Origin) or cannot connect at all (proxy without WebSocket): long-poll instead.
+      if (e.code === 4403) { // Origin refused: retrying the socket cannot help
+        this._poll();
+        return;
+      }
+      if (!gotMessage) {
+        // Could not connect, or closed before it said anything (a proxy without WebSocket
+        // support): after two such attempts, long-poll instead.
         this.openFailures += 1;
-        if (e.code === 4403 || this.openFailures >= 2) {
+        if (this.openFailures >= 2) {
           this._poll();
           return;
         }

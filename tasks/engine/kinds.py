@@ -10,6 +10,7 @@ engine re-schedules instead of sleeping.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +41,10 @@ class StepContext(Protocol):
 
     def detail(self, message: str) -> None:
         """Set the step's human-readable progress detail (emits an event)."""
+
+    def lock(self, name: str) -> AbstractContextManager[None]:
+        """A short lock shared by every worker (e.g. `vpc/<id>` while a subnet block is
+        chosen and created); a step that cannot get it is retried later."""
 
 
 class StepFailed(Exception):

@@ -154,6 +154,11 @@ class OperationStore:
             )
         return self.require(record["operation_id"])
 
+    def ensure_target_free(self, target: str) -> None:
+        """Raise Conflict naming the running operation, if any, that holds `target` (or an
+        ancestor or descendant). A read-only early answer; `create` checks again."""
+        self._check_lock_free(self.redis, target)
+
     # writes ----------------------------------------------------------------------------
 
     def create(

@@ -58,7 +58,8 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         token_file = tmp_path / "data" / "operator-token"
         assert oct(token_file.stat().st_mode & 0o777) == "0o600"
         token = token_file.read_text().strip()
-        assert any(token in line for line in err)  # printed once at start, for the user
+        # printed once at start, for the user
+        wait_until(lambda: any(token in line for line in err), 10, what="the token line")
 
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/")

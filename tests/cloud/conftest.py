@@ -20,10 +20,8 @@ def moto_aws(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    aws.clear_cache()
     with mock_aws():
         yield
-    aws.clear_cache()
 
 
 @pytest.fixture

@@ -254,3 +254,13 @@ def test_tag_filters_and_dict():
     assert aws.tag_filters(aws.CLUSTER_TAG)[1] == {"Name": "tag-key", "Values": ["hypd:cluster"]}
     assert aws.tag_dict({"Tags": [{"Key": "a", "Value": "1"}]}) == {"a": "1"}
     assert aws.tag_dict({}) == {}
+
+
+def test_aws_mode_clients_follow_the_endpoint_variables(isolated_env):
+    settings = Settings(aws_mode="aws", region="us-west-2")
+    plain = aws.client("ec2", settings=settings)
+    assert plain.meta.endpoint_url == "https://ec2.us-west-2.amazonaws.com"
+    isolated_env.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    assert aws.client("ec2", settings=settings).meta.endpoint_url == "http://127.0.0.1:5000"
+    isolated_env.delenv("AWS_ENDPOINT_URL")
+    assert aws.client("ec2", settings=settings) is plain

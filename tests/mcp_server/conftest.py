@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from mcp_fake_api import FakeApi
+from tests.mcp_server.mcp_fake_api import FakeApi
 
 
 @pytest.fixture(scope="session")

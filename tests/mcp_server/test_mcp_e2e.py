@@ -19,9 +19,9 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp_fake_api import REPO_ROOT
 
 from mcp_server.tools import TOOLS
+from tests.mcp_server.mcp_fake_api import REPO_ROOT
 
 FOLLOW_LIMIT_S = 240
 ALL = {t.name for t in TOOLS}
@@ -177,3 +177,41 @@ async def test_http_mode_forwards_each_callers_token(stack: Any, mcp_http: str) 
             assert {t.name for t in (await client.list_tools()).tools} == expected
             who = (await client.call_tool("whoami", {})).structured_content
             assert who["role"] == role
+
+
+def test_tool_table_matches_the_openapi_document(stack: Any) -> None:
+    """Every tool calls a documented route, and every argument it sends is documented there."""
+    spec = httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+
+    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in schema:
+            node: Any = spec
+            for part in schema["$ref"].lstrip("#/").split("/"):
+                node = node[part]
+            schema = node
+        return schema
+
+    for tool in TOOLS:
+        route = spec["paths"].get(tool.path)
+        assert route is not None, f"{tool.name}: {tool.path} is not in the OpenAPI document"
+        op = route.get(tool.method.lower())
+        assert op is not None, f"{tool.name}: {tool.method} {tool.path} is not documented"
+        params = {(p["name"], p["in"]): p for p in (*route.get("parameters", ()),
+                                                     *op.get("parameters", ()))}
+        body_schema = resolve(op.get("requestBody", {}).get("content", {})
+                              .get("application/json", {}).get("schema", {}))
+        body_props = body_schema.get("properties", {})
+        for arg in tool.args:
+            if arg.location in ("path", "query"):
+                param = params.get((arg.name, arg.location))
+                assert param is not None, f"{tool.name}: {arg.location} {arg.name} undocumented"
+                assert param["schema"].get("type", arg.type) == arg.type, (tool.name, arg.name)
+            elif arg.location == "body":
+                assert arg.name in body_props, f"{tool.name}: body field {arg.name} undocumented"
+                assert body_props[arg.name].get("type", arg.type) == arg.type, (
+                    tool.name, arg.name)
+        required_body = set(body_schema.get("required", ()))
+        assert required_body == {a.name for a in tool.args
+                                 if a.location == "body" and a.required}, tool.name
+        sent = {a.name for a in tool.args if a.location == "body"}
+        assert sent >= required_body and sent <= set(body_props), tool.name

@@ -13,9 +13,9 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_fake_api import OPERATOR_TOKEN, REPO_ROOT, VIEWER_TOKEN, FakeApi
 
 from mcp_server.tools import TOOLS
+from tests.mcp_server.mcp_fake_api import OPERATOR_TOKEN, REPO_ROOT, VIEWER_TOKEN, FakeApi
 
 
 def _free_port() -> int:

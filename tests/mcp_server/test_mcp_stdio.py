@@ -7,9 +7,9 @@ import sys
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_fake_api import OPERATOR_TOKEN, REPO_ROOT, VIEWER_TOKEN, FakeApi
 
 from mcp_server.tools import TOOLS
+from tests.mcp_server.mcp_fake_api import OPERATOR_TOKEN, REPO_ROOT, VIEWER_TOKEN, FakeApi
 
 
 def _params(api_url: str, token: str, *args: str) -> StdioServerParameters:

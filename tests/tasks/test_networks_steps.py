@@ -26,10 +26,8 @@ def ec2(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    aws.clear_cache()
     with mock_aws():
         yield aws.client("ec2", REGION, Settings(aws_mode="aws", region=REGION))
-    aws.clear_cache()
 
 
 class FakeContext:
@@ -45,6 +43,7 @@ class FakeContext:
         self.resources: dict[str, Any] = dict(resources or {})
         self.recorded: list[dict[str, Any]] = []
         self.details: list[str] = []
+        self.locks: list[str] = []
 
     def record(self, **resources: Any) -> None:
         self.recorded.append(resources)
@@ -60,6 +59,11 @@ class FakeContext:
 
     def detail(self, message: str) -> None:
         self.details.append(message)
+
+    @contextlib.contextmanager
+    def lock(self, name: str):
+        self.locks.append(name)
+        yield
 
 
 class Operation:
@@ -282,19 +286,11 @@ def test_a_failed_nat_gateway_gets_a_fresh_client_token(ec2):
     assert len(tokens) == 2 and tokens[0] != tokens[1]
 
 
-def test_subnets_use_the_subnet_lock_hook(ec2, monkeypatch):
-    entered: list[str] = []
-
-    @contextlib.contextmanager
-    def lock(vpc_id: str):
-        entered.append(vpc_id)
-        yield
-
-    monkeypatch.setattr(steps, "subnet_lock", lock)
+def test_subnets_hold_the_per_vpc_lock_while_allocating(ec2):
     op = Operation(ec2, "network.create", {"name": "lab"}, "op-lock")
     vpc_id = op.apply("vpc")["vpc_id"]
     op.apply("subnets")
-    assert entered == [vpc_id] * 4  # one short hold per allocated block
+    assert op.contexts["subnets"].locks == [f"vpc/{vpc_id}"] * 4  # one hold per block
 
 
 def test_default_zones_are_the_first_two_available_and_recorded(ec2):

@@ -2,7 +2,7 @@
 
 import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
-  h, clear, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
+  h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
 
 export const NAME_RE = /^[a-z][a-z0-9-]{0,31}$/;
@@ -32,7 +32,7 @@ export function mount(root, ctx) {
 
   // ---------- list ----------
   const tbody = h('tbody', { testid: 'networks-body' },
-    h('tr', null, h('td', { colspan: 8 }, h('div', { class: 'loading' }, spinner(), 'Reading networks from AWS…'))));
+    h('tr', null, h('td', { colspan: 7 }, h('div', { class: 'loading' }, spinner(), 'Reading networks from AWS…'))));
   const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'networks-refresh' }, 'Refresh');
   const count = h('span', { class: 'sub', testid: 'networks-count' });
 
@@ -77,8 +77,8 @@ export function mount(root, ctx) {
         h('div', { class: 'table-wrap' },
           h('table', { class: 'data', testid: 'networks-table' },
             h('thead', null, h('tr', null,
-              h('th', null, 'Name'), h('th', null, 'State'), h('th', null, 'Region'), h('th', null, 'VPC'),
-              h('th', null, 'CIDR'), h('th', null, 'Zones'), h('th', null, 'Subnets'), h('th', null, ''))),
+              h('th', null, 'Name / VPC'), h('th', null, 'State'), h('th', null, 'Region'),
+              h('th', null, 'CIDR'), h('th', null, 'Zones'), h('th', { title: 'total (public/private)' }, 'Subnets'), h('th', null, ''))),
             tbody))),
       h('div', { class: 'card', testid: 'network-create-card' },
         h('div', { class: 'card-head' }, h('h2', null, 'Create network')),
@@ -96,7 +96,7 @@ export function mount(root, ctx) {
     } catch (e) {
       if (isAbort(e)) return;
       if (!state.items) {
-        clear(tbody).appendChild(h('tr', null, h('td', { colspan: 8 }, h('div', { class: 'empty' }, e.message))));
+        clear(tbody).appendChild(h('tr', null, h('td', { colspan: 7 }, h('div', { class: 'empty' }, e.message))));
       }
       toastError(e);
     } finally {
@@ -110,7 +110,7 @@ export function mount(root, ctx) {
     count.textContent = `${items.length}`;
     clear(tbody);
     if (!items.length) {
-      tbody.appendChild(h('tr', null, h('td', { colspan: 8 },
+      tbody.appendChild(h('tr', null, h('td', { colspan: 7 },
         h('div', { class: 'empty', testid: 'networks-empty' }, 'No networks yet. Create one with the form.'))));
       return;
     }
@@ -119,16 +119,15 @@ export function mount(root, ctx) {
       const pub = subnets.filter((s) => s.role === 'public').length;
       const priv = subnets.filter((s) => s.role === 'private').length;
       tbody.appendChild(h('tr', { testid: `network-row-${n.name}`, dataset: { name: n.name, state: n.state || '' } },
-        h('td', null, h('b', { class: 'id' }, n.name)),
+        h('td', { class: 'nowrap' }, h('b', { class: 'id' }, n.name), idEl(n.vpc_id, { class: 'sub-id', testid: 'network-vpc' })),
         h('td', null, badge(n.state, { testid: 'network-state' })),
         h('td', { class: 'nowrap' }, n.region || '—'),
-        h('td', null, idEl(n.vpc_id)),
         h('td', null, h('span', { class: 'id' }, n.cidr || '—')),
         h('td', null, (n.availability_zones || []).length
-          ? h('div', { class: 'chips' }, n.availability_zones.map((z) => h('span', { class: 'chip' }, z)))
+          ? h('div', { class: 'chips nowrap' }, n.availability_zones.map((z) => h('span', { class: 'chip' }, z)))
           : h('span', { class: 'faint' }, '—')),
-        h('td', { class: 'nowrap', title: subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
-          `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub} pub / ${priv} priv)`) : null),
+        h('td', { class: 'nowrap', title: `${pub} public, ${priv} private\n` + subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
+          `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub}/${priv})`) : null),
         h('td', { class: 'actions' }, deleteButton(n))));
     }
   }
@@ -197,7 +196,9 @@ export function mount(root, ctx) {
       }
     } catch (e) {
       if (isAbort(e) || req !== state.zonesReq) return;
-      clear(zonesBox).appendChild(h('span', { class: 'faint' }, `Could not load zones: ${e.message}`));
+      fill(zonesBox,
+        h('span', { class: 'faint', testid: 'zones-error' }, `Could not load zones: ${e.message} `),
+        h('button', { type: 'button', class: 'btn btn-sm', testid: 'zones-retry', onclick: () => loadZones() }, 'Retry'));
     }
   }
 

@@ -326,18 +326,38 @@ export function mount(root, ctx) {
 }
 
 function resourceChips(resources) {
-  if (!resources) return null;
+  if (!resources || typeof resources !== 'object') return null;
   const chips = [];
-  const add = (k, v) => {
-    if (v === null || v === undefined || v === '') return;
-    if (Array.isArray(v)) { v.forEach((x) => add(k, x)); return; }
-    if (typeof v === 'object') { for (const [kk, vv] of Object.entries(v)) add(k ? `${k}.${kk}` : kk, vv); return; }
-    chips.push(h('span', { class: 'chip', title: `${k ? `${k}: ` : ''}${v}`, dataset: { key: k || '' } },
-      k ? h('span', { class: 'k' }, k) : null, String(v)));
-  };
-  if (Array.isArray(resources)) resources.forEach((r) => add('', r));
-  else add('', resources);
-  return chips.length ? h('div', { class: 'chips' }, chips) : null;
+  const tables = [];
+  const chip = (k, v) => h('span', { class: 'chip', title: `${k}: ${v}`, dataset: { key: k } },
+    h('span', { class: 'k' }, k), v);
+  const scalar = (v) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const entries = Array.isArray(resources) ? resources.map((v, i) => [String(i), v]) : Object.entries(resources);
+  for (const [k, v] of entries) {
+    if (v === null || v === undefined || v === '') continue;
+    if (Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
+      tables.push(objectTable(k, v)); // e.g. subnets: one row each
+    } else if (Array.isArray(v)) {
+      if (v.length) chips.push(chip(k, v.map(scalar).join(', ')));
+    } else if (typeof v === 'object') {
+      chips.push(chip(k, Object.entries(v).map(([a, b]) => `${a}=${scalar(b)}`).join(' ')));
+    } else {
+      chips.push(chip(k, String(v)));
+    }
+  }
+  if (!chips.length && !tables.length) return null;
+  return [chips.length ? h('div', { class: 'chips' }, chips) : null, ...tables];
+}
+
+function objectTable(key, rows) {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  return h('details', { class: 'res-table', dataset: { key } },
+    h('summary', null, `${rows.length} ${key}`),
+    h('div', { class: 'table-wrap' },
+      h('table', { class: 'mini' },
+        h('thead', null, h('tr', null, cols.map((c) => h('th', null, c)))),
+        h('tbody', null, rows.map((r) => h('tr', null, cols.map((c) => h('td', null,
+          r[c] === null || r[c] === undefined ? '' : typeof r[c] === 'object' ? JSON.stringify(r[c]) : String(r[c])))))))));
 }
 
 function resourceLink(url) {

@@ -26,11 +26,11 @@ export function mount(root, ctx) {
   statusSel.value = state.status;
   const kindList = h('datalist', { id: 'kinds-list' });
   const kindInput = h('input', {
-    type: 'search', class: 'mono', testid: 'filter-kind', placeholder: 'kind, e.g. network.create',
+    type: 'search', class: 'mono', testid: 'filter-kind', placeholder: 'kind', title: 'Operation kind, e.g. network.create',
     list: 'kinds-list', value: state.kind, 'aria-label': 'Kind', size: 22,
   });
   const targetInput = h('input', {
-    type: 'search', class: 'mono', testid: 'filter-target', placeholder: 'target, e.g. network/lab',
+    type: 'search', class: 'mono', testid: 'filter-target', placeholder: 'target', title: 'Target path, e.g. network/lab',
     value: state.target, 'aria-label': 'Target', size: 20,
   });
   const autoBox = h('input', { type: 'checkbox', testid: 'ops-auto', checked: state.auto });

@@ -308,7 +308,7 @@ def test_wait_returns_on_next_event(env):
 def test_task_from_a_future_generation_comes_back_instead_of_being_dropped(env):
     """The next boundary is enqueued before the generation bump lands; a fast worker may
     pick it up in between. It must look again, not vanish (or the operation stalls)."""
-    engine, runner, queue, store = env
+    engine, runner, queue, _ = env
     op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
     queue.items.clear()
     runner.advance(op["id"], op["generation"] + 1)
