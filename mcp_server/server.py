@@ -315,6 +315,23 @@ def _make_tool(spec: ToolSpec, api_url: str, token: str | None, keys: Idempotenc
     )
 
 
+class _RoleServer(MCPServer):
+    """Answers a call to a tool this role may not use the way the REST API would (403
+    `forbidden`), instead of the SDK's bare "Unknown tool"."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        published = {tool.name for tool in await self.list_tools()}
+        if name in TOOLS_BY_NAME and name not in published:
+            return CallToolResult(
+                content=[TextContent(type="text", text=(
+                    f"forbidden: {name} changes things and this session may only read "
+                    "(a viewer token or --read-only); use an operator token"))],
+                is_error=True,
+            )
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
                  read_only: bool = False, *, role: str | None = None,
                  keys: IdempotencyKeys | None = None) -> MCPServer:
@@ -331,7 +348,7 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
         read_only = True
     keys = keys or IdempotencyKeys()
     tools = [_make_tool(spec, api_url, token, keys) for spec in published_tools(read_only)]
-    return MCPServer(
+    return _RoleServer(
         name="hypd",
         title="hypd",
         instructions=INSTRUCTIONS,

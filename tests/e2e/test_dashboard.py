@@ -76,6 +76,16 @@ def sign_in(page, stack, token, role):
     expect(page).to_have_url(re.compile(r"#/operations$"))
 
 
+def expect_progress_panel(page):
+    """After submitting the create form: the reply's operation opens in the progress panel.
+    (The POST may be the first AWS read of a fresh stack, hence the longer timeout.)"""
+    try:
+        expect(page).to_have_url(re.compile(r"#/operations/[^/?#]+$"), timeout=AWS_READ_TIMEOUT_MS)
+    except AssertionError as exc:
+        form_error = page.get_by_test_id("network-form-error").text_content()
+        raise AssertionError(f"no progress panel; the form says: {form_error!r}") from exc
+
+
 def test_operator_creates_network_and_follows_progress(page, stack):
     name = f"web-{secrets.token_hex(3)}"
     sign_in(page, stack, stack.operator_token, "operator")
@@ -109,9 +119,7 @@ def test_operator_creates_network_and_follows_progress(page, stack):
     assert body["cidr"] == "10.0.0.0/16"
     assert body.get("availability_zones", []) == picked
 
-    # the reply's operation opens in the progress panel
-    # the POST may be the first AWS read of a fresh stack
-    expect(page).to_have_url(re.compile(r"#/operations/[^/?#]+$"), timeout=AWS_READ_TIMEOUT_MS)
+    expect_progress_panel(page)
     op_id = page.url.split("#/operations/", 1)[1]
     expect(page.get_by_test_id("op-id")).to_have_text(op_id)
     expect(page.get_by_test_id("op-kind")).to_have_text("network.create")
@@ -149,8 +157,7 @@ def create_network_from_form(page, name):
     page.get_by_test_id("nav-networks").click()
     page.get_by_test_id("network-name").fill(name)
     page.get_by_test_id("network-create").click()
-    # the POST may be the first AWS read of a fresh stack
-    expect(page).to_have_url(re.compile(r"#/operations/[^/?#]+$"), timeout=AWS_READ_TIMEOUT_MS)
+    expect_progress_panel(page)
     return page.url.split("#/operations/", 1)[1]
 
 

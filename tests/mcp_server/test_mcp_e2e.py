@@ -30,7 +30,7 @@ READ = {t.name for t in TOOLS if t.read_only}
 
 def _stdio(stack: Any, token: str) -> Client:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server"], cwd=str(REPO_ROOT),
+        command=sys.executable, args=["-m", "app.cli", "mcp"], cwd=str(REPO_ROOT),
         env={"HYPD_API_URL": stack.url, "HYPD_TOKEN": token})
     return Client(params, read_timeout_seconds=90, mode="legacy")
 
@@ -129,6 +129,7 @@ async def test_viewer_over_stdio_reads_only(stack: Any) -> None:
         assert not listed.is_error, listed.content[0].text
         refused = await client.call_tool("create_network", {"name": "mcp-viewer"})
         assert refused.is_error
+        assert refused.content[0].text.startswith("forbidden: ")
 
 
 def _free_port() -> int:
