@@ -13,6 +13,11 @@ from tasks.celery_app import engine, redis_client
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = REPO_ROOT / "static"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 
 
 def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None = None) -> Flask:
@@ -51,10 +56,13 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
 
     @app.get("/")
     def dashboard():
-        return send_from_directory(STATIC_DIR, "index.html")
+        response = send_from_directory(STATIC_DIR, "index.html")
+        response.headers["Cache-Control"] = "no-cache"  # pick up updated modules
+        return response
 
     @app.after_request
     def _security_headers(response):
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers.setdefault("X-Frame-Options", "DENY")
