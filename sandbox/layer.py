@@ -16,7 +16,7 @@ from typing import Any
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.wsgi import get_input_stream
 
-from sandbox import control_api
+from sandbox import control_api, gaps
 from sandbox.calllog import CallLog
 from sandbox.errors import defaults, error_reply
 from sandbox.faults import Fault, FaultBook
@@ -41,6 +41,8 @@ class LocalAwsApp:
         self.log = CallLog()
         self._routes = RestRoutes()
         self._moto = DomainDispatcherApplication(create_backend_app)
+        self.gap_state: dict[str, Any] = {}  # per gap module, keyed by its name
+        gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions
         )
@@ -70,7 +72,11 @@ class LocalAwsApp:
             self.log.record(call, reply.status, [], fault=fault.kind)
             return reply
         hold = self.holds.take(call.service, call.action)
-        reply = self._forward(environ, body, call.protocol)
+        ctx = gaps.GapContext(call, environ, body, self)
+        answer = gaps.answer_for(call.key)
+        reply = answer(ctx) if answer else self._forward(environ, body, call.protocol)
+        for rewrite in gaps.rewrites_for(call.key):
+            reply = rewrite(ctx, reply)
         reply = self.transitions.after_call(call, reply)
         ids = resource_ids(call.service, call.action, call.params, reply.body)
         seq = self.log.record(call, reply.status, ids)
