@@ -6,14 +6,15 @@ A gap module registers handlers by "service:Action":
 - `@rewrites("eks", "DescribeCluster")` — the handler may change moto's answer
   (`handler(ctx: GapContext, reply: Reply) -> Reply`).
 Both run inside the layer's one request path, so faults, holds, the call log and the
-counters apply to gap answers exactly as to moto's. Modules listed in `MODULES` are imported
-by the layer; each keeps its state on the `LocalAwsApp` it is given (`ctx.app`), never in
+counters apply to gap answers exactly as to moto's. Every module of this package is imported
+by the layer (`load`); each keeps its state on the `LocalAwsApp` it is given (`ctx.app`), never in
 module globals, so two local AWS in one process do not share more than moto does.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +22,6 @@ from typing import Any
 from sandbox.identify import Call
 from sandbox.reply import Reply
 
-MODULES: tuple[str, ...] = ()
-"""Gap modules to load, e.g. "sandbox.gaps.eks"; each registers its handlers at import."""
 
 
 @dataclass
@@ -57,8 +56,8 @@ def rewrites(service: str, action: str) -> Callable[[Rewrite], Rewrite]:
 
 
 def load() -> None:
-    for name in MODULES:
-        importlib.import_module(name)
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
 
 
 def answer_for(key: str) -> Answer | None:
