@@ -53,6 +53,7 @@ class ErrorSchema(Schema):
 class StepSchema(Schema):
     name = fields.String(required=True)
     title = fields.String()
+    stage = fields.String(allow_none=True)
     phase = fields.String(
         validate=validate.OneOf(
             ["pending", "applying", "applied", "succeeded", "failed", "skipped"]
@@ -76,6 +77,7 @@ class OperationSchema(Schema):
     kind = fields.String(required=True)
     target = fields.String(required=True)
     params = fields.Dict()
+    inputs = fields.Dict(metadata={"description": "resources from earlier operations"})
     status = fields.String(
         validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"])
     )

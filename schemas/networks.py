@@ -10,31 +10,36 @@ from schemas.common import Name, Region
 from schemas.discovery import ZONE_RE
 
 
+def _valid_cidr(value: str) -> None:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValidationError(f"not an IPv4 CIDR block: {exc}") from exc
+    if not net.is_private:
+        raise ValidationError("must be a private (RFC 1918) range, e.g. 10.0.0.0/16")
+    if not 16 <= net.prefixlen <= 18:
+        raise ValidationError("prefix must be /16 to /18: two /20 compute subnets must fit")
+
+
+def Cidr(**kwargs) -> fields.String:
+    return fields.String(
+        validate=_valid_cidr,
+        metadata={"description": "private IPv4 block for a new VPC, /16 to /18 (room for two "
+                                 "/20 compute subnets and two public subnets)"},
+        **kwargs,
+    )
+
+
 class NetworkCreateSchema(Schema):
     name = Name(required=True)
     region = Region()
-    cidr = fields.String(
-        load_default="10.0.0.0/16",
-        metadata={"description": "private IPv4 block, /16 to /18 (room for two /20 compute "
-                                 "subnets and two public subnets)"},
-    )
+    cidr = Cidr(load_default="10.0.0.0/16")
     availability_zones = fields.List(
         fields.String(validate=validate.Regexp(ZONE_RE, error="not an availability zone name")),
         validate=validate.Length(min=2, max=6,
                                  error="give 2 to 6 availability zones (EKS needs two)"),
         metadata={"description": "default: the region's first two available zones"},
     )
-
-    @validates("cidr")
-    def _cidr(self, value: str, **_: object) -> None:
-        try:
-            net = ipaddress.IPv4Network(value, strict=True)
-        except ValueError as exc:
-            raise ValidationError(f"not an IPv4 CIDR block: {exc}") from exc
-        if not net.is_private:
-            raise ValidationError("must be a private (RFC 1918) range, e.g. 10.0.0.0/16")
-        if not 16 <= net.prefixlen <= 18:
-            raise ValidationError("prefix must be /16 to /18: two /20 compute subnets must fit")
 
     @validates("availability_zones")
     def _zones(self, value: list[str], **_: object) -> None:

@@ -23,7 +23,6 @@ from sandbox.identify import Call
 from sandbox.reply import Reply
 
 
-
 @dataclass
 class GapContext:
     call: Call

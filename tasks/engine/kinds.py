@@ -71,13 +71,26 @@ class Step:
     title: str
     apply: Callable[[StepContext], dict[str, Any] | None]
     wait: Callable[[StepContext], float | None] | None = None
+    stage: str | None = None
+    """The stage a step belongs to (e.g. a cluster's `network`, `eks`): stages group steps
+    for display and are what a user re-runs on its own."""
 
 
 @dataclass(frozen=True)
 class OperationKind:
     name: str
     steps: tuple[Step, ...]
+    """Every step this kind may run, in order (names unique)."""
     resource_url: Callable[[dict[str, Any]], str | None] = lambda params: None
+    select: Callable[[dict[str, Any]], tuple[Step, ...]] | None = None
+    """Which of `steps` an operation with these params runs (default: all), fixed when the
+    operation is recorded (e.g. an existing VPC replaces the network steps)."""
+
+    def steps_for(self, params: dict[str, Any]) -> tuple[Step, ...]:
+        return self.select(params) if self.select else self.steps
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)
 
 
 _KINDS: dict[str, OperationKind] = {}

@@ -70,7 +70,10 @@ def new_operation(
     params: dict[str, Any],
     actor: str,
     idempotency_key: str | None,
+    inputs: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """`inputs`: resources of steps that ran in an earlier operation (e.g. a re-run stage
+    needs the VPC the create made); steps see them in `ctx.outputs`."""
     stamp = now_iso()
     return {
         "id": new_operation_id(),
@@ -82,6 +85,7 @@ def new_operation(
             {
                 "name": step.name,
                 "title": step.title,
+                "stage": step.stage,
                 "phase": StepPhase.PENDING.value,
                 "attempts": 0,
                 "started_at": None,
@@ -89,8 +93,9 @@ def new_operation(
                 "detail": None,
                 "resources": {},
             }
-            for step in kind.steps
+            for step in kind.steps_for(params)
         ],
+        "inputs": inputs or {},
         "error": None,
         "created_at": stamp,
         "updated_at": stamp,

@@ -49,7 +49,8 @@ class StepRuntime:
         self.step: str = step["name"]
         self.resources: dict[str, Any] = dict(step["resources"])
         self.outputs: dict[str, dict[str, Any]] = {
-            s["name"]: s["resources"] for s in op["steps"] if s["name"] != step["name"]
+            **op.get("inputs", {}),
+            **{s["name"]: s["resources"] for s in op["steps"] if s["name"] != step["name"]},
         }
 
     def record(self, **resources: Any) -> None:
@@ -147,7 +148,7 @@ class Runner:
         if step is None:
             self.store.update(op_id, _set_status(OpStatus.SUCCEEDED), gen)
             return
-        spec = {s.name: s for s in get_kind(op["kind"]).steps}[step["name"]]
+        spec = get_kind(op["kind"]).step(step["name"])
         ctx = StepRuntime(self.store, op, step, op["params"].get("region") or self.region,
                           lock_ttl_s=self.lease_ms / 2000)
 

@@ -28,9 +28,11 @@ class Engine:
         params: dict[str, Any],
         actor: str,
         claim: IdempotencyClaim | None = None,
+        inputs: dict[str, dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Record and enqueue a new operation; answers (operation, created)."""
-        op = new_operation(get_kind(kind), target, params, actor, claim.key if claim else None)
+        op = new_operation(get_kind(kind), target, params, actor, claim.key if claim else None,
+                           inputs)
         op, created = self.store.create(op, claim)
         if created:
             self.enqueue(op["id"], op["generation"], 0)

@@ -314,3 +314,29 @@ def test_task_from_a_future_generation_comes_back_instead_of_being_dropped(env):
     runner.advance(op["id"], op["generation"] + 1)
     assert CALLS == []
     assert queue.items == [(op["id"], op["generation"] + 1, 0.1)]
+
+
+SEEN_OUTPUTS: list[dict] = []
+SELECTIVE = register(OperationKind(
+    name="test.selective",
+    steps=(
+        Step("made", "Make it", lambda ctx: {"id": "new"}, stage="first"),
+        Step("given", "Take it as given", lambda ctx: {"id": ctx.params["given"]}, stage="first"),
+        Step("use", "Use it", lambda ctx: SEEN_OUTPUTS.append(dict(ctx.outputs)) or {},
+             stage="second"),
+    ),
+    select=lambda p: tuple(s for s in SELECTIVE.steps
+                           if s.name != ("made" if p.get("given") else "given")),
+))
+
+
+def test_select_fixes_the_steps_and_inputs_reach_later_steps(env):
+    engine, runner, queue, store = env
+    SEEN_OUTPUTS.clear()
+    op, _ = engine.submit("test.selective", "thing/s", {"given": "g-1"}, "tester",
+                          inputs={"earlier": {"vpc_id": "vpc-1"}})
+    assert [(s["name"], s["stage"]) for s in op["steps"]] == [("given", "first"),
+                                                              ("use", "second")]
+    drain(runner, queue)
+    assert store.get(op["id"])["status"] == "succeeded"
+    assert SEEN_OUTPUTS == [{"earlier": {"vpc_id": "vpc-1"}, "given": {"id": "g-1"}}]

@@ -1,0 +1,139 @@
+"""Clusters: the decisions a user makes; hypd fills in everything else."""
+
+from __future__ import annotations
+
+import re
+
+from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
+
+from schemas.common import Name, Region
+from schemas.discovery import ZONE_RE
+from schemas.networks import Cidr
+
+ML_TYPE_RE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+SG_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
+TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/.+$")
+CAPACITY_TYPES = ("on-demand", "spot", "training-plan")
+EFA_MODES = ("efa", "efa-only")
+STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
+KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33")
+
+
+class ExistingVpcSchema(Schema):
+    vpc_id = fields.String(required=True, validate=validate.Regexp(VPC_RE, error="not a VPC id"))
+    subnet_ids = fields.List(
+        fields.String(validate=validate.Regexp(SUBNET_RE, error="not a subnet id")),
+        required=True,
+        validate=validate.Length(min=2, max=16, error="give subnets in at least two zones"),
+        metadata={"description": "private subnets in at least two availability zones"},
+    )
+    security_group_id = fields.String(
+        validate=validate.Regexp(SG_RE, error="not a security group id"))
+
+
+class FsxSchema(Schema):
+    storage_capacity_gib = fields.Integer(
+        load_default=1200,
+        validate=validate.Range(min=1200, max=2_400_000),
+        metadata={"description": "FSx for Lustre capacity: 1200 GiB or a multiple of 2400"},
+    )
+
+    @validates("storage_capacity_gib")
+    def _capacity(self, value: int, **_: object) -> None:
+        if value != 1200 and value % 2400:
+            raise ValidationError("must be 1200 or a multiple of 2400 GiB (FSx for Lustre "
+                                  "SCRATCH_2 / PERSISTENT_2 sizes)")
+
+
+class ClusterCreateSchema(Schema):
+    name = Name(required=True)
+    region = Region()
+    availability_zone = fields.String(
+        required=True,
+        validate=validate.Regexp(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
+        metadata={"description": "where the accelerator instances run"},
+    )
+    instance_type = fields.String(
+        required=True,
+        validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type (e.g. "
+                                                   "ml.p5.48xlarge)"),
+    )
+    instance_count = fields.Integer(required=True, validate=validate.Range(min=1, max=500))
+    capacity_type = fields.String(load_default="on-demand",
+                                  validate=validate.OneOf(CAPACITY_TYPES))
+    training_plan_arn = fields.String(
+        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
+    efa_mode = fields.String(
+        load_default="efa", validate=validate.OneOf(EFA_MODES),
+        metadata={"description": "efa, or efa-only for types with several EFA interfaces"})
+    deep_health_checks = fields.Boolean(
+        load_default=False,
+        metadata={"description": "run instance stress and connectivity checks (GPU, EFA) "
+                                 "before nodes accept work"},
+    )
+    existing_vpc = fields.Nested(ExistingVpcSchema)
+    cidr = Cidr()
+    kubernetes_version = fields.String(load_default="1.33",
+                                       validate=validate.OneOf(KUBERNETES_VERSIONS))
+    fsx = fields.Nested(FsxSchema)
+
+    @validates_schema
+    def _capacity(self, data: dict, **_: object) -> None:
+        plan = data.get("training_plan_arn")
+        if data.get("capacity_type") == "training-plan" and not plan:
+            raise ValidationError("required when capacity_type is training-plan",
+                                  "training_plan_arn")
+        if plan and data.get("capacity_type") != "training-plan":
+            raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
+        if data.get("existing_vpc") and data.get("cidr"):
+            raise ValidationError("cidr applies only to a new network", "cidr")
+
+
+class DryRunQuerySchema(Schema):
+    dry_run = fields.Boolean(load_default=False)
+
+
+class StageSchema(Schema):
+    name = fields.String(required=True)
+    status = fields.String(required=True)
+    operation_id = fields.String(allow_none=True)
+    steps = fields.List(fields.Dict())
+
+
+class ClusterSchema(Schema):
+    name = fields.String(required=True)
+    region = fields.String()
+    imported = fields.Boolean()
+    eks = fields.Dict(allow_none=True)
+    hyperpod = fields.Dict(allow_none=True)
+    stages = fields.List(fields.Nested(StageSchema))
+    instance_groups = fields.List(fields.Dict())
+    nodes = fields.Dict(metadata={"description": "node counts by health"})
+    features = fields.Dict()
+    events = fields.List(fields.Dict())
+    network = fields.Dict(allow_none=True)
+
+
+class ClusterListSchema(Schema):
+    items = fields.List(fields.Nested(ClusterSchema))
+
+
+class PlanSchema(Schema):
+    dry_run = fields.Boolean(required=True)
+    plan = fields.List(fields.Dict(), required=True)
+    cost = fields.Dict(required=True)
+    preflight = fields.Dict(required=True)
+
+
+class ActiveClusterSchema(Schema):
+    name = Name(required=True)
+
+
+class ActiveClusterReplySchema(Schema):
+    name = fields.String(allow_none=True)
+
+
+class StageRunPathSchema(Schema):
+    stage = fields.String(validate=validate.OneOf(STAGES))
