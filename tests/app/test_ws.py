@@ -8,6 +8,8 @@ import uuid
 
 import websocket
 
+from tests.stack import wait_until
+
 
 def _connect(stack, op_id: str, **kwargs):
     url = stack.url.replace("http://", "ws://") + f"/ws/operations/{op_id}"
@@ -90,6 +92,12 @@ def test_viewer_cannot_cancel_over_the_socket_operator_can(stack):
         ws = _connect(stack, op_id)
         ws.send(json.dumps({"type": "auth", "token": stack.operator_token}))
         ws.send(json.dumps({"type": "cancel"}))
+
+        def cancel_recorded() -> bool:
+            with stack.client() as c:
+                return c.get(f"/api/v1/operations/{op_id}").json()["cancel_requested"]
+
+        wait_until(cancel_recorded, 20, what="the cancel sent over the socket")
         stack.sandbox.release(hold)
         messages, code = _read_all(ws)
         assert code == 1000
