@@ -169,6 +169,14 @@ class Stack:
         with httpx.Client(base_url=self.url, headers=headers, timeout=30) as c:
             yield c
 
+    def wait_idle(self, timeout: float = 90.0) -> None:
+        """Let every operation still running finish, so that a fault point or a hold armed
+        next catches this test's call and not a straggler of an earlier test."""
+        with self.client() as c:
+            for status in ("queued", "running"):
+                for op in c.get("/api/v1/operations", params={"status": status}).json()["items"]:
+                    self.wait_operation(op["id"], timeout)
+
     def wait_operation(self, op_id: str, timeout: float = 60.0) -> dict:
         """Follow an operation to a terminal state the way a client would (long-poll)."""
         deadline = time.monotonic() + timeout

@@ -17,6 +17,7 @@ def _create(stack, name: str) -> str:
 
 def test_failed_step_then_retry_resumes_there_without_recreating(stack):
     name = f"retry-{uuid.uuid4().hex[:6]}"
+    stack.wait_idle()
     stack.sandbox.add_fault("ec2", "CreateSecurityGroup", "error", code="UnauthorizedOperation",
                             message="You are not authorized to perform this operation.",
                             status=403)
@@ -52,6 +53,7 @@ def test_failed_step_then_retry_resumes_there_without_recreating(stack):
 
 def test_throttling_is_absorbed_by_retries(stack):
     name = f"thr-{uuid.uuid4().hex[:6]}"
+    stack.wait_idle()
     stack.sandbox.add_fault("ec2", "CreateSubnet", "throttle", count=6)
     op = stack.wait_operation(_create(stack, name))
     assert op["status"] == "succeeded", op
@@ -62,6 +64,7 @@ def test_throttling_is_absorbed_by_retries(stack):
 
 def test_cancel_running_operation_stops_at_a_step_boundary(stack):
     name = f"cxl-{uuid.uuid4().hex[:6]}"
+    stack.wait_idle()
     hold = stack.sandbox.hold("ec2", "CreateInternetGateway")
     try:
         op_id = _create(stack, name)

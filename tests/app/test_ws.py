@@ -77,6 +77,7 @@ def test_cross_origin_closes_4403(stack):
 
 def test_viewer_cannot_cancel_over_the_socket_operator_can(stack):
     # Hold the first AWS call so the operation is certainly still running.
+    stack.wait_idle()
     hold = stack.sandbox.hold("ec2", "CreateVpc")
     try:
         op_id = _network(stack)

@@ -44,6 +44,7 @@ def _expected_creations(found: dict[str, list[dict]]) -> dict[str, int]:
 @pytest.mark.parametrize("step", list(FAULT_POINTS))
 def test_worker_killed_at_fault_point_still_creates_everything_once(stack, step):
     name = f"kill-{step.replace('_', '-')}-{uuid.uuid4().hex[:4]}"
+    stack.wait_idle()
     before = stack.sandbox.counters()["by_action"]
     hold = stack.sandbox.hold("ec2", FAULT_POINTS[step])
     try:
