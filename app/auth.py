@@ -109,7 +109,7 @@ def require_role(principal: Principal, role: str) -> None:
 
 
 def install(app: Flask, tokens: TokenTable) -> None:
-    """Every /api/v1 route needs a token; every mutation needs the operator role."""
+    """Every /api/v1 route needs a token; every mutation (not a dry run) needs operator."""
     app.extensions["hypd.tokens"] = tokens
 
     @app.before_request
@@ -119,8 +119,13 @@ def install(app: Flask, tokens: TokenTable) -> None:
             return
         principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
         g.principal = principal
-        if request.method not in READ_METHODS:
+        if request.method not in READ_METHODS and not _dry_run():
             require_role(principal, "operator")
+
+
+def _dry_run() -> bool:
+    """A dry run changes nothing, so a viewer may ask for one."""
+    return request.method == "POST" and request.args.get("dry_run", "").lower() in ("true", "1")
 
 
 def current() -> Principal:

@@ -53,6 +53,7 @@ def submit(
     target: str,
     params: dict[str, Any],
     precheck: Callable[[], None] | None = None,
+    inputs: dict[str, dict[str, Any]] | None = None,
 ):
     """Start (or, for a replayed Idempotency-Key, find) the operation; answer 202.
 
@@ -68,5 +69,5 @@ def submit(
     engine.store.ensure_target_free(target)  # "busy" names the running operation first
     if precheck is not None:
         precheck()
-    op, _created = engine.submit(kind, target, params, auth.current().name, claim)
+    op, _created = engine.submit(kind, target, params, auth.current().name, claim, inputs)
     return operation_reply(engine.view(op))

@@ -75,7 +75,8 @@ operation that holds the target: wait for it rather than retrying at once.
 
 TERMINAL = frozenset(TERMINAL_STATUSES)
 
-_PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+_PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
+                             "object": dict[str, Any]}
 
 
 # --- argument models ---------------------------------------------------------------------------
@@ -149,7 +150,11 @@ def _retry_after(headers: dict[str, str]) -> int | None:
 def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
     """The REST reply, with status_tool/status_args/poll_after_seconds always present."""
     out: dict[str, Any] = dict(resp.body) if isinstance(resp.body, dict) else {"result": resp.body}
-    follow = isinstance(out.get("operation"), dict) and out.get("changed") is not False
+    # An operation is followed with its status tool; a synchronous change (import, active
+    # cluster) is confirmed with the read tool its row names.
+    synchronous = spec.status_tool not in (None, "wait_operation")
+    follow = (isinstance(out.get("operation"), dict) or synchronous) and (
+        out.get("changed") is not False)
     if "status_tool" not in out:
         out["status_tool"] = spec.status_tool if follow else None
     if "status_args" not in out:
@@ -168,7 +173,7 @@ def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
 
 
 def _split(spec: ToolSpec, args: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    path, query, body = spec.path, {}, {}
+    path, query, body = spec.path, dict(spec.fixed_query), {}
     for arg in spec.args:
         value = args.get(arg.name)
         if value is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-JsonType = Literal["string", "integer", "number", "boolean", "array"]
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
 Location = Literal["path", "query", "body", "header", "local"]
 """Where an argument goes: the URL path, the query string, the JSON body, a header, or
 nowhere ("local": the MCP server itself uses it, e.g. wait_operation's timeout)."""
@@ -101,6 +101,8 @@ class ToolSpec:
     status_args_from: dict[str, str] = field(default_factory=dict)
     # A tool whose behaviour is more than one REST call names its runner in server.py.
     runner: str | None = None
+    # Query parameters always sent (e.g. dry_run=true for a planning tool).
+    fixed_query: dict[str, str] = field(default_factory=dict)
 
     @property
     def read_only(self) -> bool:
@@ -151,7 +153,138 @@ _FOLLOW = (
     "status is succeeded, failed or cancelled, and report that outcome, not the submission."
 )
 
-TOOLS: tuple[ToolSpec, ...] = (
+_CLUSTER_NAME = Arg("name", "string", "Name of the cluster.", location="path", required=True)
+_CREATE_CLUSTER_ARGS = (
+    Arg("name", "string", "Name of the cluster (lowercase letters, digits and '-', starting "
+        "with a letter, at most 32 characters).", required=True, pattern=NAME_PATTERN),
+    Arg("availability_zone", "string", "Zone for the accelerator instances (ask the user; "
+        "see list_availability_zones and list_instance_types).", required=True),
+    Arg("instance_type", "string", "HyperPod instance type offered in that zone, e.g. "
+        "ml.p5.48xlarge (ask the user).", required=True),
+    Arg("instance_count", "integer", "Number of instances in the first group.", required=True,
+        minimum=1, maximum=500),
+    Arg("capacity_type", "string", "on-demand, spot, or training-plan (ask the user).",
+        enum=("on-demand", "spot", "training-plan")),
+    Arg("training_plan_arn", "string", "The training plan reservation, with capacity_type "
+        "training-plan."),
+    Arg("efa_mode", "string", "efa (default), or efa-only for types with several EFA "
+        "interfaces.", enum=("efa", "efa-only")),
+    Arg("deep_health_checks", "boolean", "Run GPU stress and EFA connectivity checks before "
+        "nodes accept work (slower start)."),
+    Arg("region", "string", "AWS region. Default: the panel's region."),
+    Arg("existing_vpc", "object", "Use an existing VPC instead of creating a network: "
+        "{vpc_id, subnet_ids (two zones or more), security_group_id?}."),
+    Arg("kubernetes_version", "string", "EKS Kubernetes version; default 1.33.",
+        enum=("1.31", "1.32", "1.33")),
+)
+
+CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_clusters", method="GET", path="/api/v1/clusters", title="List clusters",
+        description="Clusters hypd created (found by tags) and imported ones, with EKS "
+        "status. Look here first before proposing a new cluster.",
+    ),
+    ToolSpec(
+        name="get_cluster", method="GET", path="/api/v1/clusters/{name}", title="Get a cluster",
+        description="One cluster: EKS and HyperPod status, each create stage's status, "
+        "instance groups, node counts by health, features and recent HyperPod events.",
+        args=(_CLUSTER_NAME,),
+    ),
+    ToolSpec(
+        name="plan_cluster", method="POST", path="/api/v1/clusters",
+        fixed_query={"dry_run": "true"}, title="Plan a cluster (dry run)",
+        description="What create_cluster would make (every stage, step and resource), an "
+        "hourly cost estimate and the quota/reservation preflight, changing nothing. Show "
+        "this to the user before create_cluster.",
+        args=_CREATE_CLUSTER_ARGS,
+    ),
+    ToolSpec(
+        name="create_cluster", method="POST", path="/api/v1/clusters", title="Create a cluster",
+        description="Create an EKS + HyperPod cluster in stages: network, eks (8-12 minutes "
+        "on AWS), activate, dependencies, hyperpod, storage (the shared S3 bucket at /s3). "
+        "Ask the user only the decisions (zone, instance type, count, capacity type); CIDRs, "
+        "subnets, route tables and security groups are the panel's job. Refused with "
+        "precondition_failed when a quota or reservation does not cover the request." + _FOLLOW,
+        args=_CREATE_CLUSTER_ARGS, mutating=True, status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="delete_cluster", method="DELETE", path="/api/v1/clusters/{name}",
+        title="Delete a cluster",
+        description="Delete everything hypd made for the cluster, in reverse order (load "
+        "balancers and volume claims first). The shared S3 bucket is kept unless delete_data "
+        "is true. An imported cluster is only forgotten; its AWS resources are untouched. "
+        "Confirm with the user first." + _FOLLOW,
+        args=(_CLUSTER_NAME,
+              Arg("delete_data", "boolean", "Also delete the shared S3 bucket and its data.",
+                  location="query")),
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="run_cluster_stage", method="POST",
+        path="/api/v1/clusters/{name}/stages/{stage}/run", title="Re-run a cluster stage",
+        description="Run one stage of the cluster's create again on its own (after fixing "
+        "what made it fail). It adopts what exists and creates only what is missing." + _FOLLOW,
+        args=(_CLUSTER_NAME,
+              Arg("stage", "string", "The stage.", location="path", required=True,
+                  enum=("network", "eks", "activate", "dependencies", "hyperpod", "storage"))),
+        mutating=True, status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="import_cluster", method="POST", path="/api/v1/clusters/import",
+        title="Import an existing cluster",
+        description="Adopt an existing EKS cluster (and its HyperPod cluster) read-only: it "
+        "becomes listable and usable; deleting it in hypd never deletes its AWS resources. "
+        "Takes effect at once; confirm with get_cluster.",
+        args=(Arg("name", "string", "The EKS cluster's name.", required=True),
+              Arg("hyperpod_cluster", "string", "The HyperPod cluster on it, if any."),
+              Arg("region", "string", "AWS region. Default: the panel's region.")),
+        mutating=True, status_tool="get_cluster", status_args_from={"name": "name"},
+    ),
+    ToolSpec(
+        name="get_kubeconfig", method="GET", path="/api/v1/clusters/{name}/kubeconfig",
+        title="Get a kubeconfig",
+        description="A kubeconfig for the cluster that authenticates with `aws eks get-token` "
+        "(the user's own AWS credentials decide what kubectl may do).",
+        args=(_CLUSTER_NAME,),
+    ),
+    ToolSpec(
+        name="get_active_cluster", method="GET", path="/api/v1/active-cluster",
+        title="Get the active cluster",
+        description="The cluster this token works on by default (each token has its own; "
+        "null when none is chosen). Creating a cluster makes it the creator's active one.",
+    ),
+    ToolSpec(
+        name="set_active_cluster", method="PUT", path="/api/v1/active-cluster",
+        title="Set the active cluster",
+        description="Choose the cluster this token works on by default. Takes effect at once; "
+        "confirm with get_active_cluster.",
+        args=(Arg("name", "string", "Name of the cluster.", required=True,
+                  pattern=NAME_PATTERN),),
+        mutating=True, status_tool="get_active_cluster",
+    ),
+    ToolSpec(
+        name="preflight", method="GET", path="/api/v1/preflight", title="Preflight capacity",
+        description="Read-only checks that service quotas and training-plan reservations cover "
+        "a capacity request, with what is missing and how to ask for it. Run before proposing "
+        "a cluster with high-end GPUs.",
+        args=(
+            Arg("instance_type", "string", "e.g. ml.p5.48xlarge", location="query",
+                required=True),
+            Arg("count", "integer", "Number of instances.", location="query", required=True,
+                minimum=1, maximum=500),
+            Arg("capacity_type", "string", "on-demand, spot or training-plan.",
+                location="query", enum=("on-demand", "spot", "training-plan")),
+            Arg("training_plan_arn", "string", "With training-plan.", location="query"),
+            Arg("region", "string", "AWS region.", location="query"),
+        ),
+    ),
+)
+
+
+_CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="whoami",
         method="GET",
@@ -336,6 +469,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         status_args_from={"operation_id": "operation.id"},
     ),
 )
+
+TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 

@@ -134,3 +134,85 @@ class SandboxControl:
     def info(self) -> dict[str, Any]:
         """Speed, simulated clock and pending state changes."""
         return self._request("GET", "")
+
+    # service quotas
+    def set_quota(
+        self,
+        value: float,
+        quota_name: str | None = None,
+        quota_code: str | None = None,
+        service_code: str = "sagemaker",
+        region: str | None = None,
+    ) -> dict[str, Any]:
+        """Set a quota's applied value (name or code; no region: every region), e.g.
+        `set_quota(2, "ml.p5.48xlarge for cluster usage")` for a shortfall."""
+        body: dict[str, Any] = {"service_code": service_code, "value": value}
+        extras = {"quota_name": quota_name, "quota_code": quota_code, "region": region}
+        body.update({k: v for k, v in extras.items() if v is not None})
+        return self._request("PUT", "/quotas", body)
+
+    def quotas(
+        self, service_code: str | None = None, region: str | None = None, overridden: bool = False
+    ) -> list[dict[str, Any]]:
+        """Modelled quotas with their applied values (`overridden`: only those set here)."""
+        query = {"service_code": service_code, "region": region,
+                 "overridden": "1" if overridden else None}
+        encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        return self._request("GET", f"/quotas?{encoded}" if encoded else "/quotas")["quotas"]
+
+    def reset_quotas(self) -> None:
+        """Every quota back to its default value."""
+        self._request("DELETE", "/quotas")
+
+    # training plans
+    def add_training_plan(
+        self,
+        name: str,
+        instance_type: str,
+        count: int,
+        availability_zone: str,
+        status: str = "Active",
+        start: str | float | None = None,
+        end: str | float | None = None,
+        duration_hours: float | None = None,
+        region: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Declare a training plan the account holds (status Active | Scheduled | Expired |
+        Pending | Failed; times ISO 8601 or epoch); answers it as DescribeTrainingPlan does."""
+        body: dict[str, Any] = {
+            "name": name,
+            "instance_type": instance_type,
+            "count": count,
+            "availability_zone": availability_zone,
+            "status": status,
+        }
+        extras = {"start": start, "end": end, "duration_hours": duration_hours,
+                  "region": region, **extra}
+        body.update({k: v for k, v in extras.items() if v is not None})
+        return self._request("POST", "/training-plans", body)
+
+    def training_plans(self) -> dict[str, Any]:
+        """{"training_plans": [...], "offerings": [...]} declared so far."""
+        return self._request("GET", "/training-plans")
+
+    def clear_training_plans(self) -> None:
+        """Forget every declared training plan and offering."""
+        self._request("DELETE", "/training-plans")
+
+    def add_training_plan_offering(
+        self,
+        instance_type: str,
+        count: int,
+        availability_zone: str,
+        start: str | float | None = None,
+        duration_hours: float | None = None,
+        region: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Declare an offering SearchTrainingPlanOfferings will find."""
+        body: dict[str, Any] = {"instance_type": instance_type, "count": count,
+                                "availability_zone": availability_zone}
+        extras = {"start": start, "duration_hours": duration_hours, "region": region, **extra}
+        body.update({k: v for k, v in extras.items() if v is not None})
+        return self._request("POST", "/training-plan-offerings", body)

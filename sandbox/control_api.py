@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from werkzeug.wrappers import Request
@@ -33,6 +33,9 @@ class Controls:
     log: CallLog
     clock: Clock
     transitions: Transitions
+    # The gap modules' per-local-AWS state (the layer passes its `gap_state`; without it the
+    # Controls keep their own dict and the gaps find it: sandbox.gaps.sagemaker_common).
+    gap_state: dict[str, Any] = field(default_factory=dict)
 
 
 class _BadRequest(Exception):
@@ -143,6 +146,65 @@ def _advance(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     return Reply.json({"clock_s": round(c.clock.now(), 3), "applied": ran})
 
 
+def _set_quota(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import quotas
+
+    try:
+        return Reply.json(quotas.control_set(c.gap_state, _body(r)))
+    except quotas.QuotaControlError as exc:
+        raise _BadRequest(str(exc)) from exc
+
+
+def _list_quotas(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import quotas
+
+    overridden = r.args.get("overridden", "").lower() in ("1", "true", "yes")
+    return Reply.json(
+        quotas.control_list(
+            c.gap_state, r.args.get("service_code") or None, r.args.get("region") or None,
+            overridden,
+        )
+    )
+
+
+def _reset_quotas(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import quotas
+
+    quotas.control_reset(c.gap_state)
+    return Reply.json({"quotas": []})
+
+
+def _add_training_plan(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import sagemaker_plans
+
+    try:
+        return Reply.json(sagemaker_plans.control_add_plan(c.gap_state, _body(r)), 201)
+    except sagemaker_plans.PlanControlError as exc:
+        raise _BadRequest(str(exc)) from exc
+
+
+def _list_training_plans(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import sagemaker_plans
+
+    return Reply.json(sagemaker_plans.control_list_plans(c.gap_state))
+
+
+def _clear_training_plans(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import sagemaker_plans
+
+    sagemaker_plans.control_clear_plans(c.gap_state)
+    return Reply.json({"training_plans": [], "offerings": []})
+
+
+def _add_plan_offering(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.gaps import sagemaker_plans
+
+    try:
+        return Reply.json(sagemaker_plans.control_add_offering(c.gap_state, _body(r)), 201)
+    except sagemaker_plans.PlanControlError as exc:
+        raise _BadRequest(str(exc)) from exc
+
+
 _Handler = Callable[[Controls, Request, "re.Match[str]"], Reply]
 
 ROUTES: list[tuple[str, str, _Handler]] = [
@@ -159,6 +221,14 @@ ROUTES: list[tuple[str, str, _Handler]] = [
     ("GET", r"/counters", _counters),
     ("POST", r"/reset", _reset),
     ("POST", r"/clock/advance", _advance),
+    ("GET", r"/quotas", _list_quotas),
+    ("PUT", r"/quotas", _set_quota),
+    ("POST", r"/quotas", _set_quota),
+    ("DELETE", r"/quotas", _reset_quotas),
+    ("GET", r"/training-plans", _list_training_plans),
+    ("POST", r"/training-plans", _add_training_plan),
+    ("DELETE", r"/training-plans", _clear_training_plans),
+    ("POST", r"/training-plan-offerings", _add_plan_offering),
 ]
 _COMPILED = [(method, re.compile(PREFIX + path + "/?"), fn) for method, path, fn in ROUTES]
 

@@ -16,7 +16,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import botocore.session
 from botocore.model import OperationModel
@@ -193,6 +193,17 @@ def _json_body(body: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"body": value}
 
 
+def _raw_path(environ: dict[str, Any]) -> str | None:
+    """The request path before percent-decoding (werkzeug keeps it), or None."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if not raw:
+        return None
+    raw = str(raw).split("?", 1)[0]
+    if "://" in raw:  # an absolute request target
+        raw = "/" + raw.split("://", 1)[1].partition("/")[2]
+    return raw or "/"
+
+
 def identify(environ: dict[str, Any], body: bytes, routes: RestRoutes) -> Call:
     """Name the call in `environ` (whose request body has been read into `body`)."""
     scope = credential_scope(environ)
@@ -229,7 +240,14 @@ def identify(environ: dict[str, Any], body: bytes, routes: RestRoutes) -> Call:
     if scope is None:
         return Call(service, UNKNOWN, "unknown", region, account, query)
     headers = frozenset(k[5:].replace("_", "-").lower() for k in environ if k.startswith("HTTP_"))
-    protocol, action, labels = routes.match(service, method, path, query, headers)
+    # Match on the path as sent: a URI label may hold an encoded "/" (EKS access entries put a
+    # principal ARN such as arn:aws:iam::1:role/R in the path), which PATH_INFO has decoded.
+    raw = _raw_path(environ)
+    if raw is None:
+        protocol, action, labels = routes.match(service, method, path, query, headers)
+    else:
+        protocol, action, labels = routes.match(service, method, raw, query, headers)
+        labels = {k: unquote(v) for k, v in labels.items()}
     params: dict[str, Any] = {**query, **labels}
     if protocol == "rest-json":
         params.update(_json_body(body))

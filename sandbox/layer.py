@@ -22,6 +22,7 @@ from sandbox.errors import defaults, error_reply
 from sandbox.faults import Fault, FaultBook
 from sandbox.holds import HoldBook
 from sandbox.identify import Call, RestRoutes, identify
+from sandbox.kube import KubeRegistry
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
 from sandbox.timing import Clock, Transitions
@@ -42,9 +43,11 @@ class LocalAwsApp:
         self._routes = RestRoutes()
         self._moto = DomainDispatcherApplication(create_backend_app)
         self.gap_state: dict[str, Any] = {}  # per gap module, keyed by its name
+        self.kubes = KubeRegistry()  # one local Kubernetes per EKS cluster (started on demand)
         gaps.load()
         self._controls = control_api.Controls(
-            self.faults, self.holds, self.log, self.clock, self.transitions
+            self.faults, self.holds, self.log, self.clock, self.transitions,
+            gap_state=self.gap_state,
         )
 
     def __call__(
@@ -62,6 +65,7 @@ class LocalAwsApp:
         """Let every held or stalled request go (the server is stopping)."""
         self.holds.close()
         self.faults.clear()
+        self.kubes.close()
 
     def _aws_call(self, environ: dict[str, Any], body: bytes) -> Reply:
         call = identify(environ, body, self._routes)

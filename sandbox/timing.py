@@ -173,8 +173,11 @@ class EksClusterCreate:
         except (ValueError, KeyError, TypeError):
             return reply
         cluster = _eks_backend(call).clusters.get(name)
-        if cluster is None:
+        # Once per cluster: a CreateCluster replayed with its clientRequestToken answers the
+        # existing cluster, which must not go back to CREATING.
+        if cluster is None or getattr(cluster, "_sandbox_timed", False):
             return reply
+        cluster._sandbox_timed = True
         cluster.status = "CREATING"
         timeline.after(EKS_CLUSTER_CREATING_S, _set_if(cluster, "status", "CREATING", "ACTIVE"))
         answer["cluster"]["status"] = "CREATING"

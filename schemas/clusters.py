@@ -137,3 +137,55 @@ class ActiveClusterReplySchema(Schema):
 
 class StageRunPathSchema(Schema):
     stage = fields.String(validate=validate.OneOf(STAGES))
+
+
+class ClusterDeleteQuerySchema(Schema):
+    delete_data = fields.Boolean(
+        load_default=False,
+        metadata={"description": "also delete the shared S3 bucket and everything in it"})
+
+
+class ClusterImportSchema(Schema):
+    name = fields.String(
+        required=True,
+        validate=validate.Regexp(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+                                 error="not an EKS cluster name"),
+        metadata={"description": "the existing EKS cluster's name"})
+    region = Region()
+    hyperpod_cluster = fields.String(
+        validate=validate.Regexp(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+                                 error="not a HyperPod cluster name"))
+
+
+class KubeconfigSchema(Schema):
+    kubeconfig = fields.Dict(required=True)
+
+
+class PreflightQuerySchema(Schema):
+    region = Region()
+    instance_type = fields.String(
+        required=True, validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type"))
+    count = fields.Integer(required=True, validate=validate.Range(min=1, max=500))
+    capacity_type = fields.String(load_default="on-demand",
+                                  validate=validate.OneOf(CAPACITY_TYPES))
+    training_plan_arn = fields.String(
+        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
+
+
+class PreflightCheckSchema(Schema):
+    name = fields.String()
+    ok = fields.Boolean()
+    status = fields.String()
+    required = fields.Integer(allow_none=True)
+    available = fields.Float(allow_none=True)
+    message = fields.String()
+    how_to_fix = fields.String(allow_none=True)
+
+
+class PreflightSchema(Schema):
+    ok = fields.Boolean(required=True)
+    region = fields.String()
+    instance_type = fields.String()
+    count = fields.Integer()
+    capacity_type = fields.String()
+    checks = fields.List(fields.Dict())

@@ -13,7 +13,9 @@ import functools
 import redis
 from celery import Celery
 
-import tasks.networks  # noqa: F401  (registers the network operation kinds)
+# importing the kinds' modules registers them
+import tasks.clusters
+import tasks.networks  # noqa: F401
 from cloud.settings import Settings
 from tasks.engine.runner import Runner
 from tasks.engine.service import Engine

@@ -19,6 +19,8 @@ class StepContext(Protocol):
     """What a step sees of its operation."""
 
     op_id: str
+    actor: str
+    """The name of the token that asked for the operation."""
     kind: str
     target: str
     params: dict[str, Any]
@@ -28,6 +30,10 @@ class StepContext(Protocol):
     """This step's resources recorded so far (by an earlier attempt or by `record`)."""
     outputs: dict[str, dict[str, Any]]
     """Resources of the operation's earlier steps, keyed by step name."""
+
+    @property
+    def redis(self) -> Any:
+        """The panel's own Redis, for steps that change panel records (not cloud state)."""
 
     def record(self, **resources: Any) -> None:
         """Persist resource ids now, before the step ends, so a crash keeps them."""

@@ -42,6 +42,7 @@ class StepRuntime:
         self._lock_ttl_s = lock_ttl_s
         self._generation = op["generation"]
         self.op_id: str = op["id"]
+        self.actor: str = op["actor"]
         self.kind: str = op["kind"]
         self.target: str = op["target"]
         self.params: dict[str, Any] = op["params"]
@@ -52,6 +53,11 @@ class StepRuntime:
             **op.get("inputs", {}),
             **{s["name"]: s["resources"] for s in op["steps"] if s["name"] != step["name"]},
         }
+
+    @property
+    def redis(self) -> redis.Redis:
+        """For steps that change the panel's own records (e.g. the active cluster)."""
+        return self._store.redis
 
     def record(self, **resources: Any) -> None:
         self.resources.update(resources)

@@ -344,12 +344,25 @@ def _client(url: str, service: str) -> Any:
 
 
 def test_eks_cluster_is_creating_then_active_and_rest_calls_are_named(control, client_factory):
-    eks = client_factory("eks")
+    eks, ec2 = client_factory("eks"), client_factory("ec2")
     name = f"c-{uuid.uuid4().hex[:8]}"
+    # EKS wants an existing role and subnets in two zones (sandbox/gaps/eks.py checks)
+    role = client_factory("iam").create_role(
+        RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
+    )["Role"]["Arn"]
+    cidr = _cidr()
+    vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(
+            VpcId=vpc, CidrBlock=cidr.replace(".0.0/16", f".{i * 16}.0/20"), AvailabilityZone=zone
+        )["Subnet"]["SubnetId"]
+        for i, zone in enumerate(("us-west-2a", "us-west-2b"))
+    ]
+    control.reset()
     created = eks.create_cluster(
         name=name,
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-0123456789abcdef0"]},
+        roleArn=role,
+        resourcesVpcConfig={"subnetIds": subnets},
     )["cluster"]
     assert created["status"] == "CREATING"
     assert eks.describe_cluster(name=name)["cluster"]["status"] == "CREATING"
@@ -357,7 +370,7 @@ def test_eks_cluster_is_creating_then_active_and_rest_calls_are_named(control, c
         eks.create_nodegroup(
             clusterName=name,
             nodegroupName="ng",
-            subnets=["subnet-0123456789abcdef0"],
+            subnets=subnets,
             nodeRole="arn:aws:iam::123456789012:role/node",
         )
     control.advance_clock(600)
@@ -371,7 +384,7 @@ def test_eks_cluster_is_creating_then_active_and_rest_calls_are_named(control, c
         "DescribeCluster",
     ]
     assert calls[0]["params"]["name"] == name
-    assert calls[0]["params"]["roleArn"] == "arn:aws:iam::123456789012:role/eks"
+    assert calls[0]["params"]["roleArn"] == role
     assert calls[1]["params"] == {"name": name}
     assert control.counters()["by_action"] == {"eks:CreateCluster": 1}
 

@@ -1,0 +1,542 @@
+"""A cluster's dependencies: the desired set (data), what is installed, the plan, the apply.
+
+The desired set is `cloud/data/dependencies.yaml`: EKS add-ons (CreateAddon) and manifests
+kept in `cloud/manifests/` (server-side apply). Each entry has an `enabled` default and a
+`feature`; a cluster's overrides (kept as EKS cluster tags `hypd:feature:<feature>` = `on` /
+`off`, so AWS stays the source of truth) replace the default, and `plan` acts only on enabled
+entries that are missing — a re-run never reinstalls what is there, nor what a user turned
+off. There is no Helm here: what HyperPod's chart does that HyperPod documents as required
+and that fits in a few small manifests is kept as data and applied with server-side apply.
+
+Usage by a stage:
+
+    wanted = desired(overrides_from_tags(cluster_tags))
+    actions = plan(wanted, installed(eks, api, cluster))
+    for action in actions:
+        apply(action, eks, api, cluster, region, client_token=...)
+    # then wait: addons_settled(eks, cluster, [a.dependency.name for a in actions ...])
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from botocore.exceptions import ClientError
+from kubernetes.client import ApiClient
+
+from cloud import kube
+from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
+
+DATA_FILE = Path(__file__).parent / "data" / "dependencies.yaml"
+MANIFEST_DIR = Path(__file__).parent / "manifests"
+
+ADDON = "addon"
+MANIFESTS = "manifests"
+DEFAULT_VERSION = "default"
+
+FEATURE_TAG_PREFIX = "hypd:feature:"
+DEPENDENCY_LABEL = "hypd/dependency"
+VERSION_ANNOTATION = "hypd/dependency-version"
+IMAGE_PREFIX = "hypd-image:"
+
+INSTALL_ADDON = "install_addon"
+UPDATE_ADDON = "update_addon"
+APPLY_MANIFESTS = "apply_manifests"
+REMOVE_ADDON = "remove_addon"
+DELETE_MANIFESTS = "delete_manifests"
+
+# EKS add-on statuses
+ADDON_ACTIVE = "ACTIVE"
+ADDON_DEGRADED = "DEGRADED"
+ADDON_SETTLING = ("CREATING", "UPDATING", "DELETING")
+ADDON_FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED")
+
+
+class DependencyError(Exception):
+    """A dependency cannot be installed as asked (bad override, unknown region, a failed
+    add-on). `code` is an API error code."""
+
+    def __init__(self, message: str, code: str = "validation_failed") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Dependency:
+    name: str
+    kind: str  # ADDON | MANIFESTS
+    feature: str
+    enabled: bool
+    version: str
+    description: str = ""
+    min_version: str | None = None
+    manifests: tuple[str, ...] = ()
+    role: str | None = None
+    """Key of the IAM role the add-on's service account uses (ARN given to `apply`)."""
+    requires: tuple[str, ...] = ()
+    configuration: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # INSTALL_ADDON | UPDATE_ADDON | APPLY_MANIFESTS | REMOVE_ADDON | DELETE_MANIFESTS
+    dependency: Dependency
+    reason: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"action": self.kind, "name": self.dependency.name,
+                "feature": self.dependency.feature, "version": self.dependency.version,
+                "reason": self.reason}
+
+
+# ---------------------------------------------------------------------------------------
+# the data
+# ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str = str(DATA_FILE)) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    _validate(data)
+    return data
+
+
+def _validate(data: Mapping[str, Any]) -> None:
+    features = data.get("features") or {}
+    seen: set[str] = set()
+    for entry in data.get("dependencies") or ():
+        name = entry.get("name")
+        if not name or name in seen:
+            raise DependencyError(f"dependency {name!r} is unnamed or listed twice")
+        if entry.get("kind") not in (ADDON, MANIFESTS):
+            raise DependencyError(f"dependency {name}: kind must be addon or manifests")
+        if entry.get("feature") not in features:
+            raise DependencyError(f"dependency {name}: unknown feature {entry.get('feature')!r}")
+        if not isinstance(entry.get("enabled"), bool) or not entry.get("version"):
+            raise DependencyError(f"dependency {name}: needs enabled (true/false) and version")
+        for required in entry.get("requires") or ():
+            if required not in seen:
+                raise DependencyError(f"dependency {name} requires {required!r}, which must "
+                                      "be listed before it")
+        if entry["kind"] == MANIFESTS:
+            files = entry.get("manifests") or ()
+            if not files:
+                raise DependencyError(f"dependency {name}: lists no manifests")
+            for file in files:
+                if not (MANIFEST_DIR / file).is_file():
+                    raise DependencyError(f"dependency {name}: no manifest file {file}")
+        seen.add(name)
+
+
+def _dependency(entry: Mapping[str, Any]) -> Dependency:
+    return Dependency(
+        name=entry["name"],
+        kind=entry["kind"],
+        feature=entry["feature"],
+        enabled=entry["enabled"],
+        version=str(entry["version"]),
+        description=" ".join(str(entry.get("description") or "").split()),
+        min_version=entry.get("min_version"),
+        manifests=tuple(entry.get("manifests") or ()),
+        role=entry.get("role"),
+        requires=tuple(entry.get("requires") or ()),
+        configuration=entry.get("configuration"),
+    )
+
+
+def catalog() -> list[Dependency]:
+    """Every dependency hypd knows, with its default `enabled`."""
+    return [_dependency(e) for e in _load()["dependencies"]]
+
+
+def features() -> dict[str, dict[str, Any]]:
+    """{feature: {description, default, dependencies}}; default is on when any of its
+    dependencies is enabled by default."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, meta in _load()["features"].items():
+        deps = [d for d in catalog() if d.feature == name]
+        out[name] = {"description": " ".join(str(meta.get("description", "")).split()),
+                     "default": any(d.enabled for d in deps),
+                     "dependencies": [d.name for d in deps]}
+    return out
+
+
+def resolve(overrides: Mapping[str, bool] | None = None) -> list[Dependency]:
+    """The catalog with overrides applied (keys: a feature or a dependency name; a
+    dependency's own key wins over its feature's). Unknown keys raise DependencyError."""
+    overrides = dict(overrides or {})
+    known = {d.name for d in catalog()} | set(_load()["features"])
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise DependencyError(f"unknown feature or dependency: {', '.join(unknown)}")
+    out = []
+    for dep in catalog():
+        enabled = overrides.get(dep.name, overrides.get(dep.feature, dep.enabled))
+        out.append(dataclasses.replace(dep, enabled=bool(enabled)))
+    return out
+
+
+def desired(overrides: Mapping[str, bool] | None = None) -> list[Dependency]:
+    """The dependencies to have installed, in install order: enabled entries after overrides.
+    An enabled entry whose requirement is turned off is refused (DependencyError)."""
+    resolved = resolve(overrides)
+    enabled = {d.name for d in resolved if d.enabled}
+    wanted = [d for d in resolved if d.enabled]
+    for dep in wanted:
+        missing = [r for r in dep.requires if r not in enabled]
+        if missing:
+            raise DependencyError(f"{dep.name} needs {', '.join(missing)}, which is turned off")
+    return wanted
+
+
+# ---------------------------------------------------------------------------------------
+# feature overrides kept as cluster tags
+# ---------------------------------------------------------------------------------------
+
+
+def feature_tag(feature: str, enabled: bool) -> dict[str, str]:
+    """The EKS cluster tag recording a user's choice for a feature."""
+    if feature not in _load()["features"]:
+        raise DependencyError(f"unknown feature {feature!r}")
+    return {FEATURE_TAG_PREFIX + feature: "on" if enabled else "off"}
+
+
+def overrides_from_tags(tags: Mapping[str, str] | None) -> dict[str, bool]:
+    """Feature overrides from an EKS cluster's tags (unknown features are ignored)."""
+    known = set(_load()["features"])
+    out = {}
+    for key, value in (tags or {}).items():
+        if key.startswith(FEATURE_TAG_PREFIX):
+            feature = key[len(FEATURE_TAG_PREFIX):]
+            if feature in known and value in ("on", "off"):
+                out[feature] = value == "on"
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# manifests
+# ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _manifest_file(file: str) -> tuple[dict[str, Any], ...]:
+    with open(MANIFEST_DIR / file, encoding="utf-8") as handle:
+        return tuple(doc for doc in yaml.safe_load_all(handle) if doc)
+
+
+def image_for(key: str, region: str) -> str:
+    images = _load().get("images") or {}
+    spec = images.get(key)
+    if spec is None:
+        raise DependencyError(f"no image {key!r} in the dependency data")
+    if "image" in spec:
+        return spec["image"]
+    account = (spec.get("registry_accounts") or {}).get(region)
+    if not account:
+        raise DependencyError(
+            f"image {spec['repository']} is not published in {region}; HyperPod publishes it "
+            f"in {', '.join(sorted(spec.get('registry_accounts') or {}))}", "precondition_failed")
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"{account}.dkr.ecr.{region}.{suffix}/{spec['repository']}:{spec['tag']}"
+
+
+def _containers(obj: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    spec = obj.get("spec") or {}
+    pod = spec if obj.get("kind") == "Pod" else (spec.get("template") or {}).get("spec") or {}
+    for key in ("initContainers", "containers"):
+        yield from pod.get(key) or ()
+
+
+def render(dep: Dependency, region: str) -> list[dict[str, Any]]:
+    """The dependency's manifests ready to apply: images resolved for the region, and each
+    object labelled with hypd's labels and the dependency, annotated with its version."""
+    out = []
+    for file in dep.manifests:
+        for doc in _manifest_file(file):
+            obj = kube.stamped(copy.deepcopy(doc))
+            metadata = obj["metadata"]
+            metadata["labels"][DEPENDENCY_LABEL] = dep.name
+            metadata["annotations"] = {**(metadata.get("annotations") or {}),
+                                       VERSION_ANNOTATION: dep.version}
+            for container in _containers(obj):
+                image = container.get("image", "")
+                if image.startswith(IMAGE_PREFIX):
+                    container["image"] = image_for(image[len(IMAGE_PREFIX):], region)
+            out.append(obj)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# what is installed
+# ---------------------------------------------------------------------------------------
+
+
+def _list_addons(eks: Any, cluster: str) -> list[str]:
+    names, token = [], None
+    while True:
+        kwargs: dict[str, Any] = {"clusterName": cluster}
+        if token:
+            kwargs["nextToken"] = token
+        reply = eks.list_addons(**kwargs)
+        names += reply.get("addons") or []
+        token = reply.get("nextToken")
+        if not token:
+            return names
+
+
+def addon_state(eks: Any, cluster: str, name: str) -> dict[str, Any] | None:
+    """{name, status, version, issues, managed} of an EKS add-on, or None if absent."""
+    try:
+        addon = eks.describe_addon(clusterName=cluster, addonName=name)["addon"]
+    except ClientError as exc:
+        if is_not_found(exc):
+            return None
+        raise
+    tags = addon.get("tags") or {}
+    return {
+        "name": name,
+        "status": addon.get("status"),
+        "version": addon.get("addonVersion"),
+        "issues": [f"{i.get('code', '')}: {i.get('message', '')}".strip(": ")
+                   for i in (addon.get("health") or {}).get("issues") or ()],
+        "managed": tags.get(MANAGED_BY) == MANAGED_BY_VALUE and tags.get(CLUSTER_TAG) == cluster,
+    }
+
+
+def manifest_state(api: ApiClient, dep: Dependency) -> dict[str, Any] | None:
+    """{name, version, objects, missing} for a manifests dependency; None when none of its
+    objects exist."""
+    objects = [doc for file in dep.manifests for doc in _manifest_file(file)]
+    present, missing, version = 0, [], None
+    for obj in objects:
+        meta = obj["metadata"]
+        found = kube.get_object(api, obj["apiVersion"], obj["kind"], meta["name"],
+                                meta.get("namespace"))
+        if found is None:
+            missing.append(f"{obj['kind']}/{meta['name']}")
+            continue
+        present += 1
+        version = version or ((found.get("metadata") or {}).get("annotations") or {}).get(
+            VERSION_ANNOTATION)
+    if not present:
+        return None
+    return {"name": dep.name, "version": version, "objects": present, "missing": missing}
+
+
+def installed(eks: Any, api: ApiClient | None, cluster: str,
+              dependencies: Iterable[Dependency] | None = None) -> dict[str, dict[str, Any]]:
+    """What of the catalog is on the cluster now: {name: state}. Add-ons from EKS
+    (`addon_state`); manifests from the Kubernetes API (`manifest_state`, skipped when `api`
+    is None)."""
+    deps = list(dependencies) if dependencies is not None else catalog()
+    present = set(_list_addons(eks, cluster))
+    out: dict[str, dict[str, Any]] = {}
+    for dep in deps:
+        if dep.kind == ADDON:
+            if dep.name in present:
+                state = addon_state(eks, cluster, dep.name)
+                if state is not None:
+                    out[dep.name] = {"kind": ADDON, **state}
+        elif api is not None:
+            state = manifest_state(api, dep)
+            if state is not None:
+                out[dep.name] = {"kind": MANIFESTS, **state}
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# plan
+# ---------------------------------------------------------------------------------------
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_tuple(version: str | None) -> tuple[int, int, int] | None:
+    match = _VERSION.search(version or "")
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+def below_minimum(version: str | None, minimum: str | None) -> bool:
+    have, need = version_tuple(version), version_tuple(minimum)
+    return bool(have and need and have < need)
+
+
+def plan(wanted: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
+         ) -> list[Action]:
+    """What to do, in order: install what is missing (a manifests dependency with some
+    objects missing is applied again — server-side apply is idempotent); upgrade an add-on
+    below its `min_version`. Nothing that is present is reinstalled, and only `wanted`
+    (enabled) entries are considered."""
+    actions = []
+    for dep in wanted:
+        if not dep.enabled:
+            continue
+        state = present.get(dep.name)
+        if dep.kind == ADDON:
+            if state is None:
+                actions.append(Action(INSTALL_ADDON, dep, "not installed"))
+            elif state.get("status") in ADDON_FAILED:
+                actions.append(Action(UPDATE_ADDON, dep, f"add-on is {state.get('status')}"))
+            elif below_minimum(state.get("version"), dep.min_version):
+                actions.append(Action(UPDATE_ADDON, dep, f"{state.get('version')} is below "
+                                                         f"the required {dep.min_version}"))
+        else:
+            if state is None:
+                actions.append(Action(APPLY_MANIFESTS, dep, "not installed"))
+            elif state.get("missing"):
+                actions.append(Action(APPLY_MANIFESTS, dep,
+                                      "missing " + ", ".join(state["missing"])))
+    return actions
+
+
+def removal_plan(resolved: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
+                 ) -> list[Action]:
+    """For a managed-features switch: remove what is turned off, present, and hypd's
+    (add-ons tagged by hypd; manifests are always hypd's), in reverse install order."""
+    actions = []
+    for dep in reversed(list(resolved)):
+        state = present.get(dep.name)
+        if dep.enabled or state is None:
+            continue
+        if dep.kind == ADDON and state.get("managed"):
+            actions.append(Action(REMOVE_ADDON, dep, "turned off"))
+        elif dep.kind == MANIFESTS:
+            actions.append(Action(DELETE_MANIFESTS, dep, "turned off"))
+    return actions
+
+
+# ---------------------------------------------------------------------------------------
+# apply
+# ---------------------------------------------------------------------------------------
+
+
+def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region: str,
+          roles: Mapping[str, str] | None = None, client_token: str | None = None
+          ) -> dict[str, Any]:
+    """Carry out one action, ensure-style (an add-on that already exists is adopted, not
+    created again). `roles` maps a dependency's `role` key to an IAM role ARN for its
+    service account. Returns what was done, for the step's record."""
+    dep = action.dependency
+    roles = roles or {}
+    if action.kind == INSTALL_ADDON:
+        return _install_addon(eks, cluster, dep, roles.get(dep.role or ""), client_token)
+    if action.kind == UPDATE_ADDON:
+        request: dict[str, Any] = {"clusterName": cluster, "addonName": dep.name,
+                                   "resolveConflicts": "OVERWRITE"}
+        if dep.version != DEFAULT_VERSION:
+            request["addonVersion"] = dep.version
+        elif dep.min_version:
+            request["addonVersion"] = _default_version(eks, cluster, dep.name)
+        if client_token:
+            request["clientRequestToken"] = client_token
+        update = eks.update_addon(**request).get("update") or {}
+        return {"name": dep.name, "action": action.kind, "update_id": update.get("id")}
+    if action.kind == APPLY_MANIFESTS:
+        if api is None:
+            raise ValueError("applying manifests needs a kubernetes ApiClient")
+        applied = []
+        for obj in render(dep, region):
+            kube.server_side_apply(api, obj)
+            applied.append(f"{obj['kind']}/{obj['metadata']['name']}")
+        return {"name": dep.name, "action": action.kind, "objects": applied}
+    if action.kind == REMOVE_ADDON:
+        try:
+            eks.delete_addon(clusterName=cluster, addonName=dep.name)
+        except ClientError as exc:
+            if not is_not_found(exc):
+                raise
+        return {"name": dep.name, "action": action.kind}
+    if action.kind == DELETE_MANIFESTS:
+        if api is None:
+            raise ValueError("deleting manifests needs a kubernetes ApiClient")
+        deleted = []
+        for obj in reversed(render(dep, region)):
+            if kube.delete_manifest(api, obj):
+                deleted.append(f"{obj['kind']}/{obj['metadata']['name']}")
+        return {"name": dep.name, "action": action.kind, "objects": deleted}
+    raise ValueError(f"unknown action {action.kind!r}")
+
+
+def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None,
+                   client_token: str | None) -> dict[str, Any]:
+    existing = addon_state(eks, cluster, dep.name)
+    if existing is not None:
+        return {"name": dep.name, "action": INSTALL_ADDON, "adopted": True,
+                "status": existing["status"], "version": existing["version"]}
+    request: dict[str, Any] = {
+        "clusterName": cluster,
+        "addonName": dep.name,
+        # EKS's own self-managed copies (vpc-cni, kube-proxy, coredns) are taken over
+        "resolveConflicts": "OVERWRITE",
+        "tags": {t["Key"]: t["Value"] for t in tags_for(CLUSTER_TAG, cluster,
+                                                         dependency=dep.name)},
+    }
+    if dep.version != DEFAULT_VERSION:
+        request["addonVersion"] = dep.version
+    if dep.configuration:
+        request["configurationValues"] = json.dumps(dep.configuration, sort_keys=True)
+    if role_arn:
+        request["serviceAccountRoleArn"] = role_arn
+    if client_token:
+        request["clientRequestToken"] = client_token
+    try:
+        addon = eks.create_addon(**request)["addon"]
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":
+            raise
+        existing = addon_state(eks, cluster, dep.name)
+        if existing is None:
+            raise
+        return {"name": dep.name, "action": INSTALL_ADDON, "adopted": True,
+                "status": existing["status"], "version": existing["version"]}
+    return {"name": dep.name, "action": INSTALL_ADDON, "adopted": False,
+            "status": addon.get("status"), "version": addon.get("addonVersion")}
+
+
+def _default_version(eks: Any, cluster: str, name: str) -> str:
+    version = eks.describe_cluster(name=cluster)["cluster"]["version"]
+    reply = eks.describe_addon_versions(addonName=name, kubernetesVersion=version)
+    for addon in reply.get("addons") or ():
+        for candidate in addon.get("addonVersions") or ():
+            if any(c.get("defaultVersion") for c in candidate.get("compatibilities") or ()):
+                return candidate["addonVersion"]
+    raise DependencyError(f"EKS offers no default {name} version for Kubernetes {version}",
+                          "upstream_error")
+
+
+# ---------------------------------------------------------------------------------------
+# waiting
+# ---------------------------------------------------------------------------------------
+
+
+def addons_settled(eks: Any, cluster: str, names: Iterable[str]) -> dict[str, list[str]]:
+    """Where the add-ons stand: {"settled": [...], "pending": [...], "failed": [...],
+    "missing": [...]}. ACTIVE and DEGRADED count as settled: on a cluster without nodes yet
+    (HyperPod joins after this stage) CoreDNS and other add-ons with pods stay DEGRADED until
+    nodes arrive, so a stage must not wait for ACTIVE there. Failed carries the reasons."""
+    out: dict[str, list[str]] = {"settled": [], "pending": [], "failed": [], "missing": []}
+    for name in names:
+        state = addon_state(eks, cluster, name)
+        if state is None:
+            out["missing"].append(name)
+        elif state["status"] in (ADDON_ACTIVE, ADDON_DEGRADED):
+            out["settled"].append(name)
+        elif state["status"] in ADDON_FAILED:
+            issues = "; ".join(state["issues"]) or "no details from EKS"
+            out["failed"].append(f"{name} ({state['status']}: {issues})")
+        else:
+            out["pending"].append(name)
+    return out

@@ -1,0 +1,450 @@
+"""IAM roles hypd makes for a cluster, as Python policy documents, and their ensure/delete.
+
+Every role is named `hypd-<cluster>-<purpose>` (at most 64 characters: cluster names are at
+most 32) and tagged `hypd:managed-by=hypd`, `hypd:cluster=<cluster>`, `hypd:role=<purpose>`.
+`ensure_role` adopts a role of that name only when those tags say hypd made it for this
+cluster, and converges it (trust policy, managed policies, inline policies); a same-named role
+without them is refused with a clear error. Deletion acts only on tagged roles.
+
+Least privilege: actions are listed one by one and scoped to the cluster's own resources.
+`Resource: "*"` appears only for actions that AWS documents as not supporting resource-level
+permissions (see `STAR_RESOURCE_ACTIONS`), never with a wildcard action.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from cloud import aws
+from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, ROLE_TAG, error_code, is_not_found
+
+POLICY_VERSION = "2012-10-17"
+MAX_ROLE_NAME = 64
+
+PURPOSE_EKS_CLUSTER = "eks-cluster"
+PURPOSE_HYPERPOD_EXECUTION = "hp-exec"
+PURPOSE_HYPERPOD_CLUSTER = "hp-cluster"
+
+EKS_CLUSTER_POLICY = "AmazonEKSClusterPolicy"
+SAGEMAKER_CLUSTER_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+
+STAR_RESOURCE_ACTIONS: dict[str, str] = {
+    # action: why it is granted on "*" (AWS's Service Authorization Reference lists no
+    # resource type for it, so it cannot be scoped)
+    "ec2:DescribeInstances": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeInstanceTypes": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeNetworkInterfaces": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeSubnets": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeSecurityGroups": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeTags": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeVpcs": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeDhcpOptions": "EC2 Describe* actions have no resource-level permissions",
+    "ecr:GetAuthorizationToken": "an account-wide call with no resource type",
+    "ecr:BatchCheckLayerAvailability": "images come from AWS-owned registries in other "
+                                       "accounts (EKS add-ons, HyperPod agents)",
+    "ecr:BatchGetImage": "images come from AWS-owned registries in other accounts",
+    "ecr:GetDownloadUrlForLayer": "images come from AWS-owned registries in other accounts",
+}
+
+
+class RoleConflict(Exception):
+    """A role of hypd's name exists that hypd did not make for this cluster."""
+
+    def __init__(self, message: str, code: str = "conflict") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """Everything `ensure_role` needs for one role."""
+
+    name: str
+    purpose: str
+    cluster: str
+    trust: dict[str, Any]
+    managed_arns: tuple[str, ...] = ()
+    inline: dict[str, dict[str, Any]] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def tags(self) -> list[dict[str, str]]:
+        return role_tags(self.cluster, self.purpose)
+
+
+def role_name(cluster: str, purpose: str) -> str:
+    name = f"hypd-{cluster}-{purpose}"
+    if len(name) > MAX_ROLE_NAME:
+        raise ValueError(f"IAM role name {name!r} is longer than {MAX_ROLE_NAME} characters")
+    return name
+
+
+def role_tags(cluster: str, purpose: str) -> list[dict[str, str]]:
+    return aws.tags_for(CLUSTER_TAG, cluster, role=purpose)
+
+
+def partition_of(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def managed_policy_arn(name: str, region: str = "us-east-1", service_role: bool = False) -> str:
+    path = "service-role/" if service_role else ""
+    return f"arn:{partition_of(region)}:iam::aws:policy/{path}{name}"
+
+
+def service_trust(service: str) -> dict[str, Any]:
+    """A trust policy letting one AWS service assume the role."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": service},
+            "Action": "sts:AssumeRole",
+        }],
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# the roles
+# ---------------------------------------------------------------------------------------
+
+
+def eks_cluster_role(cluster: str, region: str) -> RoleSpec:
+    """The role the EKS control plane assumes: trust `eks.amazonaws.com`, the AWS-managed
+    `AmazonEKSClusterPolicy`, nothing else."""
+    return RoleSpec(
+        name=role_name(cluster, PURPOSE_EKS_CLUSTER),
+        purpose=PURPOSE_EKS_CLUSTER,
+        cluster=cluster,
+        trust=service_trust("eks.amazonaws.com"),
+        managed_arns=(managed_policy_arn(EKS_CLUSTER_POLICY, region),),
+        description=f"hypd: EKS control plane of cluster {cluster}",
+    )
+
+
+def hyperpod_execution_role(cluster: str, region: str, account: str, eks_cluster_name: str,
+                            lifecycle_bucket: str, vpc_id: str, subnet_ids: Iterable[str] = (),
+                            security_group_ids: Iterable[str] = ()) -> RoleSpec:
+    """The role HyperPod instances run as (instance group `ExecutionRole`): trust
+    `sagemaker.amazonaws.com`, the AWS-managed `AmazonSageMakerClusterInstanceRolePolicy`,
+    and one inline policy with what HyperPod documents for EKS orchestration — the VPC CNI's
+    network-interface actions, image pulls, EKS Pod Identity for this cluster, and read
+    access to the cluster's lifecycle-script bucket.
+
+    The network-interface actions are scoped to this region's instances and interfaces, the
+    cluster's VPC, and the subnets and security groups *in that VPC* (condition `ec2:Vpc`):
+    compute subnets allocated later for new instance groups are covered without rewriting
+    the role. `subnet_ids` / `security_group_ids` known now are listed explicitly as well."""
+    partition = partition_of(region)
+    ec2 = f"arn:{partition}:ec2:{region}:{account}"
+    vpc_arn = f"{ec2}:vpc/{vpc_id}"
+    eni_actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:AttachNetworkInterface",
+        "ec2:CreateNetworkInterface",
+        "ec2:CreateNetworkInterfacePermission",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DeleteNetworkInterfacePermission",
+        "ec2:DetachNetworkInterface",
+        "ec2:ModifyNetworkInterfaceAttribute",
+        "ec2:UnassignPrivateIpAddresses",
+    ]
+    known = [f"{ec2}:subnet/{s}" for s in subnet_ids]
+    known += [f"{ec2}:security-group/{g}" for g in security_group_ids]
+    bucket = f"arn:{partition}:s3:::{lifecycle_bucket}"
+    policy = {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Sid": "VpcCniNetworkInterfaces",
+                "Effect": "Allow",
+                "Action": eni_actions,
+                "Resource": sorted([f"{ec2}:instance/*", f"{ec2}:network-interface/*", vpc_arn,
+                                    *known]),
+            },
+            {
+                "Sid": "VpcCniSubnetsAndGroupsInVpc",
+                "Effect": "Allow",
+                "Action": eni_actions,
+                "Resource": [f"{ec2}:security-group/*", f"{ec2}:subnet/*"],
+                "Condition": {"ArnEquals": {"ec2:Vpc": vpc_arn}},
+            },
+            {
+                "Sid": "VpcCniTagInterfaces",
+                "Effect": "Allow",
+                "Action": ["ec2:CreateTags"],
+                "Resource": [f"arn:{partition}:ec2:{region}:{account}:network-interface/*"],
+            },
+            {
+                "Sid": "Describe",
+                "Effect": "Allow",
+                "Action": [
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeTags",
+                    "ec2:DescribeVpcs",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "PullImages",
+                "Effect": "Allow",
+                "Action": [
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetAuthorizationToken",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "PodIdentity",
+                "Effect": "Allow",
+                "Action": ["eks-auth:AssumeRoleForPodIdentity"],
+                "Resource": [f"arn:{partition}:eks:{region}:{account}:cluster/"
+                             f"{eks_cluster_name}"],
+            },
+            {
+                "Sid": "LifecycleScripts",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [bucket],
+            },
+            {
+                "Sid": "LifecycleScriptObjects",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"{bucket}/*"],
+            },
+        ],
+    }
+    return RoleSpec(
+        name=role_name(cluster, PURPOSE_HYPERPOD_EXECUTION),
+        purpose=PURPOSE_HYPERPOD_EXECUTION,
+        cluster=cluster,
+        trust=service_trust("sagemaker.amazonaws.com"),
+        managed_arns=(managed_policy_arn(SAGEMAKER_CLUSTER_INSTANCE_POLICY, region),),
+        inline={"hypd-hyperpod-eks-node": policy},
+        description=f"hypd: HyperPod instances of cluster {cluster}",
+    )
+
+
+def hyperpod_cluster_role(cluster: str, region: str, account: str,
+                          kms_key_arns: Iterable[str] = ()) -> RoleSpec:
+    """The HyperPod `ClusterRole` that managed autoscaling (HyperPod's Karpenter) assumes to
+    add and remove nodes: trust `hyperpod.sagemaker.amazonaws.com`, and only
+    `sagemaker:BatchAddClusterNodes` / `sagemaker:BatchDeleteClusterNodes` on this account's
+    HyperPod clusters in this region (the cluster's ARN carries a random id unknown before it
+    exists, so `cluster/*` within the account and region is as tight as it gets). The KMS
+    grant statement AWS documents is added only when customer-managed keys are used."""
+    partition = partition_of(region)
+    statements: list[dict[str, Any]] = [{
+        "Sid": "ScaleHyperPodNodes",
+        "Effect": "Allow",
+        "Action": ["sagemaker:BatchAddClusterNodes", "sagemaker:BatchDeleteClusterNodes"],
+        "Resource": [f"arn:{partition}:sagemaker:{region}:{account}:cluster/*"],
+        "Condition": {"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}},
+    }]
+    keys = sorted(kms_key_arns)
+    if keys:
+        statements.append({
+            "Sid": "EncryptedVolumes",
+            "Effect": "Allow",
+            "Action": ["kms:CreateGrant", "kms:DescribeKey"],
+            "Resource": keys,
+            "Condition": {
+                "StringLike": {"kms:ViaService": "sagemaker.*.amazonaws.com"},
+                "Bool": {"kms:GrantIsForAWSResource": "true"},
+                "ForAllValues:StringEquals": {"kms:GrantOperations": [
+                    "CreateGrant", "Decrypt", "DescribeKey", "GenerateDataKeyWithoutPlaintext",
+                    "ReEncryptTo", "ReEncryptFrom"]},
+            },
+        })
+    return RoleSpec(
+        name=role_name(cluster, PURPOSE_HYPERPOD_CLUSTER),
+        purpose=PURPOSE_HYPERPOD_CLUSTER,
+        cluster=cluster,
+        trust=service_trust("hyperpod.sagemaker.amazonaws.com"),
+        inline={"hypd-hyperpod-autoscaling": {"Version": POLICY_VERSION,
+                                              "Statement": statements}},
+        description=f"hypd: HyperPod managed autoscaling of cluster {cluster}",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# ensure / delete
+# ---------------------------------------------------------------------------------------
+
+
+def _tag_map(tags: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in tags}
+
+
+def _role_tags(iam: Any, name: str) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    marker = None
+    while True:
+        kwargs: dict[str, Any] = {"RoleName": name}
+        if marker:
+            kwargs["Marker"] = marker
+        reply = iam.list_role_tags(**kwargs)
+        tags.update(_tag_map(reply.get("Tags") or ()))
+        if not reply.get("IsTruncated"):
+            return tags
+        marker = reply.get("Marker")
+
+
+def _get_role(iam: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return iam.get_role(RoleName=name)["Role"]
+    except ClientError as exc:
+        if is_not_found(exc):
+            return None
+        raise
+
+
+def _policy_doc(value: Any) -> Any:
+    """IAM answers policy documents URL-decoded JSON (boto3 parses them) or as strings."""
+    if isinstance(value, str):
+        from urllib.parse import unquote
+
+        return json.loads(unquote(value))
+    return value
+
+
+def _check_owner(iam: Any, name: str, cluster: str) -> None:
+    tags = _role_tags(iam, name)
+    if tags.get(MANAGED_BY) != MANAGED_BY_VALUE or tags.get(CLUSTER_TAG) != cluster:
+        raise RoleConflict(
+            f"an IAM role named {name!r} already exists and hypd did not create it for "
+            f"cluster {cluster!r}; delete or rename that role, or choose another cluster name")
+
+
+def ensure_role(iam: Any, name: str, trust: dict[str, Any], managed_arns: Iterable[str] = (),
+                inline: Mapping[str, dict[str, Any]] | None = None,
+                tags: list[dict[str, str]] | None = None, description: str = "") -> str:
+    """The role `name` with exactly this trust policy, these managed policies and these
+    inline policies (extra ones hypd does not know are left alone). Returns its ARN.
+    `tags` must carry `hypd:cluster`; a same-named role without hypd's tags for that
+    cluster raises `RoleConflict`."""
+    tags = list(tags or ())
+    cluster = _tag_map(tags).get(CLUSTER_TAG)
+    if not cluster:
+        raise ValueError("a hypd role needs the hypd:cluster tag")
+    inline = dict(inline or {})
+    role = _get_role(iam, name)
+    if role is None:
+        try:
+            role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust),
+                                   Description=description[:1000], Tags=tags)["Role"]
+        except ClientError as exc:
+            if error_code(exc) != "EntityAlreadyExists":
+                raise
+            role = _get_role(iam, name)
+            if role is None:
+                raise
+            _check_owner(iam, name, cluster)
+    else:
+        _check_owner(iam, name, cluster)
+        if _policy_doc(role.get("AssumeRolePolicyDocument")) != trust:
+            iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
+    attached = {p["PolicyArn"] for p in _attached(iam, name)}
+    for arn in managed_arns:
+        if arn not in attached:
+            iam.attach_role_policy(RoleName=name, PolicyArn=arn)
+    for policy_name, document in inline.items():
+        iam.put_role_policy(RoleName=name, PolicyName=policy_name,
+                            PolicyDocument=json.dumps(document))
+    return role["Arn"]
+
+
+def ensure_role_spec(iam: Any, spec: RoleSpec) -> str:
+    return ensure_role(iam, spec.name, spec.trust, spec.managed_arns, spec.inline, spec.tags,
+                       spec.description)
+
+
+def _attached(iam: Any, name: str) -> list[dict[str, Any]]:
+    pages = iam.get_paginator("list_attached_role_policies").paginate(RoleName=name)
+    return [p for page in pages for p in page.get("AttachedPolicies") or ()]
+
+
+def _inline_names(iam: Any, name: str) -> list[str]:
+    pages = iam.get_paginator("list_role_policies").paginate(RoleName=name)
+    return [p for page in pages for p in page.get("PolicyNames") or ()]
+
+
+def delete_role(iam: Any, name: str, cluster: str | None = None) -> bool:
+    """Delete a role hypd made (detach managed policies, delete inline policies, leave
+    instance profiles, then the role). False when it is already gone. A role without hypd's
+    tags (for `cluster`, when given) raises `RoleConflict` and is left alone."""
+    role = _get_role(iam, name)
+    if role is None:
+        return False
+    tags = _role_tags(iam, name)
+    if tags.get(MANAGED_BY) != MANAGED_BY_VALUE or (cluster is not None
+                                                    and tags.get(CLUSTER_TAG) != cluster):
+        raise RoleConflict(f"IAM role {name!r} was not created by hypd for this cluster; "
+                           "refusing to delete it")
+
+    def gone_ok(call: Any, **kwargs: Any) -> None:
+        try:
+            call(**kwargs)
+        except ClientError as exc:
+            if not is_not_found(exc):
+                raise
+
+    for policy in _attached(iam, name):
+        gone_ok(iam.detach_role_policy, RoleName=name, PolicyArn=policy["PolicyArn"])
+    for policy_name in _inline_names(iam, name):
+        gone_ok(iam.delete_role_policy, RoleName=name, PolicyName=policy_name)
+    pages = iam.get_paginator("list_instance_profiles_for_role").paginate(RoleName=name)
+    for page in pages:
+        for profile in page.get("InstanceProfiles") or ():
+            gone_ok(iam.remove_role_from_instance_profile,
+                    InstanceProfileName=profile["InstanceProfileName"], RoleName=name)
+    try:
+        iam.delete_role(RoleName=name)
+    except ClientError as exc:
+        if is_not_found(exc):
+            return False
+        raise
+    return True
+
+
+def cluster_roles(iam: Any, cluster: str) -> list[dict[str, str]]:
+    """hypd's roles for a cluster, found by name prefix and confirmed by tags:
+    [{name, arn, purpose}]."""
+    prefix = f"hypd-{cluster}-"
+    found = []
+    for page in iam.get_paginator("list_roles").paginate():
+        for role in page.get("Roles") or ():
+            if not role["RoleName"].startswith(prefix):
+                continue
+            tags = _role_tags(iam, role["RoleName"])
+            if tags.get(MANAGED_BY) == MANAGED_BY_VALUE and tags.get(CLUSTER_TAG) == cluster:
+                found.append({"name": role["RoleName"], "arn": role["Arn"],
+                              "purpose": tags.get(ROLE_TAG, "")})
+    return sorted(found, key=lambda r: r["name"])
+
+
+def delete_cluster_roles(iam: Any, cluster: str) -> list[str]:
+    """Delete every role hypd made for the cluster; returns their names."""
+    deleted = []
+    for role in cluster_roles(iam, cluster):
+        if delete_role(iam, role["name"], cluster):
+            deleted.append(role["name"])
+    return deleted

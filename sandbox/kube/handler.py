@@ -1,0 +1,488 @@
+"""The HTTP front of a local Kubernetes: authentication, authorization, then the verb.
+
+One aiohttp request handler per cluster. Public paths (`/version`, `/healthz`, `/livez`,
+`/readyz`) answer anyone, as EKS lets `system:unauthenticated` read them. Everything else
+needs a cluster user: a request without a token is `system:anonymous` and gets 403, a token
+EKS would not accept (or whose principal no access entry names) gets 401. Then the access
+policies decide (403), and the request is served from the store.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from sandbox.kube import discovery, identity, logs, patches, paths, selectors, streams
+from sandbox.kube import token as eks_token
+from sandbox.kube.access import Identity
+from sandbox.kube.catalog import ResourceType
+from sandbox.kube.errors import (
+    KubeError,
+    bad_request,
+    forbidden,
+    forbidden_path,
+    method_not_allowed,
+    no_such_resource,
+    unauthorized,
+    unsupported_media_type,
+)
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = "system:anonymous"
+_PUBLIC = ("/version", "/healthz", "/livez", "/readyz")
+_SCALABLE = frozenset(
+    {
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "replicasets"),
+        ("", "replicationcontrollers"),
+    }
+)
+_RETURNS_OBJECT_ON_DELETE = frozenset({("", "pods")})
+_VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        status=status, body=json.dumps(body).encode(), content_type="application/json"
+    )
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+class KubeHandler:
+    def __init__(self, kube: Any) -> None:
+        self.kube = kube  # sandbox.kube.registry.LocalKube
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except KubeError as exc:
+            return _json(exc.status(), exc.code)
+        except Exception as exc:  # a sandbox bug: answer as the API server does to its own
+            log.exception("local kubernetes %s failed", self.kube.name)
+            err = KubeError(500, "InternalError", f"sandbox error: {type(exc).__name__}: {exc}")
+            return _json(err.status(), 500)
+
+    # --- authentication ---------------------------------------------------------------
+
+    def _authenticate(self, request: web.BaseRequest) -> Identity | None:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return None
+        scheme, _, credential = header.partition(" ")
+        if scheme.lower() != "bearer" or not credential.strip():
+            raise unauthorized()
+        try:
+            caller = eks_token.verify(credential.strip(), self.kube.name, identity.secret_for)
+        except eks_token.TokenError as exc:
+            log.info("local kubernetes %s: token refused: %s", self.kube.name, exc)
+            raise unauthorized() from exc
+        arn = identity.caller_arn(caller.access_key, caller.region)
+        principal = identity.principal_arn(arn)
+        aws_auth = None
+        if self.kube.access.mode != "API":
+            try:
+                aws_auth = self.kube.store.get(self.kube.configmaps, "kube-system", "aws-auth")
+            except KubeError:
+                aws_auth = None
+        found = self.kube.access.authenticate(principal, arn, aws_auth)
+        if found is None:
+            log.info("local kubernetes %s: %s has no access entry", self.kube.name, principal)
+            raise unauthorized()
+        return found
+
+    def _authorize(
+        self,
+        who: Identity | None,
+        verb: str,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str | None,
+    ) -> None:
+        user = who.user if who else ANONYMOUS
+        if who is None or not self.kube.access.authorize(
+            who, verb, rt.group, rt.plural, namespace, rt.namespaced
+        ):
+            raise forbidden(user, verb, rt.plural, rt.group, namespace, name)
+
+    # --- routing ----------------------------------------------------------------------
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = "/" + request.path.strip("/")
+        if path in _PUBLIC or path.startswith(tuple(p + "/" for p in _PUBLIC[1:])):
+            if path == "/version":
+                return _json(discovery.version(self.kube.kubernetes_version))
+            return web.Response(text="ok", content_type="text/plain")
+        who = self._authenticate(request)
+        target = paths.parse(path)
+        if target is None:
+            if who is None:
+                raise forbidden_path(ANONYMOUS, request.method.lower(), path)
+            return self._discovery(request, path)
+        return await self._resource(request, target, who)
+
+    def _discovery(self, request: web.BaseRequest, path: str) -> web.Response:
+        if request.method != "GET":
+            raise method_not_allowed(request.method, path)
+        parts = [p for p in path.split("/") if p]
+        catalog = self.kube.catalog
+        if not parts:
+            return _json(discovery.root_paths(catalog))
+        if parts == ["api"]:
+            return _json(discovery.core_versions())
+        if parts == ["apis"]:
+            return _json(discovery.group_list(catalog))
+        if len(parts) == 2 and parts[0] == "api":
+            return _json(discovery.resource_list(catalog, "", parts[1]))
+        if len(parts) == 2 and parts[0] == "apis":
+            return _json(discovery.group(catalog, parts[1]))
+        if len(parts) == 3 and parts[0] == "apis":
+            return _json(discovery.resource_list(catalog, parts[1], parts[2]))
+        raise no_such_resource()
+
+    async def _resource(
+        self, request: web.BaseRequest, t: paths.Target, who: Identity | None
+    ) -> web.StreamResponse:
+        rt = self.kube.catalog.lookup(t.group, t.version, t.plural)
+        if rt is None or (not rt.namespaced and t.namespace is not None):
+            raise no_such_resource()
+        query = request.query
+        method = request.method
+        namespace = t.namespace if rt.namespaced else None
+        if method == "GET":
+            watching = _flag(query.get("watch"))
+            verb = "watch" if watching else ("get" if t.name else "list")
+        elif t.name is None and method == "DELETE":
+            verb = "deletecollection"
+        elif method in _VERB_BY_METHOD:
+            verb = _VERB_BY_METHOD[method]
+        else:
+            raise method_not_allowed(method, rt.plural)
+        if rt.namespaced and namespace is None and verb not in ("list", "watch"):
+            raise no_such_resource()
+        if t.name is None and verb not in ("list", "watch", "create", "deletecollection"):
+            raise method_not_allowed(method, rt.plural)
+        if t.name is not None and verb == "create" and not t.subresource:
+            raise method_not_allowed(method, rt.plural)
+        self._authorize(who, verb, rt, namespace, t.name)
+
+        if t.subresource and t.subresource != "status":
+            return await self._subresource(request, rt, namespace, t, verb)
+        if t.subresource == "status" and "status" not in rt.subresources:
+            raise no_such_resource()
+        store = self.kube.store
+        manager = self._manager(request)
+        dry_run = query.get("dryRun") == "All"
+        if query.get("dryRun") not in (None, "", "All"):
+            raise bad_request(f'unsupported dryRun value "{query.get("dryRun")}"')
+
+        if verb in ("list", "watch"):
+            match = selectors.matcher(
+                selectors.parse_labels(query.get("labelSelector")),
+                selectors.parse_fields(query.get("fieldSelector"), rt.group, rt.plural),
+            )
+            if verb == "watch":
+                return await streams.watch(request, self.kube, rt, namespace, t.name, match)
+            return self._list(rt, namespace, match, query)
+        if verb == "get":
+            return _json(store.get(rt, namespace, t.name or ""))
+        if verb == "create":
+            body = await self._body(request)
+            return _json(store.create(rt, namespace, body, manager, dry_run), 201)
+        if verb == "update":
+            body = await self._body(request)
+            return _json(
+                store.replace(rt, namespace, t.name or "", body, manager, t.subresource, dry_run)
+            )
+        if verb == "patch":
+            return await self._patch(request, rt, namespace, t, manager, dry_run)
+        if verb == "delete":
+            return await self._delete(request, rt, namespace, t.name or "", dry_run)
+        match = selectors.matcher(
+            selectors.parse_labels(query.get("labelSelector")),
+            selectors.parse_fields(query.get("fieldSelector"), rt.group, rt.plural),
+        )
+        items = store.delete_collection(rt, namespace, match, query.get("propagationPolicy"))
+        return _json(self._list_body(rt, items, store.current_rv(), None, 0))
+
+    # --- verbs ------------------------------------------------------------------------
+
+    @staticmethod
+    def _manager(request: web.BaseRequest) -> str:
+        manager = request.query.get("fieldManager")
+        if manager is not None:
+            if len(manager) > 128:
+                raise KubeError(
+                    422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes"
+                )
+            return manager
+        agent = request.headers.get("User-Agent", "")
+        return agent.split("/", 1)[0].strip() or "unknown"
+
+    @staticmethod
+    async def _body(request: web.BaseRequest, yaml_ok: bool = False) -> Any:
+        raw = await request.read()
+        if not raw:
+            raise bad_request("the request body is empty")
+        content_type = request.headers.get("Content-Type", "application/json").split(";")[0]
+        try:
+            if yaml_ok or "yaml" in content_type:
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
+
+    @staticmethod
+    def _list_body(
+        rt: ResourceType, items: list[dict[str, Any]], rv: str, token: str | None, remaining: int
+    ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if token:
+            meta["continue"] = token
+            meta["remainingItemCount"] = remaining
+        return {
+            "apiVersion": rt.api_version,
+            "kind": f"{rt.kind}List",
+            "metadata": meta,
+            "items": items,
+        }
+
+    def _list(
+        self, rt: ResourceType, namespace: str | None, match: Any, query: Any
+    ) -> web.Response:
+        limit = None
+        if query.get("limit"):
+            try:
+                limit = int(query["limit"])
+            except ValueError as exc:
+                raise bad_request("limit must be an integer") from exc
+        items, rv, token, remaining = self.kube.store.list(
+            rt, namespace, match, limit if limit and limit > 0 else None, query.get("continue")
+        )
+        return _json(self._list_body(rt, items, rv, token, remaining))
+
+    async def _patch(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str | None,
+        t: paths.Target,
+        manager: str,
+        dry_run: bool,
+    ) -> web.Response:
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in patches.PATCH_TYPES:
+            raise unsupported_media_type(content_type, list(patches.PATCH_TYPES))
+        force = _flag(request.query.get("force"))
+        if content_type == patches.APPLY_PATCH:
+            if not request.query.get("fieldManager"):
+                raise KubeError(
+                    422,
+                    "Invalid",
+                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                    "required for apply patch",
+                )
+        elif "force" in request.query:
+            raise KubeError(
+                422,
+                "Invalid",
+                'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be '
+                "specified for non-apply patch",
+            )
+        body = await self._body(request, yaml_ok=content_type == patches.APPLY_PATCH)
+        obj, created = self.kube.store.patch(
+            rt, namespace, t.name or "", content_type, body, manager, force, t.subresource, dry_run
+        )
+        return _json(obj, 201 if created else 200)
+
+    async def _delete(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        dry_run: bool,
+    ) -> web.Response:
+        options: dict[str, Any] = {}
+        raw = await request.read()
+        if raw:
+            try:
+                options = json.loads(raw) or {}
+            except ValueError as exc:
+                raise bad_request(f"the DeleteOptions could not be decoded: {exc}") from exc
+        propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy")
+        if dry_run or (options.get("dryRun") or []) == ["All"]:
+            dry_run = True
+        last, removed = self.kube.store.delete(
+            rt, namespace, name, propagation, options.get("preconditions"), dry_run
+        )
+        if not removed:
+            return _json(last, 202 if not dry_run else 200)
+        if rt.crd is not None or (rt.group, rt.plural) in _RETURNS_OBJECT_ON_DELETE:
+            return _json(last)
+        details: dict[str, Any] = {
+            "name": name,
+            "kind": rt.plural,
+            "uid": last["metadata"].get("uid"),
+        }
+        if rt.group:
+            details["group"] = rt.group
+        return _json(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+        )
+
+    # --- subresources -----------------------------------------------------------------
+
+    async def _subresource(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str | None,
+        t: paths.Target,
+        verb: str,
+    ) -> web.StreamResponse:
+        sub = t.subresource or ""
+        pod = (rt.group, rt.plural) == ("", "pods")
+        if pod and sub == "log" and verb == "get":
+            return await self._log(request, rt, namespace or "", t.name or "")
+        if pod and sub == "eviction" and verb == "create":
+            self.kube.store.delete(rt, namespace, t.name or "")
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                201,
+            )
+        if pod and sub in ("exec", "attach", "portforward"):
+            raise bad_request("Upgrade request required")
+        if (
+            sub == "scale"
+            and (rt.group, rt.plural) in _SCALABLE
+            and verb in ("get", "update", "patch")
+        ):
+            return await self._scale(request, rt, namespace, t.name or "", verb)
+        if sub in ("proxy",) or sub.startswith("proxy/"):
+            raise KubeError(503, "ServiceUnavailable", "the sandbox runs no containers to proxy to")
+        raise no_such_resource()
+
+    async def _log(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str
+    ) -> web.StreamResponse:
+        query = request.query
+        pod = self.kube.store.get(rt, namespace, name)
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
+        container = query.get("container")
+        if not container:
+            if len(containers) != 1:
+                raise bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: "
+                    f"[{' '.join(str(c) for c in containers)}]"
+                )
+            container = str(containers[0])
+        elif container not in containers and container not in [
+            c.get("name") for c in spec.get("initContainers") or []
+        ]:
+            raise bad_request(f"container {container} is not valid for pod {name}")
+        lines = self.kube.logs.read(namespace, name, container)
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if phase == "Pending" and not lines:
+            raise bad_request(
+                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
+        try:
+            tail = int(query["tailLines"]) if "tailLines" in query else None
+            limit = int(query["limitBytes"]) if "limitBytes" in query else None
+            since = (
+                datetime.datetime.now(datetime.UTC)
+                - datetime.timedelta(seconds=int(query["sinceSeconds"]))
+                if "sinceSeconds" in query
+                else None
+            )
+        except ValueError as exc:
+            raise bad_request(f"invalid log options: {exc}") from exc
+        timestamps = _flag(query.get("timestamps"))
+        if _flag(query.get("follow")):
+            return await streams.follow_log(
+                request, self.kube, rt, namespace, name, container, timestamps, tail, since
+            )
+        return web.Response(
+            body=logs.render(lines, timestamps, tail, since, limit), content_type="text/plain"
+        )
+
+    async def _scale(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        verb: str,
+    ) -> web.Response:
+        store = self.kube.store
+        obj = store.get(rt, namespace, name)
+        if verb != "get":
+            scale = self._scale_of(obj)
+            body = await self._body(request)
+            if verb == "update":
+                wanted = body
+            else:
+                content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+                if content_type == patches.JSON_PATCH:
+                    wanted = patches.json_patch(scale, body)
+                else:
+                    wanted = patches.merge_patch(scale, patches.strip_directives(body))
+            replicas = ((wanted or {}).get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise KubeError(
+                    422,
+                    "Invalid",
+                    f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value',
+                )
+            obj, _ = store.patch(
+                rt,
+                namespace,
+                name,
+                patches.MERGE_PATCH,
+                {"spec": {"replicas": replicas}},
+                self._manager(request),
+            )
+        return _json(self._scale_of(obj))
+
+    @staticmethod
+    def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
+        md = obj.get("metadata") or {}
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                k: md[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in md
+            },
+            "spec": {"replicas": spec.get("replicas", 1)},
+            "status": {
+                "replicas": status.get("replicas", 0),
+                "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+            },
+        }

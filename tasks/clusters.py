@@ -1,0 +1,543 @@
+"""Operation kinds for clusters: `cluster.create` (staged), `cluster.stage` (one stage again).
+
+Stages, in order, each a group of steps: network → eks → activate → dependencies → hyperpod
+→ storage. Every step is an ensure (cloud/ adopts by tags, names or client tokens before it
+creates), so a step re-run after a crash, a retry from a failed step, or a whole stage re-run
+never makes anything twice. Long waits (EKS ACTIVE, add-ons, HyperPod InService) are `wait`s:
+the engine re-schedules them, no worker sleeps.
+
+Outputs flow by step name (`ctx.outputs`): a stage re-run is recorded with the outputs of
+the create operation's other steps as its inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from cloud import addons, capacity, eks, hyperpod, iam, kube, lifecycle, storage
+from cloud import networks as net
+from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, tags_for
+from cloud.discovery import ec2_instance_type, instance_type_info
+from tasks import active
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.networks import NETWORK_CREATE
+
+STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
+GROUP_NAME = "workers"
+S3_CLAIM = storage.DEFAULT_CLAIM
+
+
+def _guarded(fn: Callable[[StepContext], Any]) -> Callable[[StepContext], Any]:
+    """cloud/'s outcomes in the engine's terms: not-yet → retry later, refusals → fail."""
+
+    @functools.wraps(fn)
+    def run(ctx: StepContext) -> Any:
+        try:
+            return fn(ctx)
+        except (eks.NotYet, storage.NotReady) as exc:
+            raise StepRetry(str(exc), getattr(exc, "retry_after", None)) from exc
+        except (eks.EksError, iam.RoleConflict, hyperpod.HyperPodError, capacity.CapacityError,
+                storage.StorageError, addons.DependencyError, kube.KubeError) as exc:
+            if isinstance(exc, kube.KubeError) and kube.is_transient(exc):
+                raise StepRetry(str(exc)) from exc
+            raise StepFailed(str(exc), getattr(exc, "code", None) or "step_failed") from exc
+        except ClientError as exc:
+            if error_code(exc) == "DependencyViolation":
+                raise StepRetry(str(exc)) from exc
+            raise
+
+    return run
+
+
+# shared reads ------------------------------------------------------------------------------
+
+def _name(ctx: StepContext) -> str:
+    return ctx.params["name"]
+
+
+def _out(ctx: StepContext, step: str, key: str) -> Any:
+    try:
+        return ctx.outputs[step][key]
+    except KeyError:
+        raise StepFailed(f"the {step} step has not recorded {key}; re-run its stage first",
+                         "missing_input") from None
+
+
+def _network(ctx: StepContext) -> dict[str, Any]:
+    """The VPC, private subnets and security group, from whichever network stage ran."""
+    if "existing_network" in ctx.outputs:
+        return ctx.outputs["existing_network"]
+    return {
+        "vpc_id": _out(ctx, "vpc", "vpc_id"),
+        "private_subnet_ids": _out(ctx, "subnets", "private_subnet_ids"),
+        "security_group_id": _out(ctx, "security_group", "security_group_id"),
+    }
+
+
+def _account(ctx: StepContext) -> str:
+    return ctx.client("sts").get_caller_identity()["Account"]
+
+
+def _cluster_tags(ctx: StepContext, **extra: str) -> dict[str, str]:
+    return {MANAGED_BY: MANAGED_BY_VALUE, CLUSTER_TAG: _name(ctx), **extra}
+
+
+# network stage -----------------------------------------------------------------------------
+
+@_guarded
+def use_existing_network(ctx: StepContext) -> dict[str, Any]:
+    """An existing VPC given by id: check it and its subnets (two zones at least); make a
+    hypd security group in it unless one was given."""
+    given = ctx.params["existing_vpc"]
+    ec2 = ctx.client("ec2")
+    vpcs = ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [given["vpc_id"]]}])["Vpcs"]
+    if not vpcs:
+        raise StepFailed(f"VPC {given['vpc_id']} does not exist in {ctx.region}",
+                         "validation_failed")
+    subnets = ec2.describe_subnets(
+        Filters=[{"Name": "subnet-id", "Values": given["subnet_ids"]}])["Subnets"]
+    found = {s["SubnetId"]: s for s in subnets}
+    missing = [s for s in given["subnet_ids"] if s not in found]
+    foreign = [s for s, v in found.items() if v["VpcId"] != given["vpc_id"]]
+    if missing or foreign:
+        raise StepFailed(f"subnets not in VPC {given['vpc_id']}: "
+                         f"{', '.join(missing + foreign)}", "validation_failed")
+    zones = sorted({s["AvailabilityZone"] for s in subnets})
+    if len(zones) < 2:
+        raise StepFailed("EKS needs subnets in at least two availability zones; these are "
+                         f"all in {zones[0]}", "validation_failed")
+    group = given.get("security_group_id")
+    if not group:
+        group = net.ensure_security_group(ec2, _name(ctx), given["vpc_id"],
+                                          record=ctx.record)["security_group_id"]
+    return {"vpc_id": given["vpc_id"], "private_subnet_ids": list(given["subnet_ids"]),
+            "security_group_id": group, "availability_zones": zones}
+
+
+# eks stage ---------------------------------------------------------------------------------
+
+@_guarded
+def ensure_eks_role(ctx: StepContext) -> dict[str, Any]:
+    spec = iam.eks_cluster_role(_name(ctx), ctx.region)
+    return {"role_arn": iam.ensure_role_spec(ctx.client("iam"), spec)}
+
+
+@_guarded
+def ensure_eks_cluster(ctx: StepContext) -> dict[str, Any]:
+    network = _network(ctx)
+    cluster = eks.ensure_cluster(
+        ctx.client("eks"), _name(ctx), _out(ctx, "eks_role", "role_arn"),
+        network["private_subnet_ids"], [network["security_group_id"]],
+        version=ctx.params.get("kubernetes_version") or eks.DEFAULT_KUBERNETES_VERSION,
+        tags=_cluster_tags(ctx), client_request_token=ctx.token("eks"),
+    )
+    return {"cluster_name": cluster["name"], "cluster_arn": cluster["arn"]}
+
+
+@_guarded
+def wait_eks_cluster(ctx: StepContext) -> float | None:
+    return eks.cluster_wait(ctx.client("eks"), _name(ctx))
+
+
+@_guarded
+def ensure_eks_access(ctx: StepContext) -> dict[str, Any]:
+    """The panel's own role gets an access entry *and* the cluster-admin access policy (an
+    entry alone grants nothing); the OIDC provider makes IRSA possible for add-ons."""
+    principal = eks.panel_principal_arn(ctx.client("sts"), ctx.client("iam"))
+    access = eks.ensure_access(ctx.client("eks"), _name(ctx), principal)
+    issuer = eks.describe(ctx.client("eks"), _name(ctx))["identity"]["oidc"]["issuer"]
+    provider = eks.ensure_oidc_provider(ctx.client("iam"), issuer, _name(ctx))
+    return {"principal_arn": access["principal_arn"], "policy_arn": access["policy_arn"],
+            "oidc_issuer": issuer, "oidc_provider_arn": provider}
+
+
+# activate stage ----------------------------------------------------------------------------
+
+@_guarded
+def activate(ctx: StepContext) -> dict[str, Any]:
+    """Only a cluster that is ACTIVE and answers becomes the caller's active cluster."""
+    found = eks.describe(ctx.client("eks"), _name(ctx))
+    if found is None or found.get("status") != eks.ACTIVE:
+        raise StepRetry(f"EKS cluster {_name(ctx)} is not ACTIVE yet")
+    active.set_active(ctx.redis, ctx.actor, _name(ctx))
+    return {"active_for": ctx.actor}
+
+
+# dependencies stage ------------------------------------------------------------------------
+
+def _wanted(ctx: StepContext) -> list[addons.Dependency]:
+    """The desired set, with what the managed-features switch turned off left out: the
+    switch records its choices as tags on the EKS cluster, so a re-run respects them."""
+    found = eks.describe(ctx.client("eks"), _name(ctx)) or {}
+    return addons.desired(addons.overrides_from_tags(found.get("tags")))
+
+
+@_guarded
+def install_dependencies(ctx: StepContext) -> dict[str, Any]:
+    """Compare installed with desired and install only what is missing."""
+    cluster = _name(ctx)
+    client = ctx.client("eks")
+    api = eks.api_client(cluster, ctx.region)
+    wanted = _wanted(ctx)
+    actions = addons.plan(wanted, addons.installed(client, api, cluster, wanted))
+    done = [addons.apply(action, client, api, cluster, ctx.region,
+                         client_token=ctx.token(action.dependency.name))
+            for action in actions]
+    return {"desired": [d.name for d in wanted], "actions": done}
+
+
+@_guarded
+def wait_dependencies(ctx: StepContext) -> float | None:
+    names = [d.name for d in _wanted(ctx) if d.kind == addons.ADDON]
+    state = addons.addons_settled(ctx.client("eks"), _name(ctx), names)
+    if state["failed"]:
+        raise StepFailed("add-ons failed: " + "; ".join(state["failed"]), "upstream_error")
+    if state["missing"]:
+        raise StepRetry("add-ons not yet requested: " + ", ".join(state["missing"]))
+    return 15.0 if state["pending"] else None
+
+
+# hyperpod stage ----------------------------------------------------------------------------
+
+@_guarded
+def ensure_lifecycle(ctx: StepContext) -> dict[str, Any]:
+    s3 = ctx.client("s3")
+    bucket = lifecycle.ensure_lifecycle_bucket(
+        s3, _name(ctx), ctx.region, lifecycle.lifecycle_bucket_tags(_name(ctx)),
+        account_id=_account(ctx))
+    uploaded = lifecycle.upload_scripts(s3, bucket["name"])
+    return {"bucket": bucket["name"], "uri": uploaded["uri"], "on_create": uploaded["on_create"]}
+
+
+@_guarded
+def ensure_hyperpod_roles(ctx: StepContext) -> dict[str, Any]:
+    network = _network(ctx)
+    account = _account(ctx)
+    client = ctx.client("iam")
+    execution = iam.hyperpod_execution_role(
+        _name(ctx), ctx.region, account, _name(ctx), _out(ctx, "lifecycle", "bucket"),
+        network["vpc_id"], network["private_subnet_ids"], [network["security_group_id"]])
+    cluster_role = iam.hyperpod_cluster_role(_name(ctx), ctx.region, account)
+    return {"execution_role_arn": iam.ensure_role_spec(client, execution),
+            "cluster_role_arn": iam.ensure_role_spec(client, cluster_role)}
+
+
+@_guarded
+def ensure_compute_subnet(ctx: StepContext) -> dict[str, Any]:
+    """The first instance group's /20, from the one subnet allocator, in the chosen zone."""
+    network = _network(ctx)
+    zone = ctx.params["availability_zone"]
+    ec2 = ctx.client("ec2")
+    # Nodes reach out through the network's NAT gateway: use its private route table.
+    route_table = (ctx.outputs.get("route_tables") or {}).get("private_route_table_id") or (
+        capacity.route_table_of_subnet(ec2, network["vpc_id"], network["private_subnet_ids"][0]))
+    subnet = capacity.allocate_compute_subnet(
+        ec2, network["vpc_id"], zone, capacity.compute_subnet_tags(_name(ctx), GROUP_NAME, zone),
+        lock=lambda: ctx.lock(f"vpc/{network['vpc_id']}"), route_table_id=route_table)
+    return {"subnet_id": subnet["id"], "cidr": subnet["cidr"], "availability_zone": zone}
+
+
+def first_group_spec(params: dict[str, Any], outputs: dict[str, dict[str, Any]],
+                     instance_info: dict[str, Any] | None, region: str) -> dict[str, Any]:
+    """The first instance group, built by the one capacity function that adding groups
+    later uses unchanged."""
+    network = outputs.get("existing_network") or {
+        "security_group_id": outputs["security_group"]["security_group_id"]}
+    return capacity.instance_group_spec(
+        name=GROUP_NAME,
+        instance_type=params["instance_type"],
+        count=params["instance_count"],
+        execution_role_arn=outputs["hyperpod_roles"]["execution_role_arn"],
+        lifecycle_s3_uri=outputs["lifecycle"]["uri"],
+        on_create=outputs["lifecycle"]["on_create"],
+        subnet_id=outputs["compute_subnet"]["subnet_id"],
+        security_group_ids=[network["security_group_id"]],
+        capacity_type=params.get("capacity_type") or capacity.ON_DEMAND,
+        training_plan_arn=params.get("training_plan_arn"),
+        interface_mode=params.get("efa_mode"),
+        instance_info=instance_info,
+        deep_health_checks=capacity.DEEP_HEALTH_CHECKS if params.get("deep_health_checks")
+        else (),
+        region=region,
+    )
+
+
+def _instance_info(ctx: StepContext) -> dict[str, Any] | None:
+    ec2_name = ec2_instance_type(ctx.params["instance_type"])
+    found = ctx.client("ec2").describe_instance_types(InstanceTypes=[ec2_name])["InstanceTypes"]
+    return instance_type_info(found[0]) if found else None
+
+
+@_guarded
+def ensure_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
+    sm = ctx.client("sagemaker")
+    state = hyperpod.cluster_state(sm, _name(ctx))
+    if state is not None and state["failed"]:
+        # A failed cluster is not adopted: delete it, then create it again.
+        hyperpod.delete_cluster(sm, _name(ctx), owner=_name(ctx))
+        raise StepRetry(f"deleting the failed HyperPod cluster ({state['failure_message']}) "
+                        "before creating it again", 30.0)
+    if state is not None and state["status"] == hyperpod.DELETING:
+        raise StepRetry("the previous HyperPod cluster of that name is still being deleted",
+                        30.0)
+    network = _network(ctx)
+    group = first_group_spec(ctx.params, ctx.outputs, _instance_info(ctx), ctx.region)
+    request = hyperpod.cluster_request(
+        _name(ctx), _out(ctx, "eks_cluster", "cluster_arn"), [network["security_group_id"]],
+        [_out(ctx, "compute_subnet", "subnet_id")], [group],
+        _out(ctx, "hyperpod_roles", "cluster_role_arn"), owner=_name(ctx))
+    arn = hyperpod.ensure_cluster(sm, request)
+    return {"cluster_name": request["ClusterName"], "cluster_arn": arn,
+            "instance_groups": [GROUP_NAME]}
+
+
+@_guarded
+def wait_hyperpod_cluster(ctx: StepContext) -> float | None:
+    state = hyperpod.cluster_state(ctx.client("sagemaker"), _name(ctx))
+    if state is None:
+        raise StepFailed(f"HyperPod cluster {_name(ctx)} disappeared while being created",
+                         "upstream_error")
+    if state["failed"]:
+        raise StepFailed(f"HyperPod cluster {_name(ctx)} failed: "
+                         f"{state['failure_message'] or 'no message from SageMaker'}",
+                         "upstream_error")
+    return None if state["ready"] else 30.0
+
+
+# storage stage -----------------------------------------------------------------------------
+
+@_guarded
+def ensure_shared_bucket(ctx: StepContext) -> dict[str, Any]:
+    name = storage.shared_bucket_name(_name(ctx), _account(ctx), ctx.region)
+    bucket = storage.ensure_bucket(ctx.client("s3"), name, ctx.region,
+                                   tags_for(CLUSTER_TAG, _name(ctx), role="shared-bucket"))
+    return {"bucket": bucket["name"]}
+
+
+@_guarded
+def ensure_s3_volume(ctx: StepContext) -> dict[str, Any]:
+    """The shared bucket as a PV + PVC (Mountpoint for S3 CSI), mounted by pods at /s3."""
+    api = eks.api_client(_name(ctx), ctx.region)
+    manifests = storage.s3_volume(_out(ctx, "s3_bucket", "bucket"), ctx.region,
+                                  claim_name=S3_CLAIM, cluster=_name(ctx))
+    applied = [kube.server_side_apply(api, m) for m in manifests]
+    return {"objects": [f"{o['kind']}/{o['metadata']['name']}" for o in applied],
+            "claim": S3_CLAIM, "mount_path": storage.DEFAULT_MOUNT_PATH}
+
+
+# delete ------------------------------------------------------------------------------------
+
+def _reachable_api(ctx: StepContext) -> Any | None:
+    """The cluster's Kubernetes API, or None when the EKS cluster is gone or not ACTIVE."""
+    found = eks.describe(ctx.client("eks"), _name(ctx))
+    if not found or found.get("status") != eks.ACTIVE:
+        return None
+    return eks.api_client(_name(ctx), ctx.region)
+
+
+@_guarded
+def delete_kubernetes_objects(ctx: StepContext) -> dict[str, Any]:
+    """Services of type LoadBalancer and volume claims first, so the AWS load balancers and
+    volumes behind them are released by their controllers before the cluster goes."""
+    api = _reachable_api(ctx)
+    if api is None:
+        return {"skipped": "the EKS cluster is not reachable"}
+    deleted = []
+    for svc in kube.list_objects(api, "v1", "Service"):
+        if (svc.get("spec") or {}).get("type") == "LoadBalancer":
+            meta = svc["metadata"]
+            kube.delete_object(api, "v1", "Service", meta["name"], meta.get("namespace"))
+            deleted.append(f"Service/{meta.get('namespace')}/{meta['name']}")
+    for claim in kube.list_objects(api, "v1", "PersistentVolumeClaim"):
+        meta = claim["metadata"]
+        if kube.managed_by_hypd(claim):
+            storage.delete_volume(api, meta["name"], meta.get("namespace") or "default")
+            deleted.append(f"PersistentVolumeClaim/{meta.get('namespace')}/{meta['name']}")
+    return {"deleted": deleted}
+
+
+@_guarded
+def wait_load_balancers_gone(ctx: StepContext) -> float | None:
+    api = _reachable_api(ctx)
+    if api is None:
+        return None
+    left = [s for s in kube.list_objects(api, "v1", "Service")
+            if (s.get("spec") or {}).get("type") == "LoadBalancer"]
+    return 15.0 if left else None
+
+
+@_guarded
+def delete_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
+    started = hyperpod.delete_cluster(ctx.client("sagemaker"), _name(ctx), owner=_name(ctx))
+    return {"deleting": started}
+
+
+@_guarded
+def wait_hyperpod_gone(ctx: StepContext) -> float | None:
+    return None if hyperpod.cluster_state(ctx.client("sagemaker"), _name(ctx)) is None else 30.0
+
+
+@_guarded
+def delete_compute_subnets(ctx: StepContext) -> dict[str, Any]:
+    ec2 = ctx.client("ec2")
+    tagged = ec2.describe_subnets(Filters=[
+        {"Name": f"tag:{CLUSTER_TAG}", "Values": [_name(ctx)]},
+        {"Name": f"tag:{MANAGED_BY}", "Values": [MANAGED_BY_VALUE]},
+    ])["Subnets"]
+    deleted = []
+    for subnet in tagged:
+        tags = {t["Key"]: t["Value"] for t in subnet.get("Tags", [])}
+        if tags.get("hypd:role") != capacity.ROLE_COMPUTE_SUBNET:
+            continue
+        ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+        deleted.append(subnet["SubnetId"])
+    return {"deleted": deleted}
+
+
+@_guarded
+def delete_lifecycle_bucket(ctx: StepContext) -> dict[str, Any]:
+    name = lifecycle.lifecycle_bucket_name(_name(ctx), _account(ctx), ctx.region)
+    gone = storage.delete_bucket(ctx.client("s3"), name,
+                                 lifecycle.lifecycle_bucket_tags(_name(ctx)))
+    return {"bucket": name, "deleted": gone}
+
+
+@_guarded
+def delete_shared_bucket(ctx: StepContext) -> dict[str, Any]:
+    """The shared bucket holds the user's data (models, checkpoints): deleted only when the
+    delete request asked for it."""
+    name = storage.shared_bucket_name(_name(ctx), _account(ctx), ctx.region)
+    if not ctx.params.get("delete_data"):
+        return {"bucket": name, "kept": True}
+    gone = storage.delete_bucket(ctx.client("s3"), name,
+                                 tags_for(CLUSTER_TAG, _name(ctx), role="shared-bucket"))
+    return {"bucket": name, "deleted": gone}
+
+
+@_guarded
+def delete_eks_cluster(ctx: StepContext) -> dict[str, Any]:
+    found = eks.describe(ctx.client("eks"), _name(ctx))
+    issuer = ((found or {}).get("identity") or {}).get("oidc", {}).get("issuer")
+    if issuer:
+        ctx.record(oidc_issuer=issuer)
+    return {"deleting": eks.delete_cluster(ctx.client("eks"), _name(ctx))}
+
+
+@_guarded
+def wait_eks_gone(ctx: StepContext) -> float | None:
+    delay = eks.cluster_gone(ctx.client("eks"), _name(ctx))
+    if delay is None:
+        eks.forget_client(_name(ctx), ctx.region)
+    return delay
+
+
+@_guarded
+def delete_identity(ctx: StepContext) -> dict[str, Any]:
+    issuer = (ctx.outputs.get("eks_cluster") or {}).get("oidc_issuer")
+    oidc = eks.delete_oidc_provider(ctx.client("iam"), issuer, _name(ctx)) if issuer else False
+    roles = iam.delete_cluster_roles(ctx.client("iam"), _name(ctx))
+    return {"oidc_provider_deleted": oidc, "roles_deleted": roles}
+
+
+def clear_active(ctx: StepContext) -> dict[str, Any]:
+    active.clear_everywhere(ctx.redis, _name(ctx))
+    return {}
+
+
+# the kinds ---------------------------------------------------------------------------------
+
+def _staged(stage: str, *steps: Step) -> tuple[Step, ...]:
+    return tuple(dataclasses.replace(s, stage=stage) for s in steps)
+
+
+NETWORK_STEPS = _staged("network", *NETWORK_CREATE.steps)
+EXISTING_NETWORK = _staged("network", Step("existing_network", "Check the existing VPC",
+                                           use_existing_network))
+EKS_STEPS = _staged(
+    "eks",
+    Step("eks_role", "Create the EKS cluster role", ensure_eks_role),
+    Step("eks_cluster", "Create the EKS control plane (8-12 minutes on AWS)",
+         ensure_eks_cluster, wait_eks_cluster),
+    Step("eks_access", "Grant the panel access; create the OIDC provider", ensure_eks_access),
+)
+ACTIVATE_STEPS = _staged("activate", Step("activate", "Make it the active cluster", activate))
+DEPENDENCY_STEPS = _staged(
+    "dependencies",
+    Step("dependencies", "Install missing EKS add-ons and HyperPod dependencies",
+         install_dependencies, wait_dependencies),
+)
+HYPERPOD_STEPS = _staged(
+    "hyperpod",
+    Step("lifecycle", "Upload lifecycle scripts to S3", ensure_lifecycle),
+    Step("hyperpod_roles", "Create the HyperPod execution and cluster roles",
+         ensure_hyperpod_roles),
+    Step("compute_subnet", "Allocate the /20 compute subnet", ensure_compute_subnet),
+    Step("hyperpod_cluster", "Create the HyperPod cluster", ensure_hyperpod_cluster,
+         wait_hyperpod_cluster),
+)
+STORAGE_STEPS = _staged(
+    "storage",
+    Step("s3_bucket", "Create the shared S3 bucket", ensure_shared_bucket),
+    Step("s3_volume", "Mount the bucket at /s3 (PV + PVC)", ensure_s3_volume),
+)
+ALL_STEPS = (NETWORK_STEPS + EXISTING_NETWORK + EKS_STEPS + ACTIVATE_STEPS + DEPENDENCY_STEPS
+             + HYPERPOD_STEPS + STORAGE_STEPS)
+
+
+def create_steps(params: dict[str, Any]) -> tuple[Step, ...]:
+    network = EXISTING_NETWORK if params.get("existing_vpc") else NETWORK_STEPS
+    return (network + EKS_STEPS + ACTIVATE_STEPS + DEPENDENCY_STEPS + HYPERPOD_STEPS
+            + STORAGE_STEPS)
+
+
+def stage_steps(params: dict[str, Any]) -> tuple[Step, ...]:
+    """The steps of one stage, as the cluster's create chose them."""
+    return tuple(s for s in create_steps(params) if s.stage == params["stage"])
+
+
+def cluster_url(params: dict[str, Any]) -> str:
+    return f"/api/v1/clusters/{params['name']}"
+
+
+def _delete_steps() -> tuple[Step, ...]:
+    from tasks.networks import NETWORK_DELETE
+
+    return (
+        _staged("storage",
+                Step("kubernetes_objects", "Delete load balancer Services and volume claims",
+                     delete_kubernetes_objects, wait_load_balancers_gone),
+                Step("s3_bucket", "Delete the shared bucket (only if asked)",
+                     delete_shared_bucket))
+        + _staged("hyperpod",
+                  Step("hyperpod_cluster", "Delete the HyperPod cluster",
+                       delete_hyperpod_cluster, wait_hyperpod_gone),
+                  Step("compute_subnet", "Delete the compute subnets", delete_compute_subnets),
+                  Step("lifecycle", "Delete the lifecycle bucket", delete_lifecycle_bucket))
+        + _staged("activate", Step("activate", "Forget it as an active cluster", clear_active))
+        + _staged("eks",
+                  Step("eks_cluster", "Delete the EKS cluster", delete_eks_cluster,
+                       wait_eks_gone),
+                  Step("identity", "Delete the OIDC provider and IAM roles", delete_identity))
+        + _staged("network", *NETWORK_DELETE.steps)
+    )
+
+
+DELETE_STEPS = _delete_steps()
+
+
+def delete_steps(params: dict[str, Any]) -> tuple[Step, ...]:
+    """The network goes too only when the cluster's create made it."""
+    return tuple(s for s in DELETE_STEPS if params.get("network") or s.stage != "network")
+
+
+CLUSTER_CREATE = register(OperationKind(
+    name="cluster.create", steps=ALL_STEPS, select=create_steps, resource_url=cluster_url))
+CLUSTER_STAGE = register(OperationKind(
+    name="cluster.stage", steps=ALL_STEPS, select=stage_steps, resource_url=cluster_url))
+CLUSTER_DELETE = register(OperationKind(
+    name="cluster.delete", steps=DELETE_STEPS, select=delete_steps, resource_url=cluster_url))

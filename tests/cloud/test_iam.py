@@ -1,0 +1,241 @@
+"""cloud/iam.py: the pinned trust and permission documents, and ensure/delete against moto
+(with AWS-managed policies loaded, so attaching AmazonEKSClusterPolicy is real)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cloud import aws
+from cloud import iam as roles
+from tests.cloud.conftest import AWS_MODE, REGION
+
+ACCOUNT = "123456789012"
+SUBNETS = ["subnet-0aaa", "subnet-0bbb"]
+GROUPS = ["sg-0ccc"]
+
+
+@pytest.fixture
+def iam(moto_aws):
+    from moto.core.config import default_user_config
+
+    saved = dict(default_user_config.get("iam") or {})
+    default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
+    try:
+        yield aws.client("iam", REGION, AWS_MODE)
+    finally:
+        default_user_config["iam"] = saved
+
+
+def statements(spec: roles.RoleSpec) -> list[dict]:
+    return [s for doc in spec.inline.values() for s in doc["Statement"]]
+
+
+def as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def exec_role() -> roles.RoleSpec:
+    return roles.hyperpod_execution_role("lab", REGION, ACCOUNT, "lab", "sagemaker-lab-bucket",
+                                         "vpc-0123", SUBNETS, GROUPS)
+
+
+# ---------------------------------------------------------------------------------------
+# the documents, pinned
+# ---------------------------------------------------------------------------------------
+
+
+def test_names_and_tags():
+    assert roles.role_name("lab", "eks-cluster") == "hypd-lab-eks-cluster"
+    longest = "a" * 32
+    for spec in (roles.eks_cluster_role(longest, REGION),
+                 roles.hyperpod_execution_role(longest, REGION, ACCOUNT, longest, "b", "v", [],
+                                               []),
+                 roles.hyperpod_cluster_role(longest, REGION, ACCOUNT)):
+        assert len(spec.name) <= 64
+        assert spec.name.startswith(f"hypd-{longest}-")
+        tags = {t["Key"]: t["Value"] for t in spec.tags}
+        assert tags["hypd:managed-by"] == "hypd"
+        assert tags["hypd:cluster"] == longest
+        assert tags["hypd:role"] == spec.purpose
+    with pytest.raises(ValueError):
+        roles.role_name("a" * 60, "eks-cluster")
+
+
+def test_eks_cluster_role_document():
+    spec = roles.eks_cluster_role("lab", REGION)
+    assert spec.name == "hypd-lab-eks-cluster"
+    assert spec.trust == {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"},
+        "Action": "sts:AssumeRole"}]}
+    assert spec.managed_arns == ("arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",)
+    assert spec.inline == {}
+    cn = roles.eks_cluster_role("lab", "cn-north-1")
+    assert cn.managed_arns == ("arn:aws-cn:iam::aws:policy/AmazonEKSClusterPolicy",)
+
+
+def test_hyperpod_execution_role_document():
+    spec = exec_role()
+    assert spec.name == "hypd-lab-hp-exec"
+    assert spec.trust["Statement"] == [{"Effect": "Allow",
+                                        "Principal": {"Service": "sagemaker.amazonaws.com"},
+                                        "Action": "sts:AssumeRole"}]
+    assert spec.managed_arns == (
+        "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy",)
+    by_sid = {s["Sid"]: s for s in statements(spec)}
+    ec2 = f"arn:aws:ec2:{REGION}:{ACCOUNT}"
+    assert sorted(by_sid["VpcCniNetworkInterfaces"]["Resource"]) == sorted([
+        f"{ec2}:instance/*", f"{ec2}:network-interface/*", f"{ec2}:vpc/vpc-0123",
+        f"{ec2}:subnet/subnet-0aaa", f"{ec2}:subnet/subnet-0bbb",
+        f"{ec2}:security-group/sg-0ccc"])
+    assert by_sid["VpcCniSubnetsAndGroupsInVpc"]["Resource"] == [
+        f"{ec2}:security-group/*", f"{ec2}:subnet/*"]
+    assert by_sid["VpcCniSubnetsAndGroupsInVpc"]["Condition"] == {
+        "ArnEquals": {"ec2:Vpc": f"{ec2}:vpc/vpc-0123"}}
+    assert by_sid["VpcCniSubnetsAndGroupsInVpc"]["Action"] == \
+        by_sid["VpcCniNetworkInterfaces"]["Action"]
+    assert set(by_sid["VpcCniNetworkInterfaces"]["Action"]) == {
+        "ec2:AssignPrivateIpAddresses", "ec2:AttachNetworkInterface",
+        "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+        "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission",
+        "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
+        "ec2:UnassignPrivateIpAddresses"}
+    assert by_sid["VpcCniTagInterfaces"] == {
+        "Sid": "VpcCniTagInterfaces", "Effect": "Allow", "Action": ["ec2:CreateTags"],
+        "Resource": [f"{ec2}:network-interface/*"]}
+    assert by_sid["PodIdentity"]["Action"] == ["eks-auth:AssumeRoleForPodIdentity"]
+    assert by_sid["PodIdentity"]["Resource"] == [f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/lab"]
+    assert by_sid["LifecycleScripts"]["Action"] == ["s3:ListBucket"]
+    assert by_sid["LifecycleScripts"]["Resource"] == ["arn:aws:s3:::sagemaker-lab-bucket"]
+    assert by_sid["LifecycleScriptObjects"]["Action"] == ["s3:GetObject"]
+    assert by_sid["LifecycleScriptObjects"]["Resource"] == ["arn:aws:s3:::sagemaker-lab-bucket/*"]
+    assert set(by_sid["PullImages"]["Action"]) == {
+        "ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetAuthorizationToken",
+        "ecr:GetDownloadUrlForLayer"}
+
+
+def test_hyperpod_cluster_role_document():
+    spec = roles.hyperpod_cluster_role("lab", REGION, ACCOUNT)
+    assert spec.name == "hypd-lab-hp-cluster"
+    assert spec.trust["Statement"][0]["Principal"] == {
+        "Service": "hyperpod.sagemaker.amazonaws.com"}
+    assert spec.managed_arns == ()
+    (only,) = statements(spec)
+    assert only["Action"] == ["sagemaker:BatchAddClusterNodes",
+                              "sagemaker:BatchDeleteClusterNodes"]
+    assert only["Resource"] == [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/*"]
+    assert only["Condition"] == {"StringEquals": {"aws:ResourceAccount":
+                                                  "${aws:PrincipalAccount}"}}
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/k1"
+    with_kms = statements(roles.hyperpod_cluster_role("lab", REGION, ACCOUNT, [key]))
+    assert with_kms[1]["Action"] == ["kms:CreateGrant", "kms:DescribeKey"]
+    assert with_kms[1]["Resource"] == [key]
+    assert with_kms[1]["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+
+
+@pytest.mark.parametrize("spec", [roles.eks_cluster_role("lab", REGION), exec_role(),
+                                  roles.hyperpod_cluster_role("lab", REGION, ACCOUNT,
+                                                              ["arn:aws:kms:x:1:key/k"])],
+                         ids=lambda s: s.purpose)
+def test_least_privilege(spec):
+    """No wildcard action anywhere; Resource "*" only for actions AWS documents as
+    unscopable (each listed with its reason in STAR_RESOURCE_ACTIONS)."""
+    for statement in statements(spec) + spec.trust["Statement"]:
+        assert statement["Effect"] == "Allow"
+        assert "NotAction" not in statement and "NotResource" not in statement
+        for action in as_list(statement["Action"]):
+            assert "*" not in action, action
+        if "Resource" in statement and "*" in as_list(statement["Resource"]):
+            assert as_list(statement["Resource"]) == ["*"]
+            for action in as_list(statement["Action"]):
+                assert action in roles.STAR_RESOURCE_ACTIONS, action
+    for statement in spec.trust["Statement"]:
+        assert statement["Action"] == "sts:AssumeRole"
+        assert set(statement["Principal"]) == {"Service"}
+
+
+# ---------------------------------------------------------------------------------------
+# ensure / delete (moto)
+# ---------------------------------------------------------------------------------------
+
+
+def attached(iam, name: str) -> list[str]:
+    return sorted(p["PolicyArn"] for p in
+                  iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"])
+
+
+def test_ensure_role_creates_tagged_role_with_policies(iam):
+    spec = exec_role()
+    arn = roles.ensure_role_spec(iam, spec)
+    assert arn == f"arn:aws:iam::{ACCOUNT}:role/hypd-lab-hp-exec"
+    role = iam.get_role(RoleName=spec.name)["Role"]
+    assert role["AssumeRolePolicyDocument"] == spec.trust
+    tags = {t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=spec.name)["Tags"]}
+    assert tags == {"hypd:managed-by": "hypd", "hypd:cluster": "lab", "hypd:role": "hp-exec"}
+    assert attached(iam, spec.name) == list(spec.managed_arns)
+    inline = iam.get_role_policy(RoleName=spec.name, PolicyName="hypd-hyperpod-eks-node")
+    assert inline["PolicyDocument"] == spec.inline["hypd-hyperpod-eks-node"]
+
+
+def test_ensure_role_is_idempotent_and_converges(iam):
+    spec = roles.eks_cluster_role("lab", REGION)
+    arn = roles.ensure_role_spec(iam, spec)
+    assert roles.ensure_role_spec(iam, spec) == arn
+    assert len([r for r in iam.list_roles()["Roles"] if r["RoleName"] == spec.name]) == 1
+    # someone detached the policy and loosened the trust: a re-run puts them back
+    iam.detach_role_policy(RoleName=spec.name, PolicyArn=spec.managed_arns[0])
+    iam.update_assume_role_policy(RoleName=spec.name, PolicyDocument=json.dumps(
+        roles.service_trust("ec2.amazonaws.com")))
+    roles.ensure_role_spec(iam, spec)
+    assert attached(iam, spec.name) == list(spec.managed_arns)
+    assert iam.get_role(RoleName=spec.name)["Role"]["AssumeRolePolicyDocument"] == spec.trust
+
+
+def test_a_role_hypd_did_not_make_is_refused(iam):
+    spec = roles.eks_cluster_role("lab", REGION)
+    iam.create_role(RoleName=spec.name, AssumeRolePolicyDocument=json.dumps(spec.trust))
+    with pytest.raises(roles.RoleConflict, match="hypd did not create it"):
+        roles.ensure_role_spec(iam, spec)
+    with pytest.raises(roles.RoleConflict):
+        roles.delete_role(iam, spec.name)
+    assert attached(iam, spec.name) == []  # untouched
+    other = roles.eks_cluster_role("lab2", REGION)
+    iam.create_role(RoleName=other.name, AssumeRolePolicyDocument=json.dumps(other.trust),
+                    Tags=roles.role_tags("someone-else", "eks-cluster"))
+    with pytest.raises(roles.RoleConflict):
+        roles.ensure_role_spec(iam, other)
+    with pytest.raises(ValueError):
+        roles.ensure_role(iam, "hypd-x-y", spec.trust, tags=[])
+
+
+def test_delete_role_cleans_up_and_tolerates_absence(iam):
+    spec = exec_role()
+    roles.ensure_role_spec(iam, spec)
+    iam.create_instance_profile(InstanceProfileName="hypd-lab-profile")
+    iam.add_role_to_instance_profile(InstanceProfileName="hypd-lab-profile",
+                                     RoleName=spec.name)
+    with pytest.raises(roles.RoleConflict):
+        roles.delete_role(iam, spec.name, cluster="other")
+    assert roles.delete_role(iam, spec.name, cluster="lab") is True
+    assert roles.delete_role(iam, spec.name, cluster="lab") is False
+    assert not [r for r in iam.list_roles()["Roles"] if r["RoleName"] == spec.name]
+    profile = iam.get_instance_profile(InstanceProfileName="hypd-lab-profile")
+    assert profile["InstanceProfile"]["Roles"] == []
+
+
+def test_cluster_roles_are_found_and_deleted_by_tags(iam):
+    for spec in (roles.eks_cluster_role("lab", REGION), exec_role(),
+                 roles.hyperpod_cluster_role("lab", REGION, ACCOUNT),
+                 roles.eks_cluster_role("labx", REGION)):
+        roles.ensure_role_spec(iam, spec)
+    # same prefix, not hypd's: never touched
+    iam.create_role(RoleName="hypd-lab-mine", AssumeRolePolicyDocument=json.dumps(
+        roles.service_trust("ec2.amazonaws.com")))
+    found = roles.cluster_roles(iam, "lab")
+    assert [r["purpose"] for r in found] == ["eks-cluster", "hp-cluster", "hp-exec"]
+    assert sorted(roles.delete_cluster_roles(iam, "lab")) == [
+        "hypd-lab-eks-cluster", "hypd-lab-hp-cluster", "hypd-lab-hp-exec"]
+    left = sorted(r["RoleName"] for r in iam.list_roles()["Roles"])
+    assert "hypd-lab-mine" in left and "hypd-labx-eks-cluster" in left
+    assert roles.cluster_roles(iam, "lab") == []
