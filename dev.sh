@@ -41,4 +41,4 @@ fi
 if [ "$what" = run ]; then
   exec "$venv/bin/hypd" up "$@"
 fi
-exec "$venv/bin/python" -m pytest -n 2 "$@"
+exec "$venv/bin/python" -m pytest -n 2 --dist loadfile "$@"

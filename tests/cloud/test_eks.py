@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.request
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -635,14 +636,7 @@ def test_client_cache_is_dropped_after_fork(monkeypatch):
 # ---------------------------------------------------------------------------------------
 
 
-SANDBOX_KEY_MISMATCH = (
-    "HYPD_AWS=sandbox makes cloud/aws.py sign with its fixed fake key (testing/testing), which "
-    "the local Kubernetes does not know (it accepts client_env's key and moto-minted keys), so "
-    "every EKS token is refused with 401; the two sides must agree on one sandbox key")
-
-
-@pytest.fixture(params=["aws", pytest.param("sandbox", marks=pytest.mark.xfail(
-    reason=SANDBOX_KEY_MISMATCH, strict=False))])
+@pytest.fixture(params=["aws", "sandbox"])
 def sandbox(request, monkeypatch):
     """The local AWS reached both ways a process can: `HYPD_AWS=aws` with the sandbox's
     environment (credentials from client_env), and `HYPD_AWS=sandbox`."""
@@ -650,8 +644,10 @@ def sandbox(request, monkeypatch):
     from sandbox.control import SandboxControl
     from sandbox.local_aws import UNSET_ENV, LocalAws, client_env
 
-    local = LocalAws(speed=1000)
+    local = LocalAws(speed=1)  # real-time speed: the test moves the clock itself
     url = local.start()
+    # moto's state is process-wide: start each run from an empty AWS
+    urllib.request.urlopen(urllib.request.Request(url + "/moto-api/reset", method="POST"))
     for name in UNSET_ENV:
         monkeypatch.delenv(name, raising=False)
     for name, value in client_env(url, REGION).items():
