@@ -46,3 +46,23 @@ def test_dockerfile_copies_every_package_and_runs_hypd():
     cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))
     assert build_parser().parse_args(cmd[1:]).command == "web"
     assert re.search(r"^USER hypd$", text, re.M), "the container must not run as root"
+
+
+def test_agent_config_auto_allows_only_read_tools_and_playbooks_name_real_tools():
+    """The shipped agent may run read tools without asking; every change needs the user's
+    yes. Playbooks may only name tools that exist."""
+    import fnmatch
+
+    from mcp_server.tools import TOOLS
+
+    config = json.loads((REPO / "skills" / "hypd-inst-agent.json").read_text())
+    names = {t.name: t for t in TOOLS}
+    allowed = [p.removeprefix("@hypd/") for p in config["allowedTools"]]
+    matched = {n for n in names for p in allowed if fnmatch.fnmatch(n, p)}
+    assert matched, "the allow-list matches no tool"
+    assert all(names[n].read_only for n in matched), [n for n in matched
+                                                      if not names[n].read_only]
+    for playbook in (REPO / "skills").glob("*.md"):
+        header = playbook.read_text().split("\n## ")[0]
+        for tool in re.findall(r"`([a-z_]+)`", header.split("Tools:", 1)[-1].split("\n\n")[0]):
+            assert tool in names, (playbook.name, tool)
