@@ -100,3 +100,32 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_sandbox_command_prints_its_environment_and_serves_aws(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))}
+    env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "sandbox"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    out: list[str] = []
+    threading.Thread(target=_read_lines, args=(proc.stdout, out), daemon=True).start()
+    try:
+        wait_until(lambda: any(line.startswith("export AWS_ENDPOINT_URL=") for line in out),
+                   60, what="the environment lines")
+        exports = dict(line.removeprefix("export ").strip().split("=", 1)
+                       for line in out if line.startswith("export "))
+        assert exports["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+        import boto3
+
+        ec2 = boto3.client("ec2", region_name="us-west-2",
+                           endpoint_url=exports["AWS_ENDPOINT_URL"],
+                           aws_access_key_id=exports["AWS_ACCESS_KEY_ID"],
+                           aws_secret_access_key=exports["AWS_SECRET_ACCESS_KEY"])
+        assert len(ec2.describe_availability_zones()["AvailabilityZones"]) >= 2
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
