@@ -20,6 +20,7 @@ from typing import Any
 
 import redis
 
+from tasks.engine.heartbeat import Heartbeat
 from tasks.engine.kinds import StepFailed, StepRetry, get_kind
 from tasks.engine.model import OpStatus, StepPhase, current_step, now_iso
 from tasks.engine.store import OperationStore, StaleGeneration, lease_key, op_event, step_event
@@ -37,9 +38,11 @@ class StepRuntime:
     """The StepContext a step receives (see tasks.engine.kinds.StepContext)."""
 
     def __init__(self, store: OperationStore, op: dict[str, Any], step: dict[str, Any],
-                 region: str, lock_ttl_s: float = 10.0) -> None:
+                 region: str, lock_ttl_s: float = 10.0,
+                 heartbeat: Heartbeat | None = None) -> None:
         self._store = store
         self._lock_ttl_s = lock_ttl_s
+        self._heartbeat = heartbeat
         self._generation = op["generation"]
         self.op_id: str = op["id"]
         self.actor: str = op["actor"]
@@ -90,16 +93,21 @@ class StepRuntime:
     def lock(self, name: str) -> Iterator[None]:
         """A short cross-process lock (e.g. per VPC while choosing a subnet block).
 
-        Its expiry is short (a killed holder must not stall the others for long) and a
-        holder that cannot get it retries the step rather than failing it.
+        Its expiry is short (a killed holder must not stall the others for long) but the
+        step's heartbeat renews it while the holder lives; a step that cannot get it is
+        retried rather than failed.
         """
         ttl = max(1.0, self._lock_ttl_s)
         mutex = self._store.redis.lock(f"hypd:mutex:{name}", timeout=ttl, blocking_timeout=ttl)
         if not mutex.acquire():
             raise StepRetry(f"{name} is busy with another allocation", after=None)
+        if self._heartbeat is not None:
+            self._heartbeat.hold(mutex)
         try:
             yield
         finally:
+            if self._heartbeat is not None:
+                self._heartbeat.drop(mutex)
             with contextlib.suppress(redis.exceptions.LockError):
                 mutex.release()
 
@@ -134,7 +142,8 @@ class Runner:
             self.schedule(op_id, generation, self.requeue_s)
             return
         try:
-            self._advance(op_id, generation)
+            with Heartbeat(self.store.redis, lease_key(op_id), token, self.lease_ms) as beat:
+                self._advance(op_id, generation, beat)
         except StaleGeneration:
             log.info("operation %s moved on past generation %s", op_id, generation)
         finally:
@@ -142,7 +151,7 @@ class Runner:
 
     # one boundary ------------------------------------------------------------------------
 
-    def _advance(self, op_id: str, gen: int) -> None:
+    def _advance(self, op_id: str, gen: int, heartbeat: Heartbeat | None = None) -> None:
         op = self.store.require(op_id)
         if op["status"] == OpStatus.QUEUED:
             op = self.store.update(op_id, _set_status(OpStatus.RUNNING), gen)
@@ -156,7 +165,7 @@ class Runner:
             return
         spec = get_kind(op["kind"]).step(step["name"])
         ctx = StepRuntime(self.store, op, step, op["params"].get("region") or self.region,
-                          lock_ttl_s=self.lease_ms / 2000)
+                          lock_ttl_s=self.lease_ms / 2000, heartbeat=heartbeat)
 
         if step["phase"] in (StepPhase.PENDING, StepPhase.APPLYING):
             if step["attempts"] >= MAX_ATTEMPTS:

@@ -340,3 +340,32 @@ def test_select_fixes_the_steps_and_inputs_reach_later_steps(env):
     drain(runner, queue)
     assert store.get(op["id"])["status"] == "succeeded"
     assert SEEN_OUTPUTS == [{"earlier": {"vpc_id": "vpc-1"}, "given": {"id": "g-1"}}]
+
+
+def test_a_long_step_keeps_its_lease_so_a_redelivered_duplicate_backs_off(env):
+    """A step that outlives one lease expiry (throttling back-off) keeps the lease: the
+    broker's redelivery of the same message finds it held and re-schedules itself."""
+    engine, runner, queue, store = env
+    runner.lease_ms = 300
+    seen: list[str | None] = []
+
+    def slow(ctx):
+        import time as clock
+
+        deadline = clock.monotonic() + 1.0  # over three lease lifetimes
+        while clock.monotonic() < deadline:
+            seen.append(store.redis.get(lease_key(ctx.op_id)))
+            duplicate = Runner(store, queue, region="us-west-2", poll_min_s=0.1, poll_max_s=2,
+                               lease_s=0.3)
+            duplicate.advance(ctx.op_id, store.get(ctx.op_id)["generation"])
+            clock.sleep(0.1)
+        return {"slow": True}
+
+    BEHAVIOUR["one"] = slow
+    engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op_id, gen, _ = queue.items.pop(0)
+    runner.advance(op_id, gen)
+    assert all(seen) and len(set(seen)) == 1  # held by the same token all along
+    assert [c for c in CALLS if c[0] == "one"] == [("one", "applying")]  # ran once
+    assert queue.items[:-1] and all(item == (op_id, gen, 0.1) for item in queue.items[:-1])
+    assert store.redis.get(lease_key(op_id)) is None  # released at the end
