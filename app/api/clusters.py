@@ -3,6 +3,7 @@ re-runs, import, the active cluster and preflight."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from flask import jsonify
@@ -13,7 +14,7 @@ from app import auth, context, mutations
 from app.api.discovery import zones_in
 from app.cache import cached
 from app.errors import ApiError
-from cloud import aws, discovery, eks, hyperpod, preflight, pricing
+from cloud import aws, discovery, eks, hyperpod, kube, preflight, pricing
 from schemas.clusters import (
     STAGES,
     ActiveClusterReplySchema,
@@ -215,6 +216,24 @@ def _stage_view(name: str) -> list[dict[str, Any]]:
                               "steps": []}) for stage in STAGES]
 
 
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+
+
+def _node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[str, int] | None:
+    """HyperPod nodes by the health label its agents keep on each Kubernetes Node (None
+    when the cluster's Kubernetes API cannot be read now)."""
+    if not found or found.get("status") != eks.ACTIVE:
+        return None
+    try:
+        nodes = kube.list_objects(eks.api_client(name, region), "v1", "Node",
+                                  label_selector="sagemaker.amazonaws.com/compute-type=hyperpod")
+    except (kube.KubeError, OSError, ValueError):
+        return None
+    counts = Counter((n["metadata"].get("labels") or {}).get(HEALTH_LABEL, "Unknown")
+                     for n in nodes)
+    return dict(sorted(counts.items()))
+
+
 @blp.route("/clusters/<string:name>")
 class Cluster(MethodView):
     @blp.response(200, ClusterSchema)
@@ -246,7 +265,9 @@ class Cluster(MethodView):
             if described else None,
             "stages": [] if record else _stage_view(name),
             "instance_groups": described["instance_groups"] if described else [],
-            "nodes": described["node_counts"] if described else {"total": 0, "by_status": {}},
+            "nodes": {**(described["node_counts"] if described
+                         else {"total": 0, "by_status": {}}),
+                      "by_health": _node_health(name, region, found)},
             "features": features,
             "events": described["events"] if described else [],
         }

@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from tests.app.test_networks_api import _ec2
+from tests.stack import wait_until
 
 ZONE = "us-west-2a"
 TYPE = "ml.g5.8xlarge"
@@ -133,6 +134,13 @@ def test_list_describe_kubeconfig_and_active(stack, cluster):
                                      "storage")}
         assert detail["hyperpod"]["node_recovery"] == "Automatic"
         assert detail["instance_groups"][0]["name"] == "workers"
+
+        # the simulator's Nodes carry HyperPod's health label: counted by health
+        def healthy() -> bool:
+            nodes = c.get(f"/api/v1/clusters/{name}").json()["nodes"]
+            return (nodes["by_health"] or {}).get("Schedulable") == 2 == nodes["total"]
+
+        wait_until(healthy, 30, what="two Schedulable nodes")
         kubeconfig = c.get(f"/api/v1/clusters/{name}/kubeconfig").json()["kubeconfig"]
         user = kubeconfig["users"][0]["user"]["exec"]
         assert user["command"] == "aws" and "get-token" in user["args"]
