@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
+import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
@@ -32,10 +34,27 @@ def Name(**kwargs) -> fields.String:
     )
 
 
+@functools.cache
+def known_regions() -> frozenset[str]:
+    """Every region botocore knows in the commercial, China and GovCloud partitions."""
+    session = botocore.session.get_session()
+    regions: set[str] = set()
+    for partition in ("aws", "aws-cn", "aws-us-gov"):
+        regions.update(session.get_available_regions("ec2", partition))
+    return frozenset(regions)
+
+
+def _known_region(value: str) -> None:
+    if value not in known_regions():
+        raise ValidationError(f"unknown AWS region {value!r} (e.g. us-west-2, eu-central-1)")
+
+
 def Region(**kwargs) -> fields.String:
     return fields.String(
-        validate=validate.Regexp(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
-        metadata={"description": "AWS region, e.g. us-west-2; default: the panel's region."},
+        validate=[validate.Regexp(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
+                  _known_region],
+        metadata={"description": "AWS region, e.g. us-west-2; default: the panel's region.",
+                  "pattern": REGION_RE.pattern},
         **kwargs,
     )
 
