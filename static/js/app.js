@@ -6,8 +6,15 @@ import * as operations from './views/operations.js';
 import * as operation from './views/operation.js';
 import * as networks from './views/networks.js';
 import * as discovery from './views/discovery.js';
+import * as clusters from './views/clusters.js';
+import * as clusterNew from './views/cluster_new.js';
+import * as cluster from './views/cluster.js';
 
 const ROUTES = [
+  { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
+  // `#/clusters/new` is the form; a cluster named "new" is at `#/clusters/new/`
+  { re: /^\/clusters\/new$/, view: clusterNew, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/?$/, view: cluster, nav: 'clusters' },
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },

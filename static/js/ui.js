@@ -59,6 +59,9 @@ const TONES = {
   error: 'red', impaired: 'red', unavailable: 'red', 'information': 'blue',
   // accelerators
   gpu: 'violet', trainium: 'teal', inferentia: 'amber',
+  // clusters: stages, preflight checks, HyperPod states, features
+  not_run: 'gray', incomplete: 'amber', pass: 'green', fail: 'red', warn: 'amber', warning: 'amber',
+  systemupdating: 'blue', rollingback: 'amber', pending_deletion: 'amber', enabled: 'green', disabled: 'gray',
 };
 const LIVE = new Set(['running', 'applying', 'creating', 'deleting', 'updating']);
 

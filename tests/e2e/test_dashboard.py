@@ -2,78 +2,30 @@
 progress panel to the end; a viewer cannot create; a 401 sends the user back to sign-in.
 
 Drives Debian's /usr/bin/chromium headless through Playwright's sync API against the session
-`stack` fixture (tests/conftest.py): `.url`, `.operator_token`, `.viewer_token`.
+`stack` fixture (tests/conftest.py): `.url`, `.operator_token`, `.viewer_token`; the browser
+fixtures are in tests/e2e/conftest.py, the launch settings and sign-in in tests/e2e/helpers.py.
 """
 
 import json
-import os
 import re
 import secrets
 
 import pytest
 
 pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
+
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    UUID_RE,
+    sign_in,
+)
+from tests.e2e.helpers import base as _base
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-UI_TIMEOUT_MS = 15_000
-AWS_READ_TIMEOUT_MS = 60_000
-OPERATION_TIMEOUT_MS = 120_000
-# Playwright's `expect` has its own default timeout (5 s), separate from the context's.
-expect.set_options(timeout=UI_TIMEOUT_MS)
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _base(stack):
-    return stack.url.rstrip("/")
-
-
-@pytest.fixture
-def page(browser, stack):
-    """A fresh browser context (empty sessionStorage) per test; fails on uncaught JS errors."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    pg = context.new_page()
-    js_errors = []
-    pg.on("pageerror", lambda exc: js_errors.append(str(exc)))
-    try:
-        yield pg
-    finally:
-        context.close()
-    assert not js_errors, f"uncaught JavaScript errors in the dashboard: {js_errors}"
-
-
-def sign_in(page, stack, token, role):
-    page.goto(_base(stack) + "/")
-    page.get_by_test_id("token-input").fill(token)
-    page.get_by_test_id("sign-in").click()
-    expect(page.get_by_test_id("whoami-role")).to_have_text(role)
-    expect(page.get_by_test_id("whoami")).to_be_visible()
-    # signed in, the default view is the operations list
-    expect(page).to_have_url(re.compile(r"#/operations$"))
+# Fixtures `browser` and `page` (fails on uncaught JS errors) live in tests/e2e/conftest.py.
 
 
 def expect_progress_panel(page):
@@ -126,7 +78,7 @@ def test_operator_creates_network_and_follows_progress(page, stack):
     expect(page.get_by_test_id("op-target")).to_have_text(f"network/{name}")
 
     expect(page.get_by_test_id("op-status")).to_have_text("succeeded", timeout=OPERATION_TIMEOUT_MS)
-    steps = page.locator("[data-testid=steps] > [data-step]")
+    steps = page.locator("[data-testid=steps] [data-step]")
     expect(steps.first).to_be_visible()
     count = steps.count()
     assert count >= 1
@@ -163,7 +115,7 @@ def create_network_from_form(page, name):
 
 def expect_all_steps_succeeded(page):
     expect(page.get_by_test_id("op-status")).to_have_text("succeeded", timeout=OPERATION_TIMEOUT_MS)
-    steps = page.locator("[data-testid=steps] > [data-step]")
+    steps = page.locator("[data-testid=steps] [data-step]")
     expect(steps.first).to_be_visible()
     for i in range(steps.count()):
         expect(steps.nth(i)).to_have_attribute("data-phase", "succeeded")

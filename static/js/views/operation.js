@@ -7,6 +7,7 @@ import {
 } from '../ui.js';
 import { OperationFeed, TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
+import { groupByStage, stageStatus, stageTitle, clusterHref } from '../stages.js';
 
 const MODE_TEXT = {
   connecting: 'connecting…',
@@ -81,7 +82,8 @@ export function mount(root, ctx) {
       roleHint('cancelling or retrying', 'op-role-hint'),
       h('div', { class: 'meta' },
         h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
-        h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—')),
+        h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—'),
+          clusterOf(op) ? [' ', h('a', { href: clusterHref(clusterOf(op)), testid: 'op-cluster-link' }, 'open cluster →')] : null),
         h('span', null, 'by ', h('b', { class: 'id' }, op.actor || '—')),
         h('span', null, 'created ', timeEl(op.created_at)),
         h('span', null, 'updated ', timeEl(op.updated_at, 'op-updated')),
@@ -100,24 +102,85 @@ export function mount(root, ctx) {
     body.replaceChildren(layout);
   }
 
+  // Step nodes persist across renders (keyed by name) so unchanged steps do not flicker; when
+  // steps carry a `stage` they are grouped under one collapsible header per stage.
+  const stepNodes = new Map();
+  const stageNodes = new Map();
+
   function renderSteps() {
     const steps = op.steps || [];
-    const existing = new Map([...stepsList.children].map((li) => [li.dataset.step, li]));
-    const wanted = [];
-    steps.forEach((s, i) => {
+    const names = new Set(steps.map((s) => s.name));
+    for (const k of [...stepNodes.keys()]) if (!names.has(k)) stepNodes.delete(k);
+    const nodes = steps.map((s, i) => {
       const sig = JSON.stringify([i, s]);
-      let li = existing.get(s.name);
-      if (!li || li.dataset.sig !== sig) li = stepEl(s, i, sig);
-      wanted.push(li);
+      let li = stepNodes.get(s.name);
+      if (!li || li.dataset.sig !== sig) {
+        li = stepEl(s, i, sig);
+        stepNodes.set(s.name, li);
+      }
+      return li;
     });
-    // keep nodes that did not change (no flicker), in the operation's order
-    wanted.forEach((li, i) => {
-      if (stepsList.children[i] !== li) stepsList.insertBefore(li, stepsList.children[i] || null);
-    });
-    while (stepsList.children.length > wanted.length) stepsList.lastElementChild.remove();
+    const groups = groupByStage(steps);
+    stepsList.classList.toggle('grouped', !!groups);
+    if (!groups) {
+      syncChildren(stepsList, nodes);
+    } else {
+      const wanted = groups.map((g, gi) => {
+        let node = stageNodes.get(g.stage);
+        if (!node) {
+          node = stageEl(g.stage);
+          stageNodes.set(g.stage, node);
+        }
+        updateStage(node, g, gi);
+        syncChildren(node.list, g.indexes.map((i) => nodes[i]));
+        return node.li;
+      });
+      syncChildren(stepsList, wanted);
+    }
     const done = steps.filter((s) => s.phase === 'succeeded').length;
-    stepsCount.textContent = `${done} of ${steps.length} succeeded`;
+    stepsCount.textContent = groups
+      ? `${done} of ${steps.length} steps succeeded · ${groups.length} stage${groups.length === 1 ? '' : 's'}`
+      : `${done} of ${steps.length} succeeded`;
     tick();
+  }
+
+  function stageEl(stage) {
+    const status = h('span', { class: 'stage-status' });
+    const count = h('span', { class: 'stage-count' });
+    const dur = h('span', { class: 'dur' });
+    const idx = h('span', { class: 'idx' });
+    const toggle = h('button', {
+      type: 'button', class: 'stage-toggle', 'aria-expanded': 'true', testid: `op-stage-toggle-${stage}`,
+      title: 'Show or hide this stage\'s steps',
+    },
+    idx,
+    h('span', { class: 'stage-title' }, stageTitle(stage), h('span', { class: 'name' }, stage)));
+    const list = h('ol', { class: 'steps stage-steps', testid: `op-stage-steps-${stage}` });
+    const li = h('li', { class: 'stage', testid: `op-stage-${stage}`, dataset: { stage } },
+      h('div', { class: 'stage-head' }, toggle, h('span', { class: 'spacer' }), count, dur, status),
+      list);
+    toggle.addEventListener('click', () => {
+      const open = li.classList.toggle('collapsed');
+      toggle.setAttribute('aria-expanded', open ? 'false' : 'true');
+    });
+    return { li, list, status, count, dur, idx };
+  }
+
+  function updateStage(node, g, gi) {
+    const st = stageStatus(g.steps, op.status);
+    const done = g.steps.filter((s) => s.phase === 'succeeded').length;
+    node.li.dataset.status = st;
+    node.idx.textContent = st === 'succeeded' ? '✓' : st === 'failed' ? '!' : String(gi + 1);
+    node.count.textContent = `${done}/${g.steps.length}`;
+    node.count.title = `${done} of ${g.steps.length} steps succeeded`;
+    const starts = g.steps.map((s) => parseTime(s.started_at)).filter((t) => t !== null);
+    const ends = g.steps.map((s) => parseTime(s.finished_at));
+    node.li.dataset.start = starts.length ? new Date(Math.min(...starts)).toISOString() : '';
+    node.li.dataset.end = ends.length && ends.every((t) => t !== null) ? new Date(Math.max(...ends)).toISOString() : '';
+    if (node.status.dataset.value !== st) {
+      node.status.replaceChildren(badge(st, { testid: `op-stage-status-${g.stage}` }));
+      node.status.dataset.value = st;
+    }
   }
 
   function stepEl(s, i, sig) {
@@ -175,7 +238,15 @@ export function mount(root, ctx) {
   // durations of running steps tick every second
   function tick() {
     const now = Date.now();
-    for (const li of stepsList.children) {
+    for (const li of stepsList.querySelectorAll('li.stage')) {
+      const el = li.querySelector('.stage-head .dur');
+      const a = parseTime(li.dataset.start);
+      const b = parseTime(li.dataset.end);
+      if (!el) continue;
+      el.textContent = a === null ? '' : b !== null ? duration(b - a)
+        : li.dataset.status === 'running' ? duration(now - a) : '';
+    }
+    for (const li of stepsList.querySelectorAll('li.step')) {
       const el = li.querySelector('.dur');
       if (!el) continue;
       const a = parseTime(li.dataset.start);
@@ -364,5 +435,21 @@ function resourceLink(url) {
   if (!url) return h('span', { class: 'faint' }, '—');
   const m = String(url).match(/^\/api\/v1\/networks\/([^/?#]+)/);
   if (m) return h('a', { href: '#/networks', class: 'id', title: url }, `network ${decodeURIComponent(m[1])}`);
+  const c = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)/);
+  if (c) return h('a', { href: clusterHref(decodeURIComponent(c[1])), class: 'id', title: url, testid: 'op-resource-link' }, `cluster ${decodeURIComponent(c[1])}`);
   return h('span', { class: 'id' }, url);
+}
+
+/** Reorder `container`'s children to exactly `wanted`, moving only what changed. */
+function syncChildren(container, wanted) {
+  wanted.forEach((node, i) => {
+    if (container.children[i] !== node) container.insertBefore(node, container.children[i] || null);
+  });
+  while (container.children.length > wanted.length) container.lastElementChild.remove();
+}
+
+/** The cluster an operation works on (target `cluster/<name>`), or null. */
+function clusterOf(op) {
+  const m = String(op.target || '').match(/^cluster\/([^/]+)$/);
+  return m ? m[1] : null;
 }

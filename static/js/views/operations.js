@@ -5,7 +5,7 @@ import { h, clear, badge, timeEl, toastError, replaceQuery, debounce, duration, 
 
 const REFRESH_MS = 4000;
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
-const KNOWN_KINDS = ['network.create', 'network.delete'];
+const KNOWN_KINDS = ['cluster.create', 'cluster.stage', 'cluster.delete', 'network.create', 'network.delete'];
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 export function mount(root, ctx) {
@@ -95,7 +95,7 @@ export function mount(root, ctx) {
       const filtered = state.status || state.kind || state.target;
       tbody.appendChild(h('tr', null, h('td', { colspan: 7 },
         h('div', { class: 'empty', testid: 'operations-empty' },
-          filtered ? 'No operation matches these filters.' : 'No operations yet. Create a network to start one.'))));
+          filtered ? 'No operation matches these filters.' : 'No operations yet. Create a cluster or a network to start one.'))));
       return;
     }
     for (const op of items) tbody.appendChild(row(op));

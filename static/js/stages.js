@@ -1,0 +1,73 @@
+// Cluster stages: their order, titles, and one rule for a stage's status from its steps
+// (the same rule the API uses for GET /api/v1/clusters/<name> `stages[].status`).
+
+export const STAGES = ['network', 'eks', 'activate', 'dependencies', 'hyperpod', 'storage'];
+
+const TITLES = {
+  network: 'Network',
+  eks: 'EKS control plane',
+  activate: 'Active cluster',
+  dependencies: 'Dependencies',
+  hyperpod: 'HyperPod cluster',
+  storage: 'Storage',
+  other: 'Other steps',
+};
+
+const BLURBS = {
+  network: 'VPC, subnets, routes, NAT gateway, security group, S3 endpoint',
+  eks: 'control plane, access entry and policy, OIDC provider (8–12 minutes on AWS)',
+  activate: 'becomes the active cluster of the token that created it',
+  dependencies: 'EKS add-ons and HyperPod dependencies: only what is missing is installed',
+  hyperpod: 'lifecycle scripts, roles, the /20 compute subnet, the HyperPod cluster',
+  storage: 'the shared S3 bucket, mounted in pods at /s3',
+};
+
+export function stageTitle(stage) {
+  return TITLES[stage] || stage;
+}
+
+export function stageBlurb(stage) {
+  return BLURBS[stage] || '';
+}
+
+/**
+ * A stage's status from its steps' phases and its operation's status:
+ * succeeded | failed | running | pending | cancelled | skipped.
+ */
+export function stageStatus(steps, opStatus) {
+  const phases = new Set((steps || []).map((s) => s.phase || 'pending'));
+  if (!phases.size) return 'pending';
+  if (phases.has('failed')) return 'failed';
+  if ([...phases].every((p) => p === 'skipped')) return 'skipped';
+  if ([...phases].every((p) => p === 'succeeded' || p === 'skipped')) return 'succeeded';
+  if (opStatus === 'cancelled') return 'cancelled';
+  if (phases.has('applying') || phases.has('applied')) return 'running';
+  if (phases.has('succeeded') && (opStatus === 'running' || opStatus === 'queued')) return 'running';
+  return 'pending';
+}
+
+/** Group steps (in order) by their `stage`; null when no step carries one. */
+export function groupByStage(steps) {
+  if (!(steps || []).some((s) => s.stage)) return null;
+  const groups = [];
+  const byStage = new Map();
+  steps.forEach((s, index) => {
+    const key = s.stage || 'other';
+    let g = byStage.get(key);
+    if (!g) {
+      g = { stage: key, steps: [], indexes: [] };
+      byStage.set(key, g);
+      groups.push(g);
+    }
+    g.steps.push(s);
+    g.indexes.push(index);
+  });
+  return groups;
+}
+
+/** The dashboard link of a cluster. `#/clusters/new` is the create form, so a cluster that
+ * is itself named "new" is linked with a trailing slash (the detail route accepts both). */
+export function clusterHref(name) {
+  const n = encodeURIComponent(name);
+  return name === 'new' ? `#/clusters/${n}/` : `#/clusters/${n}`;
+}

@@ -1,0 +1,690 @@
+// #/clusters/new — the create form. It asks only the decisions (name, region, zone, instance
+// type, count, capacity type, EFA mode, deep health checks, optionally an existing VPC);
+// "Review plan" runs POST /api/v1/clusters?dry_run=true (plan, cost estimate, preflight) and
+// "Create" sends exactly the reviewed body with an Idempotency-Key.
+
+import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
+import {
+  h, clear, fill, badge, toastError, guard, roleHint, regionSelect, spinner,
+} from '../ui.js';
+import { validateName } from './networks.js';
+import { STAGES, stageTitle, clusterHref } from '../stages.js';
+
+const FIELDS = ['name', 'region', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
+  'training_plan_arn', 'efa_mode', 'deep_health_checks', 'vpc_id', 'subnet_ids'];
+const CAPACITY = [
+  { value: 'on-demand', label: 'On-demand', hint: 'Billed per instance-hour while it runs.' },
+  { value: 'spot', label: 'Spot', hint: 'Cheaper, but AWS can reclaim instances; no fixed price. Excludes elastic training, managed tiered checkpointing and checkpointless training.' },
+  { value: 'training-plan', label: 'Training plan', hint: 'Capacity reserved by a SageMaker training plan, paid up front.' },
+];
+const TRAINING_PLAN_RE = /^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan\/.+$/;
+const VPC_RE = /^vpc-[0-9a-f]{8,17}$/;
+const SUBNET_RE = /^subnet-[0-9a-f]{8,17}$/;
+const MAX_COUNT = 500;
+const HOURS_PER_MONTH = 730;
+
+export function mount(root, ctx) {
+  const q = ctx.query;
+  const state = {
+    zonesReq: 0, typesReq: 0, types: [], existing: new Set(),
+    plan: null,   // {json, body, reply} of the last successful dry run
+    stale: false, // inputs changed since that plan
+    planning: false, creating: false,
+    pending: null, // {key, json}: one Idempotency-Key per reviewed body
+  };
+
+  // ---------- fields ----------
+  const errs = {};
+  for (const f of FIELDS) errs[f] = h('div', { class: 'err', id: `error-${f}`, testid: `error-${f}`, role: 'alert' });
+
+  const nameIn = h('input', {
+    type: 'text', id: 'cluster-name', testid: 'cluster-name', class: 'mono', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'e.g. llm-train', maxlength: 64, value: q.get('name') || '', 'aria-describedby': 'error-name hint-cluster-name',
+  });
+  const regionIn = regionSelect({ id: 'cluster-region', testid: 'cluster-region' }, q.get('region') || '');
+  const azSel = h('select', { id: 'cluster-az', testid: 'cluster-az', disabled: true, 'aria-describedby': 'error-availability_zone' },
+    h('option', { value: '' }, 'Loading zones…'));
+  const typeSel = h('select', { id: 'cluster-type', testid: 'cluster-type', disabled: true, 'aria-describedby': 'error-instance_type' },
+    h('option', { value: '' }, 'Choose a zone first'));
+  const typeInfo = h('div', { class: 'type-info', testid: 'cluster-type-info' });
+  const countIn = h('input', {
+    type: 'number', id: 'cluster-count', testid: 'cluster-count', class: 'mono', min: 1, max: MAX_COUNT, step: 1,
+    value: q.get('count') || '1', inputmode: 'numeric', 'aria-describedby': 'error-instance_count',
+  });
+  const totalNote = h('div', { class: 'hint', testid: 'cluster-total' });
+
+  const capacityBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Capacity type', testid: 'cluster-capacity' },
+    CAPACITY.map((c) => h('label', { class: 'seg-opt', title: c.hint },
+      h('input', { type: 'radio', name: 'capacity_type', value: c.value, testid: `capacity-${c.value}`, checked: c.value === 'on-demand' }),
+      h('span', null, c.label))));
+  const capacityHint = h('div', { class: 'hint', testid: 'cluster-capacity-hint' });
+  const planArnIn = h('input', {
+    type: 'text', id: 'cluster-training-plan', testid: 'cluster-training-plan', class: 'mono', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'arn:aws:sagemaker:us-west-2:123456789012:training-plan/…', 'aria-describedby': 'error-training_plan_arn',
+  });
+  const planArnField = h('div', { class: 'field', testid: 'cluster-training-plan-field', hidden: true },
+    h('label', { for: 'cluster-training-plan' }, 'Training plan ARN'), planArnIn, errs.training_plan_arn,
+    h('div', { class: 'hint' }, 'The reservation must cover this instance type, count and zone (preflight checks it).'));
+
+  const efaBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'EFA mode', testid: 'cluster-efa' },
+    h('label', { class: 'seg-opt' }, h('input', { type: 'radio', name: 'efa_mode', value: 'efa', testid: 'efa-mode-efa', checked: true }), h('span', null, 'EFA')),
+    h('label', { class: 'seg-opt' }, h('input', { type: 'radio', name: 'efa_mode', value: 'efa-only', testid: 'efa-mode-efa-only' }), h('span', null, 'EFA-only')));
+  const efaHint = h('div', { class: 'hint', testid: 'cluster-efa-hint' });
+  const deepBox = h('input', { type: 'checkbox', id: 'cluster-deep-health', testid: 'cluster-deep-health' });
+
+  const useVpc = h('input', { type: 'checkbox', id: 'cluster-use-vpc', testid: 'cluster-use-vpc' });
+  const vpcIn = h('input', {
+    type: 'text', id: 'cluster-vpc-id', testid: 'cluster-vpc-id', class: 'mono', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'vpc-0123456789abcdef0', 'aria-describedby': 'error-vpc_id',
+  });
+  const subnetsIn = h('textarea', {
+    id: 'cluster-subnet-ids', testid: 'cluster-subnet-ids', class: 'mono', rows: 3, spellcheck: 'false',
+    placeholder: 'subnet-0aaa…\nsubnet-0bbb…', 'aria-describedby': 'error-subnet_ids',
+  });
+  const vpcFields = h('div', { class: 'sub-fields', testid: 'cluster-vpc-fields', hidden: true },
+    h('div', { class: 'field' }, h('label', { for: 'cluster-vpc-id' }, 'VPC id'), vpcIn, errs.vpc_id),
+    h('div', { class: 'field' }, h('label', { for: 'cluster-subnet-ids' }, 'Private subnet ids'), subnetsIn, errs.subnet_ids,
+      h('div', { class: 'hint' }, 'One per line or comma-separated, in at least two availability zones. hypd still carves the /20 compute subnet for the instances.')));
+
+  const formErr = h('div', { class: 'form-error', testid: 'cluster-form-error', role: 'alert' });
+  const planBtn = h('button', { type: 'button', class: 'btn', testid: 'cluster-plan' }, 'Review plan');
+  const createBtn = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'cluster-create', disabled: true }, 'Create cluster'));
+  const createHint = h('div', { class: 'hint action-hint', testid: 'cluster-create-hint' });
+
+  const form = h('form', { testid: 'cluster-form', novalidate: true },
+    formErr,
+    section('Cluster',
+      h('div', { class: 'field' },
+        h('label', { for: 'cluster-name' }, 'Name'), nameIn, errs.name,
+        h('div', { class: 'hint', id: 'hint-cluster-name' }, "Names the EKS and HyperPod clusters. Lowercase letters, digits and '-'; starts with a letter; up to 32.")),
+      h('div', { class: 'field-row' },
+        h('div', { class: 'field' }, h('label', { for: 'cluster-region' }, 'Region'), regionIn, errs.region),
+        h('div', { class: 'field' }, h('label', { for: 'cluster-az' }, 'Availability zone'), azSel, errs.availability_zone)),
+      h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in CIDRs, routes and security groups itself.')),
+    section('Capacity',
+      h('div', { class: 'field' }, h('label', { for: 'cluster-type' }, 'Instance type'), typeSel, errs.instance_type, typeInfo),
+      h('div', { class: 'field' },
+        h('label', { for: 'cluster-count' }, 'Instance count'), countIn, errs.instance_count, totalNote),
+      h('div', { class: 'field' }, h('span', { class: 'label' }, 'Capacity type'), capacityBox, errs.capacity_type, capacityHint),
+      planArnField,
+      h('div', { class: 'hint field-note' }, 'Capacity type and EFA mode are fixed for the instance group\'s life.')),
+    section('Network and health',
+      h('div', { class: 'field' }, h('span', { class: 'label' }, 'EFA mode'), efaBox, errs.efa_mode, efaHint),
+      h('div', { class: 'field' },
+        h('label', { class: 'check strong-check', for: 'cluster-deep-health' }, deepBox,
+          h('span', null, h('b', null, 'Deep health checks'),
+            h('span', { class: 'faint' }, ' — instance stress and connectivity (GPU, EFA) checks before nodes accept work; node start takes longer.'))),
+        errs.deep_health_checks),
+      h('div', { class: 'field' },
+        h('label', { class: 'check strong-check', for: 'cluster-use-vpc' }, useVpc,
+          h('span', null, h('b', null, 'Use an existing VPC'), h('span', { class: 'faint' }, ' — instead of a new one made by hypd.'))),
+        vpcFields)),
+    h('div', { class: 'form-actions' }, planBtn, createBtn),
+    createHint,
+    roleHint('creating a cluster', 'cluster-role-hint'));
+
+  // ---------- plan panel ----------
+  const planPanel = h('div', { class: 'plan-panel', testid: 'cluster-plan-panel' });
+
+  root.append(
+    h('div', { class: 'crumbs' }, h('a', { href: '#/clusters', testid: 'back-to-clusters' }, '← Clusters')),
+    h('div', { class: 'page-head' },
+      h('h1', null, 'New cluster'),
+      h('span', { class: 'sub' }, 'Amazon EKS for orchestration + SageMaker HyperPod for resilient accelerator capacity.'),
+      h('span', { class: 'spacer' })),
+    h('div', { class: 'grid-form' },
+      h('div', { class: 'card', testid: 'cluster-form-card' },
+        h('div', { class: 'card-head' }, h('h2', null, 'Decisions'), h('span', { class: 'spacer' }),
+          h('span', { class: 'sub' }, 'nothing is created until you press Create')),
+        h('div', { class: 'card-body' }, form)),
+      planPanel));
+
+  // ---------- zones and instance types ----------
+
+  async function loadZones() {
+    const req = ++state.zonesReq;
+    const want = azSel.value || q.get('az') || '';
+    azSel.disabled = true;
+    fill(azSel, h('option', { value: '' }, 'Loading zones…'));
+    resetTypes('Choose a zone first');
+    const query = new URLSearchParams();
+    if (regionIn.value) query.set('region', regionIn.value);
+    try {
+      const data = await api(`/api/v1/discovery/availability-zones?${query}`, { signal: ctx.signal });
+      if (req !== state.zonesReq) return;
+      const zones = (data && data.items) || [];
+      clear(azSel).appendChild(h('option', { value: '' }, zones.length ? 'Choose a zone…' : 'No zones in this region'));
+      for (const z of zones) {
+        const off = z.state && z.state !== 'available';
+        azSel.appendChild(h('option', { value: z.name, disabled: off },
+          `${z.name}${z.zone_id ? `  (${z.zone_id})` : ''}${off ? ` · ${z.state}` : ''}`));
+      }
+      azSel.disabled = !zones.length;
+      if (want && zones.some((z) => z.name === want)) {
+        azSel.value = want;
+        loadTypes();
+      }
+    } catch (e) {
+      if (isAbort(e) || req !== state.zonesReq) return;
+      fill(azSel, h('option', { value: '' }, 'Could not load zones'));
+      setFieldError('availability_zone', `Could not load zones: ${e.message}`);
+    }
+    changed();
+  }
+
+  function resetTypes(text) {
+    state.typesReq++;
+    state.types = [];
+    typeSel.disabled = true;
+    fill(typeSel, h('option', { value: '' }, text));
+    renderTypeInfo();
+  }
+
+  async function loadTypes() {
+    const az = azSel.value;
+    const want = typeSel.value || q.get('type') || '';
+    if (!az) { resetTypes('Choose a zone first'); changed(); return; }
+    resetTypes(`Loading types offered in ${az}…`);
+    const req = state.typesReq;
+    const query = new URLSearchParams({ availability_zone: az });
+    if (regionIn.value) query.set('region', regionIn.value);
+    try {
+      const data = await api(`/api/v1/discovery/instance-types?${query}`, { signal: ctx.signal });
+      if (req !== state.typesReq) return;
+      state.types = ((data && data.items) || []).filter((t) => t.name);
+      fillTypes(want);
+    } catch (e) {
+      if (isAbort(e) || req !== state.typesReq) return;
+      fill(typeSel, h('option', { value: '' }, 'Could not load instance types'));
+      setFieldError('instance_type', `Could not load instance types: ${e.message}`);
+    }
+    changed();
+  }
+
+  function fillTypes(want) {
+    clear(typeSel);
+    if (!state.types.length) {
+      typeSel.appendChild(h('option', { value: '' }, `No HyperPod instance types in ${azSel.value}`));
+      typeSel.disabled = true;
+      renderTypeInfo();
+      return;
+    }
+    typeSel.appendChild(h('option', { value: '' }, `Choose one of ${state.types.length} types…`));
+    const families = new Map();
+    for (const t of state.types) {
+      const fam = t.name.split('.')[1] || t.name;
+      if (!families.has(fam)) families.set(fam, []);
+      families.get(fam).push(t);
+    }
+    const famKey = (f) => f.replace(/\d+/g, (d) => d.padStart(3, '0'));
+    for (const fam of [...families.keys()].sort((a, b) => famKey(a).localeCompare(famKey(b)))) {
+      const list = families.get(fam).sort((a, b) => (a.vcpus || 0) - (b.vcpus || 0) || a.name.localeCompare(b.name));
+      const first = list[0];
+      const accel = first.accelerator_name || first.accelerator || 'no accelerator';
+      typeSel.appendChild(h('optgroup', { label: `${fam} · ${accel}` }, list.map((t) => h('option', { value: t.name }, typeLabel(t)))));
+    }
+    typeSel.disabled = false;
+    if (want && state.types.some((t) => t.name === want)) typeSel.value = want;
+    renderTypeInfo();
+  }
+
+  function selectedType() {
+    return state.types.find((t) => t.name === typeSel.value) || null;
+  }
+
+  function renderTypeInfo() {
+    const t = selectedType();
+    setFieldError('instance_type', '');
+    if (!t) {
+      clear(typeInfo);
+      updateEfa(null);
+      updateTotal();
+      return;
+    }
+    fill(typeInfo,
+      t.accelerator ? badge(t.accelerator, { class: 'plain' }) : null,
+      t.accelerator_count ? chip(`${t.accelerator_count} × ${t.accelerator_name || t.accelerator}`) : null,
+      t.accelerator_memory_gib != null ? chip(`${num(t.accelerator_memory_gib)} GiB accelerator memory`) : null,
+      t.vcpus != null ? chip(`${t.vcpus} vCPU`) : null,
+      t.memory_gib != null ? chip(`${num(t.memory_gib)} GiB`) : null,
+      t.efa_supported
+        ? badge(`EFA ×${t.max_efa_interfaces || 1}`, { class: 'plain tone-green', testid: 'cluster-type-efa' })
+        : badge('no EFA', { class: 'plain tone-amber', testid: 'cluster-type-efa' }));
+    updateEfa(t);
+    updateTotal();
+  }
+
+  function updateEfa(t) {
+    const efaOnly = efaBox.querySelector('input[value="efa-only"]');
+    const efa = efaBox.querySelector('input[value="efa"]');
+    const several = !!t && (t.max_efa_interfaces || 0) > 1;
+    efaOnly.disabled = !several;
+    efa.disabled = !!t && !t.efa_supported;
+    if (efaOnly.checked && !several) efa.checked = true;
+    let text;
+    if (!t) text = 'EFA: Elastic Fabric Adapter networking for NCCL collectives. EFA-only needs a type with several EFA interfaces.';
+    else if (!t.efa_supported) text = `${t.name} has no EFA interface; hypd creates instance groups with EFA, so choose a type marked EFA.`;
+    else if (several) text = `${t.name} has ${t.max_efa_interfaces} EFA interfaces: EFA-only makes every interface EFA.`;
+    else text = `${t.name} has one EFA interface, so EFA-only is not available for it.`;
+    efaHint.textContent = text;
+    efaHint.classList.toggle('warn', !!t && !t.efa_supported);
+  }
+
+  function updateTotal() {
+    const t = selectedType();
+    const n = Number(countIn.value);
+    if (!t || !Number.isInteger(n) || n < 1) { totalNote.textContent = 'Instances in the first instance group (1–500).'; return; }
+    const parts = [`${n} × ${t.name}`];
+    if (t.accelerator_count) parts.push(`${n * t.accelerator_count} ${t.accelerator === 'gpu' ? 'GPU' : 'accelerator'}${n * t.accelerator_count === 1 ? '' : 's'}${t.accelerator_name ? ` (${t.accelerator_name})` : ''}`);
+    if (t.vcpus) parts.push(`${n * t.vcpus} vCPUs`);
+    totalNote.textContent = `In total: ${parts.join(' · ')}`;
+  }
+
+  // ---------- body, validation, errors ----------
+
+  const radioValue = (box) => { const r = box.querySelector('input[type=radio]:checked'); return r ? r.value : ''; };
+  const subnetList = () => subnetsIn.value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+
+  function buildBody() {
+    const body = {
+      name: nameIn.value.trim(),
+      availability_zone: azSel.value,
+      instance_type: typeSel.value,
+      instance_count: Number(countIn.value),
+      capacity_type: radioValue(capacityBox) || 'on-demand',
+      efa_mode: radioValue(efaBox) || 'efa',
+      deep_health_checks: deepBox.checked,
+    };
+    if (regionIn.value) body.region = regionIn.value;
+    if (body.capacity_type === 'training-plan') body.training_plan_arn = planArnIn.value.trim();
+    if (useVpc.checked) body.existing_vpc = { vpc_id: vpcIn.value.trim(), subnet_ids: subnetList() };
+    return body;
+  }
+
+  const INPUTS = {
+    name: nameIn, region: regionIn, availability_zone: azSel, instance_type: typeSel, instance_count: countIn,
+    training_plan_arn: planArnIn, vpc_id: vpcIn, subnet_ids: subnetsIn,
+  };
+
+  function setFieldError(field, msg) {
+    const el = errs[field];
+    if (!el) return false;
+    el.textContent = msg || '';
+    const input = INPUTS[field];
+    if (input) input.setAttribute('aria-invalid', msg ? 'true' : 'false');
+    return true;
+  }
+
+  function clearErrors() {
+    for (const f of FIELDS) setFieldError(f, '');
+    formErr.textContent = '';
+  }
+
+  function clientValidate(body) {
+    const problems = {};
+    const nameErr = validateName(body.name);
+    if (nameErr) problems.name = nameErr;
+    else if (state.existing.has(body.name)) problems.name = `A cluster named ${body.name} exists already.`;
+    if (!body.availability_zone) problems.availability_zone = 'Choose an availability zone.';
+    const t = selectedType();
+    if (!body.instance_type) problems.instance_type = body.availability_zone ? 'Choose an instance type.' : 'Choose a zone, then an instance type.';
+    else if (t && !t.efa_supported) problems.instance_type = `${t.name} has no EFA interface; hypd creates instance groups with EFA. Choose a type marked EFA.`;
+    if (!Number.isInteger(body.instance_count) || body.instance_count < 1 || body.instance_count > MAX_COUNT) {
+      problems.instance_count = `A whole number from 1 to ${MAX_COUNT}.`;
+    }
+    if (body.capacity_type === 'training-plan') {
+      if (!body.training_plan_arn) problems.training_plan_arn = 'Enter the training plan ARN.';
+      else if (!TRAINING_PLAN_RE.test(body.training_plan_arn)) problems.training_plan_arn = 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).';
+    }
+    if (body.efa_mode === 'efa-only' && !(t && (t.max_efa_interfaces || 0) > 1)) problems.efa_mode = 'EFA-only needs a type with several EFA interfaces.';
+    if (body.existing_vpc) {
+      if (!VPC_RE.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
+      const bad = body.existing_vpc.subnet_ids.filter((s) => !SUBNET_RE.test(s));
+      if (bad.length) problems.subnet_ids = `Not subnet ids: ${bad.join(', ')}`;
+      else if (body.existing_vpc.subnet_ids.length < 2) problems.subnet_ids = 'Give subnets in at least two availability zones.';
+    }
+    for (const [f, m] of Object.entries(problems)) setFieldError(f, m);
+    const first = FIELDS.find((f) => problems[f]);
+    if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
+    return !first;
+  }
+
+  function fieldFor(key) {
+    if (key.startsWith('existing_vpc.vpc_id')) return 'vpc_id';
+    if (key.startsWith('existing_vpc.subnet_ids')) return 'subnet_ids';
+    if (key.startsWith('existing_vpc')) return 'vpc_id';
+    return key.split('.')[0];
+  }
+
+  /** 422: messages next to their fields; others in the form error. */
+  function showApiError(err) {
+    if (err.status === 422 || err.code === 'validation_failed') {
+      const fe = fieldErrors(err.details);
+      const unplaced = [];
+      for (const [k, msg] of Object.entries(fe)) {
+        const field = fieldFor(k);
+        const prev = errs[field] ? errs[field].textContent : '';
+        if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
+      }
+      formErr.textContent = unplaced.length || !Object.keys(fe).length ? [err.message, ...unplaced].join(' — ') : 'Fix the fields marked below.';
+      const first = FIELDS.find((f) => errs[f].textContent);
+      if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
+      return;
+    }
+    if (err.status === 409 && err.details && err.details.name) setFieldError('name', err.message);
+    formErr.textContent = err.message;
+  }
+
+  // ---------- plan ----------
+
+  async function reviewPlan() {
+    if (state.planning) return;
+    clearErrors();
+    const body = buildBody();
+    if (!clientValidate(body)) { renderPlanEmpty(); updateCreate(); return; }
+    const json = JSON.stringify(body);
+    state.planning = true;
+    planBtn.disabled = true;
+    planBtn.replaceChildren(spinner(), 'Planning…');
+    fill(planPanel, h('div', { class: 'card' }, h('div', { class: 'loading', testid: 'plan-loading' }, spinner(), 'Planning: checking the zone, the instance type, quotas and prices…')));
+    try {
+      const reply = await api('/api/v1/clusters?dry_run=true', { method: 'POST', body, signal: ctx.signal });
+      state.plan = { json, body, reply };
+      state.stale = false;
+      renderPlan();
+    } catch (err) {
+      if (isAbort(err)) return;
+      state.plan = null;
+      showApiError(err);
+      renderPlanError(err);
+    } finally {
+      state.planning = false;
+      planBtn.disabled = false;
+      planBtn.replaceChildren(state.plan ? 'Review plan again' : 'Review plan');
+      updateCreate();
+    }
+  }
+
+  function renderPlanEmpty() {
+    state.plan = null;
+    state.stale = false;
+    planPanel.classList.remove('stale');
+    planBtn.replaceChildren('Review plan');
+    fill(planPanel, h('div', { class: 'card plan-empty', testid: 'plan-empty' },
+      h('div', { class: 'card-body' },
+        h('h2', null, 'Review before you create'),
+        h('p', null, 'Make the decisions on the left, then ', h('b', null, 'Review plan'), '. hypd answers with:'),
+        h('ul', { class: 'plain-list' },
+          h('li', null, 'every stage and step it would run, in order — ', STAGES.map((s) => stageTitle(s)).join(' → ')),
+          h('li', null, 'every resource it would make'),
+          h('li', null, 'an hourly cost estimate from its price table'),
+          h('li', null, 'preflight checks of service quotas and training-plan reservations')),
+        h('p', { class: 'muted' }, 'The review changes nothing in AWS.'))));
+  }
+
+  function renderPlanError(err) {
+    const pf = err.details && err.details.preflight;
+    state.stale = false;
+    planPanel.classList.remove('stale');
+    fill(planPanel,
+      h('div', { class: 'card', testid: 'plan-error' },
+        h('div', { class: 'card-body' },
+          h('div', { class: 'banner' }, h('div', null, h('b', null, `The plan was refused (${err.status || 'error'} ${err.code || ''})`),
+            h('div', { class: 'msg' }, err.message))))),
+      pf ? preflightCard(pf) : null);
+  }
+
+  function renderPlan() {
+    const { reply, body } = state.plan;
+    const steps = planPart(reply.plan, 'steps');
+    const resources = planPart(reply.plan, 'resources');
+    const pf = reply.preflight || { ok: true, checks: [] };
+    const t = state.types.find((x) => x.name === body.instance_type);
+    fill(planPanel,
+      h('div', { class: `card plan-summary ${pf.ok ? 'ok' : 'bad'}`, testid: 'plan-summary', dataset: { ok: pf.ok ? '1' : '' } },
+        h('div', { class: 'card-body summary-body' },
+          h('div', null,
+            h('div', { class: 'summary-title' }, 'Plan for ', h('b', { class: 'id' }, body.name)),
+            h('div', { class: 'muted' },
+              `${body.instance_count} × ${body.instance_type}`,
+              t && t.accelerator_count ? ` (${body.instance_count * t.accelerator_count} × ${t.accelerator_name || t.accelerator})` : '',
+              ` · ${body.capacity_type} · ${body.efa_mode} · ${body.availability_zone}`,
+              body.deep_health_checks ? ' · deep health checks' : '',
+              body.existing_vpc ? ` · existing ${body.existing_vpc.vpc_id}` : ' · new VPC')),
+          h('span', { class: 'spacer' }),
+          pf.ok ? badge('ready to create', { class: 'lg tone-green', testid: 'plan-verdict' })
+            : badge('preflight failed', { class: 'lg tone-red', testid: 'plan-verdict' }))),
+      h('div', { class: 'plan-grid' },
+        costCard(reply.cost || {}),
+        preflightCard(pf)),
+      stepsCard(steps),
+      resourcesCard(resources));
+    planPanel.classList.remove('stale');
+  }
+
+  function costCard(cost) {
+    const items = cost.items || [];
+    const total = Number(cost.hourly_usd || 0);
+    const cur = cost.currency || 'USD';
+    return h('div', { class: 'card', testid: 'plan-cost', dataset: { hourly: String(total), complete: cost.complete ? '1' : '' } },
+      h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'From hypd\'s price table, not a bill' }),
+        h('span', { class: 'spacer' }), cost.as_of ? h('span', { class: 'sub' }, `prices as of ${cost.as_of}`) : null),
+      h('div', { class: 'card-body' },
+        h('div', { class: 'cost-total' },
+          h('span', { class: 'big', testid: 'plan-cost-total' }, money(total, cur)),
+          h('span', { class: 'muted' }, ' per hour'),
+          !cost.complete ? h('span', { class: 'cost-partial', title: 'Some items have no fixed price; they are not in the total' }, ' + unpriced items') : null),
+        h('div', { class: 'muted cost-month' }, `≈ ${money(total * HOURS_PER_MONTH, cur, 0)} per month if it runs all ${HOURS_PER_MONTH} hours`),
+        h('table', { class: 'mini cost-items', testid: 'plan-cost-items' },
+          h('tbody', null, items.map((it) => h('tr', { dataset: { kind: it.kind || '' } },
+            h('td', null, it.name, it.note ? h('div', { class: 'faint note' }, it.note) : null),
+            h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
+            h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur) : h('span', { class: 'faint' }, 'n/a')))))),
+        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.'),
+        cost.verified === false ? h('p', { class: 'faint cost-note' }, 'The price table has not been checked against AWS\'s live prices; compare with the AWS pricing pages.') : null));
+  }
+
+  function preflightCard(pf) {
+    const checks = pf.checks || [];
+    const failed = checks.filter((c) => !c.ok);
+    return h('div', { class: `card preflight ${pf.ok ? 'ok' : 'bad'}`, testid: 'plan-preflight', dataset: { ok: pf.ok ? '1' : '' } },
+      h('div', { class: 'card-head' }, h('h2', null, 'Preflight'),
+        pf.ok ? badge('passed', { class: 'tone-green' }) : badge(`${failed.length} failed`, { class: 'tone-red' }),
+        h('span', { class: 'spacer' }), h('span', { class: 'sub' }, 'quotas and reservations, read-only')),
+      h('ul', { class: 'checks' }, checks.length
+        ? checks.map((c) => h('li', { testid: `preflight-${c.name}`, dataset: { status: c.status || (c.ok ? 'pass' : 'fail'), ok: c.ok ? '1' : '' }, class: c.ok ? 'ok' : 'bad' },
+          h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✕'),
+          h('div', null,
+            h('div', { class: 'check-name' }, c.name.replace(/_/g, ' '),
+              c.required != null ? h('span', { class: 'faint' }, `  need ${c.required}${c.available != null ? `, have ${num(c.available)}` : ''}`) : null),
+            h('div', { class: 'check-msg' }, c.message),
+            !c.ok && c.how_to_fix ? h('div', { class: 'fix', testid: `preflight-fix-${c.name}` }, h('b', null, 'How to fix: '), c.how_to_fix) : null)))
+        : h('li', { class: 'faint' }, 'No checks reported.')));
+  }
+
+  function stepsCard(steps) {
+    const groups = [];
+    const byStage = new Map();
+    for (const s of steps) {
+      const key = s.stage || 'other';
+      if (!byStage.has(key)) { byStage.set(key, []); groups.push(key); }
+      byStage.get(key).push(s);
+    }
+    return h('div', { class: 'card' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Stages and steps'),
+        h('span', { class: 'sub' }, `${groups.length} stages · ${steps.length} steps, in order; each stage can be re-run on its own later`)),
+      h('ol', { class: 'plan-steps', testid: 'plan-steps' }, groups.map((g, i) => h('li', { testid: `plan-stage-${g}`, dataset: { stage: g } },
+        h('div', { class: 'plan-stage-head' }, h('span', { class: 'idx' }, String(i + 1)), stageTitle(g), h('span', { class: 'name' }, g)),
+        h('ol', null, byStage.get(g).map((s) => h('li', { testid: `plan-step-${s.step}`, dataset: { step: s.step } },
+          h('span', null, s.action || s.step), h('span', { class: 'name' }, s.step))))))));
+  }
+
+  function resourcesCard(resources) {
+    return h('div', { class: 'card' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Resources'), h('span', { class: 'sub' }, `${resources.length} things hypd would make, each tagged as managed by hypd`)),
+      h('div', { class: 'table-wrap' },
+        h('table', { class: 'data plan-resources', testid: 'plan-resources' },
+          h('thead', null, h('tr', null, h('th', null, 'Type'), h('th', null, 'Name'), h('th', null, 'Details'))),
+          h('tbody', null, resources.map((r) => {
+            const { type, name, ...rest } = r;
+            return h('tr', { dataset: { type: type || '' } },
+              h('td', { class: 'nowrap' }, h('span', { class: 'id' }, type || '—')),
+              h('td', null, name ? h('span', { class: 'id' }, name) : h('span', { class: 'faint' }, '—')),
+              h('td', null, detailChips(rest)));
+          })))));
+  }
+
+  // ---------- create ----------
+
+  function updateCreate() {
+    const p = state.plan;
+    const pfOk = !!(p && p.reply.preflight && p.reply.preflight.ok);
+    const can = canMutate() && !!p && !state.stale && pfOk && !state.creating && !state.planning;
+    if (canMutate()) createBtn.disabled = !can;
+    let hint;
+    if (!canMutate()) hint = '';
+    else if (state.creating) hint = 'Submitting…';
+    else if (!p) hint = 'Review the plan first: Create sends exactly the reviewed request.';
+    else if (state.stale) hint = 'The inputs changed since the review: review the plan again.';
+    else if (!pfOk) hint = 'Preflight failed: fix what it reports (or change the request) and review again.';
+    else hint = 'Creating runs the stages in order; you follow them on the progress panel.';
+    createHint.textContent = hint;
+    createHint.dataset.state = !p ? 'no-plan' : state.stale ? 'stale' : !pfOk ? 'preflight' : 'ready';
+  }
+
+  function changed() {
+    const cap = radioValue(capacityBox);
+    planArnField.hidden = cap !== 'training-plan';
+    capacityHint.textContent = (CAPACITY.find((c) => c.value === cap) || CAPACITY[0]).hint;
+    vpcFields.hidden = !useVpc.checked;
+    updateTotal();
+    if (state.plan) {
+      const stale = JSON.stringify(buildBody()) !== state.plan.json;
+      if (stale !== state.stale) {
+        state.stale = stale;
+        planPanel.classList.toggle('stale', stale);
+        const banner = planPanel.querySelector('[data-testid=plan-stale]');
+        if (stale && !banner) {
+          planPanel.prepend(h('div', { class: 'banner info', testid: 'plan-stale' },
+            h('span', { class: 'msg' }, 'The inputs changed since this plan. Review it again before creating.')));
+        } else if (!stale && banner) banner.remove();
+      }
+    }
+    updateCreate();
+  }
+
+  async function create() {
+    if (!canMutate() || state.creating || !state.plan || state.stale) return;
+    if (!(state.plan.reply.preflight && state.plan.reply.preflight.ok)) return;
+    const { body, json } = state.plan;
+    if (!state.pending || state.pending.json !== json) state.pending = { key: uuid4(), json };
+    clearErrors();
+    state.creating = true;
+    createBtn.disabled = true;
+    createBtn.replaceChildren(spinner(), 'Creating…');
+    updateCreate();
+    try {
+      const reply = await api('/api/v1/clusters', {
+        method: 'POST', body, headers: { 'Idempotency-Key': state.pending.key }, signal: ctx.signal,
+      });
+      state.pending = null;
+      const op = reply && reply.operation;
+      location.hash = op && op.id ? `#/operations/${encodeURIComponent(op.id)}` : clusterHref(body.name);
+      return;
+    } catch (err) {
+      if (isAbort(err)) return;
+      if (err.status && err.status < 500) state.pending = null; // refused: a new attempt is a new request
+      if (err.status === 412 && err.details && err.details.preflight) {
+        state.plan.reply = { ...state.plan.reply, preflight: err.details.preflight };
+        renderPlan();
+        formErr.textContent = `Preflight failed when creating: ${err.message}`;
+      } else {
+        showApiError(err);
+        if (err.status === 422) { state.plan = null; renderPlanError(err); }
+      }
+      toastError(err, 'Create refused: ');
+    } finally {
+      state.creating = false;
+      createBtn.replaceChildren('Create cluster');
+      updateCreate();
+    }
+  }
+
+  // ---------- wiring ----------
+
+  regionIn.addEventListener('change', () => loadZones());
+  azSel.addEventListener('change', () => { setFieldError('availability_zone', ''); loadTypes(); });
+  typeSel.addEventListener('change', () => renderTypeInfo());
+  nameIn.addEventListener('blur', () => { if (nameIn.value) setFieldError('name', validateName(nameIn.value.trim())); });
+  nameIn.addEventListener('input', () => { if (errs.name.textContent) setFieldError('name', validateName(nameIn.value.trim())); });
+  form.addEventListener('input', changed);
+  form.addEventListener('change', changed);
+  planBtn.addEventListener('click', reviewPlan);
+  form.addEventListener('submit', (e) => { e.preventDefault(); create(); });
+
+  api('/api/v1/clusters', { signal: ctx.signal })
+    .then((d) => { state.existing = new Set(((d && d.items) || []).map((c) => c.name)); })
+    .catch(() => { /* the server refuses a duplicate name anyway (409) */ });
+
+  renderPlanEmpty();
+  loadZones();
+  changed();
+  if (!canMutate()) createHint.textContent = '';
+  return null;
+}
+
+// ---------- helpers ----------
+
+function section(title, ...children) {
+  return h('fieldset', { class: 'form-section' }, h('legend', null, title), children);
+}
+
+function chip(text) {
+  return h('span', { class: 'chip' }, text);
+}
+
+function typeLabel(t) {
+  const parts = [t.name];
+  if (t.accelerator_count) parts.push(`${t.accelerator_count}× ${t.accelerator_name || t.accelerator}${t.accelerator_memory_gib ? ` ${num(t.accelerator_memory_gib)} GiB` : ''}`);
+  if (t.vcpus) parts.push(`${t.vcpus} vCPU`);
+  if (t.memory_gib) parts.push(`${num(t.memory_gib)} GiB`);
+  parts.push(t.efa_supported ? `EFA×${t.max_efa_interfaces || 1}` : 'no EFA');
+  return parts.join(' · ');
+}
+
+function planPart(plan, key) {
+  for (const part of plan || []) if (part && Array.isArray(part[key])) return part[key];
+  return [];
+}
+
+function detailChips(obj) {
+  const entries = Object.entries(obj).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  if (!entries.length) return h('span', { class: 'faint' }, '—');
+  return h('div', { class: 'chips' }, entries.map(([k, v]) => {
+    let text;
+    if (Array.isArray(v)) {
+      text = v.map((x) => (x && typeof x === 'object'
+        ? Object.entries(x).filter(([, y]) => y !== null && y !== undefined).map(([a, b]) => `${a}=${b}`).join(' ')
+        : String(x))).join(', ');
+    } else if (v && typeof v === 'object') text = Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ');
+    else text = String(v);
+    return h('span', { class: 'chip', title: `${k}: ${text}` }, h('span', { class: 'k' }, k.replace(/_/g, ' ')), text);
+  }));
+}
+
+function money(v, currency = 'USD', digits = null) {
+  const x = Number(v);
+  if (Number.isNaN(x)) return '—';
+  const d = digits !== null ? digits : x !== 0 && Math.abs(x) < 1 ? 3 : 2;
+  try {
+    return x.toLocaleString(undefined, { style: 'currency', currency, minimumFractionDigits: d, maximumFractionDigits: d });
+  } catch {
+    return `${x.toFixed(d)} ${currency}`;
+  }
+}
+
+function num(n) {
+  const x = Number(n);
+  if (Number.isNaN(x)) return String(n);
+  return Number.isInteger(x) ? x.toLocaleString() : x.toLocaleString(undefined, { maximumFractionDigits: 1 });
+}

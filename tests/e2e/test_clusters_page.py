@@ -1,0 +1,392 @@
+"""The cluster pages in a real browser: create a cluster from the form (decisions only), review
+its dry-run plan and cost, follow the staged progress panel, open the cluster, re-run a stage,
+download the kubeconfig, delete it; preflight failures and 422/412 replies shown in the form;
+a viewer sees every mutating control disabled; an imported cluster is only forgotten.
+
+Fixtures `browser` and `page` (which fails on uncaught JS errors) are in tests/e2e/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from pathlib import Path
+
+import boto3
+import pytest
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect
+
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    UUID_RE,
+    base,
+    sign_in,
+)
+
+pytestmark = pytest.mark.browser
+
+STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
+ZONE = "us-west-2a"
+TYPE = "ml.g5.8xlarge"
+OP_URL = re.compile(r"#/operations/([^/?#]+)$")
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def _is_create_post(request) -> bool:
+    return request.method == "POST" and request.url.split("?")[0].endswith("/api/v1/clusters")
+
+
+def _is_dry_run(request) -> bool:
+    return _is_create_post(request) and "dry_run=true" in request.url
+
+
+def _op_id(page) -> str:
+    expect(page).to_have_url(OP_URL, timeout=AWS_READ_TIMEOUT_MS)
+    return OP_URL.search(page.url).group(1)
+
+
+@pytest.fixture(scope="module")
+def rest_cluster(stack):
+    """A cluster made through the REST API (for the viewer and import tests); deleted after."""
+    stack.wait_idle()
+    name = _name("rest")
+    with stack.client() as c:
+        reply = c.post("/api/v1/clusters", json={
+            "name": name, "availability_zone": ZONE, "instance_type": TYPE, "instance_count": 1})
+    assert reply.status_code == 202, reply.text
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)
+    assert op["status"] == "succeeded", op
+    yield name, op
+    stack.wait_idle()
+    with stack.client() as c:
+        gone = c.delete(f"/api/v1/clusters/{name}")
+    if gone.status_code == 202:
+        stack.wait_operation(gone.json()["operation"]["id"], timeout=180)
+
+
+def open_create_form(page):
+    page.get_by_test_id("nav-clusters").click()
+    expect(page).to_have_url(re.compile(r"#/clusters$"))
+    page.get_by_test_id("cluster-new").click()
+    expect(page).to_have_url(re.compile(r"#/clusters/new$"))
+
+
+def fill_decisions(page, name, zone=ZONE, instance_type=TYPE, count=2):
+    page.get_by_test_id("cluster-name").fill(name)
+    # zones, then the zone's instance types, come from discovery (select_option waits for them)
+    page.get_by_test_id("cluster-az").select_option(zone, timeout=AWS_READ_TIMEOUT_MS)
+    page.get_by_test_id("cluster-type").select_option(instance_type, timeout=AWS_READ_TIMEOUT_MS)
+    page.get_by_test_id("cluster-count").fill(str(count))
+
+
+def review_plan(page):
+    with page.expect_response(lambda r: _is_dry_run(r.request),
+                              timeout=AWS_READ_TIMEOUT_MS) as planned:
+        page.get_by_test_id("cluster-plan").click()
+    return planned.value
+
+
+def expect_op_succeeded_by_stage(page, stages):
+    expect(page.get_by_test_id("op-status")).to_have_text("succeeded", timeout=OPERATION_TIMEOUT_MS)
+    groups = page.locator("[data-testid=steps] > li[data-stage]")
+    expect(groups).to_have_count(len(stages))
+    for stage in stages:
+        group = page.get_by_test_id(f"op-stage-{stage}")
+        expect(group).to_have_attribute("data-status", "succeeded")
+        expect(page.get_by_test_id(f"op-stage-status-{stage}")).to_have_text("succeeded")
+        steps = group.locator("[data-step]")
+        assert steps.count() >= 1, stage
+        for i in range(steps.count()):
+            step = steps.nth(i)
+            expect(step).to_have_attribute("data-phase", "succeeded")
+            expect(step).to_have_attribute("data-testid", f"step-{step.get_attribute('data-step')}")
+
+
+def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
+    stack.wait_idle()
+    name = _name("ui")
+    sign_in(page, stack, stack.operator_token, "operator")
+    open_create_form(page)
+    fill_decisions(page, name)
+    expect(page.get_by_test_id("cluster-type-efa")).to_have_text("EFA \u00d71")
+    # one EFA interface: EFA-only is not offered
+    expect(page.get_by_test_id("efa-mode-efa-only")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-create")).to_be_disabled()  # no plan yet
+
+    # the dry run: stages and steps, resources, cost, preflight
+    planned = review_plan(page)
+    assert planned.status == 200, planned.text()
+    plan = planned.json()
+    assert planned.request.post_data_json == {
+        "name": name, "availability_zone": ZONE, "instance_type": TYPE, "instance_count": 2,
+        "capacity_type": "on-demand", "efa_mode": "efa", "deep_health_checks": False}
+    cost = page.get_by_test_id("plan-cost")
+    expect(cost).to_be_visible()
+    expect(cost).to_contain_text("estimate")
+    expect(page.get_by_test_id("plan-cost-total")).to_have_text(re.compile(r"\$\d"))
+    assert float(cost.get_attribute("data-hourly")) == pytest.approx(plan["cost"]["hourly_usd"])
+    expect(page.get_by_test_id("plan-cost-note")).to_have_text(plan["cost"]["note"])
+    planned_steps = next(p["steps"] for p in plan["plan"] if "steps" in p)
+    expect(page.get_by_test_id("plan-steps").locator("[data-step]")).to_have_count(len(planned_steps))
+    for stage in STAGES:
+        expect(page.get_by_test_id(f"plan-stage-{stage}")).to_be_visible()
+    expect(page.get_by_test_id("plan-step-eks_cluster")).to_be_visible()
+    expect(page.get_by_test_id("plan-resources")).to_contain_text("hyperpod_cluster")
+    expect(page.get_by_test_id("plan-preflight")).to_have_attribute("data-ok", "1")
+
+    # changing an input makes the plan stale; putting it back makes it current again
+    create = page.get_by_test_id("cluster-create")
+    expect(create).to_be_enabled()
+    page.get_by_test_id("cluster-count").fill("3")
+    expect(create).to_be_disabled()
+    expect(page.get_by_test_id("plan-stale")).to_be_visible()
+    page.get_by_test_id("cluster-count").fill("2")
+    expect(create).to_be_enabled()
+
+    with page.expect_request(lambda r: _is_create_post(r) and "dry_run" not in r.url) as posted:
+        create.click()
+    request = posted.value
+    assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
+    assert request.post_data_json == planned.request.post_data_json
+
+    # the staged progress panel, grouped by stage
+    op_id = _op_id(page)
+    expect(page.get_by_test_id("op-kind")).to_have_text("cluster.create")
+    expect(page.get_by_test_id("op-target")).to_have_text(f"cluster/{name}")
+    expect_op_succeeded_by_stage(page, STAGES)
+    assert page.locator("[data-testid=steps] [data-step]").count() == len(planned_steps)
+
+    # the cluster's page: every stage succeeded, EKS and HyperPod up, two nodes
+    page.get_by_test_id("op-cluster-link").click()
+    expect(page).to_have_url(re.compile(rf"#/clusters/{re.escape(name)}$"))
+    for stage in STAGES:
+        expect(page.get_by_test_id(f"stage-{stage}")).to_have_attribute(
+            "data-status", "succeeded", timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("cluster-eks-status")).to_have_text("ACTIVE")
+    expect(page.get_by_test_id("cluster-hp-status")).to_have_text("InService")
+    expect(page.get_by_test_id("cluster-nodes-total")).to_have_text("2")
+    expect(page.get_by_test_id("group-row-workers")).to_contain_text(TYPE)
+    expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
+        "href", f"#/operations/{op_id}")
+    expect(page.get_by_test_id("cluster-active")).to_be_visible()  # the activate stage did it
+    expect(page.get_by_test_id("feature-storage-s3")).to_have_attribute("data-enabled", "1")
+
+    # the kubeconfig is saved as a JSON file
+    with page.expect_download() as downloading:
+        page.get_by_test_id("cluster-kubeconfig").click()
+    download = downloading.value
+    assert download.suggested_filename == f"kubeconfig-{name}.json"
+    kubeconfig = json.loads(Path(download.path()).read_text())
+    assert kubeconfig["clusters"] and kubeconfig["users"], kubeconfig
+
+    # re-run one stage: a new operation with only that stage's steps
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith(
+            f"/api/v1/clusters/{name}/stages/storage/run")) as rerun:
+        page.get_by_test_id("stage-rerun-storage").click()
+    assert rerun.value.status == 202, rerun.value.text()
+    assert UUID_RE.match(rerun.value.request.headers.get("idempotency-key", ""))
+    rerun_id = _op_id(page)
+    assert rerun_id != op_id
+    expect(page.get_by_test_id("op-kind")).to_have_text("cluster.stage")
+    expect_op_succeeded_by_stage(page, ["storage"])
+
+    page.get_by_test_id("op-cluster-link").click()
+    expect(page.get_by_test_id("stage-op-storage")).to_have_attribute(
+        "href", f"#/operations/{rerun_id}", timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("stage-storage")).to_have_attribute("data-status", "succeeded")
+    expect(page.get_by_test_id("stage-op-network")).to_have_attribute(
+        "href", f"#/operations/{op_id}")
+
+    # the list: the row links to the page and carries the active marker
+    page.get_by_test_id("nav-clusters").click()
+    row = page.get_by_test_id(f"cluster-row-{name}")
+    expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    expect(row).to_have_attribute("data-status", "ACTIVE")
+    expect(row).to_have_attribute("data-active", "1")
+    expect(row.get_by_test_id("cluster-active")).to_be_visible()
+    expect(page.get_by_test_id(f"cluster-activate-{name}")).to_be_disabled()
+
+    # delete: a confirmation that wants the name; the shared bucket's data is kept unless
+    # the box is checked (then ?delete_data=true)
+    page.get_by_test_id(f"cluster-delete-{name}").click()
+    dialog = page.get_by_test_id("cluster-delete-dialog")
+    expect(dialog).to_be_visible()
+    confirm = dialog.get_by_test_id("cluster-delete-confirm")
+    expect(confirm).to_be_disabled()
+    dialog.get_by_test_id("cluster-delete-cancel").click()
+    expect(dialog).to_have_count(0)
+    page.get_by_test_id(f"cluster-delete-{name}").click()
+    expect(dialog.get_by_test_id("cluster-delete-data")).not_to_be_checked()
+    dialog.get_by_test_id("cluster-delete-data").check()
+    dialog.get_by_test_id("cluster-delete-typed").fill(name[:-1])
+    expect(confirm).to_be_disabled()
+    dialog.get_by_test_id("cluster-delete-typed").fill(name)
+    with page.expect_request(lambda r: r.method == "DELETE") as deleting:
+        confirm.click()
+    assert deleting.value.url.endswith(f"/api/v1/clusters/{name}?delete_data=true"), \
+        deleting.value.url
+    assert UUID_RE.match(deleting.value.headers.get("idempotency-key", ""))
+    _op_id(page)
+    expect(page.get_by_test_id("op-kind")).to_have_text("cluster.delete")
+    expect(page.get_by_test_id("op-params")).to_contain_text('"delete_data": true')
+    expect(page.get_by_test_id("op-status")).to_have_text("succeeded", timeout=OPERATION_TIMEOUT_MS)
+    page.get_by_test_id("nav-clusters").click()
+    expect(page.get_by_test_id("clusters-table")).to_be_visible()
+    expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
+
+
+def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")
+    open_create_form(page)
+    posts = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+
+    # refused before any request
+    page.get_by_test_id("cluster-name").fill("Bad_Name")
+    page.get_by_test_id("cluster-plan").click()
+    expect(page.get_by_test_id("error-name")).not_to_be_empty()
+    expect(page.get_by_test_id("cluster-name")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("error-availability_zone")).not_to_be_empty()
+    assert posts == []
+
+    # a type with many EFA interfaces offers EFA-only; a real preflight shortfall is shown
+    # with how to fix it, and Create stays disabled
+    name = _name("pf")
+    fill_decisions(page, name, instance_type="ml.p5.48xlarge", count=200)
+    expect(page.get_by_test_id("efa-mode-efa-only")).to_be_enabled()
+    page.get_by_test_id("efa-mode-efa-only").check(force=True)
+    planned = review_plan(page)
+    assert planned.request.post_data_json["efa_mode"] == "efa-only"
+    assert planned.json()["preflight"]["ok"] is False
+    preflight = page.get_by_test_id("plan-preflight")
+    expect(preflight).to_have_attribute("data-ok", "")
+    expect(page.get_by_test_id("preflight-instance_quota")).to_have_attribute("data-status", "fail")
+    expect(page.get_by_test_id("preflight-fix-instance_quota")).to_contain_text("Service Quotas")
+    expect(page.get_by_test_id("plan-verdict")).to_have_text("preflight failed")
+    expect(page.get_by_test_id("cluster-create")).to_be_disabled()
+
+    # a 422 from the server lands next to its fields
+    page.get_by_test_id("cluster-type").select_option(TYPE)
+    page.get_by_test_id("cluster-count").fill("2")
+
+    fields = {"instance_count": ["over the limit for this zone"],
+              "existing_vpc": {"subnet_ids": ["give subnets in at least two zones"]}}
+
+    def refuse_422(route):
+        route.fulfill(status=422, content_type="application/json", body=json.dumps({"error": {
+            "code": "validation_failed", "message": "instance_count: over the limit",
+            "details": {"fields": fields}}}))
+
+    page.route(lambda url: "/api/v1/clusters?dry_run=true" in url, refuse_422)
+    page.get_by_test_id("cluster-plan").click()
+    expect(page.get_by_test_id("error-instance_count")).to_have_text(fields["instance_count"][0])
+    expect(page.get_by_test_id("cluster-count")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("error-subnet_ids")).to_have_text(
+        fields["existing_vpc"]["subnet_ids"][0])
+    expect(page.get_by_test_id("plan-error")).to_be_visible()
+    expect(page.get_by_test_id("cluster-create")).to_be_disabled()
+    page.unroute_all()
+
+    # a good plan, then a 412 on create (a quota changed in between): shown with its checks
+    planned = review_plan(page)
+    assert planned.status == 200
+    expect(page.get_by_test_id("cluster-create")).to_be_enabled()
+    assert not page.get_by_test_id("error-instance_count").text_content()
+    failed_check = {"name": "instance_quota", "ok": False, "status": "fail", "required": 2,
+                    "available": 0, "message": "quota now 0", "how_to_fix": "ask for more"}
+
+    def refuse_412(route):
+        if route.request.method != "POST" or "dry_run" in route.request.url:
+            route.continue_()
+            return
+        route.fulfill(status=412, content_type="application/json", body=json.dumps({"error": {
+            "code": "precondition_failed", "message": "preflight: quota now 0",
+            "details": {"preflight": {"ok": False, "checks": [failed_check]}}}}))
+
+    page.route(lambda url: url.split("?")[0].endswith("/api/v1/clusters"), refuse_412)
+    page.get_by_test_id("cluster-create").click()
+    expect(page.get_by_test_id("cluster-form-error")).to_contain_text("quota now 0")
+    expect(page.get_by_test_id("plan-preflight")).to_have_attribute("data-ok", "")
+    expect(page.get_by_test_id("preflight-fix-instance_quota")).to_contain_text("ask for more")
+    expect(page.get_by_test_id("cluster-create")).to_be_disabled()
+    expect(page).to_have_url(re.compile(r"#/clusters/new$"))
+    page.unroute_all()
+
+
+def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
+    name, create_op = rest_cluster
+    sign_in(page, stack, stack.viewer_token, "viewer")
+    page.get_by_test_id("nav-clusters").click()
+    expect(page.get_by_test_id("cluster-new")).to_be_disabled()
+    expect(page.get_by_test_id("clusters-role-hint")).to_be_visible()
+    row = page.get_by_test_id(f"cluster-row-{name}")
+    expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id(f"cluster-activate-{name}")).to_be_disabled()
+    expect(page.get_by_test_id(f"cluster-delete-{name}")).to_be_disabled()
+
+    row.get_by_test_id("cluster-link").click()
+    expect(page).to_have_url(re.compile(rf"#/clusters/{re.escape(name)}$"))
+    expect(page.get_by_test_id("stage-storage")).to_have_attribute("data-status", "succeeded")
+    for stage in STAGES:
+        expect(page.get_by_test_id(f"stage-rerun-{stage}")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
+    expect(page.get_by_test_id(f"cluster-delete-{name}")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-kubeconfig")).to_be_enabled()  # reading is allowed
+    expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
+        "href", f"#/operations/{create_op['id']}")
+
+    # a viewer may review a plan (a dry run changes nothing) but not create
+    page.goto(base(stack) + "/#/clusters/new")
+    fill_decisions(page, _name("view"), count=1)
+    assert review_plan(page).status == 200
+    expect(page.get_by_test_id("plan-cost")).to_be_visible()
+    expect(page.get_by_test_id("cluster-create")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
+
+
+def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_cluster):
+    _, create_op = rest_cluster
+    stack.wait_idle()
+    name = _name("imp")
+    aws = {"region_name": "us-west-2", "endpoint_url": stack.env["AWS_ENDPOINT_URL"],
+           "aws_access_key_id": stack.env["AWS_ACCESS_KEY_ID"],
+           "aws_secret_access_key": stack.env["AWS_SECRET_ACCESS_KEY"]}
+    eks = boto3.client("eks", **aws)
+    role = boto3.client("iam", **aws).create_role(
+        RoleName=f"outside-{name}", AssumeRolePolicyDocument="{}")["Role"]
+    subnets = next(s for s in create_op["steps"] if s["name"] == "subnets")["resources"]
+    eks.create_cluster(name=name, roleArn=role["Arn"],
+                       resourcesVpcConfig={"subnetIds": subnets["private_subnet_ids"]})
+    with stack.client() as c:
+        imported = c.post("/api/v1/clusters/import", json={"name": name})
+    assert imported.status_code == 201, imported.text
+
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.get_by_test_id("nav-clusters").click()
+    row = page.get_by_test_id(f"cluster-row-{name}")
+    expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    expect(row).to_have_attribute("data-imported", "1")
+    expect(row.get_by_test_id("cluster-imported")).to_be_visible()
+    forget = page.get_by_test_id(f"cluster-delete-{name}")
+    expect(forget).to_have_text("Forget")
+
+    row.get_by_test_id("cluster-link").click()
+    expect(page.get_by_test_id("cluster-stages-imported")).to_be_visible()
+    page.get_by_test_id("back-to-clusters").click()
+
+    page.get_by_test_id(f"cluster-delete-{name}").click()
+    dialog = page.get_by_test_id("cluster-delete-dialog")
+    expect(dialog).to_contain_text("Nothing in AWS is touched")
+    expect(dialog.get_by_test_id("cluster-delete-data")).to_have_count(0)
+    with page.expect_response(lambda r: r.request.method == "DELETE") as forgetting:
+        dialog.get_by_test_id("cluster-delete-confirm").click()
+    assert forgetting.value.status == 200, forgetting.value.text()
+    expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
+    assert name in eks.list_clusters()["clusters"]
