@@ -12,10 +12,16 @@
 - FSx for Lustre (`ensure_fsx`): one file system adopted by its tags or created with a client
   request token, and its PersistentVolume for the FSx CSI driver (`fsx.csi.aws.com`,
   `volumeHandle` = file system id, `volumeAttributes.dnsname` / `mountname`).
-- `storage_users` says who mounts a claim, so storage in use is never removed.
+- `storage_users` says who mounts a claim (`claim_users` reads the cluster's pods, jobs,
+  deployments and statefulsets first), so storage in use is never removed.
+- `volumes` reads hypd's storage items back from their labelled PVs and PVCs;
+  `fsx_placement` chooses a file system's subnet (the cluster's compute subnet, else its
+  first private one) and security group (the nodes'); `storage_bucket_name` names the bucket
+  hypd makes for a storage item.
 
 Manifests are plain dicts for `cloud.kube.server_side_apply` (PV before PVC); nothing here
-talks to Kubernetes except `delete_volume`, which takes the caller's `ApiClient`.
+talks to Kubernetes except `delete_volume`, `volumes`, `workloads` and `claim_users`, which
+take the caller's `ApiClient`.
 """
 
 from __future__ import annotations
@@ -29,7 +35,16 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from cloud import kube
-from cloud.aws import MANAGED_BY, MANAGED_BY_VALUE, error_code, http_status, is_not_found
+from cloud.aws import (
+    CLUSTER_TAG,
+    MANAGED_BY,
+    MANAGED_BY_VALUE,
+    ROLE_TAG,
+    error_code,
+    http_status,
+    is_not_found,
+)
+from cloud.capacity import ROLE_COMPUTE_SUBNET
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -92,12 +107,15 @@ def validate_bucket_name(name: str) -> str:
     return name
 
 
-def bucket_name(prefix: str, cluster: str, account_id: str, region: str) -> str:
+def bucket_name(prefix: str, cluster: str, account_id: str, region: str,
+                key: str | None = None) -> str:
     """A bucket name for `cluster` that is valid and (bucket names being global) unique:
-    `<prefix><cluster>-<digest of account, region, cluster>`, the cluster part shortened
-    when the whole would pass 63 characters. Deterministic, so a retry finds the same bucket.
+    `<prefix><cluster>-<digest of account, region, key>` (`key` defaults to the cluster),
+    the cluster part shortened when the whole would pass 63 characters. Deterministic, so a
+    retry finds the same bucket.
     """
-    digest = hashlib.sha256(f"{account_id}:{region}:{cluster}".encode()).hexdigest()
+    seed = cluster if key is None else key
+    digest = hashlib.sha256(f"{account_id}:{region}:{seed}".encode()).hexdigest()
     room = BUCKET_MAX - len(prefix) - 1 - DIGEST_CHARS
     middle = re.sub(r"[^a-z0-9-]", "-", cluster.lower())[:max(room, 0)].strip("-")
     name = f"{prefix}{middle}-{digest[:DIGEST_CHARS]}" if middle else \
@@ -108,6 +126,13 @@ def bucket_name(prefix: str, cluster: str, account_id: str, region: str) -> str:
 def shared_bucket_name(cluster: str, account_id: str, region: str) -> str:
     """The default name of a cluster's shared data bucket (`hypd-<cluster>-<digest>`)."""
     return bucket_name("hypd-", cluster, account_id, region)
+
+
+def storage_bucket_name(cluster: str, storage: str, account_id: str, region: str) -> str:
+    """The bucket hypd makes for a cluster's storage item `storage`
+    (`hypd-<cluster>-<storage>-<digest>`, shortened to fit)."""
+    return bucket_name("hypd-", f"{cluster}-{storage}", account_id, region,
+                       key=f"{cluster}/{storage}")
 
 
 # -- buckets ---------------------------------------------------------------------------------
@@ -394,6 +419,65 @@ def delete_volume(api_client: Any, claim_name: str,
     }
 
 
+STORAGE_SELECTOR = f"{LABEL_MANAGED_BY}={kube.MANAGED_BY_VALUE},{LABEL_STORAGE}"
+
+
+def volumes(api_client: Any) -> list[dict[str, Any]]:
+    """hypd's storage items in a cluster as its Kubernetes objects say, one per storage name:
+    {name, kind, namespace, claim, volume, claim_exists, volume_exists, claim_phase,
+    volume_phase, capacity, bucket, prefix, read_only, file_system_id, dns_name, mount_name}
+    (the backing fields that do not apply are None). Read from the PersistentVolumes and
+    PersistentVolumeClaims labelled managed-by hypd with a storage name."""
+    pvs = kube.list_objects(api_client, "v1", "PersistentVolume", label_selector=STORAGE_SELECTOR)
+    claims = kube.list_objects(api_client, "v1", "PersistentVolumeClaim",
+                               label_selector=STORAGE_SELECTOR)
+    items: dict[str, dict[str, Any]] = {}
+    for pv in pvs:
+        meta, spec = pv.get("metadata") or {}, pv.get("spec") or {}
+        found = meta.get("labels") or {}
+        ref = spec.get("claimRef") or {}
+        csi = spec.get("csi") or {}
+        attributes = csi.get("volumeAttributes") or {}
+        options = spec.get("mountOptions") or []
+        prefix = next((o[len("prefix "):].rstrip("/") for o in options
+                       if o.startswith("prefix ")), None)
+        kind = found.get(LABEL_STORAGE_KIND) or ("fsx" if csi.get("driver") == FSX_CSI_DRIVER
+                                                 else "s3")
+        items[found[LABEL_STORAGE]] = {
+            "name": found[LABEL_STORAGE], "kind": kind,
+            "namespace": ref.get("namespace") or DEFAULT_NAMESPACE,
+            "claim": ref.get("name") or found[LABEL_STORAGE], "volume": meta.get("name"),
+            "volume_exists": True, "claim_exists": False,
+            "volume_phase": (pv.get("status") or {}).get("phase"), "claim_phase": None,
+            "capacity": (spec.get("capacity") or {}).get("storage"),
+            "bucket": attributes.get("bucketName") if kind == "s3" else None,
+            "prefix": prefix if kind == "s3" else None,
+            "read_only": "read-only" in options if kind == "s3" else None,
+            "file_system_id": csi.get("volumeHandle") if kind == "fsx" else None,
+            "dns_name": attributes.get("dnsname") if kind == "fsx" else None,
+            "mount_name": attributes.get("mountname") if kind == "fsx" else None,
+        }
+    for claim in claims:
+        meta = claim.get("metadata") or {}
+        name = (meta.get("labels") or {})[LABEL_STORAGE]
+        item = items.get(name)
+        if item is None:  # a claim whose volume is gone
+            kind = (meta.get("labels") or {}).get(LABEL_STORAGE_KIND) or "s3"
+            item = items[name] = {
+                "name": name, "kind": kind, "namespace": meta.get("namespace"),
+                "claim": meta.get("name"), "volume": (claim.get("spec") or {}).get("volumeName"),
+                "volume_exists": False, "volume_phase": None,
+                "capacity": ((claim.get("spec") or {}).get("resources") or {}).get(
+                    "requests", {}).get("storage"),
+                "bucket": None, "prefix": None, "read_only": None, "file_system_id": None,
+                "dns_name": None, "mount_name": None,
+            }
+        if (item["namespace"], item["claim"]) == (meta.get("namespace"), meta.get("name")):
+            item["claim_exists"] = True
+            item["claim_phase"] = (claim.get("status") or {}).get("phase")
+    return sorted(items.values(), key=lambda i: i["name"])
+
+
 # -- who mounts a claim ------------------------------------------------------------------------
 
 _FINISHED_PHASES = ("Succeeded", "Failed")
@@ -457,6 +541,24 @@ def _mounts(node: Any, claim_name: str) -> bool:
     return False
 
 
+USER_KINDS = (("v1", "Pod"), ("batch/v1", "Job"), ("apps/v1", "Deployment"),
+              ("apps/v1", "StatefulSet"))
+"""The workloads that can hold a claim: a storage item they mount is not removed."""
+
+
+def workloads(api_client: Any, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Every pod, job, deployment and statefulset (in `namespace`, or everywhere)."""
+    found: list[dict[str, Any]] = []
+    for api_version, kind in USER_KINDS:
+        found += kube.list_objects(api_client, api_version, kind, namespace)
+    return found
+
+
+def claim_users(api_client: Any, claim_name: str, namespace: str) -> list[str]:
+    """`storage_users` of one claim, read from the cluster now."""
+    return storage_users(workloads(api_client, namespace), claim_name, namespace)
+
+
 # -- FSx for Lustre ----------------------------------------------------------------------------
 
 FSX_DEPLOYMENT_TYPES = ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
@@ -464,6 +566,7 @@ FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500
 """MB/s per TiB allowed for each persistent SSD deployment type (the first is the default)."""
 FSX_GONE = ("DELETING",)
 FSX_LIVE = ("AVAILABLE", "CREATING", "UPDATING")
+FSX_BUSY = ("CREATING", "UPDATING")
 
 
 def fsx_capacity_problem(capacity_gib: int, deployment_type: str) -> str | None:
@@ -582,6 +685,9 @@ def delete_fsx(fsx: Any, file_system_id: str, tags: list[dict[str, str]]) -> boo
     if any(have.get(t["Key"]) != t["Value"] for t in tags):
         raise StorageError(f"file system {file_system_id} is not tagged as this hypd resource: "
                            "not deleting")
+    if systems[0].get("Lifecycle") in FSX_BUSY:  # AWS refuses to delete it until it settles
+        raise NotReady(f"file system {file_system_id} is {systems[0]['Lifecycle']}; it can be "
+                       "deleted once that ends", 30.0)
     try:
         fsx.delete_file_system(FileSystemId=file_system_id)
     except ClientError as exc:
@@ -632,3 +738,29 @@ def fsx_volume(
         },
     }
     return [volume, _claim(claim_name, namespace, pv, "ReadWriteMany", capacity, meta_labels)]
+
+
+def fsx_placement(ec2: Any, cluster_name: str, cluster: Mapping[str, Any]) -> dict[str, str]:
+    """Where a cluster's file system goes: {subnet_id, security_group_id}. The subnet is the
+    cluster's compute subnet (hypd's, by tags: beside the instances), else the first private
+    subnet of the EKS cluster; the security group is the one the cluster's nodes use (the
+    first of the EKS cluster's, else its cluster security group)."""
+    vpc_config = cluster.get("resourcesVpcConfig") or {}
+    compute = ec2.describe_subnets(Filters=[
+        {"Name": f"tag:{MANAGED_BY}", "Values": [MANAGED_BY_VALUE]},
+        {"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster_name]},
+        {"Name": f"tag:{ROLE_TAG}", "Values": [ROLE_COMPUTE_SUBNET]},
+    ])["Subnets"]
+    subnet_id = min((s["SubnetId"] for s in compute), default=None)
+    given = list(vpc_config.get("subnetIds") or ())
+    if subnet_id is None and given:
+        described = {s["SubnetId"]: s for s in ec2.describe_subnets(SubnetIds=given)["Subnets"]}
+        private = [i for i in given if not described.get(i, {}).get("MapPublicIpOnLaunch")]
+        subnet_id = (private or given)[0]
+    group_id = next(iter(vpc_config.get("securityGroupIds") or ()), None) or \
+        vpc_config.get("clusterSecurityGroupId")
+    if not subnet_id or not group_id:
+        raise StorageError(f"cannot place a file system for cluster {cluster_name}: it has no "
+                           f"{'subnet' if not subnet_id else 'security group'} hypd can find",
+                           "conflict")
+    return {"subnet_id": subnet_id, "security_group_id": group_id}

@@ -176,6 +176,10 @@ _CREATE_CLUSTER_ARGS = (
         "{vpc_id, subnet_ids (two zones or more), security_group_id?}."),
     Arg("kubernetes_version", "string", "EKS Kubernetes version; default 1.33.",
         enum=("1.31", "1.32", "1.33")),
+    Arg("fsx", "object", "Also make an FSx for Lustre file system beside the instances, "
+        "mounted as claim hypd-fsx: {storage_capacity_gib (1200 or a multiple of 2400, "
+        "default 1200), deployment_type (PERSISTENT_2 default, or SCRATCH_2)}. Only if the "
+        "user asks for a shared file system; it costs per GiB-month."),
 )
 
 CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
@@ -280,6 +284,68 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
             Arg("training_plan_arn", "string", "With training-plan.", location="query"),
             Arg("region", "string", "AWS region.", location="query"),
         ),
+    ),
+)
+
+
+_CLUSTER = Arg("cluster", "string", "Name of the cluster.", location="path", required=True)
+_STORAGE_NAME = Arg("name", "string", "Name of the storage item (its claim's name).",
+                    location="path", required=True)
+
+STORAGE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_storage", method="GET", path="/api/v1/clusters/{cluster}/storage",
+        title="List a cluster's storage",
+        description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file systems, "
+        "each a PersistentVolumeClaim pods mount by name (the create's shared bucket is "
+        "hypd-s3, at /s3), with the bucket or file system, its state (creating, available, "
+        "deleting, failed, incomplete) and the workloads using it.",
+        args=(_CLUSTER,),
+    ),
+    ToolSpec(
+        name="get_storage", method="GET", path="/api/v1/clusters/{cluster}/storage/{name}",
+        title="Get a storage item",
+        description="One storage item of a cluster: its claim and namespace, bucket or file "
+        "system (lifecycle, DNS and mount name), state, the workloads mounting it, and whether "
+        "removing it deletes data (deletes_data).",
+        args=(_CLUSTER, _STORAGE_NAME),
+    ),
+    ToolSpec(
+        name="add_storage", method="POST", path="/api/v1/clusters/{cluster}/storage",
+        title="Add storage to a cluster",
+        description="Mount storage in a cluster as a PersistentVolumeClaim named after it: "
+        "kind s3 (a new bucket hypd makes, or an existing bucket the user names in "
+        "s3.bucket, which hypd never deletes) or kind fsx (an FSx for Lustre file system, "
+        "5-10 minutes on AWS, billed per GiB-month: confirm with the user)." + _FOLLOW,
+        args=(
+            _CLUSTER,
+            Arg("name", "string", "Name of the storage item and of its claim (lowercase "
+                "letters, digits and '-', starting with a letter, at most 32 characters).",
+                required=True, pattern=NAME_PATTERN),
+            Arg("kind", "string", "s3 or fsx.", required=True, enum=("s3", "fsx")),
+            Arg("namespace", "string", "Kubernetes namespace of the claim; default `default` "
+                "(it must exist)."),
+            Arg("s3", "object", "With kind s3: {bucket? (an existing bucket to mount; unset "
+                "for a new one), prefix? (mount only this prefix), read_only? (default "
+                "false)}."),
+            Arg("fsx", "object", "With kind fsx: {storage_capacity_gib (1200 or a multiple of "
+                "2400, default 1200), deployment_type (PERSISTENT_2 default, or SCRATCH_2), "
+                "per_unit_storage_throughput? (125, 250, 500 or 1000 MB/s/TiB, PERSISTENT_2)}."),
+        ),
+        mutating=True, status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
+    ),
+    ToolSpec(
+        name="remove_storage", method="DELETE",
+        path="/api/v1/clusters/{cluster}/storage/{name}", title="Remove storage",
+        description="Unmount a storage item: delete its claim and volume, and its bucket or "
+        "file system only if hypd made it for this item (get_storage says so in "
+        "deletes_data; a bucket the user named is never deleted). Refused with conflict, "
+        "naming them, while running workloads mount it: stop those first. Confirm with the "
+        "user first." + _FOLLOW,
+        args=(_CLUSTER, _STORAGE_NAME),
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from={"operation_id": "operation.id"},
     ),
 )
 
@@ -470,7 +536,7 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *STORAGE_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 

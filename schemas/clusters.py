@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.common import Name, Region
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
+from schemas.storage import FsxSchema
 
 ML_TYPE_RE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
@@ -31,20 +32,6 @@ class ExistingVpcSchema(Schema):
     )
     security_group_id = fields.String(
         validate=validate.Regexp(SG_RE, error="not a security group id"))
-
-
-class FsxSchema(Schema):
-    storage_capacity_gib = fields.Integer(
-        load_default=1200,
-        validate=validate.Range(min=1200, max=2_400_000),
-        metadata={"description": "FSx for Lustre capacity: 1200 GiB or a multiple of 2400"},
-    )
-
-    @validates("storage_capacity_gib")
-    def _capacity(self, value: int, **_: object) -> None:
-        if value != 1200 and value % 2400:
-            raise ValidationError("must be 1200 or a multiple of 2400 GiB (FSx for Lustre "
-                                  "SCRATCH_2 / PERSISTENT_2 sizes)")
 
 
 class ClusterCreateSchema(Schema):
@@ -77,7 +64,8 @@ class ClusterCreateSchema(Schema):
     cidr = Cidr()
     kubernetes_version = fields.String(load_default="1.33",
                                        validate=validate.OneOf(KUBERNETES_VERSIONS))
-    fsx = fields.Nested(FsxSchema)
+    fsx = fields.Nested(FsxSchema, metadata={
+        "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
 
     @validates_schema
     def _capacity(self, data: dict, **_: object) -> None:

@@ -24,6 +24,7 @@ from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, tags_for
 from cloud.discovery import ec2_instance_type, instance_type_info
 from tasks import active
+from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
 from tasks.networks import NETWORK_CREATE
 
@@ -311,23 +312,25 @@ def wait_hyperpod_cluster(ctx: StepContext) -> float | None:
 
 # storage stage -----------------------------------------------------------------------------
 
-@_guarded
-def ensure_shared_bucket(ctx: StepContext) -> dict[str, Any]:
-    name = storage.shared_bucket_name(_name(ctx), _account(ctx), ctx.region)
-    bucket = storage.ensure_bucket(ctx.client("s3"), name, ctx.region,
-                                   tags_for(CLUSTER_TAG, _name(ctx), role="shared-bucket"))
-    return {"bucket": bucket["name"]}
+def _shared_item(ctx: StepContext) -> storage_kind.Item:
+    """The shared bucket, mounted by pods at /s3 (claim `hypd-s3`)."""
+    return storage_kind.Item(cluster=_name(ctx), name=S3_CLAIM, kind="s3", shared=True,
+                             mount_path=storage.DEFAULT_MOUNT_PATH)
 
 
-@_guarded
-def ensure_s3_volume(ctx: StepContext) -> dict[str, Any]:
-    """The shared bucket as a PV + PVC (Mountpoint for S3 CSI), mounted by pods at /s3."""
-    api = eks.api_client(_name(ctx), ctx.region)
-    manifests = storage.s3_volume(_out(ctx, "s3_bucket", "bucket"), ctx.region,
-                                  claim_name=S3_CLAIM, cluster=_name(ctx))
-    applied = [kube.server_side_apply(api, m) for m in manifests]
-    return {"objects": [f"{o['kind']}/{o['metadata']['name']}" for o in applied],
-            "claim": S3_CLAIM, "mount_path": storage.DEFAULT_MOUNT_PATH}
+def _fsx_item(ctx: StepContext) -> storage_kind.Item:
+    """The create's FSx for Lustre file system (claim `hypd-fsx`), beside the instances in
+    the compute subnet, in the nodes' security group."""
+    fsx = ctx.params["fsx"]
+    network = ctx.outputs.get("existing_network") or ctx.outputs.get("security_group") or {}
+    return storage_kind.Item(
+        cluster=_name(ctx), name=storage_kind.FSX_CLAIM, kind="fsx",
+        mount_path=storage_kind.FSX_MOUNT_PATH,
+        capacity_gib=fsx.get("storage_capacity_gib") or 1200,
+        deployment_type=fsx.get("deployment_type") or "PERSISTENT_2",
+        throughput=fsx.get("per_unit_storage_throughput"),
+        subnet_id=(ctx.outputs.get("compute_subnet") or {}).get("subnet_id"),
+        security_group_id=network.get("security_group_id"))
 
 
 # delete ------------------------------------------------------------------------------------
@@ -347,6 +350,12 @@ def delete_kubernetes_objects(ctx: StepContext) -> dict[str, Any]:
     api = _reachable_api(ctx)
     if api is None:
         return {"skipped": "the EKS cluster is not reachable"}
+    # What backs hypd's volumes, before they go: a delete asked to delete the data also
+    # deletes the buckets hypd made for storage items (delete_shared_bucket).
+    buckets = [{"storage": v["name"], "bucket": v["bucket"]} for v in storage.volumes(api)
+               if v["bucket"] and v["name"] != S3_CLAIM]
+    ctx.record(storage_buckets=sorted(buckets, key=lambda b: b["storage"])
+               + [b for b in ctx.resources.get("storage_buckets") or () if b not in buckets])
     deleted = []
     for svc in kube.list_objects(api, "v1", "Service"):
         if (svc.get("spec") or {}).get("type") == "LoadBalancer":
@@ -414,9 +423,21 @@ def delete_shared_bucket(ctx: StepContext) -> dict[str, Any]:
     name = storage.shared_bucket_name(_name(ctx), _account(ctx), ctx.region)
     if not ctx.params.get("delete_data"):
         return {"bucket": name, "kept": True}
-    gone = storage.delete_bucket(ctx.client("s3"), name,
+    s3 = ctx.client("s3")
+    gone = storage.delete_bucket(s3, name,
                                  tags_for(CLUSTER_TAG, _name(ctx), role="shared-bucket"))
-    return {"bucket": name, "deleted": gone}
+    # ... and the buckets hypd made for storage items (not buckets users named)
+    items = []
+    for found in (ctx.outputs.get("kubernetes_objects") or {}).get("storage_buckets") or ():
+        owner = storage_kind.storage_tags(_name(ctx), found["storage"])
+        try:
+            info = storage.bucket_info(s3, found["bucket"])
+        except storage.StorageError:
+            continue
+        if info is not None and storage_kind.carries(info["tags"], owner):
+            storage.delete_bucket(s3, found["bucket"], owner)
+            items.append(found["bucket"])
+    return {"bucket": name, "deleted": gone, "storage_buckets_deleted": items}
 
 
 @_guarded
@@ -480,19 +501,17 @@ HYPERPOD_STEPS = _staged(
     Step("hyperpod_cluster", "Create the HyperPod cluster", ensure_hyperpod_cluster,
          wait_hyperpod_cluster),
 )
-STORAGE_STEPS = _staged(
-    "storage",
-    Step("s3_bucket", "Create the shared S3 bucket", ensure_shared_bucket),
-    Step("s3_volume", "Mount the bucket at /s3 (PV + PVC)", ensure_s3_volume),
-)
+STORAGE_STEPS = _staged("storage", *storage_kind.s3_steps(
+    _shared_item, "Create the shared S3 bucket", "Mount the bucket at /s3 (PV + PVC)"))
+FSX_STEPS = _staged("storage", *storage_kind.fsx_steps(_fsx_item))
 ALL_STEPS = (NETWORK_STEPS + EXISTING_NETWORK + EKS_STEPS + ACTIVATE_STEPS + DEPENDENCY_STEPS
-             + HYPERPOD_STEPS + STORAGE_STEPS)
+             + HYPERPOD_STEPS + STORAGE_STEPS + FSX_STEPS)
 
 
 def create_steps(params: dict[str, Any]) -> tuple[Step, ...]:
     network = EXISTING_NETWORK if params.get("existing_vpc") else NETWORK_STEPS
     return (network + EKS_STEPS + ACTIVATE_STEPS + DEPENDENCY_STEPS + HYPERPOD_STEPS
-            + STORAGE_STEPS)
+            + STORAGE_STEPS + (FSX_STEPS if params.get("fsx") else ()))
 
 
 def stage_steps(params: dict[str, Any]) -> tuple[Step, ...]:
@@ -511,6 +530,9 @@ def _delete_steps() -> tuple[Step, ...]:
         _staged("storage",
                 Step("kubernetes_objects", "Delete load balancer Services and volume claims",
                      delete_kubernetes_objects, wait_load_balancers_gone),
+                *storage_kind.file_system_steps(
+                    lambda ctx: tags_for(CLUSTER_TAG, _name(ctx)),
+                    "Delete the FSx for Lustre file systems hypd made for the cluster"),
                 Step("s3_bucket", "Delete the shared bucket (only if asked)",
                      delete_shared_bucket))
         + _staged("hyperpod",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from flask_smorest import Api
 
-from app.api import auth, clusters, discovery, health, networks, operations
+from app.api import auth, clusters, discovery, health, networks, operations, storage
 
-BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, operations.blp)
+BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
+              operations.blp)
 
 
 def register_blueprints(api: Api) -> None:

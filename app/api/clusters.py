@@ -111,6 +111,11 @@ def _plan(body: dict[str, Any], region: str, zones: list[str]) -> list[dict[str,
         {"type": "s3_bucket", "purpose": "shared data, mounted at /s3"},
         {"type": "kubernetes", "objects": ["PersistentVolume", "PersistentVolumeClaim"]},
     ]
+    if body.get("fsx"):
+        resources.append({"type": "fsx_lustre", "claim": "hypd-fsx",
+                          "storage_capacity_gib": body["fsx"]["storage_capacity_gib"],
+                          "deployment_type": body["fsx"]["deployment_type"],
+                          "availability_zone": body["availability_zone"]})
     return [{"steps": plan}, {"resources": resources}]
 
 

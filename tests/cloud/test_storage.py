@@ -299,3 +299,44 @@ def test_fsx_volume_for_the_fsx_csi_driver():
     assert pv["metadata"]["labels"]["hypd.io/storage-kind"] == "fsx"
     with pytest.raises(StorageError):
         fsx_volume("vol-1", "x", "y", 1200, claim_name="scratch")
+
+
+# -- storage items ---------------------------------------------------------------------------
+
+
+@given(st.from_regex(r"[a-z][a-z0-9-]{0,30}[a-z0-9]", fullmatch=True),
+       st.from_regex(r"[a-z][a-z0-9-]{0,30}[a-z0-9]", fullmatch=True))
+def test_storage_item_bucket_names_are_valid_and_distinct(cluster, item):
+    from cloud.storage import storage_bucket_name
+
+    name = storage_bucket_name(cluster, item, "123456789012", "us-west-2")
+    assert bucket_name_problem(name) is None
+    assert name == storage_bucket_name(cluster, item, "123456789012", "us-west-2")
+    assert name != shared_bucket_name(cluster, "123456789012", "us-west-2")
+    # "a-b" + "c" and "a" + "b-c" read alike; the digest tells them apart
+    assert storage_bucket_name("a-b", "c", "1", "r") != storage_bucket_name("a", "b-c", "1", "r")
+
+
+def test_fsx_placement_prefers_the_compute_subnet_then_the_first_private_one(moto_aws):
+    from cloud.capacity import compute_subnet_tags
+    from cloud.storage import fsx_placement
+
+    ec2 = aws.client("ec2", REGION, AWS_MODE)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    public = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.0.0/24")["Subnet"]["SubnetId"]
+    ec2.modify_subnet_attribute(SubnetId=public, MapPublicIpOnLaunch={"Value": True})
+    private = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.16.0/20")["Subnet"]["SubnetId"]
+    eks_cluster = {"resourcesVpcConfig": {"subnetIds": [public, private],
+                                          "securityGroupIds": ["sg-0123456789abcdef0"],
+                                          "clusterSecurityGroupId": "sg-0fedcba9876543210"}}
+    assert fsx_placement(ec2, "lab", eks_cluster) == {
+        "subnet_id": private, "security_group_id": "sg-0123456789abcdef0"}
+    compute = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.32.0/20", TagSpecifications=[
+        {"ResourceType": "subnet",
+         "Tags": compute_subnet_tags("lab", "workers", "us-west-2a")}])["Subnet"]["SubnetId"]
+    assert fsx_placement(ec2, "lab", eks_cluster)["subnet_id"] == compute
+    assert fsx_placement(ec2, "other", {"resourcesVpcConfig": {
+        "subnetIds": [private], "clusterSecurityGroupId": "sg-0fedcba9876543210"}}) == {
+        "subnet_id": private, "security_group_id": "sg-0fedcba9876543210"}
+    with pytest.raises(StorageError, match="no subnet"):
+        fsx_placement(ec2, "none", {"resourcesVpcConfig": {"securityGroupIds": ["sg-1"]}})
