@@ -235,7 +235,14 @@ def ensure_subnets(ec2: Any, name: str, vpc_id: str, availability_zones: list[st
             elb = ("kubernetes.io/role/elb" if role == ROLE_PUBLIC_SUBNET
                    else "kubernetes.io/role/internal-elb")
             tags = network_tags(name, role, zone, **{elb: "1"})
-            subnet = allocate_subnet(ec2, vpc_id, zone, prefix, tags, lock=lock)
+
+            def made_meanwhile(role: str = role, zone: str = zone) -> dict[str, Any] | None:
+                found = [s for s in _find(ec2, "subnet", name, [role], vpc_id)
+                         if s["AvailabilityZone"] == zone]
+                return min(found, key=lambda s: s["SubnetId"]) if found else None
+
+            subnet = allocate_subnet(ec2, vpc_id, zone, prefix, tags, lock=lock,
+                                     existing=made_meanwhile)
         made[(role, zone)] = subnet
         record(subnets=[subnet_info(s) for s in made.values()])
     ordered = [made[(role, z)] for z in zones for role in (ROLE_PRIVATE_SUBNET, ROLE_PUBLIC_SUBNET)]

@@ -126,16 +126,22 @@ def allocate_subnet(
     prefix: int,
     tags: list[dict[str, str]],
     lock: LockFactory | AbstractContextManager[Any] = contextlib.nullcontext,
+    existing: Callable[[], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """Create a `/prefix` subnet in `availability_zone` at the first free block of the VPC.
 
     `lock` is a context manager, or a callable returning one, held while reading and
-    creating (the engine's per-VPC lock). Returns the EC2 `Subnet` description.
+    creating (the engine's per-VPC lock). `existing`, asked first *under the lock*, answers
+    the subnet if it was made already (by tags), so that two attempts of one step that race
+    never both create it. Returns the EC2 `Subnet` description.
     """
     if not tags:
         raise ValueError("a hypd subnet is created with its tags, never untagged")
     cm = lock if isinstance(lock, AbstractContextManager) else lock()
     with cm:
+        found = existing() if existing is not None else None
+        if found is not None:
+            return found
         for attempt in range(CONFLICT_RETRIES):
             block = pick_block(ec2, vpc_id, prefix)
             try:

@@ -375,3 +375,24 @@ def test_failed_nat_gateways_are_listed(ec2):
     set_nat_state(REGION, out["nat_gateway_id"], "failed")
     assert net.failed_nat_gateways(ec2, "lab") == [out["nat_gateway_id"]]
     assert net.get_network(ec2, "lab")["state"] == "failed"
+
+
+def test_an_attempt_racing_for_the_subnets_adopts_what_the_other_made(ec2):
+    """Two attempts of the subnets step (a duplicate task) may both find no subnets before
+    either creates one; the one that gets the VPC lock second must adopt, not add a fifth."""
+    import contextlib
+
+    vpc_id = net.ensure_vpc(ec2, "race")["vpc_id"]
+    other_ran: list[bool] = []
+
+    @contextlib.contextmanager
+    def lock():
+        if not other_ran:  # the other attempt held the lock first and made every subnet
+            other_ran.append(True)
+            net.ensure_subnets(ec2, "race", vpc_id, ZONES)
+        yield
+
+    made = net.ensure_subnets(ec2, "race", vpc_id, ZONES, lock=lock)
+    tagged = ec2.describe_subnets(Filters=[{"Name": "tag:hypd:network", "Values": ["race"]}])
+    assert len(tagged["Subnets"]) == 4
+    assert {s["id"] for s in made} == {s["SubnetId"] for s in tagged["Subnets"]}
