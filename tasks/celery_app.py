@@ -31,6 +31,10 @@ def make_celery(settings: Settings) -> Celery:
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        # A task stopped by its time limit (or failing outside the engine's own handling,
+        # e.g. Redis briefly gone) comes back instead of being acknowledged and lost: the
+        # step it was in adopts what it made (duplicates are fenced by generation + lease).
+        task_acks_on_failure_or_timeout=False,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
         task_serializer="json",
