@@ -53,8 +53,9 @@ class ClusterCreateSchema(Schema):
     training_plan_arn = fields.String(
         validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
     efa_mode = fields.String(
-        load_default="efa", validate=validate.OneOf(EFA_MODES),
-        metadata={"description": "efa, or efa-only for types with several EFA interfaces"})
+        validate=validate.OneOf(EFA_MODES),
+        metadata={"description": "efa, or efa-only for types with several EFA interfaces; "
+                                 "default: efa where the instance type has EFA, else none"})
     deep_health_checks = fields.Boolean(
         load_default=False,
         metadata={"description": "run instance stress and connectivity checks (GPU, EFA) "

@@ -65,13 +65,33 @@ def _check_choices(body: dict[str, Any], region: str) -> list[str]:
                        f"{', '.join(available)}", {"fields": {"availability_zone": ["unknown"]}})
     offered = cached(f"instance-types:{region}:{zone}", 300,
                      lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
-    if body["instance_type"] not in {t["name"] for t in offered}:
+    chosen = next((t for t in offered if t["name"] == body["instance_type"]), None)
+    if chosen is None:
         raise ApiError(422, "validation_failed",
                        f"{body['instance_type']} is not offered in {zone}; see "
                        f"GET /api/v1/discovery/instance-types?availability_zone={zone}",
                        {"fields": {"instance_type": [f"not offered in {zone}"]}})
+    _check_efa(body, chosen)
     others = [z for z in available if z != zone]
     return [zone, others[0]] if others else [zone]
+
+
+def _check_efa(body: dict[str, Any], chosen: dict[str, Any]) -> None:
+    """EFA as the type allows: unset means EFA where the type has it, none where it has not;
+    HyperPod refuses `efa` on a type without EFA and `efa-only` on one with a single
+    interface — say so now, not after the network and EKS stages have run."""
+    mode = body.get("efa_mode")
+    name = chosen["name"]
+    if mode is None:
+        body["efa_mode"] = "efa" if chosen.get("efa_supported") else None
+    elif mode == "efa" and not chosen.get("efa_supported"):
+        raise ApiError(422, "validation_failed", f"{name} has no EFA; leave efa_mode unset",
+                       {"fields": {"efa_mode": [f"{name} does not support EFA"]}})
+    elif mode == "efa-only" and (chosen.get("max_efa_interfaces") or 0) < 2:
+        raise ApiError(422, "validation_failed",
+                       f"efa-only needs an instance type with several EFA interfaces; {name} "
+                       f"has {chosen.get('max_efa_interfaces') or 0}",
+                       {"fields": {"efa_mode": ["needs several EFA interfaces"]}})
 
 
 def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
@@ -162,8 +182,12 @@ class Clusters(MethodView):
         params["region"] = region
 
         def precheck() -> dict[str, Any]:
+            if eks.describe(aws.client("eks", region=region), name) is not None:
+                raise ApiError(409, "conflict", f"an EKS cluster named {name!r} already "
+                                                f"exists in {region}", {"name": name})
             zones = _check_choices(body, region)
             params["availability_zones"] = zones
+            params["efa_mode"] = body.get("efa_mode")
             checks = _preflight(body, region)
             return {"zones": zones, "preflight": checks}
 
@@ -179,9 +203,6 @@ class Clusters(MethodView):
                 raise ApiError(412, "precondition_failed",
                                "preflight: " + preflight.summary(preflight.failed(checks)),
                                {"preflight": checks})
-            if eks.describe(aws.client("eks", region=region), name) is not None:
-                raise ApiError(409, "conflict", f"an EKS cluster named {name!r} already "
-                                                f"exists in {region}", {"name": name})
 
         return mutations.submit("cluster.create", f"cluster/{name}", params, gate)
 

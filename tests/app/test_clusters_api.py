@@ -81,6 +81,8 @@ def test_hyperpod_request_carried_recovery_provisioning_and_the_allocated_subnet
     group = request["InstanceGroups"][0]
     assert group["InstanceType"] == TYPE and group["InstanceCount"] == 2
     assert group["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert group["NetworkInterface"]["InterfaceType"] == "efa"  # the type has EFA
+    assert group["CapacityRequirements"] == {"OnDemand": {}}
     subnet_id = group["OverrideVpcConfig"]["Subnets"][0]
     subnet = _ec2(stack).describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
     assert ipaddress.ip_network(subnet["CidrBlock"]).prefixlen == 20
@@ -180,6 +182,10 @@ def test_validation_refuses_what_aws_would(stack):
         assert "name" in bad_name.json()["error"]["details"]["fields"]
         plan_missing = c.post("/api/v1/clusters", json=_body("tp", capacity_type="training-plan"))
         assert "training_plan_arn" in plan_missing.json()["error"]["details"]["fields"]
+        # g5.8xlarge has one EFA interface: efa-only is refused before anything is made
+        efa_only = c.post("/api/v1/clusters", json=_body("eo", efa_mode="efa-only"))
+        assert efa_only.status_code == 422
+        assert "efa_mode" in efa_only.json()["error"]["details"]["fields"]
 
 
 def test_preflight_reports_a_configured_quota_shortfall(stack):
