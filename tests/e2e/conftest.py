@@ -14,7 +14,8 @@ from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, UI_TIMEOUT_MS
 @pytest.fixture(scope="module")
 def browser():
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed")
+        pytest.fail(f"{CHROMIUM} is not installed: run the tests with ./dev.sh test, which "
+                    "installs Debian's chromium")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
