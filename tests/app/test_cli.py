@@ -97,9 +97,13 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
                  and "zombie" not in Path(f"/proc/{p}/status").read_text().lower()]
         assert alive == [], "children left running after SIGTERM"
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:  # a failed assertion: stop it the way a user would first,
+            proc.send_signal(signal.SIGTERM)  # so its children (own sessions) go too
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def test_sandbox_command_prints_its_environment_and_serves_aws(tmp_path):
