@@ -13,46 +13,21 @@ the create operation's other steps as its inputs.
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 from cloud import addons, capacity, eks, hyperpod, iam, kube, lifecycle, storage
 from cloud import networks as net
-from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, tags_for
+from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
 from cloud.discovery import ec2_instance_type, instance_type_info
 from tasks import active
 from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
 from tasks.networks import NETWORK_CREATE
+from tasks.outcomes import guarded, output
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 GROUP_NAME = "workers"
 S3_CLAIM = storage.DEFAULT_CLAIM
-
-
-def _guarded(fn: Callable[[StepContext], Any]) -> Callable[[StepContext], Any]:
-    """cloud/'s outcomes in the engine's terms: not-yet → retry later, refusals → fail."""
-
-    @functools.wraps(fn)
-    def run(ctx: StepContext) -> Any:
-        try:
-            return fn(ctx)
-        except (eks.NotYet, storage.NotReady) as exc:
-            raise StepRetry(str(exc), getattr(exc, "retry_after", None)) from exc
-        except (eks.EksError, iam.RoleConflict, hyperpod.HyperPodError, capacity.CapacityError,
-                storage.StorageError, addons.DependencyError, kube.KubeError) as exc:
-            if isinstance(exc, kube.KubeError) and kube.is_transient(exc):
-                raise StepRetry(str(exc)) from exc
-            raise StepFailed(str(exc), getattr(exc, "code", None) or "step_failed") from exc
-        except ClientError as exc:
-            if error_code(exc) == "DependencyViolation":
-                raise StepRetry(str(exc)) from exc
-            raise
-
-    return run
 
 
 # shared reads ------------------------------------------------------------------------------
@@ -61,22 +36,14 @@ def _name(ctx: StepContext) -> str:
     return ctx.params["name"]
 
 
-def _out(ctx: StepContext, step: str, key: str) -> Any:
-    try:
-        return ctx.outputs[step][key]
-    except KeyError:
-        raise StepFailed(f"the {step} step has not recorded {key}; re-run its stage first",
-                         "missing_input") from None
-
-
 def _network(ctx: StepContext) -> dict[str, Any]:
     """The VPC, private subnets and security group, from whichever network stage ran."""
     if "existing_network" in ctx.outputs:
         return ctx.outputs["existing_network"]
     return {
-        "vpc_id": _out(ctx, "vpc", "vpc_id"),
-        "private_subnet_ids": _out(ctx, "subnets", "private_subnet_ids"),
-        "security_group_id": _out(ctx, "security_group", "security_group_id"),
+        "vpc_id": output(ctx, "vpc", "vpc_id"),
+        "private_subnet_ids": output(ctx, "subnets", "private_subnet_ids"),
+        "security_group_id": output(ctx, "security_group", "security_group_id"),
     }
 
 
@@ -90,7 +57,7 @@ def _cluster_tags(ctx: StepContext, **extra: str) -> dict[str, str]:
 
 # network stage -----------------------------------------------------------------------------
 
-@_guarded
+@guarded
 def use_existing_network(ctx: StepContext) -> dict[str, Any]:
     """An existing VPC given by id: check it and its subnets (two zones at least); make a
     hypd security group in it unless one was given."""
@@ -122,17 +89,17 @@ def use_existing_network(ctx: StepContext) -> dict[str, Any]:
 
 # eks stage ---------------------------------------------------------------------------------
 
-@_guarded
+@guarded
 def ensure_eks_role(ctx: StepContext) -> dict[str, Any]:
     spec = iam.eks_cluster_role(_name(ctx), ctx.region)
     return {"role_arn": iam.ensure_role_spec(ctx.client("iam"), spec)}
 
 
-@_guarded
+@guarded
 def ensure_eks_cluster(ctx: StepContext) -> dict[str, Any]:
     network = _network(ctx)
     cluster = eks.ensure_cluster(
-        ctx.client("eks"), _name(ctx), _out(ctx, "eks_role", "role_arn"),
+        ctx.client("eks"), _name(ctx), output(ctx, "eks_role", "role_arn"),
         network["private_subnet_ids"], [network["security_group_id"]],
         version=ctx.params.get("kubernetes_version") or eks.DEFAULT_KUBERNETES_VERSION,
         tags=_cluster_tags(ctx), client_request_token=ctx.token("eks"),
@@ -140,12 +107,12 @@ def ensure_eks_cluster(ctx: StepContext) -> dict[str, Any]:
     return {"cluster_name": cluster["name"], "cluster_arn": cluster["arn"]}
 
 
-@_guarded
+@guarded
 def wait_eks_cluster(ctx: StepContext) -> float | None:
     return eks.cluster_wait(ctx.client("eks"), _name(ctx))
 
 
-@_guarded
+@guarded
 def ensure_eks_access(ctx: StepContext) -> dict[str, Any]:
     """The panel's own role gets an access entry *and* the cluster-admin access policy (an
     entry alone grants nothing); the OIDC provider makes IRSA possible for add-ons."""
@@ -159,7 +126,7 @@ def ensure_eks_access(ctx: StepContext) -> dict[str, Any]:
 
 # activate stage ----------------------------------------------------------------------------
 
-@_guarded
+@guarded
 def activate(ctx: StepContext) -> dict[str, Any]:
     """Only a cluster that is ACTIVE and answers becomes the caller's active cluster."""
     found = eks.describe(ctx.client("eks"), _name(ctx))
@@ -178,7 +145,7 @@ def _wanted(ctx: StepContext) -> list[addons.Dependency]:
     return addons.desired(addons.overrides_from_tags(found.get("tags")))
 
 
-@_guarded
+@guarded
 def install_dependencies(ctx: StepContext) -> dict[str, Any]:
     """Compare installed with desired and install only what is missing."""
     cluster = _name(ctx)
@@ -192,7 +159,7 @@ def install_dependencies(ctx: StepContext) -> dict[str, Any]:
     return {"desired": [d.name for d in wanted], "actions": done}
 
 
-@_guarded
+@guarded
 def wait_dependencies(ctx: StepContext) -> float | None:
     names = [d.name for d in _wanted(ctx) if d.kind == addons.ADDON]
     state = addons.addons_settled(ctx.client("eks"), _name(ctx), names)
@@ -205,7 +172,7 @@ def wait_dependencies(ctx: StepContext) -> float | None:
 
 # hyperpod stage ----------------------------------------------------------------------------
 
-@_guarded
+@guarded
 def ensure_lifecycle(ctx: StepContext) -> dict[str, Any]:
     s3 = ctx.client("s3")
     bucket = lifecycle.ensure_lifecycle_bucket(
@@ -215,20 +182,20 @@ def ensure_lifecycle(ctx: StepContext) -> dict[str, Any]:
     return {"bucket": bucket["name"], "uri": uploaded["uri"], "on_create": uploaded["on_create"]}
 
 
-@_guarded
+@guarded
 def ensure_hyperpod_roles(ctx: StepContext) -> dict[str, Any]:
     network = _network(ctx)
     account = _account(ctx)
     client = ctx.client("iam")
     execution = iam.hyperpod_execution_role(
-        _name(ctx), ctx.region, account, _name(ctx), _out(ctx, "lifecycle", "bucket"),
+        _name(ctx), ctx.region, account, _name(ctx), output(ctx, "lifecycle", "bucket"),
         network["vpc_id"], network["private_subnet_ids"], [network["security_group_id"]])
     cluster_role = iam.hyperpod_cluster_role(_name(ctx), ctx.region, account)
     return {"execution_role_arn": iam.ensure_role_spec(client, execution),
             "cluster_role_arn": iam.ensure_role_spec(client, cluster_role)}
 
 
-@_guarded
+@guarded
 def ensure_compute_subnet(ctx: StepContext) -> dict[str, Any]:
     """The first instance group's /20, from the one subnet allocator, in the chosen zone."""
     network = _network(ctx)
@@ -274,7 +241,7 @@ def _instance_info(ctx: StepContext) -> dict[str, Any] | None:
     return instance_type_info(found[0]) if found else None
 
 
-@_guarded
+@guarded
 def ensure_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
     sm = ctx.client("sagemaker")
     state = hyperpod.cluster_state(sm, _name(ctx))
@@ -289,15 +256,15 @@ def ensure_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
     network = _network(ctx)
     group = first_group_spec(ctx.params, ctx.outputs, _instance_info(ctx), ctx.region)
     request = hyperpod.cluster_request(
-        _name(ctx), _out(ctx, "eks_cluster", "cluster_arn"), [network["security_group_id"]],
-        [_out(ctx, "compute_subnet", "subnet_id")], [group],
-        _out(ctx, "hyperpod_roles", "cluster_role_arn"), owner=_name(ctx))
+        _name(ctx), output(ctx, "eks_cluster", "cluster_arn"), [network["security_group_id"]],
+        [output(ctx, "compute_subnet", "subnet_id")], [group],
+        output(ctx, "hyperpod_roles", "cluster_role_arn"), owner=_name(ctx))
     arn = hyperpod.ensure_cluster(sm, request)
     return {"cluster_name": request["ClusterName"], "cluster_arn": arn,
             "instance_groups": [GROUP_NAME]}
 
 
-@_guarded
+@guarded
 def wait_hyperpod_cluster(ctx: StepContext) -> float | None:
     state = hyperpod.cluster_state(ctx.client("sagemaker"), _name(ctx))
     if state is None:
@@ -343,7 +310,7 @@ def _reachable_api(ctx: StepContext) -> Any | None:
     return eks.api_client(_name(ctx), ctx.region)
 
 
-@_guarded
+@guarded
 def delete_kubernetes_objects(ctx: StepContext) -> dict[str, Any]:
     """Services of type LoadBalancer and volume claims first, so the AWS load balancers and
     volumes behind them are released by their controllers before the cluster goes."""
@@ -370,7 +337,7 @@ def delete_kubernetes_objects(ctx: StepContext) -> dict[str, Any]:
     return {"deleted": deleted}
 
 
-@_guarded
+@guarded
 def wait_load_balancers_gone(ctx: StepContext) -> float | None:
     api = _reachable_api(ctx)
     if api is None:
@@ -380,18 +347,18 @@ def wait_load_balancers_gone(ctx: StepContext) -> float | None:
     return 15.0 if left else None
 
 
-@_guarded
+@guarded
 def delete_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
     started = hyperpod.delete_cluster(ctx.client("sagemaker"), _name(ctx), owner=_name(ctx))
     return {"deleting": started}
 
 
-@_guarded
+@guarded
 def wait_hyperpod_gone(ctx: StepContext) -> float | None:
     return None if hyperpod.cluster_state(ctx.client("sagemaker"), _name(ctx)) is None else 30.0
 
 
-@_guarded
+@guarded
 def delete_compute_subnets(ctx: StepContext) -> dict[str, Any]:
     ec2 = ctx.client("ec2")
     tagged = ec2.describe_subnets(Filters=[
@@ -408,7 +375,7 @@ def delete_compute_subnets(ctx: StepContext) -> dict[str, Any]:
     return {"deleted": deleted}
 
 
-@_guarded
+@guarded
 def delete_lifecycle_bucket(ctx: StepContext) -> dict[str, Any]:
     name = lifecycle.lifecycle_bucket_name(_name(ctx), _account(ctx), ctx.region)
     gone = storage.delete_bucket(ctx.client("s3"), name,
@@ -416,7 +383,7 @@ def delete_lifecycle_bucket(ctx: StepContext) -> dict[str, Any]:
     return {"bucket": name, "deleted": gone}
 
 
-@_guarded
+@guarded
 def delete_shared_bucket(ctx: StepContext) -> dict[str, Any]:
     """The shared bucket holds the user's data (models, checkpoints): deleted only when the
     delete request asked for it."""
@@ -440,7 +407,7 @@ def delete_shared_bucket(ctx: StepContext) -> dict[str, Any]:
     return {"bucket": name, "deleted": gone, "storage_buckets_deleted": items}
 
 
-@_guarded
+@guarded
 def delete_eks_cluster(ctx: StepContext) -> dict[str, Any]:
     found = eks.describe(ctx.client("eks"), _name(ctx))
     issuer = ((found or {}).get("identity") or {}).get("oidc", {}).get("issuer")
@@ -449,7 +416,7 @@ def delete_eks_cluster(ctx: StepContext) -> dict[str, Any]:
     return {"deleting": eks.delete_cluster(ctx.client("eks"), _name(ctx))}
 
 
-@_guarded
+@guarded
 def wait_eks_gone(ctx: StepContext) -> float | None:
     delay = eks.cluster_gone(ctx.client("eks"), _name(ctx))
     if delay is None:
@@ -457,7 +424,7 @@ def wait_eks_gone(ctx: StepContext) -> float | None:
     return delay
 
 
-@_guarded
+@guarded
 def delete_identity(ctx: StepContext) -> dict[str, Any]:
     issuer = (ctx.outputs.get("eks_cluster") or {}).get("oidc_issuer")
     oidc = eks.delete_oidc_provider(ctx.client("iam"), issuer, _name(ctx)) if issuer else False

@@ -8,42 +8,16 @@ recorded through `ctx.record` the moment AWS returns them. Waiting on the NAT ga
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from cloud import networks as net
-from cloud.aws import error_code
 from cloud.discovery import availability_zones
-from cloud.subnets import SubnetSpaceExhausted
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.outcomes import guarded
 
 NAT_POLL_S = 15.0
 """How often to look at a NAT gateway that is being created or deleted (AWS: 1-3 minutes)."""
-
-
-def _guarded(fn: Callable[[StepContext], Any]) -> Callable[[StepContext], Any]:
-    """Turn cloud's outcomes into the engine's: NotYet and DependencyViolation → retry later,
-    permanent problems → the step fails with a code and a message a user can act on."""
-
-    @functools.wraps(fn)
-    def run(ctx: StepContext) -> Any:
-        try:
-            return fn(ctx)
-        except net.NotYet as exc:
-            raise StepRetry(exc.message, exc.retry_after) from exc
-        except net.NetworkError as exc:
-            raise StepFailed(exc.message, exc.code) from exc
-        except SubnetSpaceExhausted as exc:
-            raise StepFailed(str(exc), exc.code) from exc
-        except ClientError as exc:
-            if error_code(exc) == "DependencyViolation":
-                raise StepRetry(f"DependencyViolation: {exc}") from exc
-            raise
-
-    return run
 
 
 def _name(ctx: StepContext) -> str:
@@ -82,14 +56,14 @@ def _output(ctx: StepContext, step: str, key: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-@_guarded
+@guarded
 def create_vpc(ctx: StepContext) -> dict[str, Any]:
     cidr = ctx.params.get("cidr") or net.DEFAULT_CIDR
     ctx.detail(f"VPC {cidr}")
     return net.ensure_vpc(ctx.client("ec2"), _name(ctx), cidr, record=ctx.record)
 
 
-@_guarded
+@guarded
 def create_subnets(ctx: StepContext) -> dict[str, Any]:
     ec2 = ctx.client("ec2")
     vpc_id = _vpc_id(ctx)
@@ -112,13 +86,13 @@ def create_subnets(ctx: StepContext) -> dict[str, Any]:
     }
 
 
-@_guarded
+@guarded
 def create_internet_gateway(ctx: StepContext) -> dict[str, Any]:
     return net.ensure_internet_gateway(ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
                                        record=ctx.record)
 
 
-@_guarded
+@guarded
 def create_nat_gateway(ctx: StepContext) -> dict[str, Any]:
     ec2 = ctx.client("ec2")
     name = _name(ctx)
@@ -129,7 +103,7 @@ def create_nat_gateway(ctx: StepContext) -> dict[str, Any]:
     return {"nat_gateway_id": result["nat_gateway_id"], "allocation_id": result["allocation_id"]}
 
 
-@_guarded
+@guarded
 def wait_nat_gateway(ctx: StepContext) -> float | None:
     nat_id = ctx.resources.get("nat_gateway_id")
     if not nat_id:
@@ -147,7 +121,7 @@ def wait_nat_gateway(ctx: StepContext) -> float | None:
     return NAT_POLL_S
 
 
-@_guarded
+@guarded
 def create_route_tables(ctx: StepContext) -> dict[str, Any]:
     result = net.ensure_route_tables(
         ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
@@ -164,13 +138,13 @@ def create_route_tables(ctx: StepContext) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "private_default_route"}
 
 
-@_guarded
+@guarded
 def create_security_group(ctx: StepContext) -> dict[str, Any]:
     return net.ensure_security_group(ctx.client("ec2"), _name(ctx), _vpc_id(ctx),
                                      record=ctx.record)
 
 
-@_guarded
+@guarded
 def create_s3_endpoint(ctx: StepContext) -> dict[str, Any]:
     tables = [_output(ctx, "route_tables", "public_route_table_id"),
               _output(ctx, "route_tables", "private_route_table_id")]
@@ -205,7 +179,7 @@ NETWORK_CREATE = register(OperationKind(
 
 
 def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dict[str, Any]]:
-    @_guarded
+    @guarded
     def apply(ctx: StepContext) -> dict[str, Any]:
         deleted = fn(ctx.client("ec2"), _name(ctx))
         done = list(dict.fromkeys([*(ctx.resources.get("deleted") or []), *deleted]))
@@ -217,7 +191,7 @@ def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dic
     return apply
 
 
-@_guarded
+@guarded
 def wait_nat_deleted(ctx: StepContext) -> float | None:
     remaining = net.nat_gateways_remaining(ctx.client("ec2"), _name(ctx))
     if not remaining:

@@ -25,11 +25,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from cloud import eks, kube, storage
-from cloud.aws import CLUSTER_TAG, error_code, tags_for
+from cloud.aws import CLUSTER_TAG, tags_for
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.outcomes import guarded, output
 
 SHARED_CLAIM = storage.DEFAULT_CLAIM  # the cluster create's shared bucket, at /s3
 FSX_CLAIM = "hypd-fsx"  # the cluster create's file system
@@ -111,36 +110,6 @@ def _api(ctx: StepContext, cluster: str) -> Any:
 
 def _applied(objects: list[dict[str, Any]]) -> list[str]:
     return [f"{o['kind']}/{o['metadata']['name']}" for o in objects]
-
-
-def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """cloud/'s outcomes in the engine's terms: not-yet (a file system being made, a cluster
-    not ACTIVE, a claim still terminating) → retry later, refusals → the step fails."""
-
-    @functools.wraps(fn)
-    def run(ctx: StepContext, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(ctx, *args, **kwargs)
-        except (eks.NotYet, storage.NotReady) as exc:
-            raise StepRetry(str(exc), getattr(exc, "retry_after", None)) from exc
-        except (eks.EksError, storage.StorageError, kube.KubeError) as exc:
-            if isinstance(exc, kube.KubeError) and kube.is_transient(exc):
-                raise StepRetry(str(exc)) from exc
-            raise StepFailed(str(exc), getattr(exc, "code", None) or "step_failed") from exc
-        except ClientError as exc:
-            if error_code(exc) == "DependencyViolation":
-                raise StepRetry(str(exc)) from exc
-            raise
-
-    return run
-
-
-def output(ctx: StepContext, step: str, key: str) -> Any:
-    try:
-        return ctx.outputs[step][key]
-    except KeyError:
-        raise StepFailed(f"the {step} step has not recorded {key}; re-run it first",
-                         "missing_input") from None
 
 
 # s3 -----------------------------------------------------------------------------------------
