@@ -124,10 +124,6 @@ class ActiveClusterReplySchema(Schema):
     name = fields.String(allow_none=True)
 
 
-class StageRunPathSchema(Schema):
-    stage = fields.String(validate=validate.OneOf(STAGES))
-
-
 class ClusterDeleteQuerySchema(Schema):
     delete_data = fields.Boolean(
         load_default=False,
@@ -159,16 +155,6 @@ class PreflightQuerySchema(Schema):
                                   validate=validate.OneOf(CAPACITY_TYPES))
     training_plan_arn = fields.String(
         validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
-
-
-class PreflightCheckSchema(Schema):
-    name = fields.String()
-    ok = fields.Boolean()
-    status = fields.String()
-    required = fields.Integer(allow_none=True)
-    available = fields.Float(allow_none=True)
-    message = fields.String()
-    how_to_fix = fields.String(allow_none=True)
 
 
 class PreflightSchema(Schema):

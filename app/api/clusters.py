@@ -14,7 +14,7 @@ from app import auth, context, mutations
 from app.api.discovery import zones_in
 from app.cache import cached
 from app.errors import ApiError
-from cloud import aws, discovery, eks, hyperpod, kube, preflight, pricing
+from cloud import addons, aws, discovery, eks, hyperpod, kube, preflight, pricing
 from schemas.clusters import (
     STAGES,
     ActiveClusterReplySchema,
@@ -274,8 +274,6 @@ class Cluster(MethodView):
             raise ApiError(404, "not_found", f"no cluster named {name!r}")
         hp_name = (record or {}).get("hyperpod_cluster") or name
         described = hyperpod.describe(aws.client("sagemaker", region=region), hp_name)
-        from cloud import addons
-
         overrides = addons.overrides_from_tags((found or {}).get("tags"))
         features = {f: {"enabled": overrides.get(f, meta["default"]),
                         "description": meta["description"]}
