@@ -122,6 +122,9 @@ class Stack:
         _killpg(self.redis_proc, signal.SIGTERM)
         if self.local_aws is not None:
             self.local_aws.stop()
+        if os.environ.get("HYPD_TEST_KEEP"):  # keep the processes' logs for a post-mortem
+            print(f"hypd test stack logs kept in {self.tmp}", file=sys.stderr)
+            return
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:

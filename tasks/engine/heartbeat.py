@@ -10,9 +10,12 @@ step a second time beside it. When the process dies, renewal stops with it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 
 import redis
+
+log = logging.getLogger(__name__)
 
 # Extend only if the key still holds our token (never someone else's lease).
 _EXTEND = """
@@ -61,4 +64,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self._ttl_ms / 3000):
-            self.beat()
+            try:
+                self.beat()
+            except Exception:  # a heartbeat that dies lets a duplicate run beside the step
+                log.exception("heartbeat of %s failed; renewing again next beat", self._key)

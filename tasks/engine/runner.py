@@ -98,7 +98,9 @@ class StepRuntime:
         retried rather than failed.
         """
         ttl = max(1.0, self._lock_ttl_s)
-        mutex = self._store.redis.lock(f"hypd:mutex:{name}", timeout=ttl, blocking_timeout=ttl)
+        # Not thread-local: the heartbeat thread renews it with the token this thread took.
+        mutex = self._store.redis.lock(f"hypd:mutex:{name}", timeout=ttl, blocking_timeout=ttl,
+                                       thread_local=False)
         if not mutex.acquire():
             raise StepRetry(f"{name} is busy with another allocation", after=None)
         if self._heartbeat is not None:
