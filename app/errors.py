@@ -14,6 +14,7 @@ from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from cloud.aws import error_code, is_transient
+from cloud.errors import NotYet, Refusal
 from cloud.settings import SettingsError
 from schemas.common import ErrorSchema
 from tasks.engine.errors import EngineError
@@ -114,6 +115,20 @@ def register(app: Flask) -> None:
                             {"aws_code": error_code(exc)}, {"Retry-After": "5"})
         return envelope(502, "upstream_error", f"AWS refused: {exc}",
                         {"aws_code": error_code(exc)})
+
+    @app.errorhandler(Refusal)
+    def _refusal(exc: Refusal):
+        details = dict(exc.details)
+        if exc.field:
+            details.setdefault("fields", {exc.field: [exc.message]})
+        return envelope(exc.status, exc.code, exc.message, details)
+
+    @app.errorhandler(NotYet)
+    def _not_yet(exc: NotYet):
+        # Settling, not refused: the same request will do once AWS has caught up.
+        retry = str(int(exc.retry_after or 5))
+        return envelope(409, "conflict", f"{exc.message}; try again shortly",
+                        {"retry_after_seconds": int(retry)}, {"Retry-After": retry})
 
     @app.errorhandler(SettingsError)
     def _settings_error(exc: SettingsError):

@@ -13,6 +13,7 @@ from flask import request
 
 from app import auth, context
 from app.errors import ApiError
+from tasks.engine.kinds import OperationKind
 from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
 
 POLL_AFTER_S = 5
@@ -49,7 +50,7 @@ def operation_reply(op_view: dict[str, Any], status: int = 202):
 
 
 def submit(
-    kind: str,
+    kind: OperationKind,
     target: str,
     params: dict[str, Any],
     precheck: Callable[[], None] | None = None,

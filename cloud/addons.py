@@ -35,6 +35,7 @@ from kubernetes.client import ApiClient
 
 from cloud import kube
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
+from cloud.errors import Refusal
 
 DATA_FILE = Path(__file__).parent / "data" / "dependencies.yaml"
 MANIFEST_DIR = Path(__file__).parent / "manifests"
@@ -61,14 +62,11 @@ ADDON_SETTLING = ("CREATING", "UPDATING", "DELETING")
 ADDON_FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED")
 
 
-class DependencyError(Exception):
+class DependencyError(Refusal):
     """A dependency cannot be installed as asked (bad override, unknown region, a failed
-    add-on). `code` is an API error code."""
+    add-on)."""
 
-    def __init__(self, message: str, code: str = "validation_failed") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+    default_code = "validation_failed"
 
 
 @dataclass(frozen=True)

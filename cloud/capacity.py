@@ -36,6 +36,7 @@ import botocore.session
 
 from cloud.aws import CLUSTER_TAG, tags_for
 from cloud.discovery import ACCELERATOR_FAMILY, ec2_instance_type
+from cloud.errors import Refusal
 from cloud.subnets import COMPUTE_PREFIX, LockFactory, allocate_subnet
 
 # -- the decisions ---------------------------------------------------------------------------
@@ -76,15 +77,13 @@ which reads lifecycle scripts only from buckets named `sagemaker-*` (AWS documen
 `SourceS3Uri` must start with `s3://sagemaker-`)."""
 
 
-class CapacityError(ValueError):
+class CapacityError(Refusal):
     """A capacity decision AWS would refuse (or hypd forbids), with the request field."""
 
-    code = "validation_failed"
+    default_code = "validation_failed"
 
     def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
+        super().__init__(message, field=field)
 
 
 @functools.lru_cache(maxsize=1)

@@ -32,6 +32,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from cloud import aws
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found
+from cloud.errors import NotYet, Refusal
 from cloud.settings import Settings
 
 # ---------------------------------------------------------------------------------------
@@ -63,24 +64,9 @@ UPDATING = "UPDATING"
 PENDING = "PENDING"
 
 
-class EksError(Exception):
+class EksError(Refusal):
     """A permanent problem the user must resolve (a name taken by another cluster, a failed
-    cluster). `code` is an API error code (`conflict`, `upstream_error`, ...)."""
-
-    def __init__(self, message: str, code: str = "conflict") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-class NotYet(Exception):
-    """AWS is still settling (a cluster still being deleted): ask again after
-    `retry_after` seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after = retry_after
+    cluster)."""
 
 
 def cluster_tags(cluster: str, **extra: str) -> dict[str, str]:

@@ -35,6 +35,7 @@ from cloud.aws import (
     tags_for,
 )
 from cloud.capacity import capacity_type_of, interface_mode_of
+from cloud.errors import Refusal
 
 NODE_RECOVERY = "Automatic"
 NODE_PROVISIONING_MODE = "Continuous"
@@ -60,13 +61,10 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/
 EVENTS_SHOWN = 20
 
 
-class HyperPodError(Exception):
+class HyperPodError(Refusal):
     """A HyperPod request hypd refuses, or a cluster that is not hypd's to touch."""
 
-    def __init__(self, message: str, code: str = "hyperpod_conflict") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+    default_code = "hyperpod_conflict"
 
 
 # -- the request -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 
 from cloud import aws
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, ROLE_TAG, error_code, is_not_found
+from cloud.errors import Refusal
 
 POLICY_VERSION = "2012-10-17"
 MAX_ROLE_NAME = 64
@@ -52,13 +53,8 @@ STAR_RESOURCE_ACTIONS: dict[str, str] = {
 }
 
 
-class RoleConflict(Exception):
+class RoleConflict(Refusal):
     """A role of hypd's name exists that hypd did not make for this cluster."""
-
-    def __init__(self, message: str, code: str = "conflict") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 @dataclass(frozen=True)

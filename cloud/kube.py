@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 from kubernetes.client import ApiClient
 
+from cloud.errors import Refusal
+
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "hypd"
 FIELD_MANAGER = "hypd"
@@ -68,20 +70,23 @@ KINDS: dict[tuple[str, str], tuple[str, bool]] = {
 }
 
 
-class KubeError(Exception):
-    """The Kubernetes API answered an error (`status` is the HTTP status)."""
+class KubeError(Refusal):
+    """The Kubernetes API answered an error (`http_status` is its HTTP status); throttling
+    and server errors are `retryable`."""
+
+    default_code = "upstream_error"
 
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(f"{status} {reason}: {message}".strip())
-        self.status = status
+        self.http_status = status
         self.reason = reason
-        self.message = message
+        self.retryable = status == 429 or status >= 500
 
 
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth retrying: throttling, server errors, connection problems."""
     if isinstance(exc, KubeError):
-        return exc.status == 429 or exc.status >= 500
+        return exc.retryable
     try:
         import urllib3.exceptions as u3
 
@@ -232,7 +237,7 @@ def get_object(api: ApiClient, api_version: str, kind: str, name: str,
     try:
         return _call(api, "GET", object_path(api, api_version, kind, name, namespace))
     except KubeError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             return None
         raise
 
@@ -253,7 +258,7 @@ def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | N
     try:
         path = object_path(api, api_version, kind, None, namespace)
     except KubeError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             return
         raise
     token = None
@@ -266,7 +271,7 @@ def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | N
         try:
             page = _call(api, "GET", path, query) or {}
         except KubeError as exc:
-            if exc.status == 404:
+            if exc.http_status == 404:
                 return
             raise
         for item in page.get("items") or ():
@@ -286,7 +291,7 @@ def delete_object(api: ApiClient, api_version: str, kind: str, name: str,
         _call(api, "DELETE", object_path(api, api_version, kind, name, namespace), None, body,
               "application/json")
     except KubeError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             return False
         raise
     return True

@@ -31,6 +31,7 @@ from cloud.aws import (
     tag_filters,
     tags_for,
 )
+from cloud.errors import NotYet, Refusal
 from cloud.subnets import COMPUTE_PREFIX, PUBLIC_PREFIX, LockFactory, allocate_subnet
 
 DEFAULT_CIDR = "10.0.0.0/16"
@@ -56,23 +57,10 @@ Record = Callable[..., None]
 """Called with resource ids (keyword arguments) as soon as they exist (the engine persists)."""
 
 
-class NetworkError(Exception):
+class NetworkError(Refusal):
     """A permanent problem the user must resolve (a conflicting resource, a failed NAT)."""
 
-    def __init__(self, message: str, code: str = "network_conflict") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-class NotYet(Exception):
-    """AWS is still settling (a dependency is being deleted, a new id is not visible yet):
-    ask again after `retry_after` seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after = retry_after
+    default_code = "network_conflict"
 
 
 # ---------------------------------------------------------------------------------------

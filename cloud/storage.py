@@ -45,26 +45,15 @@ from cloud.aws import (
     is_not_found,
 )
 from cloud.capacity import ROLE_COMPUTE_SUBNET
+from cloud.errors import NotYet, Refusal
 
 # -- errors ----------------------------------------------------------------------------------
 
 
-class StorageError(Exception):
+class StorageError(Refusal):
     """A storage request hypd refuses, or a resource that is not hypd's to touch."""
 
-    def __init__(self, message: str, code: str = "storage_conflict") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-class NotReady(Exception):
-    """AWS is still working on it (e.g. a file system being created): ask again later."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after = retry_after
+    default_code = "storage_conflict"
 
 
 # -- bucket names ------------------------------------------------------------------------------
@@ -234,7 +223,7 @@ def delete_bucket(s3: Any, name: str, tags: list[dict[str, str]], empty: bool = 
         if error_code(exc) == "NoSuchBucket":
             return False
         if error_code(exc) == "BucketNotEmpty":
-            raise NotReady(f"bucket {name!r} is not empty yet", 5.0) from exc
+            raise NotYet(f"bucket {name!r} is not empty yet", 5.0) from exc
         raise
     return True
 
@@ -686,7 +675,7 @@ def delete_fsx(fsx: Any, file_system_id: str, tags: list[dict[str, str]]) -> boo
         raise StorageError(f"file system {file_system_id} is not tagged as this hypd resource: "
                            "not deleting")
     if systems[0].get("Lifecycle") in FSX_BUSY:  # AWS refuses to delete it until it settles
-        raise NotReady(f"file system {file_system_id} is {systems[0]['Lifecycle']}; it can be "
+        raise NotYet(f"file system {file_system_id} is {systems[0]['Lifecycle']}; it can be "
                        "deleted once that ends", 30.0)
     try:
         fsx.delete_file_system(FileSystemId=file_system_id)
@@ -712,7 +701,7 @@ def fsx_volume(
     if not re.match(r"^fs-[0-9a-f]{8,21}$", file_system_id or ""):
         raise StorageError(f"{file_system_id!r} is not an FSx file system id", "validation_failed")
     if not dns_name or not mount_name:
-        raise NotReady(f"file system {file_system_id} has no DNS name or mount name yet", 30.0)
+        raise NotYet(f"file system {file_system_id} has no DNS name or mount name yet", 30.0)
     _check_k8s_name(claim_name, "claim name")
     _check_k8s_name(namespace, "namespace")
     pv = volume_name(namespace, claim_name)

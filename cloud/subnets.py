@@ -17,6 +17,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from cloud.errors import Refusal
+
 COMPUTE_PREFIX = 20
 """Compute subnets for accelerator fleets: /20 (4,091 usable addresses)."""
 PUBLIC_PREFIX = 24
@@ -30,10 +32,10 @@ CONFLICT_RETRIES = 5
 LockFactory = Callable[[], AbstractContextManager[Any]]
 
 
-class SubnetSpaceExhausted(Exception):
+class SubnetSpaceExhausted(Refusal):
     """No free block of the requested size is left in the VPC's address space."""
 
-    code = "subnet_space_exhausted"
+    default_code = "subnet_space_exhausted"
 
     def __init__(self, vpc_cidrs: Iterable[str], prefix: int, taken: int) -> None:
         self.vpc_cidrs = list(vpc_cidrs)

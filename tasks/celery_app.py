@@ -13,13 +13,11 @@ import functools
 import redis
 from celery import Celery
 
-# importing the kinds' modules registers them
-import tasks.clusters
-import tasks.networks  # noqa: F401
 from cloud.settings import Settings
 from tasks.engine.runner import Runner
 from tasks.engine.service import Engine
 from tasks.engine.store import OperationStore
+from tasks.kinds import KINDS
 
 ADVANCE = "hypd.advance"
 
@@ -77,13 +75,14 @@ def enqueue_for(settings: Settings):
 
 
 def engine(settings: Settings) -> Engine:
-    return Engine(OperationStore(redis_client(settings.redis)), enqueue_for(settings))
+    return Engine(OperationStore(redis_client(settings.redis)), enqueue_for(settings), KINDS)
 
 
 def runner(settings: Settings) -> Runner:
     return Runner(
         OperationStore(redis_client(settings.redis)),
         enqueue_for(settings),
+        KINDS,
         region=settings.region,
         poll_min_s=settings.poll_min_s,
         poll_max_s=settings.poll_max_s,

@@ -21,7 +21,7 @@ from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
 from cloud.discovery import ec2_instance_type, instance_type_info
 from tasks import active
 from tasks import storage as storage_kind
-from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
 from tasks.outcomes import guarded, output
 
@@ -524,9 +524,9 @@ def delete_steps(params: dict[str, Any]) -> tuple[Step, ...]:
     return tuple(s for s in DELETE_STEPS if params.get("network") or s.stage != "network")
 
 
-CLUSTER_CREATE = register(OperationKind(
-    name="cluster.create", steps=ALL_STEPS, select=create_steps, resource_url=cluster_url))
-CLUSTER_STAGE = register(OperationKind(
-    name="cluster.stage", steps=ALL_STEPS, select=stage_steps, resource_url=cluster_url))
-CLUSTER_DELETE = register(OperationKind(
-    name="cluster.delete", steps=DELETE_STEPS, select=delete_steps, resource_url=cluster_url))
+CLUSTER_CREATE = OperationKind(
+    name="cluster.create", steps=ALL_STEPS, select=create_steps, resource_url=cluster_url)
+CLUSTER_STAGE = OperationKind(
+    name="cluster.stage", steps=ALL_STEPS, select=stage_steps, resource_url=cluster_url)
+CLUSTER_DELETE = OperationKind(
+    name="cluster.delete", steps=DELETE_STEPS, select=delete_steps, resource_url=cluster_url)

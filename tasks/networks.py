@@ -13,7 +13,7 @@ from typing import Any
 
 from cloud import networks as net
 from cloud.discovery import availability_zones
-from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded
 
 NAT_POLL_S = 15.0
@@ -157,7 +157,7 @@ def network_url(params: dict[str, Any]) -> str | None:
     return f"/api/v1/networks/{name}" if name else None
 
 
-NETWORK_CREATE = register(OperationKind(
+NETWORK_CREATE = OperationKind(
     name="network.create",
     steps=(
         Step("vpc", "Create the VPC", create_vpc),
@@ -170,7 +170,7 @@ NETWORK_CREATE = register(OperationKind(
         Step("s3_endpoint", "Create the S3 gateway endpoint", create_s3_endpoint),
     ),
     resource_url=network_url,
-))
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def wait_nat_deleted(ctx: StepContext) -> float | None:
     return NAT_POLL_S
 
 
-NETWORK_DELETE = register(OperationKind(
+NETWORK_DELETE = OperationKind(
     name="network.delete",
     steps=(
         Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
@@ -222,4 +222,4 @@ NETWORK_DELETE = register(OperationKind(
         Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
     ),
     resource_url=network_url,
-))
+)

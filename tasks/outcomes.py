@@ -1,8 +1,9 @@
 """cloud/'s outcomes in the engine's terms, for every operation kind's steps.
 
-One table: "not yet" (AWS still settling, a dependency still being deleted, a client error a
-retry may cure) re-runs the step later; a refusal the user must resolve fails the step with
-its code and a message they can act on; anything else goes to the engine's own handling
+Two bases (cloud/errors.py): `NotYet` (AWS still settling, a dependency still being deleted)
+re-runs the step later; a `Refusal` the user must resolve fails the step with its code and a
+message they can act on, unless it is retryable (a Kubernetes API answering 503). A
+DependencyViolation from AWS is a "not yet"; anything else goes to the engine's own handling
 (transient AWS errors retried, the rest failed as upstream or internal errors).
 """
 
@@ -14,16 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from cloud import addons, capacity, eks, hyperpod, iam, kube, storage
-from cloud import networks as net
 from cloud.aws import error_code
-from cloud.subnets import SubnetSpaceExhausted
+from cloud.errors import NotYet, Refusal
 from tasks.engine.kinds import StepContext, StepFailed, StepRetry
-
-NOT_YET = (net.NotYet, eks.NotYet, storage.NotReady)
-REFUSALS = (net.NetworkError, SubnetSpaceExhausted, eks.EksError, iam.RoleConflict,
-            hyperpod.HyperPodError, capacity.CapacityError, storage.StorageError,
-            addons.DependencyError, kube.KubeError)
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -31,12 +25,12 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(ctx: StepContext, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(ctx, *args, **kwargs)
-        except NOT_YET as exc:
-            raise StepRetry(str(exc), getattr(exc, "retry_after", None)) from exc
-        except REFUSALS as exc:
-            if isinstance(exc, kube.KubeError) and kube.is_transient(exc):
+        except NotYet as exc:
+            raise StepRetry(str(exc), exc.retry_after) from exc
+        except Refusal as exc:
+            if exc.retryable:
                 raise StepRetry(str(exc)) from exc
-            raise StepFailed(str(exc), getattr(exc, "code", None) or "step_failed") from exc
+            raise StepFailed(str(exc), exc.code) from exc
         except ClientError as exc:
             if error_code(exc) == "DependencyViolation":
                 raise StepRetry(f"DependencyViolation: {exc}") from exc

@@ -27,7 +27,7 @@ from typing import Any
 
 from cloud import eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tags_for
-from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry, register
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded, output
 
 SHARED_CLAIM = storage.DEFAULT_CLAIM  # the cluster create's shared bucket, at /s3
@@ -358,7 +358,7 @@ def storage_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['cluster']}/storage/{params['name']}"
 
 
-STORAGE_CREATE = register(OperationKind(
-    name="storage.create", steps=CREATE_STEPS, select=create_steps, resource_url=storage_url))
-STORAGE_DELETE = register(OperationKind(
-    name="storage.delete", steps=DELETE_STEPS, select=delete_steps, resource_url=storage_url))
+STORAGE_CREATE = OperationKind(
+    name="storage.create", steps=CREATE_STEPS, select=create_steps, resource_url=storage_url)
+STORAGE_DELETE = OperationKind(
+    name="storage.delete", steps=DELETE_STEPS, select=delete_steps, resource_url=storage_url)

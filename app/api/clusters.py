@@ -204,7 +204,7 @@ class Clusters(MethodView):
                                "preflight: " + preflight.summary(preflight.failed(checks)),
                                {"preflight": checks})
 
-        return mutations.submit("cluster.create", f"cluster/{name}", params, gate)
+        return mutations.submit(clusters.CLUSTER_CREATE, f"cluster/{name}", params, gate)
 
 
 def _summary(name: str, region: str, found: dict[str, Any] | None,
@@ -323,7 +323,7 @@ class Cluster(MethodView):
 
         params = {"name": name, "region": region, "network": made_network,
                   "delete_data": query["delete_data"]}
-        return mutations.submit("cluster.delete", f"cluster/{name}", params, precheck)
+        return mutations.submit(clusters.CLUSTER_DELETE, f"cluster/{name}", params, precheck)
 
 
 @blp.route("/clusters/<string:name>/kubeconfig")
@@ -355,7 +355,7 @@ def run_stage(name, stage):
     for op in reversed(_create_ops(name)):  # newer stage runs override older outputs
         inputs.update({s["name"]: s["resources"] for s in op["steps"]
                        if s.get("stage") != stage and s["resources"]})
-    return mutations.submit("cluster.stage", f"cluster/{name}", params, inputs=inputs)
+    return mutations.submit(clusters.CLUSTER_STAGE, f"cluster/{name}", params, inputs=inputs)
 
 
 @blp.route("/clusters/import", methods=["POST"])

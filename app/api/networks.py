@@ -16,6 +16,7 @@ from schemas.networks import (
     NetworkQuerySchema,
     NetworkSchema,
 )
+from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 
 blp = Blueprint("networks", __name__, url_prefix="/api/v1/networks",
                 description="VPCs with subnets, gateways and routes for clusters")
@@ -62,7 +63,7 @@ class Networks(MethodView):
 
         params = dict(body)
         params["region"] = region
-        return mutations.submit("network.create", f"network/{name}", params, precheck)
+        return mutations.submit(NETWORK_CREATE, f"network/{name}", params, precheck)
 
 
 @blp.route("/<string:name>")
@@ -86,5 +87,5 @@ class Network(MethodView):
             if networks.get_network(aws.client("ec2", region=region), name) is None:
                 raise ApiError(404, "not_found", f"no network named {name!r} in {region}")
 
-        return mutations.submit("network.delete", f"network/{name}",
+        return mutations.submit(NETWORK_DELETE, f"network/{name}",
                                 {"name": name, "region": region}, precheck)

@@ -32,7 +32,7 @@ from schemas.storage import (
     StorageSchema,
 )
 from tasks import registry
-from tasks.storage import carries, storage_tags
+from tasks.storage import STORAGE_CREATE, STORAGE_DELETE, carries, storage_tags
 
 blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
                 description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file "
@@ -79,13 +79,9 @@ def _talking_to(cluster: dict[str, Any]) -> Iterator[None]:
     """Failures of the cluster's Kubernetes API or of AWS, as the error envelope says them."""
     try:
         yield
-    except (eks.NotYet, eks.EksError) as exc:
-        raise ApiError(409, "conflict", str(exc)) from exc
     except kube.KubeError as exc:
         raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
                                               f"{cluster['name']} answered {exc}") from exc
-    except storage.StorageError as exc:
-        raise ApiError(409, "conflict", exc.message) from exc
     except (OSError, urllib3.exceptions.HTTPError) as exc:  # no answer at all
         raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
                                               f"{cluster['name']} did not answer: {exc}") from exc
@@ -304,7 +300,7 @@ class StorageItems(MethodView):
         def precheck() -> None:
             _check_new(_cluster(cluster), params)
 
-        return mutations.submit("storage.create", f"cluster/{cluster}/storage/{name}", params,
+        return mutations.submit(STORAGE_CREATE, f"cluster/{cluster}/storage/{name}", params,
                                 precheck)
 
 
@@ -342,5 +338,5 @@ class StorageItem(MethodView):
             params.update(kind=item["kind"], namespace=item["namespace"] or "default",
                           bucket=(item["s3"] or {}).get("bucket"))
 
-        return mutations.submit("storage.delete", f"cluster/{cluster}/storage/{name}", params,
+        return mutations.submit(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
                                 precheck)

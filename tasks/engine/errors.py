@@ -32,6 +32,13 @@ class IdempotencyKeyReused(EngineError):
     http_status = 422
 
 
+class UnknownKind(EngineError):
+    """A kind the engine's table does not list (a programming error, never the user's)."""
+
+    code = "internal_error"
+    http_status = 500
+
+
 class InvalidTransition(EngineError):
     """E.g. retrying an operation that succeeded, cancelling one that finished."""
 

@@ -9,7 +9,7 @@ engine re-schedules instead of sleeping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -99,19 +99,15 @@ class OperationKind:
         return next(s for s in self.steps if s.name == name)
 
 
-_KINDS: dict[str, OperationKind] = {}
+KindTable = Mapping[str, OperationKind]
+"""The kinds an engine runs, by name: one explicit table (tasks/kinds.py), handed to the
+engine, so a kind is known because it is listed, never because some module was imported."""
 
 
-def register(kind: OperationKind) -> OperationKind:
-    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"operation kind {kind.name!r} registered twice")
-    _KINDS[kind.name] = kind
-    return kind
-
-
-def get_kind(name: str) -> OperationKind:
-    return _KINDS[name]
-
-
-def all_kinds() -> dict[str, OperationKind]:
-    return dict(_KINDS)
+def kind_table(*kinds: OperationKind) -> dict[str, OperationKind]:
+    table: dict[str, OperationKind] = {}
+    for kind in kinds:
+        if kind.name in table:
+            raise ValueError(f"operation kind {kind.name!r} is listed twice")
+        table[kind.name] = kind
+    return table

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 
 from tasks.engine.heartbeat import Heartbeat
-from tasks.engine.kinds import StepFailed, StepRetry, get_kind
+from tasks.engine.kinds import KindTable, StepFailed, StepRetry
 from tasks.engine.model import OpStatus, StepPhase, current_step, now_iso
 from tasks.engine.store import OperationStore, StaleGeneration, lease_key, op_event, step_event
 
@@ -115,10 +115,11 @@ class StepRuntime:
 
 
 class Runner:
-    def __init__(self, store: OperationStore, schedule: Schedule, *, region: str,
-                 poll_min_s: float, poll_max_s: float, lease_s: float) -> None:
+    def __init__(self, store: OperationStore, schedule: Schedule, kinds: KindTable, *,
+                 region: str, poll_min_s: float, poll_max_s: float, lease_s: float) -> None:
         self.store = store
         self.schedule = schedule
+        self.kinds = kinds
         self.region = region
         self.poll_min_s = poll_min_s
         self.poll_max_s = poll_max_s
@@ -165,7 +166,12 @@ class Runner:
         if step is None:
             self.store.update(op_id, _set_status(OpStatus.SUCCEEDED), gen)
             return
-        spec = get_kind(op["kind"]).step(step["name"])
+        kind = self.kinds.get(op["kind"])
+        if kind is None:
+            self._fail(op_id, gen, step["name"], "internal_error",
+                       f"this worker does not run operations of kind {op['kind']!r}")
+            return
+        spec = kind.step(step["name"])
         ctx = StepRuntime(self.store, op, step, op["params"].get("region") or self.region,
                           lock_ttl_s=self.lease_ms / 2000, heartbeat=heartbeat)
 

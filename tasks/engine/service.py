@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tasks.engine.errors import InvalidTransition
-from tasks.engine.kinds import get_kind
+from tasks.engine.errors import InvalidTransition, UnknownKind
+from tasks.engine.kinds import KindTable, OperationKind
 from tasks.engine.model import OpStatus, StepPhase, new_operation, public_view
 from tasks.engine.store import IdempotencyClaim, OperationStore, op_event, step_event
 
@@ -17,13 +17,14 @@ Enqueue = Callable[[str, int, float], None]
 
 
 class Engine:
-    def __init__(self, store: OperationStore, enqueue: Enqueue) -> None:
+    def __init__(self, store: OperationStore, enqueue: Enqueue, kinds: KindTable) -> None:
         self.store = store
         self.enqueue = enqueue
+        self.kinds = kinds
 
     def submit(
         self,
-        kind: str,
+        kind: OperationKind,
         target: str,
         params: dict[str, Any],
         actor: str,
@@ -31,8 +32,10 @@ class Engine:
         inputs: dict[str, dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Record and enqueue a new operation; answers (operation, created)."""
-        op = new_operation(get_kind(kind), target, params, actor, claim.key if claim else None,
-                           inputs)
+        if self.kinds.get(kind.name) is not kind:
+            # the worker runs only the table's kinds: refuse now rather than strand it
+            raise UnknownKind(f"operation kind {kind.name!r} is not in the engine's table")
+        op = new_operation(kind, target, params, actor, claim.key if claim else None, inputs)
         op, created = self.store.create(op, claim)
         if created:
             self.enqueue(op["id"], op["generation"], 0)

@@ -694,7 +694,7 @@ def test_sandbox_cluster_from_create_to_server_side_apply(sandbox):
     client = eks.cluster_client("sb-lab", REGION)
     with pytest.raises(KubeError) as err:
         kube.list_objects(client.api, "v1", "Namespace")
-    assert err.value.status in (401, 403)
+    assert err.value.http_status in (401, 403)
 
     principal = eks.panel_principal_arn(sts_api, iam_api)
     eks.ensure_access(eks_api, "sb-lab", principal)

@@ -280,7 +280,7 @@ def test_unknown_kinds_are_found_by_discovery_once(fake_kube, api):
     with pytest.raises(kube.KubeError) as err:
         kube.server_side_apply(api, {"apiVersion": CRD_GROUP, "kind": "Missing",
                                      "metadata": {"name": "x"}})
-    assert err.value.status == 404
+    assert err.value.http_status == 404
     assert "CRD" in err.value.message
 
 
@@ -318,7 +318,7 @@ def test_errors_carry_status_and_message(fake_kube):
     bad = fake_kube.client(token="not-an-eks-token")
     with pytest.raises(kube.KubeError) as err:
         kube.get_object(bad, "v1", "ConfigMap", "x", "default")
-    assert err.value.status == 401
+    assert err.value.http_status == 401
     assert err.value.reason == "Unauthorized"
     assert not kube.is_transient(err.value)
     assert kube.is_transient(kube.KubeError(503, "ServiceUnavailable", ""))

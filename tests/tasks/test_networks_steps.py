@@ -14,7 +14,8 @@ import tasks.networks as steps
 from cloud import aws
 from cloud import networks as net
 from cloud.settings import Settings
-from tasks.engine.kinds import StepFailed, StepRetry, get_kind
+from tasks.engine.kinds import StepFailed, StepRetry
+from tasks.kinds import KINDS
 from tests.cloud.netkit import Spy, set_nat_state, snapshot, tags
 
 REGION = "us-west-2"
@@ -83,19 +84,19 @@ class Operation:
         return ctx
 
     def apply(self, step: str) -> dict[str, Any]:
-        spec = {s.name: s for s in get_kind(self.kind).steps}[step]
+        spec = {s.name: s for s in KINDS[self.kind].steps}[step]
         ctx = self.context(step)
         result = spec.apply(ctx) or {}
         self.outputs[step] = {**ctx.resources, **result}
         return self.outputs[step]
 
     def wait(self, step: str) -> float | None:
-        spec = {s.name: s for s in get_kind(self.kind).steps}[step]
+        spec = {s.name: s for s in KINDS[self.kind].steps}[step]
         ctx = self.context(step)
         return spec.wait(ctx) if spec.wait else None
 
     def run(self) -> Operation:
-        for spec in get_kind(self.kind).steps:
+        for spec in KINDS[self.kind].steps:
             for _ in range(5):
                 try:
                     self.apply(spec.name)
@@ -120,12 +121,12 @@ def create(ec2, name="lab", op_id="op-create", **params) -> Operation:
 
 
 def test_kinds_are_registered_in_order():
-    create_kind = get_kind("network.create")
+    create_kind = KINDS["network.create"]
     assert [s.name for s in create_kind.steps] == [
         "vpc", "subnets", "internet_gateway", "nat_gateway", "route_tables", "security_group",
         "s3_endpoint"]
     assert [s.name for s in create_kind.steps if s.wait] == ["nat_gateway"]
-    delete_kind = get_kind("network.delete")
+    delete_kind = KINDS["network.delete"]
     assert [s.name for s in delete_kind.steps] == [
         "s3_endpoint", "security_group", "route_tables", "nat_gateway", "elastic_ip",
         "internet_gateway", "subnets", "vpc"]
@@ -197,7 +198,7 @@ def test_each_step_rerun_after_a_crash_adopts(ec2):
     """A worker dies after AWS answered and before the engine wrote `applied`: the step runs
     again from scratch (its return value lost) and must find what it made."""
     op = Operation(ec2, "network.create", {"name": "lab"}, "op-crash")
-    for spec in get_kind("network.create").steps:
+    for spec in KINDS["network.create"].steps:
         op.apply(spec.name)
         made = snapshot(ec2)
         kept = op.outputs.pop(spec.name)

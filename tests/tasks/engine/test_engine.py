@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tasks.engine.errors import Conflict, IdempotencyKeyReused, InvalidTransition
-from tasks.engine.kinds import OperationKind, Step, StepFailed, StepRetry, register
+from tasks.engine.errors import Conflict, IdempotencyKeyReused, InvalidTransition, UnknownKind
+from tasks.engine.kinds import OperationKind, Step, StepFailed, StepRetry, kind_table
 from tasks.engine.runner import MAX_ATTEMPTS, Runner
 from tasks.engine.service import Engine
 from tasks.engine.store import IdempotencyClaim, OperationStore, lease_key
@@ -40,7 +40,7 @@ def _wait(name):
 
 
 STORE: list[OperationStore] = []
-KIND = register(OperationKind(
+KIND = OperationKind(
     name="test.thing",
     steps=(
         Step("one", "Step one", _apply("one")),
@@ -48,7 +48,7 @@ KIND = register(OperationKind(
         Step("three", "Step three", _apply("three")),
     ),
     resource_url=lambda p: f"/api/v1/things/{p['name']}",
-))
+)
 
 
 class Queue:
@@ -66,8 +66,9 @@ def env(redis_db):
     store = OperationStore(redis_db)
     STORE[:] = [store]
     queue = Queue()
-    engine = Engine(store, queue)
-    runner = Runner(store, queue, region="us-west-2", poll_min_s=0.1, poll_max_s=2, lease_s=5)
+    engine = Engine(store, queue, KINDS)
+    runner = Runner(store, queue, KINDS, region="us-west-2", poll_min_s=0.1, poll_max_s=2,
+                    lease_s=5)
     return engine, runner, queue, store
 
 
@@ -83,7 +84,7 @@ def drain(runner: Runner, queue: Queue, limit: int = 50) -> None:
 
 def test_steps_run_in_order_each_marked_applying_before_its_mutation(env):
     engine, runner, queue, store = env
-    op, created = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, created = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     assert created and op["status"] == "queued"
     drain(runner, queue)
     final = store.get(op["id"])
@@ -96,7 +97,7 @@ def test_steps_run_in_order_each_marked_applying_before_its_mutation(env):
 
 def test_events_record_every_phase_change(env):
     engine, runner, queue, store = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     drain(runner, queue)
     events = [e for _, e in store.events(op["id"])]
     step_one = [e["phase"] for e in events if e.get("step") == "one"]
@@ -108,43 +109,43 @@ def test_events_record_every_phase_change(env):
 
 def test_second_operation_on_same_ancestor_or_descendant_target_conflicts(env):
     engine, _, _, _ = env
-    op, _ = engine.submit("test.thing", "cluster/c", {"name": "c"}, "tester")
+    op, _ = engine.submit(KIND, "cluster/c", {"name": "c"}, "tester")
     for target in ("cluster/c", "cluster/c/feature/x"):
         with pytest.raises(Conflict) as info:
-            engine.submit("test.thing", target, {"name": "c"}, "tester")
+            engine.submit(KIND, target, {"name": "c"}, "tester")
         assert info.value.details["operation_id"] == op["id"]
-    _other, created = engine.submit("test.thing", "cluster/cc", {"name": "cc"}, "tester")
+    _other, created = engine.submit(KIND, "cluster/cc", {"name": "cc"}, "tester")
     assert created
 
 
 def test_descendant_lock_blocks_ancestor(env):
     engine, _, _, _ = env
-    op, _ = engine.submit("test.thing", "cluster/c/feature/x", {"name": "c"}, "tester")
+    op, _ = engine.submit(KIND, "cluster/c/feature/x", {"name": "c"}, "tester")
     with pytest.raises(Conflict) as info:
-        engine.submit("test.thing", "cluster/c", {"name": "c"}, "tester")
+        engine.submit(KIND, "cluster/c", {"name": "c"}, "tester")
     assert op["id"] in info.value.message
 
 
 def test_idempotency_key_same_body_same_operation_other_body_refused(env):
     engine, _, queue, _ = env
     claim = IdempotencyClaim("k1", "tester POST /x", {"name": "a"})
-    first, created = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester", claim)
-    again, created_again = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester",
+    first, created = engine.submit(KIND, "thing/a", {"name": "a"}, "tester", claim)
+    again, created_again = engine.submit(KIND, "thing/a", {"name": "a"}, "tester",
                                          IdempotencyClaim("k1", "tester POST /x", {"name": "a"}))
     assert created and not created_again and again["id"] == first["id"]
     assert len(queue.items) == 1  # enqueued once
     with pytest.raises(IdempotencyKeyReused):
-        engine.submit("test.thing", "thing/b", {"name": "b"}, "tester",
+        engine.submit(KIND, "thing/b", {"name": "b"}, "tester",
                       IdempotencyClaim("k1", "tester POST /x", {"name": "b"}))
     # another scope (token name) is another key
-    _, created_other = engine.submit("test.thing", "thing/c", {"name": "c"}, "tester",
+    _, created_other = engine.submit(KIND, "thing/c", {"name": "c"}, "tester",
                                      IdempotencyClaim("k1", "other POST /x", {"name": "a"}))
     assert created_other
 
 
 def test_stale_generation_does_nothing(env):
     engine, runner, queue, store = env
-    _op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    _op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     op_id, gen, _ = queue.items.pop(0)
     runner.advance(op_id, gen)  # step one done, gen bumped
     before = store.get(op_id)
@@ -155,7 +156,7 @@ def test_stale_generation_does_nothing(env):
 
 def test_duplicate_while_lease_held_reschedules_instead_of_running(env):
     engine, runner, queue, store = env
-    _op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    _op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     op_id, gen, _ = queue.items.pop(0)
     store.redis.set(lease_key(op_id), "someone-else", px=5000)
     runner.advance(op_id, gen)
@@ -167,7 +168,7 @@ def test_crash_after_mutation_resumes_same_step_adopting(env):
     """A worker dying inside apply leaves the step `applying`; the redelivered task calls
     apply again (which adopts), and the operation finishes."""
     engine, runner, queue, store = env
-    _op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    _op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     BEHAVIOUR["one"] = KeyboardInterrupt()  # stands in for SIGKILL: nothing after runs
     op_id, gen, _ = queue.items.pop(0)
     with pytest.raises(KeyboardInterrupt):
@@ -185,7 +186,7 @@ def test_crash_after_mutation_resumes_same_step_adopting(env):
 def test_wait_reschedules_with_clamped_countdown(env):
     engine, runner, queue, store = env
     BEHAVIOUR["two.wait"] = [0.0001, 30.0]
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     runner.advance(*queue.items.pop(0)[:2])  # one
     runner.advance(*queue.items.pop(0)[:2])  # two applied, first wait
     assert queue.items[-1][2] == 0.1  # clamped up to poll_min
@@ -200,7 +201,7 @@ def test_wait_reschedules_with_clamped_countdown(env):
 def test_failure_then_retry_keeps_id_and_resumes_at_failed_step(env):
     engine, runner, queue, store = env
     BEHAVIOUR["two"] = StepFailed("the quota is exhausted", code="quota_exceeded")
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     drain(runner, queue)
     failed = store.get(op["id"])
     assert failed["status"] == "failed"
@@ -219,16 +220,16 @@ def test_failure_then_retry_keeps_id_and_resumes_at_failed_step(env):
 def test_retry_refused_while_target_taken_by_another(env):
     engine, runner, queue, _ = env
     BEHAVIOUR["one"] = StepFailed("no")
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     drain(runner, queue)
-    engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     with pytest.raises(Conflict):
         engine.retry(op["id"])
 
 
 def test_retry_of_running_or_succeeded_refused(env):
     engine, runner, queue, _ = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     with pytest.raises(InvalidTransition):
         engine.retry(op["id"])
     drain(runner, queue)
@@ -240,7 +241,7 @@ def test_retry_of_running_or_succeeded_refused(env):
 
 def test_cancel_queued_is_immediate(env):
     engine, runner, queue, store = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     cancelled = engine.cancel(op["id"])
     assert cancelled["status"] == "cancelled"
     assert all(s["phase"] == "skipped" for s in cancelled["steps"])
@@ -251,7 +252,7 @@ def test_cancel_queued_is_immediate(env):
 
 def test_cancel_running_takes_effect_at_next_boundary(env):
     engine, runner, queue, store = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     runner.advance(*queue.items.pop(0)[:2])  # step one done
     engine.cancel(op["id"])
     drain(runner, queue)
@@ -264,7 +265,7 @@ def test_cancel_running_takes_effect_at_next_boundary(env):
 def test_temporary_errors_retry_with_backoff_then_give_up(env):
     engine, runner, queue, store = env
     BEHAVIOUR["one"] = StepRetry("DependencyViolation: still in use")
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     countdowns = []
     for _ in range(MAX_ATTEMPTS + 1):
         op_id, gen, countdown = queue.items.pop(0)
@@ -285,7 +286,7 @@ def test_record_persists_partial_resources(env):
         raise KeyboardInterrupt
 
     BEHAVIOUR["one"] = partial
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     with pytest.raises(KeyboardInterrupt):
         runner.advance(*queue.items.pop(0)[:2])
     assert store.get(op["id"])["steps"][0]["resources"] == {"first": "r-1"}
@@ -293,7 +294,7 @@ def test_record_persists_partial_resources(env):
 
 def test_wait_returns_on_next_event(env):
     engine, runner, queue, _store = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     import threading
 
     timer = threading.Timer(0.2, lambda: runner.advance(*queue.items.pop(0)[:2]))
@@ -309,7 +310,7 @@ def test_task_from_a_future_generation_comes_back_instead_of_being_dropped(env):
     """The next boundary is enqueued before the generation bump lands; a fast worker may
     pick it up in between. It must look again, not vanish (or the operation stalls)."""
     engine, runner, queue, _ = env
-    op, _ = engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     queue.items.clear()
     runner.advance(op["id"], op["generation"] + 1)
     assert CALLS == []
@@ -317,7 +318,7 @@ def test_task_from_a_future_generation_comes_back_instead_of_being_dropped(env):
 
 
 SEEN_OUTPUTS: list[dict] = []
-SELECTIVE = register(OperationKind(
+SELECTIVE = OperationKind(
     name="test.selective",
     steps=(
         Step("made", "Make it", lambda ctx: {"id": "new"}, stage="first"),
@@ -327,13 +328,24 @@ SELECTIVE = register(OperationKind(
     ),
     select=lambda p: tuple(s for s in SELECTIVE.steps
                            if s.name != ("made" if p.get("given") else "given")),
-))
+)
+
+
+KINDS = kind_table(KIND, SELECTIVE)
+
+
+def test_a_kind_outside_the_table_is_refused_at_submit(env):
+    engine, _runner, queue, store = env
+    stray = OperationKind(name="test.stray", steps=KIND.steps)
+    with pytest.raises(UnknownKind):
+        engine.submit(stray, "thing/z", {"name": "z"}, "tester")
+    assert queue.items == [] and store.list() == []
 
 
 def test_select_fixes_the_steps_and_inputs_reach_later_steps(env):
     engine, runner, queue, store = env
     SEEN_OUTPUTS.clear()
-    op, _ = engine.submit("test.selective", "thing/s", {"given": "g-1"}, "tester",
+    op, _ = engine.submit(SELECTIVE, "thing/s", {"given": "g-1"}, "tester",
                           inputs={"earlier": {"vpc_id": "vpc-1"}})
     assert [(s["name"], s["stage"]) for s in op["steps"]] == [("given", "first"),
                                                               ("use", "second")]
@@ -355,14 +367,15 @@ def test_a_long_step_keeps_its_lease_so_a_redelivered_duplicate_backs_off(env):
         deadline = clock.monotonic() + 1.0  # over three lease lifetimes
         while clock.monotonic() < deadline:
             seen.append(store.redis.get(lease_key(ctx.op_id)))
-            duplicate = Runner(store, queue, region="us-west-2", poll_min_s=0.1, poll_max_s=2,
+            duplicate = Runner(store, queue, KINDS, region="us-west-2", poll_min_s=0.1,
+                               poll_max_s=2,
                                lease_s=0.3)
             duplicate.advance(ctx.op_id, store.get(ctx.op_id)["generation"])
             clock.sleep(0.1)
         return {"slow": True}
 
     BEHAVIOUR["one"] = slow
-    engine.submit("test.thing", "thing/a", {"name": "a"}, "tester")
+    engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
     op_id, gen, _ = queue.items.pop(0)
     runner.advance(op_id, gen)
     assert all(seen) and len(set(seen)) == 1  # held by the same token all along

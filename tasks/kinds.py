@@ -1,0 +1,19 @@
+"""Every operation kind hypd runs, in one table (the web process submits only these; the
+worker runs only these). Adding a kind adds a line here."""
+
+from __future__ import annotations
+
+from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
+from tasks.engine.kinds import kind_table
+from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
+from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
+
+KINDS = kind_table(
+    NETWORK_CREATE,
+    NETWORK_DELETE,
+    CLUSTER_CREATE,
+    CLUSTER_STAGE,
+    CLUSTER_DELETE,
+    STORAGE_CREATE,
+    STORAGE_DELETE,
+)
