@@ -8,6 +8,7 @@ from flask import Flask, send_from_directory
 
 from app import auth, errors
 from app.api import register_blueprints
+from app.permissions import access
 from cloud.settings import Settings
 from tasks.celery_app import engine, redis_client
 
@@ -47,7 +48,6 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         },
     )
     errors.register(app)
-    auth.install(app, tokens if tokens is not None else auth.TokenTable.from_settings(settings))
     register_blueprints(api)
 
     from app.ws import install as install_ws
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
     install_ws(app)
 
     @app.get("/")
+    @access("public")
     def dashboard():
         response = send_from_directory(STATIC_DIR, "index.html")
         response.headers["Cache-Control"] = "no-cache"  # pick up updated modules
@@ -68,4 +69,6 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
 
+    # last: every route is registered, and one without a declaration refuses the start
+    auth.install(app, tokens if tokens is not None else auth.TokenTable.from_settings(settings))
     return app

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from flask import Flask, g, request
+from flask import Flask, current_app, g, request
 
+from app import permissions
 from app.errors import ApiError
 from cloud.settings import Settings, SettingsError
 
 ROLES = ("viewer", "operator")
-PUBLIC_PATHS = ("/healthz", "/api/v1/openapi.json")
-READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 @dataclass(frozen=True)
@@ -109,23 +108,33 @@ def require_role(principal: Principal, role: str) -> None:
 
 
 def install(app: Flask, tokens: TokenTable) -> None:
-    """Every /api/v1 route needs a token; every mutation (not a dry run) needs operator."""
+    """Check every request against its route's declaration (app/permissions.py); call once every
+    route is registered: a route without a declaration refuses the start here."""
     app.extensions["hypd.tokens"] = tokens
+    declared = permissions.declarations(app)
+    app.extensions["hypd.access"] = declared
 
     @app.before_request
-    def _authenticate() -> None:
-        path = request.path
-        if not path.startswith("/api/") or path in PUBLIC_PATHS:
+    def _authorize() -> None:
+        rule = request.url_rule
+        if rule is None:  # no such route (404) or method (405): still not without a token
+            if request.path.startswith("/api/"):
+                g.principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
             return
+        method = "GET" if request.method == "HEAD" else request.method
+        needs = declared.get((rule.endpoint, method))
+        if needs is None:  # OPTIONS: Flask answers it with the allowed methods
+            needs = permissions.Access(permissions.VIEWER)
+        if needs.role == permissions.PUBLIC or needs.websocket:
+            return  # a socket authenticates with its first message, against `needs`
         principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
         g.principal = principal
-        if request.method not in READ_METHODS and not _dry_run():
-            require_role(principal, "operator")
+        require_role(principal, needs.needed(permissions.dry_run_asked(request.args)))
 
 
-def _dry_run() -> bool:
-    """A dry run changes nothing, so a viewer may ask for one."""
-    return request.method == "POST" and request.args.get("dry_run", "").lower() in ("true", "1")
+def declared_role(endpoint: str, method: str) -> str:
+    """The role a route declares (the WebSocket allows an action by its REST twin's)."""
+    return current_app.extensions["hypd.access"][(endpoint, method)].role
 
 
 def current() -> Principal:

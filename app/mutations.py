@@ -61,6 +61,9 @@ def submit(
     `precheck` (e.g. "does this network exist already?") runs only for a new request: a
     replay answers the operation the key first made, whatever has happened since.
     """
+    # The route's declaration already decided; this is the engine's door, kept shut for a
+    # route that would declare itself open by mistake.
+    auth.require_role(auth.current(), "operator")
     engine = context.engine()
     claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:

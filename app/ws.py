@@ -15,12 +15,16 @@ from flask_sock import ConnectionClosed, Sock
 
 from app import auth
 from app.errors import ApiError
+from app.permissions import access
 from tasks.engine.errors import EngineError
 from tasks.engine.model import OpStatus
 
 AUTH_TIMEOUT_S = 5
 PING_INTERVAL_S = 20
 READ_BLOCK_MS = 1000
+
+CANCEL_ROUTE = "operations.cancel"
+"""The REST route a socket's `{"type": "cancel"}` stands for."""
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -64,11 +68,12 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
         return True
     if not isinstance(message, dict) or message.get("type") != "cancel":
         return True
-    if not principal.may("operator"):
+    needs = auth.declared_role(CANCEL_ROUTE, "POST")  # the REST twin's declaration decides
+    if not principal.may(needs):
         _send(ws, {"type": "error", "error": {
             "code": "forbidden",
             "message": f"token {principal.name!r} has the {principal.role} role; "
-                       "cancelling needs operator"}})
+                       f"cancelling needs {needs}"}})
         ws.close(CLOSE_FORBIDDEN, "forbidden")
         return False
     try:
@@ -83,6 +88,7 @@ def install(app: Flask) -> None:
     sock = Sock(app)
 
     @sock.route("/ws/operations/<string:op_id>")
+    @access("viewer", websocket=True)
     def operation_events(ws: Any, op_id: str) -> None:
         if not _same_origin():
             ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
@@ -91,6 +97,10 @@ def install(app: Flask) -> None:
         if authed is None:
             return
         principal, first = authed
+        needs = auth.declared_role(request.url_rule.endpoint, "GET")
+        if not principal.may(needs):
+            ws.close(CLOSE_FORBIDDEN, f"following an operation needs the {needs} role")
+            return
         engine = current_app.extensions["hypd.engine"]
         store = engine.store
         op = store.get(op_id)

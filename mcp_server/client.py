@@ -162,6 +162,21 @@ class ApiClient:
         return (await self.request("GET", "/api/v1/auth/whoami", timeout=10)).body
 
 
+def openapi_sync(api_url: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """`GET /api/v1/openapi.json` (public) without an event loop: read once at start."""
+    api_url = api_url.rstrip("/")
+    path = "/api/v1/openapi.json"
+    try:
+        with httpx.Client(timeout=timeout) as http:
+            resp = http.get(api_url + path, headers=_auth_headers(None))
+    except httpx.HTTPError as exc:
+        raise _network_error(exc, api_url, "GET", path, timeout) from exc
+    body = _parse(resp, "GET", path).body
+    if not isinstance(body, dict):
+        raise ApiError("upstream_error", f"{api_url}{path} is not an OpenAPI document")
+    return body
+
+
 def whoami_sync(api_url: str, token: str, *, timeout: float = 10.0) -> dict[str, Any]:
     """`GET /api/v1/auth/whoami` without an event loop (for start-up checks)."""
     api_url = api_url.rstrip("/")

@@ -26,7 +26,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -38,16 +38,20 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, create_model
 from starlette.authentication import AuthCredentials
 
-from mcp_server.client import ApiClient, ApiError, ApiResponse, whoami_sync
+from mcp_server.arguments import ArgumentCheck, summary
+from mcp_server.client import ApiClient, ApiError, ApiResponse, openapi_sync, whoami_sync
 from mcp_server.idempotency import IdempotencyKeys, principal_of
+from mcp_server.routes import RouteBook
 from mcp_server.tools import (
+    IDEMPOTENCY_KEY,
     TERMINAL_STATUSES,
     TOOLS_BY_NAME,
     WAIT_DEFAULT_SECONDS,
     WAIT_MAX_SECONDS,
-    Arg,
+    BoundTool,
     ToolSpec,
-    published_tools,
+    bind,
+    published,
 )
 
 log = logging.getLogger("hypd.mcp")
@@ -59,6 +63,7 @@ HTTP_PATH = "/mcp"
 WHOAMI_CACHE_S = 30.0
 DEFAULT_POLL_AFTER_S = 5
 OPERATOR = "operator"
+VIEWER = "viewer"
 
 INSTRUCTIONS = """\
 hypd is a control panel for ML clusters on AWS (EKS + SageMaker HyperPod). These tools call \
@@ -75,9 +80,6 @@ operation that holds the target: wait for it rather than retrying at once.
 
 TERMINAL = frozenset(TERMINAL_STATUSES)
 
-_PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                             "object": dict[str, Any]}
-
 
 # --- argument models ---------------------------------------------------------------------------
 
@@ -86,33 +88,13 @@ class _Arguments(ArgModelBase):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
 
-def _field(arg: Arg) -> tuple[Any, Any]:
-    if arg.enum:
-        annotation: Any = Literal[arg.enum]
-    elif arg.type == "array":
-        item_type = _PY_TYPES[arg.items or "string"]
-        annotation = list[item_type]
-    else:
-        annotation = _PY_TYPES[arg.type]
-    constraints: dict[str, Any] = {"description": arg.description}
-    if arg.pattern:
-        constraints["pattern"] = arg.pattern
-    if arg.minimum is not None:
-        constraints["ge"] = arg.minimum
-    if arg.maximum is not None:
-        constraints["le"] = arg.maximum
-    if arg.min_items is not None:
-        constraints["min_length"] = arg.min_items
-    if arg.max_items is not None:
-        constraints["max_length"] = arg.max_items
-    if arg.required:
-        return annotation, Field(..., **constraints)
-    return annotation | None, Field(arg.default, **constraints)
-
-
-def _argument_model(spec: ToolSpec) -> type[ArgModelBase]:
-    fields = {arg.name: _field(arg) for arg in spec.all_args}
-    return create_model(f"{spec.name}_arguments", __base__=_Arguments, **fields)
+def _argument_model(tool: BoundTool) -> type[ArgModelBase]:
+    """The SDK wants a pydantic model for a tool's arguments; it only refuses names the tool
+    does not have. Values are checked against the published schema (the API's own, see
+    mcp_server/arguments.py), with the API's error code, not pydantic's types."""
+    fields: dict[str, Any] = {name: (Any, Field(None))
+                              for name in tool.input_schema()["properties"]}
+    return create_model(f"{tool.spec.name}_arguments", __base__=_Arguments, **fields)
 
 
 # --- results -----------------------------------------------------------------------------------
@@ -172,30 +154,42 @@ def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
 # --- one REST call per tool --------------------------------------------------------------------
 
 
-def _split(spec: ToolSpec, args: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _split(tool: BoundTool, args: dict[str, Any]
+           ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Each argument where the route's document says it goes."""
+    spec = tool.spec
     path, query, body = spec.path, dict(spec.fixed_query), {}
-    for arg in spec.args:
-        value = args.get(arg.name)
+    for param in tool.params:
+        value = args.get(param.name)
         if value is None:
             continue
-        if arg.location == "path":
-            path = path.replace("{" + arg.name + "}", urllib.parse.quote(str(value), safe=""))
-        elif arg.location == "query":
-            query[arg.name] = value
-        elif arg.location == "body":
-            body[arg.name] = value
+        if param.location == "path":
+            path = path.replace("{" + param.name + "}",
+                                urllib.parse.quote(str(value), safe=""))
+        elif param.location == "query":
+            query[param.name] = _query_value(value)
+        else:
+            body[param.name] = value
     return path, query, body
 
 
-async def _call_rest(spec: ToolSpec, args: dict[str, Any], api: ApiClient,
+def _query_value(value: Any) -> Any:
+    """Booleans as the API's query parser reads them (`true`/`false`), not Python's."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+async def _call_rest(tool: BoundTool, args: dict[str, Any], api: ApiClient,
                      keys: IdempotencyKeys) -> dict[str, Any]:
-    path, query, body = _split(spec, args)
+    spec = tool.spec
+    path, query, body = _split(tool, args)
     send_body = body if spec.method in ("POST", "PUT", "PATCH") else None
     if not spec.mutating:
         resp = await api.request(spec.method, path, params=query, json_body=send_body)
         return resp.body if isinstance(resp.body, dict) else {"result": resp.body}
 
-    explicit = args.get("idempotency_key")
+    explicit = args.get(IDEMPOTENCY_KEY)
     principal = principal_of(api.token)
     if explicit:
         key, replayed = explicit, False
@@ -282,18 +276,25 @@ Runner = Callable[[dict[str, Any], ApiClient], Awaitable[dict[str, Any]]]
 _RUNNERS: dict[str, Runner] = {"wait_operation": _wait_operation}
 
 
-def _make_tool(spec: ToolSpec, api_url: str, token: str | None, keys: IdempotencyKeys) -> Tool:
+def _make_tool(tool: BoundTool, api_url: str, token: str | None,
+               keys: IdempotencyKeys) -> Tool:
+    spec = tool.spec
     runner = _RUNNERS[spec.runner] if spec.runner else None
+    check = ArgumentCheck(tool.input_schema())
 
     async def call(ctx: Context, **kwargs: Any) -> CallToolResult:
         args = {k: v for k, v in kwargs.items() if v is not None}
+        problems = check.problems(args)
+        if problems:
+            return _error(ApiError("validation_failed", summary(problems),
+                                   {"fields": problems}))
         api = ApiClient(api_url, token or _caller_token(ctx))
         if not api.token:
             return _error(ApiError("unauthorized", "no bearer token to call the hypd API with"))
         try:
             if runner is not None:
                 return _ok(await runner(args, api))
-            return _ok(await _call_rest(spec, args, api, keys))
+            return _ok(await _call_rest(tool, args, api, keys))
         except ApiError as err:
             return _error(err)
 
@@ -303,9 +304,9 @@ def _make_tool(spec: ToolSpec, api_url: str, token: str | None, keys: Idempotenc
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=spec.input_schema(),
-        fn_metadata=FuncMetadata(arg_model=_argument_model(spec),
-                                 output_schema=spec.output_schema()),
+        parameters=tool.input_schema(),
+        fn_metadata=FuncMetadata(arg_model=_argument_model(tool),
+                                 output_schema=tool.output_schema()),
         is_async=True,
         context_kwarg="ctx",
         annotations=ToolAnnotations(
@@ -315,7 +316,7 @@ def _make_tool(spec: ToolSpec, api_url: str, token: str | None, keys: Idempotenc
             idempotent_hint=True,
             open_world_hint=True,
         ),
-        meta={"hypd": {"method": spec.method, "path": spec.path,
+        meta={"hypd": {"method": spec.method, "path": spec.path, "role": tool.needs,
                        "status_tool": spec.status_tool}},
     )
 
@@ -337,22 +338,34 @@ class _RoleServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
+def load_routes(api_url: str) -> RouteBook:
+    """The API's own OpenAPI document: the rulebook for every tool's inputs and role."""
+    return RouteBook(openapi_sync(api_url))
+
+
 def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
                  read_only: bool = False, *, role: str | None = None,
-                 keys: IdempotencyKeys | None = None) -> MCPServer:
-    """An MCPServer whose tools are the table's rows.
+                 keys: IdempotencyKeys | None = None,
+                 routes: RouteBook | None = None) -> MCPServer:
+    """An MCPServer whose tools are the table's rows, bound to the API's OpenAPI document
+    (`routes`, else read from the API now).
 
-    With a `token`, every call uses it and the published tools follow its role: `role` if
-    given, else `GET /api/v1/auth/whoami` is asked now (raises ApiError if the API refuses
-    or cannot be reached). Without a token (HTTP mode), each call uses the bearer token of
-    the HTTP request it arrived on. A viewer role or `read_only` publishes read tools only.
+    The published tools are those `role` may call by the routes' declarations, and with
+    `read_only` only the ones that change nothing. With a `token`, every call uses it and
+    `role` defaults to the token's own (`GET /api/v1/auth/whoami`, asked now; raises ApiError
+    if the API refuses or cannot be reached). Without a token (HTTP mode), each call uses the
+    bearer token of the HTTP request it arrived on, and `role` defaults to operator.
     """
-    if token and not read_only and role is None:
-        role = str(whoami_sync(api_url, token).get("role"))
-    if token and role != OPERATOR:
-        read_only = True
+    if role is None:
+        if token and not read_only:
+            role = str(whoami_sync(api_url, token).get("role"))
+        else:
+            role = VIEWER if token else OPERATOR
+    role = OPERATOR if role == OPERATOR else VIEWER
     keys = keys or IdempotencyKeys()
-    tools = [_make_tool(spec, api_url, token, keys) for spec in published_tools(read_only)]
+    bound = bind(routes or load_routes(api_url))
+    tools = [_make_tool(tool, api_url, token, keys)
+             for tool in published(bound, role, read_only)]
     return _RoleServer(
         name="hypd",
         title="hypd",
@@ -373,9 +386,12 @@ class HttpGateway:
                  host: str = DEFAULT_HTTP_HOST, whoami_ttl_s: float = WHOAMI_CACHE_S) -> None:
         self.api_url = api_url.rstrip("/")
         keys = IdempotencyKeys()
+        routes = load_routes(api_url)
         self.servers = {
-            OPERATOR: build_server(api_url, None, read_only, keys=keys),
-            "viewer": build_server(api_url, None, True, keys=keys),
+            OPERATOR: build_server(api_url, None, read_only, role=OPERATOR, keys=keys,
+                                   routes=routes),
+            VIEWER: build_server(api_url, None, read_only, role=VIEWER, keys=keys,
+                                 routes=routes),
         }
         self.apps = {
             role: server.streamable_http_app(streamable_http_path=HTTP_PATH,
@@ -408,7 +424,7 @@ class HttpGateway:
             else:
                 await _json(send, 502, _envelope("upstream_error", err.text))
             return
-        role = OPERATOR if who.get("role") == OPERATOR else "viewer"
+        role = OPERATOR if who.get("role") == OPERATOR else VIEWER
         name = str(who.get("name") or "unknown")
         user = AuthenticatedUser(AccessToken(token=token, client_id=name, scopes=[role],
                                              subject=principal_of(token)))
@@ -484,7 +500,8 @@ def run(api_url: str | None = None, token: str | None = None, http: bool = False
     if http:
         import uvicorn
 
-        app = build_http_app(api_url, read_only=read_only, host=host)
+        app = _when_the_api_answers(lambda: build_http_app(api_url, read_only=read_only,
+                                                            host=host), api_url)
         print(f"hypd mcp: streamable HTTP on http://{host}:{port}{HTTP_PATH} for {api_url}"
               + (" (read-only)" if read_only else ""), file=sys.stderr, flush=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -498,11 +515,31 @@ def run(api_url: str | None = None, token: str | None = None, http: bool = False
     except ApiError as err:
         raise SystemExit(f"hypd mcp: {err.text}") from None
     role = str(who.get("role"))
-    server = build_server(api_url, token, read_only, role=role)
-    n = len(published_tools(read_only or role != OPERATOR))
+    try:
+        routes = load_routes(api_url)
+    except ApiError as err:
+        raise SystemExit(f"hypd mcp: {err.text}") from None
+    server = build_server(api_url, token, read_only, role=role, routes=routes)
+    n = len(published(bind(routes), OPERATOR if role == OPERATOR else VIEWER, read_only))
     print(f"hypd mcp: {n} tools for {who.get('name')} ({role}) on {api_url}, over stdio",
           file=sys.stderr, flush=True)
     server.run("stdio")
+
+
+API_WAIT_S = 60.0
+
+
+def _when_the_api_answers(build: Callable[[], HttpGateway], api_url: str) -> HttpGateway:
+    """The HTTP server reads the API's OpenAPI document at start; started beside the API
+    (compose), it waits for it instead of failing on the first refused connection."""
+    deadline = time.monotonic() + API_WAIT_S
+    while True:
+        try:
+            return build()
+        except ApiError as err:
+            if err.code != "api_unreachable" or time.monotonic() > deadline:
+                raise SystemExit(f"hypd mcp: {err.text}") from None
+            time.sleep(1.0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -31,7 +31,9 @@ class ExistingVpcSchema(Schema):
         metadata={"description": "private subnets in at least two availability zones"},
     )
     security_group_id = fields.String(
-        validate=validate.Regexp(SG_RE, error="not a security group id"))
+        validate=validate.Regexp(SG_RE, error="not a security group id"),
+        metadata={"description": "the security group for the instances; default: the EKS "
+                                 "cluster's"})
 
 
 class ClusterCreateSchema(Schema):
@@ -46,12 +48,20 @@ class ClusterCreateSchema(Schema):
         required=True,
         validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type (e.g. "
                                                    "ml.p5.48xlarge)"),
+        metadata={"description": "HyperPod instance type offered in that zone, e.g. "
+                                 "ml.p5.48xlarge"},
     )
-    instance_count = fields.Integer(required=True, validate=validate.Range(min=1, max=500))
-    capacity_type = fields.String(load_default="on-demand",
-                                  validate=validate.OneOf(CAPACITY_TYPES))
+    instance_count = fields.Integer(
+        required=True, validate=validate.Range(min=1, max=500),
+        metadata={"description": "number of instances in the first instance group"})
+    capacity_type = fields.String(
+        load_default="on-demand", validate=validate.OneOf(CAPACITY_TYPES),
+        metadata={"description": "on-demand, spot, or training-plan (a reservation, named by "
+                                 "training_plan_arn)"})
     training_plan_arn = fields.String(
-        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
+        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        metadata={"description": "the training plan reservation, with capacity_type "
+                                 "training-plan"})
     efa_mode = fields.String(
         validate=validate.OneOf(EFA_MODES),
         metadata={"description": "efa, or efa-only for types with several EFA interfaces; "
@@ -61,10 +71,12 @@ class ClusterCreateSchema(Schema):
         metadata={"description": "run instance stress and connectivity checks (GPU, EFA) "
                                  "before nodes accept work"},
     )
-    existing_vpc = fields.Nested(ExistingVpcSchema)
+    existing_vpc = fields.Nested(ExistingVpcSchema, metadata={
+        "description": "use an existing VPC instead of creating a network"})
     cidr = Cidr()
     kubernetes_version = fields.String(load_default="1.33",
-                                       validate=validate.OneOf(KUBERNETES_VERSIONS))
+                                       validate=validate.OneOf(KUBERNETES_VERSIONS),
+                                       metadata={"description": "EKS Kubernetes version"})
     fsx = fields.Nested(FsxSchema, metadata={
         "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
 
@@ -78,10 +90,6 @@ class ClusterCreateSchema(Schema):
             raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
         if data.get("existing_vpc") and data.get("cidr"):
             raise ValidationError("cidr applies only to a new network", "cidr")
-
-
-class DryRunQuerySchema(Schema):
-    dry_run = fields.Boolean(load_default=False)
 
 
 class StageSchema(Schema):
@@ -130,6 +138,12 @@ class ClusterDeleteQuerySchema(Schema):
         metadata={"description": "also delete the shared S3 bucket and everything in it"})
 
 
+class StagePathSchema(Schema):
+    name = fields.String(required=True, metadata={"description": "name of the cluster"})
+    stage = fields.String(required=True, validate=validate.OneOf(STAGES),
+                          metadata={"description": "one stage of the cluster's create"})
+
+
 class ClusterImportSchema(Schema):
     name = fields.String(
         required=True,
@@ -139,7 +153,8 @@ class ClusterImportSchema(Schema):
     region = Region()
     hyperpod_cluster = fields.String(
         validate=validate.Regexp(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
-                                 error="not a HyperPod cluster name"))
+                                 error="not a HyperPod cluster name"),
+        metadata={"description": "the HyperPod cluster on it, if any"})
 
 
 class KubeconfigSchema(Schema):
@@ -149,12 +164,16 @@ class KubeconfigSchema(Schema):
 class PreflightQuerySchema(Schema):
     region = Region()
     instance_type = fields.String(
-        required=True, validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type"))
-    count = fields.Integer(required=True, validate=validate.Range(min=1, max=500))
+        required=True, validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type"),
+        metadata={"description": "e.g. ml.p5.48xlarge"})
+    count = fields.Integer(required=True, validate=validate.Range(min=1, max=500),
+                           metadata={"description": "number of instances"})
     capacity_type = fields.String(load_default="on-demand",
-                                  validate=validate.OneOf(CAPACITY_TYPES))
+                                  validate=validate.OneOf(CAPACITY_TYPES),
+                                  metadata={"description": "on-demand, spot or training-plan"})
     training_plan_arn = fields.String(
-        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"))
+        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        metadata={"description": "with capacity_type training-plan"})
 
 
 class PreflightSchema(Schema):

@@ -8,28 +8,22 @@ import re
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$")
+"""DESIGN.md's rule `^[a-z][a-z0-9-]{0,31}$`, plus: no trailing hyphen — a name becomes
+Kubernetes object names, and DNS-1123 labels end with a letter or digit. One pattern, so
+every reader of the OpenAPI document (the MCP tools, the dashboard) gets the whole rule."""
 NAME_RULE = (
-    "must start with a lowercase letter and contain only lowercase letters, digits and "
-    "hyphens, at most 32 characters"
+    "must start with a lowercase letter, contain only lowercase letters, digits and hyphens, "
+    "not end with a hyphen, and be at most 32 characters"
 )
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-
-
-def _no_trailing_hyphen(value: str) -> None:
-    # DNS-1123 (Kubernetes) labels end with a letter or digit.
-    if value.endswith("-"):
-        raise ValidationError("invalid name: must not end with a hyphen")
 
 
 def Name(**kwargs) -> fields.String:
     """The one rule for every user-chosen name (DESIGN.md: Names)."""
     return fields.String(
-        validate=[
-            validate.Regexp(NAME_RE, error=f"invalid name: {NAME_RULE}"),
-            _no_trailing_hyphen,
-        ],
-        metadata={"description": f"A name that {NAME_RULE}.", "pattern": NAME_RE.pattern},
+        validate=validate.Regexp(NAME_RE, error=f"invalid name: {NAME_RULE}"),
+        metadata={"description": f"A name that {NAME_RULE}."},
         **kwargs,
     )
 
@@ -132,11 +126,17 @@ class MutationReplySchema(Schema):
 
 class OperationQuerySchema(Schema):
     status = fields.String(
-        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"])
+        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"]),
+        metadata={"description": "only operations in this status"},
     )
-    kind = fields.String(validate=validate.Length(max=64))
-    target = fields.String(validate=validate.Length(max=200))
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+    kind = fields.String(validate=validate.Length(max=64),
+                         metadata={"description": "only operations of this kind, e.g. "
+                                                  "network.create"})
+    target = fields.String(validate=validate.Length(max=200),
+                           metadata={"description": "only operations on this target path or "
+                                                    "below it, e.g. network/lab"})
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500),
+                           metadata={"description": "at most this many, newest first"})
 
 
 class OperationWaitSchema(Schema):
@@ -149,6 +149,13 @@ class OperationWaitSchema(Schema):
         validate=validate.Regexp(r"^\d+-\d+$", error="not an event id"),
         metadata={"description": "event id to wait past (default: the newest now)"},
     )
+
+
+class DryRunQuerySchema(Schema):
+    dry_run = fields.Boolean(
+        load_default=False,
+        metadata={"description": "answer what would be done, changing nothing (open to "
+                                 "viewers)"})
 
 
 class WhoamiSchema(Schema):

@@ -19,6 +19,7 @@ class InstanceTypeQuerySchema(Schema):
     availability_zone = fields.String(
         required=True,
         validate=validate.Regexp(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
+        metadata={"description": "availability zone name, e.g. us-west-2a"},
     )
     region = Region()
 

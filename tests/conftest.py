@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
 import pytest
 
-from tests.stack import Stack
+from tests.stack import REPO, Stack, free_port
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +60,33 @@ def redis_db(redis_url):
     conn.flushdb()
     yield conn
     conn.flushdb()
+
+
+@pytest.fixture
+def mcp_http(stack: Any) -> Iterator[str]:
+    """`hypd mcp --http` against the stack's API (each caller sends its own bearer token)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "--http", "--port", str(port)], cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "HYPD_API_URL": stack.url}, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"MCP HTTP server did not start: {proc.communicate()}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

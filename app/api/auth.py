@@ -5,12 +5,14 @@ from __future__ import annotations
 from flask_smorest import Blueprint
 
 from app import auth
+from app.permissions import access
 from schemas.common import WhoamiSchema
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authentication")
 
 
 @blp.route("/whoami")
+@access("viewer")
 @blp.response(200, WhoamiSchema)
 def whoami():
     """The name and role of the calling token."""

@@ -14,6 +14,7 @@ from app import auth, context, mutations
 from app.api.discovery import zones_in
 from app.cache import cached
 from app.errors import ApiError
+from app.permissions import access
 from cloud import addons, aws, discovery, eks, hyperpod, kube, preflight, pricing
 from schemas.clusters import (
     STAGES,
@@ -24,13 +25,13 @@ from schemas.clusters import (
     ClusterImportSchema,
     ClusterListSchema,
     ClusterSchema,
-    DryRunQuerySchema,
     KubeconfigSchema,
     PlanSchema,
     PreflightQuerySchema,
     PreflightSchema,
+    StagePathSchema,
 )
-from schemas.common import MutationReplySchema
+from schemas.common import DryRunQuerySchema, MutationReplySchema
 from tasks import active, clusters, registry
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
@@ -153,6 +154,7 @@ def _cost(body: dict[str, Any], region: str) -> dict[str, Any]:
 
 @blp.route("/clusters")
 class Clusters(MethodView):
+    @access("viewer")
     @blp.response(200, ClusterListSchema)
     def get(self):
         """List clusters: those hypd created (by tags) and imported ones."""
@@ -168,6 +170,7 @@ class Clusters(MethodView):
             items.append(_summary(record["name"], record["region"], found, imported=True))
         return {"items": items}
 
+    @access("operator", dry_run=True)
     @blp.arguments(ClusterCreateSchema)
     @blp.arguments(DryRunQuerySchema, location="query")
     @blp.response(202, MutationReplySchema)
@@ -262,6 +265,7 @@ def _node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[s
 
 @blp.route("/clusters/<string:name>")
 class Cluster(MethodView):
+    @access("viewer")
     @blp.response(200, ClusterSchema)
     def get(self, name):
         """A cluster: EKS and HyperPod state, stages, instance groups, nodes by health,
@@ -296,6 +300,7 @@ class Cluster(MethodView):
             "events": described["events"] if described else [],
         }
 
+    @access("operator")
     @blp.arguments(ClusterDeleteQuerySchema, location="query")
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, description="an imported cluster: forgotten, AWS untouched")
@@ -327,6 +332,7 @@ class Cluster(MethodView):
 
 
 @blp.route("/clusters/<string:name>/kubeconfig")
+@access("viewer")
 @blp.response(200, KubeconfigSchema)
 def kubeconfig(name):
     """A kubeconfig for the cluster (authenticates with `aws eks get-token`)."""
@@ -342,11 +348,11 @@ def kubeconfig(name):
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])
+@access("operator")
+@blp.arguments(StagePathSchema, location="path")
 @blp.response(202, MutationReplySchema)
-def run_stage(name, stage):
+def run_stage(path, name, stage):
     """Re-run one stage of a cluster's create on its own (it adopts what exists)."""
-    if stage not in STAGES:
-        raise ApiError(404, "not_found", f"no stage {stage!r}; stages: {', '.join(STAGES)}")
     create = _last_create(name)
     if create is None:
         raise ApiError(404, "not_found", f"no cluster named {name!r} created by hypd here")
@@ -359,6 +365,7 @@ def run_stage(name, stage):
 
 
 @blp.route("/clusters/import", methods=["POST"])
+@access("operator")
 @blp.arguments(ClusterImportSchema)
 @blp.response(201, ClusterSchema)
 def import_cluster(body):
@@ -380,11 +387,13 @@ def import_cluster(body):
 
 @blp.route("/active-cluster")
 class ActiveCluster(MethodView):
+    @access("viewer")
     @blp.response(200, ActiveClusterReplySchema)
     def get(self):
         """The calling token's active cluster."""
         return {"name": active.get_active(context.redis_conn(), auth.current().name)}
 
+    @access("operator")
     @blp.arguments(ActiveClusterSchema)
     @blp.response(200, ActiveClusterReplySchema)
     def put(self, body):
@@ -400,6 +409,7 @@ class ActiveCluster(MethodView):
 
 
 @blp.route("/preflight")
+@access("viewer")
 @blp.arguments(PreflightQuerySchema, location="query")
 @blp.response(200, PreflightSchema)
 def run_preflight(query):

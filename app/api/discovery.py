@@ -7,6 +7,7 @@ from flask_smorest import Blueprint
 from app import context
 from app.cache import cached
 from app.errors import ApiError
+from app.permissions import access
 from cloud import aws, discovery
 from schemas.discovery import (
     InstanceTypeListSchema,
@@ -27,6 +28,7 @@ def zones_in(region: str) -> list[dict]:
 
 
 @blp.route("/availability-zones")
+@access("viewer")
 @blp.arguments(ZoneQuerySchema, location="query")
 @blp.response(200, ZoneListSchema)
 def availability_zones(query):
@@ -36,6 +38,7 @@ def availability_zones(query):
 
 
 @blp.route("/instance-types")
+@access("viewer")
 @blp.arguments(InstanceTypeQuerySchema, location="query")
 @blp.response(200, InstanceTypeListSchema)
 def instance_types(query):

@@ -7,15 +7,16 @@ from flask_smorest import Blueprint
 
 from app import context
 from app.errors import ApiError
+from app.permissions import access
 from schemas.common import HealthSchema
 
 blp = Blueprint("health", __name__, description="Health")
 
 
 @blp.route("/healthz")
+@access("public")
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=None, description="Redis unreachable")
-@blp.doc(security=[])
 def healthz():
     """Is the panel up (and can it reach Redis)?"""
     try:

@@ -8,6 +8,7 @@ from flask_smorest import Blueprint
 from app import context, mutations
 from app.api.discovery import zones_in
 from app.errors import ApiError
+from app.permissions import access
 from cloud import aws, networks
 from schemas.common import MutationReplySchema
 from schemas.networks import (
@@ -28,12 +29,14 @@ def _region(query_or_body: dict) -> str:
 
 @blp.route("")
 class Networks(MethodView):
+    @access("viewer")
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkListSchema)
     def get(self, query):
         """List the networks hypd made (found by their tags)."""
         return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
 
+    @access("operator")
     @blp.arguments(NetworkCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a network of that name exists or is being changed")
@@ -68,6 +71,7 @@ class Networks(MethodView):
 
 @blp.route("/<string:name>")
 class Network(MethodView):
+    @access("viewer")
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkSchema)
     def get(self, query, name):
@@ -77,6 +81,7 @@ class Network(MethodView):
             raise ApiError(404, "not_found", f"no network named {name!r}")
         return found
 
+    @access("operator")
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(202, MutationReplySchema)
     def delete(self, query, name):

@@ -7,6 +7,7 @@ from flask_smorest import Blueprint
 
 from app import context
 from app.mutations import operation_reply
+from app.permissions import access
 from schemas.common import (
     MutationReplySchema,
     OperationListSchema,
@@ -22,6 +23,7 @@ blp = Blueprint("operations", __name__, url_prefix="/api/v1/operations",
 
 @blp.route("")
 class Operations(MethodView):
+    @access("viewer")
     @blp.arguments(OperationQuerySchema, location="query")
     @blp.response(200, OperationListSchema)
     def get(self, query):
@@ -34,6 +36,7 @@ class Operations(MethodView):
 
 @blp.route("/<string:operation_id>")
 class Operation(MethodView):
+    @access("viewer")
     @blp.arguments(OperationWaitSchema, location="query")
     @blp.response(200, OperationSchema)
     def get(self, query, operation_id):
@@ -45,6 +48,7 @@ class Operation(MethodView):
 
 
 @blp.route("/<string:operation_id>/cancel", methods=["POST"])
+@access("operator")
 @blp.response(202, OperationOnlySchema)
 def cancel(operation_id):
     """Cancel: at once if queued, otherwise at the next step boundary."""
@@ -55,6 +59,7 @@ def cancel(operation_id):
 
 
 @blp.route("/<string:operation_id>/retry", methods=["POST"])
+@access("operator")
 @blp.response(202, MutationReplySchema)
 def retry(operation_id):
     """Retry a failed or cancelled operation from its failed step (same id)."""

@@ -21,6 +21,7 @@ from flask_smorest import Blueprint
 
 from app import context, mutations
 from app.errors import ApiError
+from app.permissions import access
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
@@ -274,6 +275,7 @@ def _check_new(cluster: dict[str, Any], body: dict[str, Any]) -> None:
 
 @blp.route("/<string:cluster>/storage")
 class StorageItems(MethodView):
+    @access("viewer")
     @blp.response(200, StorageListSchema)
     def get(self, cluster):
         """List a cluster's storage: what is mounted (hypd's PV + PVC) with its bucket or file
@@ -287,6 +289,7 @@ class StorageItems(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="the name is taken, or the cluster is busy or not "
                                        "ACTIVE")
+    @access("operator")
     def post(self, body, cluster):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx
         for Lustre file system, mounted as a PVC named after it."""
@@ -306,6 +309,7 @@ class StorageItems(MethodView):
 
 @blp.route("/<string:cluster>/storage/<string:name>")
 class StorageItem(MethodView):
+    @access("viewer")
     @blp.response(200, StorageSchema)
     def get(self, cluster, name):
         """One storage item: its claim, bucket or file system, state and users."""
@@ -317,6 +321,7 @@ class StorageItem(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a running workload mounts it (the message names "
                                        "each one)")
+    @access("operator")
     def delete(self, cluster, name):
         """Remove storage: its PVC and PV, and the bucket or file system only if hypd made it
         for this item. Refused while a running pod, job or deployment mounts it."""

@@ -2,6 +2,7 @@
 
 import { api, session, saveSession, clearSession, onUnauthorized, isAbort } from './api.js';
 import { h, clear, toastError } from './ui.js';
+import { loadRules } from './rules.js';
 import * as operations from './views/operations.js';
 import * as operation from './views/operation.js';
 import * as networks from './views/networks.js';
@@ -163,6 +164,14 @@ $('sign-out').addEventListener('click', () => signOut());
 window.addEventListener('hashchange', render);
 
 async function boot() {
+  clear(viewEl()).appendChild(h('div', { class: 'loading' }, h('span', { class: 'spin' }), 'Loading…'));
+  try {
+    await loadRules(); // every form's rules are the API's: read them before any view mounts
+  } catch (e) {
+    clear(viewEl()).appendChild(h('div', { class: 'card', testid: 'boot-error' },
+      h('div', { class: 'empty' }, `Cannot read the API's rules: ${e.message}. Reload to try again.`)));
+    return;
+  }
   if (!session.token) {
     showSignIn();
     return;

@@ -1,7 +1,6 @@
-// Cluster stages: their order, titles, and one rule for a stage's status from its steps
-// (the same rule the API uses for GET /api/v1/clusters/<name> `stages[].status`).
-
-export const STAGES = ['network', 'eks', 'activate', 'dependencies', 'hyperpod', 'storage'];
+// Cluster stages: their titles, and one rule for a stage's status from its steps (the same
+// rule the API uses for GET /api/v1/clusters/<name> `stages[].status`). Which stages there
+// are, in order, is the API's: rules.stages.
 
 const TITLES = {
   network: 'Network',

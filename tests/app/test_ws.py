@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 import json
-import struct
 import uuid
 
-import websocket
-
+from tests.app.wskit import connect as _connect
+from tests.app.wskit import read_all as _read_all
 from tests.stack import wait_until
-
-
-def _connect(stack, op_id: str, **kwargs):
-    url = stack.url.replace("http://", "ws://") + f"/ws/operations/{op_id}"
-    return websocket.create_connection(url, timeout=20, **kwargs)
-
-
-def _read_all(ws) -> tuple[list[dict], int | None]:
-    """Messages until the server closes; answers (messages, close code)."""
-    messages = []
-    while True:
-        frame = ws.recv_frame()  # raw frames: no automatic close reply to a gone peer
-        opcode, data = frame.opcode, frame.data
-        if opcode == websocket.ABNF.OPCODE_CLOSE:
-            return messages, struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
-        if opcode == websocket.ABNF.OPCODE_TEXT:
-            messages.append(json.loads(data))
 
 
 def _network(stack) -> str:

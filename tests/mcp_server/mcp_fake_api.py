@@ -8,6 +8,7 @@ queued -> running -> succeeded. Special network names: `busy` answers 409 confli
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -29,6 +30,18 @@ TOKENS = {
 }
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+@functools.cache
+def real_openapi() -> dict[str, Any]:
+    """The real API's OpenAPI document (made by the app itself, no server needed): the MCP
+    server reads its rulebook from it, so the fake serves the genuine article."""
+    from app import create_app
+    from app.auth import TokenTable
+    from cloud.settings import Settings
+
+    app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
+    return app.test_client().get("/api/v1/openapi.json").get_json()
 
 
 class ApiFailure(Exception):
@@ -114,6 +127,8 @@ class FakeApi:
                              "needs the operator role")
 
     def _route(self, request: Request, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if request.method == "GET" and request.path == "/api/v1/openapi.json":
+            return 200, real_openapi(), {}  # public, like the real one
         who = self._who(request)
         m, p = request.method, request.path
         if m == "GET" and p == "/api/v1/auth/whoami":

@@ -6,12 +6,10 @@ Uses the session fixture `stack` from tests/conftest.py (`.url`, `.operator_toke
 
 from __future__ import annotations
 
-import socket
-import subprocess
+import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,7 +18,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_server.tools import TOOLS
+from mcp_server.server import build_server
+from mcp_server.tools import TOOLS, TOOLS_BY_NAME
+from schemas.clusters import CAPACITY_TYPES, STAGES
+from schemas.common import NAME_RE
 from tests.mcp_server.mcp_fake_api import REPO_ROOT
 
 FOLLOW_LIMIT_S = 240
@@ -167,41 +168,6 @@ async def test_viewer_over_stdio_reads_only(stack: Any) -> None:
         assert refused.content[0].text.startswith("forbidden: ")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def mcp_http(stack: Any) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_server", "--http", "--port", str(port)], cwd=REPO_ROOT,
-        env={"PATH": "/usr/bin:/bin", "HYPD_API_URL": stack.url}, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"MCP HTTP server did not start: {proc.communicate()}")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.mark.asyncio
 async def test_http_mode_forwards_each_callers_token(stack: Any, mcp_http: str) -> None:
     assert httpx.post(mcp_http + "/mcp", json={}).status_code == 401
@@ -215,39 +181,78 @@ async def test_http_mode_forwards_each_callers_token(stack: Any, mcp_http: str) 
             assert who["role"] == role
 
 
-def test_tool_table_matches_the_openapi_document(stack: Any) -> None:
-    """Every tool calls a documented route, and every argument it sends is documented there."""
-    spec = httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+CONSTRAINTS = ("type", "enum", "pattern", "minimum", "maximum", "exclusiveMinimum",
+               "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "default",
+               "items", "properties", "required", "additionalProperties")
 
-    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
-        while "$ref" in schema:
-            node: Any = spec
-            for part in schema["$ref"].lstrip("#/").split("/"):
-                node = node[part]
-            schema = node
-        return schema
 
-    for tool in TOOLS:
-        route = spec["paths"].get(tool.path)
-        assert route is not None, f"{tool.name}: {tool.path} is not in the OpenAPI document"
-        op = route.get(tool.method.lower())
-        assert op is not None, f"{tool.name}: {tool.method} {tool.path} is not documented"
-        params = {(p["name"], p["in"]): p for p in (*route.get("parameters", ()),
-                                                     *op.get("parameters", ()))}
-        body_schema = resolve(op.get("requestBody", {}).get("content", {})
-                              .get("application/json", {}).get("schema", {}))
-        body_props = body_schema.get("properties", {})
-        for arg in tool.args:
-            if arg.location in ("path", "query"):
-                param = params.get((arg.name, arg.location))
-                assert param is not None, f"{tool.name}: {arg.location} {arg.name} undocumented"
-                assert param["schema"].get("type", arg.type) == arg.type, (tool.name, arg.name)
-            elif arg.location == "body":
-                assert arg.name in body_props, f"{tool.name}: body field {arg.name} undocumented"
-                assert body_props[arg.name].get("type", arg.type) == arg.type, (
-                    tool.name, arg.name)
-        required_body = set(body_schema.get("required", ()))
-        assert required_body == {a.name for a in tool.args
-                                 if a.location == "body" and a.required}, tool.name
-        sent = {a.name for a in tool.args if a.location == "body"}
-        assert sent >= required_body and sent <= set(body_props), tool.name
+@pytest.mark.asyncio
+async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
+    """Each published tool's input schema is its route's request schema, field by field —
+    path and query parameters and body fields, with enums, patterns and bounds — read here
+    from the live document by a resolver of this test's own."""
+    doc = httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+
+    def resolve(node: Any) -> Any:
+        while isinstance(node, dict) and "$ref" in node:
+            target: Any = doc
+            for part in node["$ref"][2:].split("/"):
+                target = target[part]
+            node = target
+        if isinstance(node, dict) and len(node.get("allOf") or ()) == 1:
+            node = {**resolve(node["allOf"][0]), **{k: v for k, v in node.items()
+                                                    if k != "allOf"}}
+        if isinstance(node, dict):
+            return {k: resolve(v) if k in ("items",) else
+                    ({n: resolve(v2) for n, v2 in v.items()} if k == "properties" else v)
+                    for k, v in node.items()}
+        return node
+
+    def documented(method: str, path: str) -> dict[str, tuple[dict[str, Any], bool]]:
+        item = doc["paths"][path]
+        op = item[method.lower()]
+        inputs: dict[str, tuple[dict[str, Any], bool]] = {}
+        for raw in (*item.get("parameters", ()), *op.get("parameters", ())):
+            inputs[raw["name"]] = (resolve(raw["schema"]), raw.get("required", False))
+        body = op.get("requestBody")
+        if body:
+            schema = resolve(body["content"]["application/json"]["schema"])
+            for name, prop in schema.get("properties", {}).items():
+                inputs[name] = (prop, name in schema.get("required", ()))
+        return inputs
+
+    server = build_server(stack.url, stack.operator_token)
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    assert {t.name for t in tools} == ALL
+    compared = 0
+    for tool in tools:
+        spec = TOOLS_BY_NAME[tool.name]
+        inputs = documented(spec.method, spec.path)
+        offered = set(inputs) - set(spec.hidden) - set(spec.fixed_query)
+        own = {a.name for a in spec.local_args} | {"idempotency_key"}
+        assert set(tool.input_schema["properties"]) - own == offered, tool.name
+        for name in offered:
+            schema, required = inputs[name]
+            published_schema = tool.input_schema["properties"][name]
+            for key in CONSTRAINTS:
+                assert published_schema.get(key) == schema.get(key), (tool.name, name, key)
+                compared += key in schema
+            assert (name in tool.input_schema["required"]) == (required or name in
+                                                               _path_inputs(spec.path))
+    assert compared > 100
+    by_name = {t.name: t.input_schema["properties"] for t in tools}
+    name_rule = by_name["create_network"]["name"]["pattern"]
+    assert name_rule == NAME_RE.pattern
+    assert re.fullmatch(name_rule, "lab-1") and not re.fullmatch(name_rule, "lab-")
+    assert by_name["create_cluster"]["capacity_type"]["enum"] == list(CAPACITY_TYPES)
+    assert (by_name["create_cluster"]["instance_count"]["minimum"],
+            by_name["create_cluster"]["instance_count"]["maximum"]) == (1, 500)
+    assert by_name["run_cluster_stage"]["stage"]["enum"] == list(STAGES)
+    assert by_name["create_network"]["cidr"]["default"] == "10.0.0.0/16"
+    assert "dry_run" not in by_name["plan_cluster"] and "dry_run" not in by_name[
+        "create_cluster"]
+
+
+def _path_inputs(path: str) -> set[str]:
+    return set(re.findall(r"\{(\w+)\}", path))

@@ -10,12 +10,14 @@ import pytest
 from mcp import Client
 
 from mcp_server.client import ApiError
+from mcp_server.routes import RouteBook
 from mcp_server.server import build_server
-from mcp_server.tools import TOOLS, TOOLS_BY_NAME
-from tests.mcp_server.mcp_fake_api import OPERATOR_TOKEN, VIEWER_TOKEN, FakeApi
+from mcp_server.tools import TOOLS, TOOLS_BY_NAME, bind
+from tests.mcp_server.mcp_fake_api import OPERATOR_TOKEN, VIEWER_TOKEN, FakeApi, real_openapi
 
 pytestmark = pytest.mark.asyncio
 
+BOUND = bind(RouteBook(real_openapi()))
 READ_TOOLS = {t.name for t in TOOLS if t.read_only}
 ALL_TOOLS = {t.name for t in TOOLS}
 
@@ -42,7 +44,8 @@ async def test_operator_sees_every_tool_with_schemas(fake_api: FakeApi) -> None:
         schema = tool.input_schema
         assert schema["type"] == "object"
         assert schema["additionalProperties"] is False
-        assert set(schema["required"]) == {a.name for a in spec.args if a.required}
+        bound = BOUND[name]
+        assert set(schema["required"]) == {p.name for p in bound.params if p.required}
         assert ("idempotency_key" in schema["properties"]) == spec.mutating
         assert tool.annotations.read_only_hint == spec.read_only
         assert tool.description and tool.output_schema["type"] == "object"
@@ -50,9 +53,10 @@ async def test_operator_sees_every_tool_with_schemas(fake_api: FakeApi) -> None:
             assert spec.status_tool in ALL_TOOLS
             assert "status_tool" in tool.output_schema["required"]
     net = tools["create_network"].input_schema["properties"]
-    assert net["availability_zones"] == {
-        "type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 6,
-        "description": net["availability_zones"]["description"]}
+    documented = BOUND["create_network"].route.param("availability_zones").schema
+    assert net["availability_zones"] == documented
+    assert (documented["type"], documented["minItems"], documented["maxItems"]) == (
+        "array", 2, 6)
     wait = tools["wait_operation"].input_schema["properties"]["timeout_seconds"]
     assert (wait["default"], wait["maximum"]) == (30, 60)
     assert tools["delete_network"].annotations.destructive_hint is True
@@ -204,7 +208,8 @@ async def test_api_unreachable_names_the_url() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = build_server(url, OPERATOR_TOKEN, role="operator")
+    server = build_server(url, OPERATOR_TOKEN, role="operator",
+                          routes=RouteBook(real_openapi()))  # the API went away after start
     result = await _call(server, "list_networks")
     assert result.is_error
     assert _text(result).startswith(f"api_unreachable: cannot reach the hypd API at {url}")

@@ -1,54 +1,81 @@
-"""The tool table is consistent with itself."""
+"""The tool table is consistent with itself and with the API's OpenAPI document (the real
+one, made by the app), which gives every tool its inputs and its role."""
 
 from __future__ import annotations
 
 import re
 
-from mcp_server.tools import TOOLS, TOOLS_BY_NAME, published_tools
+import pytest
+
+from mcp_server.routes import RouteBook, RouteBookError
+from mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind, published
+from tests.mcp_server.mcp_fake_api import real_openapi
+
+BOUND = bind(RouteBook(real_openapi()))
 
 
 def test_names_are_unique_and_valid() -> None:
-    assert len(TOOLS_BY_NAME) == len(TOOLS)
+    assert len(TOOLS_BY_NAME) == len(TOOLS) == len(BOUND)
     assert all(re.fullmatch(r"[a-z][a-z_]{1,63}", t.name) for t in TOOLS)
 
 
-def test_path_placeholders_are_exactly_the_path_arguments() -> None:
-    for tool in TOOLS:
-        placeholders = set(re.findall(r"\{(\w+)\}", tool.path))
-        path_args = {a.name for a in tool.args if a.location == "path"}
-        assert placeholders == path_args, tool.name
-        assert all(a.required for a in tool.args if a.location == "path"), tool.name
-        assert tool.path.startswith("/api/v1/"), tool.name
+def test_path_placeholders_are_exactly_the_path_inputs() -> None:
+    for name, tool in BOUND.items():
+        placeholders = set(re.findall(r"\{(\w+)\}", tool.spec.path))
+        path_inputs = {p.name for p in tool.params if p.location == "path"}
+        assert placeholders == path_inputs, name
+        assert all(p.required for p in tool.params if p.location == "path"), name
+        assert tool.spec.path.startswith("/api/v1/"), name
 
 
-def test_mutating_tools_name_an_existing_read_only_status_tool() -> None:
-    for tool in TOOLS:
-        if tool.mutating:
-            assert tool.method != "GET", tool.name
-            status = TOOLS_BY_NAME[tool.status_tool]
-            assert status.read_only, tool.name
-            assert set(tool.status_args_from) <= {a.name for a in status.args}, tool.name
-            assert tool.all_args[-1].name == "idempotency_key"
+def test_mutating_is_what_the_route_declares() -> None:
+    """`mutating` is the table's word; the route's declared role must agree with it."""
+    for name, tool in BOUND.items():
+        if tool.spec.mutating:
+            assert tool.needs == "operator", name
+            assert tool.spec.method != "GET", name
+            status = BOUND[tool.spec.status_tool]
+            assert status.spec.read_only, name
+            assert set(tool.spec.status_args_from) <= set(
+                status.input_schema()["properties"]), name
+            assert "idempotency_key" in tool.input_schema()["properties"], name
         else:
+            assert tool.needs in ("viewer", "public"), name
             # a read is a GET, or a POST that is a dry run (it changes nothing)
-            assert tool.method == "GET" or tool.fixed_query == {"dry_run": "true"}, tool.name
-            assert tool.status_tool is None and "idempotency_key" not in {
-                a.name for a in tool.all_args}
+            assert tool.spec.method == "GET" or tool.spec.fixed_query == {"dry_run": "true"}
+            assert tool.spec.status_tool is None, name
+            assert "idempotency_key" not in tool.input_schema()["properties"], name
 
 
 def test_descriptions_are_written_for_an_agent() -> None:
-    for tool in TOOLS:
-        assert len(tool.description) >= 60, tool.name
-        assert all(a.description for a in tool.all_args), tool.name
-        if tool.mutating:  # the description tells the agent which tool says it is done
-            assert tool.status_tool in tool.description, tool.name
+    for name, tool in BOUND.items():
+        assert len(tool.spec.description) >= 60, name
+        for arg, schema in tool.input_schema()["properties"].items():
+            assert schema.get("description"), (name, arg)
+        if tool.spec.mutating:  # the description tells the agent which tool says it is done
+            assert tool.spec.status_tool in tool.spec.description, name
 
 
-def test_read_only_publication() -> None:
-    assert {t.name for t in published_tools(True)} == {t.name for t in TOOLS if t.read_only}
-    assert published_tools(False) == TOOLS
-    assert {"whoami", "wait_operation", "get_operation"} <= {
-        t.name for t in published_tools(True)}
+def test_publication_follows_the_routes_declarations() -> None:
+    everything = {t.spec.name for t in published(BOUND, "operator")}
+    viewer = {t.spec.name for t in published(BOUND, "viewer")}
+    read_only = {t.spec.name for t in published(BOUND, "operator", read_only=True)}
+    assert everything == set(TOOLS_BY_NAME)
+    assert viewer == read_only == {t.name for t in TOOLS if t.read_only}
+    # a dry run open to viewers makes its planning tool a viewer's; the create stays hidden
+    assert "plan_cluster" in viewer and "create_cluster" not in viewer
+    assert {"whoami", "wait_operation", "get_operation"} <= viewer
+
+
+def test_a_row_naming_an_input_its_route_lacks_is_refused() -> None:
+    stray = ToolSpec(name="odd", method="GET", path="/api/v1/networks", title="Odd",
+                     description="x" * 60, hidden=("nonexistent",))
+    with pytest.raises(RouteBookError, match="nonexistent"):
+        bind(RouteBook(real_openapi()), (stray,))
+    missing = ToolSpec(name="gone", method="GET", path="/api/v1/nowhere", title="Gone",
+                       description="x" * 60)
+    with pytest.raises(RouteBookError, match="/api/v1/nowhere"):
+        bind(RouteBook(real_openapi()), (missing,))
 
 
 def test_a_no_change_reply_names_no_status_tool() -> None:

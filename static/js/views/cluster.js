@@ -6,7 +6,8 @@ import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, debounce,
 } from '../ui.js';
 import { TERMINAL } from '../feed.js';
-import { STAGES, stageTitle, stageBlurb } from '../stages.js';
+import { stageTitle, stageBlurb } from '../stages.js';
+import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
 
 const REFRESH_MS = 15000;
@@ -191,7 +192,7 @@ export function mount(root, ctx) {
         'Imported read-only: hypd did not create this cluster, so it has no stages to re-run.'));
       return;
     }
-    const stages = (c.stages && c.stages.length ? c.stages : STAGES.map((s) => ({ name: s, status: 'not_run', steps: [] })));
+    const stages = (c.stages && c.stages.length ? c.stages : rules.stages.map((s) => ({ name: s, status: 'not_run', steps: [] })));
     const done = stages.filter((s) => s.status === 'succeeded').length;
     stagesNote.textContent = `${done} of ${stages.length} succeeded`;
     const busy = running();

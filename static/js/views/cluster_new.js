@@ -7,20 +7,22 @@ import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, toastError, guard, roleHint, regionSelect, spinner,
 } from '../ui.js';
-import { validateName } from './networks.js';
-import { STAGES, stageTitle, clusterHref } from '../stages.js';
+import { rules, validateName } from '../rules.js';
+import { stageTitle, clusterHref } from '../stages.js';
 
 const FIELDS = ['name', 'region', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
   'training_plan_arn', 'efa_mode', 'deep_health_checks', 'vpc_id', 'subnet_ids'];
-const CAPACITY = [
-  { value: 'on-demand', label: 'On-demand', hint: 'Billed per instance-hour while it runs.' },
-  { value: 'spot', label: 'Spot', hint: 'Cheaper, but AWS can reclaim instances; no fixed price. Excludes elastic training, managed tiered checkpointing and checkpointless training.' },
-  { value: 'training-plan', label: 'Training plan', hint: 'Capacity reserved by a SageMaker training plan, paid up front.' },
-];
-const TRAINING_PLAN_RE = /^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan\/.+$/;
-const VPC_RE = /^vpc-[0-9a-f]{8,17}$/;
-const SUBNET_RE = /^subnet-[0-9a-f]{8,17}$/;
-const MAX_COUNT = 500;
+// How each capacity type the API accepts (rules.capacityTypes) is shown.
+const CAPACITY_TEXT = {
+  'on-demand': { label: 'On-demand', hint: 'Billed per instance-hour while it runs.' },
+  spot: { label: 'Spot', hint: 'Cheaper, but AWS can reclaim instances; no fixed price. Excludes elastic training, managed tiered checkpointing and checkpointless training.' },
+  'training-plan': { label: 'Training plan', hint: 'Capacity reserved by a SageMaker training plan, paid up front.' },
+};
+const EFA_TEXT = { efa: 'EFA', 'efa-only': 'EFA-only' };
+
+function capacityChoices() {
+  return rules.capacityTypes.map((value) => ({ value, label: value, hint: '', ...CAPACITY_TEXT[value] }));
+}
 const HOURS_PER_MONTH = 730;
 
 export function mount(root, ctx) {
@@ -48,14 +50,15 @@ export function mount(root, ctx) {
     h('option', { value: '' }, 'Choose a zone first'));
   const typeInfo = h('div', { class: 'type-info', testid: 'cluster-type-info' });
   const countIn = h('input', {
-    type: 'number', id: 'cluster-count', testid: 'cluster-count', class: 'mono', min: 1, max: MAX_COUNT, step: 1,
+    type: 'number', id: 'cluster-count', testid: 'cluster-count', class: 'mono', min: 1, max: rules.instanceCount.max, step: 1,
     value: q.get('count') || '1', inputmode: 'numeric', 'aria-describedby': 'error-instance_count',
   });
   const totalNote = h('div', { class: 'hint', testid: 'cluster-total' });
 
+  const capacity = capacityChoices();
   const capacityBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Capacity type', testid: 'cluster-capacity' },
-    CAPACITY.map((c) => h('label', { class: 'seg-opt', title: c.hint },
-      h('input', { type: 'radio', name: 'capacity_type', value: c.value, testid: `capacity-${c.value}`, checked: c.value === 'on-demand' }),
+    capacity.map((c) => h('label', { class: 'seg-opt', title: c.hint },
+      h('input', { type: 'radio', name: 'capacity_type', value: c.value, testid: `capacity-${c.value}`, checked: c.value === rules.defaultCapacityType }),
       h('span', null, c.label))));
   const capacityHint = h('div', { class: 'hint', testid: 'cluster-capacity-hint' });
   const planArnIn = h('input', {
@@ -67,8 +70,9 @@ export function mount(root, ctx) {
     h('div', { class: 'hint' }, 'The reservation must cover this instance type, count and zone (preflight checks it).'));
 
   const efaBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'EFA mode', testid: 'cluster-efa' },
-    h('label', { class: 'seg-opt' }, h('input', { type: 'radio', name: 'efa_mode', value: 'efa', testid: 'efa-mode-efa', checked: true }), h('span', null, 'EFA')),
-    h('label', { class: 'seg-opt' }, h('input', { type: 'radio', name: 'efa_mode', value: 'efa-only', testid: 'efa-mode-efa-only' }), h('span', null, 'EFA-only')));
+    rules.efaModes.map((mode, i) => h('label', { class: 'seg-opt' },
+      h('input', { type: 'radio', name: 'efa_mode', value: mode, testid: `efa-mode-${mode}`, checked: i === 0 }),
+      h('span', null, EFA_TEXT[mode] || mode))));
   const efaHint = h('div', { class: 'hint', testid: 'cluster-efa-hint' });
   const deepBox = h('input', { type: 'checkbox', id: 'cluster-deep-health', testid: 'cluster-deep-health' });
 
@@ -329,17 +333,17 @@ export function mount(root, ctx) {
     const t = selectedType();
     if (!body.instance_type) problems.instance_type = body.availability_zone ? 'Choose an instance type.' : 'Choose a zone, then an instance type.';
     else if (t && !t.efa_supported) problems.instance_type = `${t.name} has no EFA interface; hypd creates instance groups with EFA. Choose a type marked EFA.`;
-    if (!Number.isInteger(body.instance_count) || body.instance_count < 1 || body.instance_count > MAX_COUNT) {
-      problems.instance_count = `A whole number from 1 to ${MAX_COUNT}.`;
+    if (!Number.isInteger(body.instance_count) || body.instance_count < rules.instanceCount.min || body.instance_count > rules.instanceCount.max) {
+      problems.instance_count = `A whole number from ${rules.instanceCount.min} to ${rules.instanceCount.max}.`;
     }
     if (body.capacity_type === 'training-plan') {
       if (!body.training_plan_arn) problems.training_plan_arn = 'Enter the training plan ARN.';
-      else if (!TRAINING_PLAN_RE.test(body.training_plan_arn)) problems.training_plan_arn = 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).';
+      else if (!rules.trainingPlanArn.test(body.training_plan_arn)) problems.training_plan_arn = 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).';
     }
     if (body.efa_mode === 'efa-only' && !(t && (t.max_efa_interfaces || 0) > 1)) problems.efa_mode = 'EFA-only needs a type with several EFA interfaces.';
     if (body.existing_vpc) {
-      if (!VPC_RE.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
-      const bad = body.existing_vpc.subnet_ids.filter((s) => !SUBNET_RE.test(s));
+      if (!rules.vpcId.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
+      const bad = body.existing_vpc.subnet_ids.filter((s) => !rules.subnetId.test(s));
       if (bad.length) problems.subnet_ids = `Not subnet ids: ${bad.join(', ')}`;
       else if (body.existing_vpc.subnet_ids.length < 2) problems.subnet_ids = 'Give subnets in at least two availability zones.';
     }
@@ -415,7 +419,7 @@ export function mount(root, ctx) {
         h('h2', null, 'Review before you create'),
         h('p', null, 'Make the decisions on the left, then ', h('b', null, 'Review plan'), '. hypd answers with:'),
         h('ul', { class: 'plain-list' },
-          h('li', null, 'every stage and step it would run, in order — ', STAGES.map((s) => stageTitle(s)).join(' → ')),
+          h('li', null, 'every stage and step it would run, in order — ', rules.stages.map((s) => stageTitle(s)).join(' → ')),
           h('li', null, 'every resource it would make'),
           h('li', null, 'an hourly cost estimate from its price table'),
           h('li', null, 'preflight checks of service quotas and training-plan reservations')),
@@ -555,7 +559,7 @@ export function mount(root, ctx) {
   function changed() {
     const cap = radioValue(capacityBox);
     planArnField.hidden = cap !== 'training-plan';
-    capacityHint.textContent = (CAPACITY.find((c) => c.value === cap) || CAPACITY[0]).hint;
+    capacityHint.textContent = (capacity.find((c) => c.value === cap) || capacity[0]).hint;
     vpcFields.hidden = !useVpc.checked;
     updateTotal();
     if (state.plan) {

@@ -4,19 +4,10 @@ import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
+import { rules, validateName } from '../rules.js';
 
-export const NAME_RE = /^[a-z][a-z0-9-]{0,31}$/;
 const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
-const DEFAULT_CIDR = '10.0.0.0/16';
 const REFRESH_MS = 15000;
-
-export function validateName(v) {
-  if (!v) return 'Enter a name.';
-  if (v.length > 32) return 'At most 32 characters.';
-  if (!/^[a-z]/.test(v)) return 'Start with a lowercase letter.';
-  if (!NAME_RE.test(v)) return "Use lowercase letters, digits and '-' only.";
-  return '';
-}
 
 export function validateCidr(v) {
   if (!v) return '';
@@ -43,7 +34,7 @@ export function mount(root, ctx) {
   });
   const regionIn = regionSelect({ id: 'network-region', testid: 'network-region' }, ctx.query.get('region') || '');
   const cidrIn = h('input', {
-    type: 'text', id: 'network-cidr', testid: 'network-cidr', class: 'mono', value: DEFAULT_CIDR,
+    type: 'text', id: 'network-cidr', testid: 'network-cidr', class: 'mono', value: rules.defaultCidr,
     autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'error-cidr',
   });
   const zonesBox = h('div', { class: 'zones', testid: 'network-zones', role: 'group', 'aria-label': 'Availability zones' });
@@ -248,7 +239,7 @@ export function mount(root, ctx) {
       nameIn.focus();
       return;
     }
-    const body = { name: nameIn.value.trim(), cidr: cidrIn.value.trim() || DEFAULT_CIDR };
+    const body = { name: nameIn.value.trim(), cidr: cidrIn.value.trim() || rules.defaultCidr };
     if (regionIn.value) body.region = regionIn.value;
     const zones = selectedZones();
     if (zones.length) body.availability_zones = zones;

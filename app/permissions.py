@@ -1,0 +1,125 @@
+"""Who may call each route: declared by the route itself, in one place, shown in OpenAPI.
+
+Every view — a function or a MethodView method — carries one `@access(...)`:
+`@access("viewer")` for reads, `@access("operator")` for changes, `@access("operator",
+dry_run=True)` for a change whose `?dry_run=true` changes nothing (that dry run alone is open
+to viewers), `@access("public")` for what needs no token. The declaration, never a query
+parameter or a header, decides; a route without one makes the app refuse to start, so a new
+route cannot be born open. The OpenAPI document carries the declaration of every operation
+(`x-hypd-role`, and `x-hypd-dry-run-role` where a dry run is open to viewers), which is how
+the MCP server decides which tools a token sees, and the WebSocket's actions are allowed by
+the declaration of the REST route they stand for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from flask import Flask
+from flask_smorest import Blueprint
+from marshmallow import EXCLUDE, ValidationError
+
+from schemas.common import DryRunQuerySchema
+
+PUBLIC = "public"
+VIEWER = "viewer"
+OPERATOR = "operator"
+LEVELS = (PUBLIC, VIEWER, OPERATOR)
+
+ROLE_EXTENSION = "x-hypd-role"
+DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
+
+IGNORED_METHODS = frozenset({"HEAD", "OPTIONS"})
+"""Answered by Flask for every route: HEAD as the GET, OPTIONS with the allowed methods."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Access:
+    role: str
+    """`public`, `viewer` or `operator`."""
+    dry_run: bool = False
+    """The route's `?dry_run=true` changes nothing, so a viewer may ask for it."""
+    websocket: bool = False
+    """A WebSocket: its token arrives as the first message, checked by the socket itself."""
+
+    def __post_init__(self) -> None:
+        if self.role not in LEVELS:
+            raise ValueError(f"access role must be one of {', '.join(LEVELS)}: {self.role!r}")
+        if self.dry_run and self.role != OPERATOR:
+            raise ValueError("only an operator route can open its dry run to viewers")
+
+    def needed(self, dry_run_asked: bool) -> str:
+        """The role this request needs."""
+        return VIEWER if self.dry_run and dry_run_asked else self.role
+
+    def openapi(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {ROLE_EXTENSION: self.role}
+        if self.dry_run:
+            doc[DRY_RUN_EXTENSION] = VIEWER
+        if self.role == PUBLIC:
+            doc["security"] = []
+        return doc
+
+
+INFRASTRUCTURE: Mapping[str, Access] = {
+    "static": Access(PUBLIC),  # the dashboard's files
+    "api-docs.openapi_json": Access(PUBLIC),  # /api/v1/openapi.json (flask-smorest)
+}
+"""Endpoints served by libraries, declared here because they cannot carry a decorator."""
+
+
+def access(role: str, *, dry_run: bool = False, websocket: bool = False) -> Callable[[F], F]:
+    """Declare who may call the view this decorates (see the module docstring)."""
+    declared = Access(role, dry_run, websocket)
+
+    def decorate(view: F) -> F:
+        wrapped = view if websocket else Blueprint.doc(**declared.openapi())(view)
+        wrapped.hypd_access = declared  # type: ignore[attr-defined]
+        return wrapped
+
+    return decorate
+
+
+def dry_run_asked(args: Mapping[str, str]) -> bool:
+    """Read `?dry_run` exactly as the route's own query schema reads it, so the check and the
+    route can never disagree about whether this request is a dry run."""
+    try:
+        return bool(DryRunQuerySchema(unknown=EXCLUDE).load(dict(args)).get("dry_run"))
+    except ValidationError:
+        return False  # not a dry run the route would accept: it needs the route's role
+
+
+class UndeclaredRoutes(RuntimeError):
+    """Routes without an access declaration: the app refuses to start."""
+
+
+Declarations = dict[tuple[str, str], Access]
+"""(endpoint, HTTP method) → its declaration."""
+
+
+def declarations(app: Flask) -> Declarations:
+    """Every route's declaration, per method; raises UndeclaredRoutes naming what has none."""
+    found: Declarations = {}
+    missing: list[str] = []
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions[rule.endpoint]
+        for method in sorted((rule.methods or set()) - IGNORED_METHODS):
+            declared = INFRASTRUCTURE.get(rule.endpoint) or _declared_on(view, method)
+            if declared is None:
+                missing.append(f"{method} {rule.rule} ({rule.endpoint})")
+            else:
+                found[(rule.endpoint, method)] = declared
+    if missing:
+        raise UndeclaredRoutes("routes without an @access(...) declaration: "
+                               + "; ".join(missing))
+    return found
+
+
+def _declared_on(view: Any, method: str) -> Access | None:
+    view_class = getattr(view, "view_class", None)
+    target = getattr(view_class, method.lower(), None) if view_class is not None else view
+    return getattr(target, "hypd_access", None)

@@ -1,0 +1,81 @@
+// The API's rules for what a user may enter, read once from its OpenAPI document (public,
+// made from the same schemas that validate every request), so the dashboard keeps no copies
+// that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
+// default CIDR, count bounds. Labels and hints stay here; they are presentation.
+
+export let rules = null;
+
+let loading = null;
+
+/** Read the document once; views mount after it resolved (app.js boot). */
+export function loadRules() {
+  if (!loading) {
+    loading = fetch('/api/v1/openapi.json', { cache: 'no-store', credentials: 'same-origin' })
+      .then((res) => {
+        if (!res.ok) throw new Error(`the API's OpenAPI document answered ${res.status}`);
+        return res.json();
+      })
+      .then((doc) => { rules = rulesFrom(doc); return rules; })
+      .catch((e) => { loading = null; throw e; });
+  }
+  return loading;
+}
+
+/** What is wrong with a name by the API's one name rule ('' when nothing). */
+export function validateName(v) {
+  if (!v) return 'Enter a name.';
+  if (v.length > rules.name.maxLength) return `At most ${rules.name.maxLength} characters.`;
+  if (!/^[a-z]/.test(v)) return 'Start with a lowercase letter.';
+  if (v.endsWith('-')) return 'End with a letter or digit, not a hyphen.';
+  if (!rules.name.re.test(v)) return "Use lowercase letters, digits and '-' only.";
+  return '';
+}
+
+function resolver(doc) {
+  const resolve = (node) => {
+    let n = node;
+    while (n && n.$ref) {
+      n = n.$ref.slice(2).split('/').reduce((at, part) => at[part], doc);
+    }
+    if (n && Array.isArray(n.allOf) && n.allOf.length === 1) n = { ...resolve(n.allOf[0]), ...n };
+    return n;
+  };
+  return resolve;
+}
+
+/** The fields the dashboard needs, from the document (exported for tests). */
+export function rulesFrom(doc) {
+  const resolve = resolver(doc);
+  const field = (schema, name) => {
+    const s = resolve(doc.components.schemas[schema]);
+    const f = s && s.properties && resolve(s.properties[name]);
+    if (!f) throw new Error(`the API's document has no ${schema}.${name}`);
+    return f;
+  };
+  const pathParam = (path, method, name) => {
+    const item = doc.paths[path] || {};
+    const op = item[method] || {};
+    const p = [...(op.parameters || []), ...(item.parameters || [])].find((x) => x.name === name);
+    if (!p) throw new Error(`the API's document has no ${name} parameter on ${path}`);
+    return resolve(p.schema);
+  };
+  const name = field('NetworkCreate', 'name');
+  const count = field('ClusterCreate', 'instance_count');
+  const version = field('ClusterCreate', 'kubernetes_version');
+  return {
+    name: { re: new RegExp(name.pattern), rule: name.description, maxLength: 32 },
+    defaultCidr: field('NetworkCreate', 'cidr').default,
+    zonesPerNetwork: { min: field('NetworkCreate', 'availability_zones').minItems,
+      max: field('NetworkCreate', 'availability_zones').maxItems },
+    capacityTypes: field('ClusterCreate', 'capacity_type').enum,
+    defaultCapacityType: field('ClusterCreate', 'capacity_type').default,
+    efaModes: field('ClusterCreate', 'efa_mode').enum,
+    kubernetesVersions: version.enum,
+    defaultKubernetesVersion: version.default,
+    instanceCount: { min: count.minimum, max: count.maximum },
+    trainingPlanArn: new RegExp(field('ClusterCreate', 'training_plan_arn').pattern),
+    vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),
+    subnetId: new RegExp(resolve(field('ExistingVpc', 'subnet_ids').items).pattern),
+    stages: pathParam('/api/v1/clusters/{name}/stages/{stage}/run', 'post', 'stage').enum,
+  };
+}

@@ -1,0 +1,305 @@
+"""Who may call what is declared by each route (app/permissions.py), never inferred from the
+request.
+
+A viewer token walks every route and method of the OpenAPI document — over REST (bodies built
+from the schemas, and known-good ones; with and without `?dry_run` in its spellings, other
+query parameters and headers that pretend to a role), over MCP streamable HTTP and over the
+WebSocket — and nothing is recorded: no operation, no panel record, no AWS mutation in the
+sandbox's counters. Only the dry run that `POST /clusters` declares open to viewers works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import redis
+import schemathesis
+from flask_smorest import Blueprint
+from hypothesis import HealthCheck, given, settings
+from marshmallow import fields
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from app import create_app, permissions
+from app.auth import TokenTable
+from cloud.settings import Settings
+from mcp_server.tools import TOOLS
+from tests.app.wskit import connect, read_all
+
+EXAMPLES = 4
+VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep")
+"""Keys a read may touch (caches) or the engine renews while an operation is held."""
+
+DRY_RUNS = ({"dry_run": "true"}, {"dry_run": "1"}, {"dry_run": "yes"}, {"dry_run": "True"})
+NOT_DRY_RUNS = ({}, {"dry_run": "false"}, {"dry_run": "maybe"}, {"role": "operator"},
+                {"as": "operator", "admin": "true"})
+PRETENDING = {"X-Hypd-Role": "operator", "X-Forwarded-User": "operator",
+              "X-Hypd-Dry-Run": "true"}
+
+OPEN_DRY_RUNS = {("POST", "/api/v1/clusters")}
+
+
+# -- what a mutation would change --------------------------------------------------------------
+
+def _snapshot(stack: Any) -> dict[str, Any]:
+    raw = redis.Redis.from_url(stack.redis_url)
+    panel = {}
+    for key in sorted(k.decode() for k in raw.scan_iter("hypd:*")):
+        if key.startswith(VOLATILE):
+            continue
+        dumped = raw.dump(key)
+        panel[key] = hashlib.sha256(dumped or b"").hexdigest()
+    return {"panel": panel, "aws": stack.sandbox.counters()}
+
+
+def _assert_unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
+    changed = sorted(k for k in set(before["panel"]) | set(after["panel"])
+                     if before["panel"].get(k) != after["panel"].get(k))
+    assert not changed, f"panel records changed: {changed}"
+    assert after["aws"]["by_action"] == before["aws"]["by_action"], "an AWS mutation happened"
+
+
+def _document(stack: Any) -> dict[str, Any]:
+    return httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+
+
+def _operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method != "parameters":
+                yield method.upper(), path, op
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def failed_op(stack: Any) -> str:
+    """A failed operation: a viewer's retry would run it again if it got through."""
+    stack.wait_idle()
+    stack.sandbox.add_fault("ec2", "CreateVpc", "error", count=1)
+    with stack.client() as c:
+        op_id = c.post("/api/v1/networks", json={"name": f"walk-f-{uuid.uuid4().hex[:4]}"}
+                       ).json()["operation"]["id"]
+    assert stack.wait_operation(op_id)["status"] == "failed"
+    return op_id
+
+
+@pytest.fixture
+def targets(stack: Any, failed_op: str) -> Iterator[dict[str, str]]:
+    """Real things a viewer's mutation would change if it got through: the failed operation
+    and a running one held mid-step (a cancel would stop it). Held for one test only: the
+    product's AWS client gives up on a held answer after its 30 s read timeout."""
+    stack.wait_idle()
+    hold = stack.sandbox.hold("ec2", "CreateVpc")
+    running = f"walk-r-{uuid.uuid4().hex[:4]}"
+    with stack.client() as c:
+        running_id = c.post("/api/v1/networks", json={"name": running}).json()["operation"]["id"]
+    try:
+        stack.sandbox.wait_held(hold, timeout=30)
+        yield {"failed": failed_op, "running": running_id, "network": running}
+    finally:
+        stack.sandbox.release(hold)
+        stack.sandbox.clear_holds()
+        stack.wait_operation(running_id)
+
+
+def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """A valid request for every mutating route (method, path, body)."""
+    cluster = {"name": "walk-c", "availability_zone": "us-west-2a",
+               "instance_type": "ml.g5.8xlarge", "instance_count": 1}
+    return [
+        ("POST", "/api/v1/networks", {"name": "walk-net"}),
+        ("DELETE", f"/api/v1/networks/{targets['network']}", None),
+        ("POST", "/api/v1/clusters", cluster),
+        ("DELETE", "/api/v1/clusters/walk-c", None),
+        ("POST", "/api/v1/clusters/walk-c/stages/network/run", None),
+        ("POST", "/api/v1/clusters/import", {"name": "walk-c"}),
+        ("PUT", "/api/v1/active-cluster", {"name": "walk-c"}),
+        ("POST", "/api/v1/clusters/walk-c/storage", {"name": "data", "kind": "s3"}),
+        ("DELETE", "/api/v1/clusters/walk-c/storage/data", None),
+        ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
+        ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
+    ]
+
+
+# -- the declarations -----------------------------------------------------------------------
+
+def test_every_operation_declares_a_role_and_only_reads_are_open(stack):
+    doc = _document(stack)
+    seen = 0
+    for method, path, op in _operations(doc):
+        role = op.get(permissions.ROLE_EXTENSION)
+        assert role in permissions.LEVELS, (method, path)
+        if method == "GET":
+            assert role in (permissions.PUBLIC, permissions.VIEWER), (method, path)
+        else:
+            assert role == permissions.OPERATOR, (method, path)
+        if op.get(permissions.DRY_RUN_EXTENSION):
+            assert (method, path) in OPEN_DRY_RUNS
+        seen += 1
+    assert seen >= 25
+    public = {(m, p) for m, p, op in _operations(doc) if op["x-hypd-role"] == permissions.PUBLIC}
+    assert public == {("GET", "/healthz")}
+
+
+def test_a_route_without_a_declaration_refuses_the_start(monkeypatch):
+    undeclared = Blueprint("stray", __name__)
+
+    @undeclared.route("/api/v1/stray", methods=["POST"])
+    def stray():
+        return {"ok": True}
+
+    import app.api as api_module
+
+    real = api_module.register_blueprints
+
+    def with_stray(api):
+        real(api)
+        api.register_blueprint(undeclared)
+
+    monkeypatch.setattr("app.register_blueprints", with_stray)
+    with pytest.raises(permissions.UndeclaredRoutes, match=r"POST /api/v1/stray"):
+        create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
+
+
+# -- the REST walk --------------------------------------------------------------------------
+
+def _expect_refused(response: Any, what: Any) -> None:
+    assert response.status_code == 403, (what, response.status_code, response.text[:300])
+    assert response.json()["error"]["code"] == "forbidden", what
+
+
+def _is_dry_run(query: dict[str, Any]) -> bool:
+    """As marshmallow's Boolean reads a query value."""
+    return "dry_run" in query and query["dry_run"] in fields.Boolean.truthy
+
+
+def _walker(operation: Any, method: str, route: str, viewer: dict[str, str]) -> Any:
+    """A hypothesis test sending bodies and parameters built from the route's schemas."""
+
+    @given(case=operation.as_strategy())
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    def walk(case: Any) -> None:
+        base = dict(case.query or {})
+        for query in ({}, {"dry_run": "true"}, {"role": "operator"}):
+            case.query = {**base, **query}
+            reply = case.call(headers={**viewer, **PRETENDING}, timeout=60)
+            if (method, route) in OPEN_DRY_RUNS and _is_dry_run(case.query):
+                assert reply.status_code != 403, reply.text[:300]
+                assert reply.status_code < 500, reply.text[:300]
+            else:
+                _expect_refused(reply, (method, route, case.query))
+
+    return walk
+
+
+def test_a_viewer_changes_nothing_through_any_route(stack, targets):
+    """Known-good requests for every mutating route, against real targets."""
+    viewer = {"Authorization": f"Bearer {stack.viewer_token}"}
+    before = _snapshot(stack)
+    with httpx.Client(base_url=stack.url, timeout=60) as http:
+        for method, path, body in _known_good(targets):
+            for query in (*NOT_DRY_RUNS, *DRY_RUNS):
+                dry_run_opens = (method, path) in OPEN_DRY_RUNS and query in DRY_RUNS
+                for headers in (viewer, {**viewer, **PRETENDING}):
+                    reply = http.request(method, path, params=query, json=body,
+                                         headers=headers)
+                    if dry_run_opens:
+                        assert reply.status_code == 200, reply.text[:300]
+                        assert reply.json()["dry_run"] is True
+                    else:
+                        _expect_refused(reply, (method, path, query))
+    _assert_unchanged(before, _snapshot(stack))
+    with stack.client("operator") as c:  # the targets are as they were
+        failed = c.get(f"/api/v1/operations/{targets['failed']}").json()
+        running = c.get(f"/api/v1/operations/{targets['running']}").json()
+    assert failed["status"] == "failed"
+    assert running["status"] == "running" and running["cancel_requested"] is False
+
+
+def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, failed_op):
+    stack.wait_idle()
+    viewer = {"Authorization": f"Bearer {stack.viewer_token}"}
+    before = _snapshot(stack)
+    schema = schemathesis.openapi.from_url(stack.url + "/api/v1/openapi.json")
+    walked = []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        method = operation.method.upper()
+        if method != "GET":
+            _walker(operation, method, operation.path, viewer)()
+            walked.append((method, operation.path))
+    assert len(walked) >= 11, walked
+    _assert_unchanged(before, _snapshot(stack))
+
+
+def test_a_viewer_reads_every_read_route(stack):
+    """The other half of the declaration: reads are a viewer's (none answers 403)."""
+    doc = _document(stack)
+    with httpx.Client(base_url=stack.url, timeout=60,
+                      headers={"Authorization": f"Bearer {stack.viewer_token}"}) as http:
+        for method, path, op in _operations(doc):
+            if method != "GET" or "{" in path or op["x-hypd-role"] == permissions.PUBLIC:
+                continue
+            reply = http.get(path, params={"availability_zone": "us-west-2a",
+                                           "instance_type": "ml.g5.8xlarge", "count": 1})
+            assert reply.status_code != 403, (path, reply.text[:200])
+
+
+# -- the MCP walk ---------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, targets,
+                                                                      mcp_http):
+    mutating = {t.name for t in TOOLS if t.mutating}
+    arguments = {
+        "create_network": {"name": "walk-mcp"},
+        "delete_network": {"name": targets["network"]},
+        "create_cluster": {"name": "walk-c", "availability_zone": "us-west-2a",
+                           "instance_type": "ml.g5.8xlarge", "instance_count": 1},
+        "delete_cluster": {"name": "walk-c"},
+        "run_cluster_stage": {"name": "walk-c", "stage": "network"},
+        "import_cluster": {"name": "walk-c"},
+        "set_active_cluster": {"name": "walk-c"},
+        "add_storage": {"cluster": "walk-c", "name": "data", "kind": "s3"},
+        "remove_storage": {"cluster": "walk-c", "name": "data"},
+        "cancel_operation": {"operation_id": targets["running"]},
+        "retry_operation": {"operation_id": targets["failed"]},
+    }
+    assert set(arguments) == mutating, "a mutating tool is missing from the walk"
+    before = _snapshot(stack)
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {stack.viewer_token}"},
+                              timeout=60)
+    async with Client(streamable_http_client(mcp_http + "/mcp", http_client=http),
+                      read_timeout_seconds=60) as client:
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert not listed & mutating
+        assert "plan_cluster" in listed
+        for name, args in arguments.items():
+            result = await client.call_tool(name, args)
+            assert result.is_error, name
+            assert result.content[0].text.startswith("forbidden: "), (name, result.content)
+    _assert_unchanged(before, _snapshot(stack))
+
+
+# -- the WebSocket walk ---------------------------------------------------------------------
+
+def test_a_viewer_over_the_socket_follows_but_cannot_cancel(stack, targets):
+    before = _snapshot(stack)
+    ws = connect(stack, targets["running"])
+    ws.send(json.dumps({"type": "auth", "token": stack.viewer_token}))
+    ws.send(json.dumps({"type": "cancel"}))
+    messages, code = read_all(ws)
+    assert messages[0]["type"] == "operation"  # following is a viewer's
+    assert code == 4403
+    assert messages[-1]["error"]["code"] == "forbidden"
+    assert "operator" in messages[-1]["error"]["message"]
+    _assert_unchanged(before, _snapshot(stack))
