@@ -6,6 +6,7 @@ here with a stable code and a message that states the real cause.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -59,26 +60,58 @@ def envelope(status: int, code: str, message: str, details: dict[str, Any] | Non
     return response
 
 
+LOCATIONS = frozenset({"json", "query", "querystring", "form", "headers", "cookies", "files",
+                       "view_args", "path", "json_or_form"})
+"""webargs' request locations: the outer keys of its messages."""
+
+BODY = "_schema"
+"""marshmallow's key for an error of the whole (sub)object rather than of one field."""
+
+
+def _json_safe(errors: Any) -> Any:
+    """marshmallow keys a list's items by int beside `_schema` strings; JSON keys are strings
+    (and Flask sorts them, which fails on a mix of int and str)."""
+    if isinstance(errors, dict):
+        return {str(key): _json_safe(value) for key, value in errors.items()}
+    if isinstance(errors, (list, tuple)):
+        return [_json_safe(value) for value in errors]
+    return errors if isinstance(errors, str) else str(errors)
+
+
 def _field_errors(messages: Any) -> dict[str, Any]:
-    """webargs nests errors by location ({"json": {"name": [...]}}); clients want fields."""
+    """webargs nests errors by location ({"json": {"name": [...]}}); clients want fields.
+    Below a field the structure stays marshmallow's (list items by index, `_schema` for the
+    field as a whole), with string keys."""
     if not isinstance(messages, dict):
-        return {"_": messages}
+        return {BODY: _json_safe(messages if isinstance(messages, list) else [messages])}
     fields: dict[str, Any] = {}
-    for location, errs in messages.items():
-        if isinstance(errs, dict):
-            fields.update(errs)
+    for key, errors in _json_safe(messages).items():
+        if key in LOCATIONS and isinstance(errors, dict):
+            fields.update(errors)
         else:
-            fields[location] = errs
+            fields[key] = errors
     return fields
 
 
+def _flat(errors: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted path, message) for every message in a marshmallow error structure; `_schema`
+    speaks for the object it sits in."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            yield from _flat(value, path if key == BODY else f"{path}.{key}" if path else key)
+    elif isinstance(errors, list):
+        for value in errors:
+            yield from _flat(value, path)
+    else:
+        yield path, str(errors)
+
+
 def _summary(fields: dict[str, Any]) -> str:
-    parts = []
-    for name, errs in fields.items():
-        first = errs[0] if isinstance(errs, list) and errs else errs
-        if isinstance(first, dict):
-            first = "; ".join(f"{k}: {v}" for k, v in first.items())
-        parts.append(f"{name}: {first}")
+    """One line naming each field at fault with its first message."""
+    first: dict[str, str] = {}
+    for path, message in _flat(fields):
+        first.setdefault(path, message)
+    parts = [f"{path}: {message}" if path else message for path, message in first.items()]
     return "; ".join(parts) or "the request is not valid"
 
 

@@ -20,7 +20,7 @@ request would change that it may not.
 
 `allocate_compute_subnet` is the thin EC2 side: a /20 compute subnet for a group in its
 zone, through the one allocator (`cloud.subnets.allocate_subnet`), adopted by its tags when
-it already exists.
+it already exists; `delete_compute_subnets` removes a cluster's, by the same tags.
 """
 
 from __future__ import annotations
@@ -33,8 +33,18 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import botocore.session
+from botocore.exceptions import ClientError
 
-from cloud.aws import CLUSTER_TAG, tags_for
+from cloud.aws import (
+    CLUSTER_TAG,
+    MANAGED_BY,
+    MANAGED_BY_VALUE,
+    ROLE_TAG,
+    is_not_found,
+    tag_dict,
+    tag_filters,
+    tags_for,
+)
 from cloud.discovery import ACCELERATOR_FAMILY, ec2_instance_type
 from cloud.errors import Refusal
 from cloud.subnets import COMPUTE_PREFIX, LockFactory, allocate_subnet
@@ -277,6 +287,27 @@ def allocate_compute_subnet(
         _associate(ec2, vpc_id, route_table_id, subnet["SubnetId"])
     return {"id": subnet["SubnetId"], "cidr": subnet["CidrBlock"],
             "availability_zone": subnet["AvailabilityZone"], "created": created}
+
+
+def delete_compute_subnets(ec2: Any, cluster: str) -> list[str]:
+    """Delete every compute subnet of the cluster (found by its tags, which are checked again
+    here: a deletion never acts on a subnet that is not this cluster's compute subnet).
+    Returns the ids deleted; one already gone is not an error."""
+    pages = ec2.get_paginator("describe_subnets").paginate(
+        Filters=tag_filters(CLUSTER_TAG, cluster, role=ROLE_COMPUTE_SUBNET))
+    wanted = {MANAGED_BY: MANAGED_BY_VALUE, CLUSTER_TAG: cluster, ROLE_TAG: ROLE_COMPUTE_SUBNET}
+    ids = [s["SubnetId"] for page in pages for s in page["Subnets"]
+           if all(tag_dict(s).get(k) == v for k, v in wanted.items())]
+    deleted = []
+    for subnet_id in ids:
+        try:
+            ec2.delete_subnet(SubnetId=subnet_id)
+        except ClientError as exc:
+            if not is_not_found(exc):
+                raise
+            continue
+        deleted.append(subnet_id)
+    return deleted
 
 
 def route_table_of_subnet(ec2: Any, vpc_id: str, subnet_id: str) -> str | None:

@@ -70,6 +70,13 @@ def describe_instance_types(ec2: Any, names: Iterable[str]) -> list[dict[str, An
     return found
 
 
+def instance_type(ec2: Any, name: str) -> dict[str, Any] | None:
+    """One instance type (`ml.` or EC2 name) in hypd's InstanceType shape, or None when EC2
+    does not describe it."""
+    described = describe_instance_types(ec2, [ec2_instance_type(name)])
+    return instance_type_info(described[0]) if described else None
+
+
 def instance_types(ec2: Any, availability_zone: str) -> list[dict[str, Any]]:
     """The accelerator (GPU, Trainium, Inferentia) instance types offered in the zone."""
     offered = offered_instance_types(ec2, availability_zone)

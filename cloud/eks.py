@@ -94,6 +94,27 @@ def describe(eks: Any, name: str) -> dict[str, Any] | None:
         raise
 
 
+def list_cluster_names(eks: Any, page_size: int | None = None) -> list[str]:
+    """Every EKS cluster name in the client's region. `ListClusters` answers a page at a
+    time (at most 100 names): a single call silently drops the clusters past the first page,
+    so the paginator follows `nextToken` to the end. `page_size` is for tests."""
+    config = {"PageSize": page_size} if page_size else {}
+    pages = eks.get_paginator("list_clusters").paginate(PaginationConfig=config)
+    return [name for page in pages for name in page.get("clusters") or ()]
+
+
+def managed_clusters(eks: Any) -> list[dict[str, Any]]:
+    """`describe_cluster`'s cluster for each EKS cluster hypd made (by its tags) in the
+    client's region, in listing order; one deleted between the list and the describe is
+    left out."""
+    found = []
+    for name in list_cluster_names(eks):
+        described = describe(eks, name)
+        if described is not None and made_by_hypd_for(described.get("tags"), name):
+            found.append(described)
+    return found
+
+
 def ensure_cluster(eks: Any, name: str, role_arn: str, subnet_ids: list[str],
                    security_group_ids: list[str], version: str = DEFAULT_KUBERNETES_VERSION,
                    tags: Mapping[str, str] | None = None, client_request_token: str | None = None,

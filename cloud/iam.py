@@ -85,6 +85,12 @@ def role_tags(cluster: str, purpose: str) -> list[dict[str, str]]:
     return aws.tags_for(CLUSTER_TAG, cluster, role=purpose)
 
 
+def account_id(sts: Any) -> str:
+    """The AWS account the panel's credentials act in: role ARNs and hypd's globally unique
+    bucket names are derived from it."""
+    return sts.get_caller_identity()["Account"]
+
+
 def partition_of(region: str) -> str:
     if region.startswith("cn-"):
         return "aws-cn"

@@ -157,6 +157,28 @@ def find_vpc(ec2: Any, name: str) -> dict[str, Any] | None:
     return vpcs[0] if vpcs else None
 
 
+def existing_vpc(ec2: Any, vpc_id: str, subnet_ids: list[str]) -> dict[str, Any]:
+    """A VPC the user brings (not hypd's): it exists, the subnets are in it, and they span
+    two zones at least, as EKS requires. Returns {vpc_id, subnet_ids, availability_zones};
+    raises NetworkError (validation_failed) naming what is wrong."""
+    vpcs = _describe(ec2, "vpc", [{"Name": "vpc-id", "Values": [vpc_id]}])
+    if not vpcs:
+        raise NetworkError(f"VPC {vpc_id} does not exist in {ec2.meta.region_name}",
+                           "validation_failed")
+    subnets = _describe(ec2, "subnet", [{"Name": "subnet-id", "Values": list(subnet_ids)}])
+    found = {s["SubnetId"]: s for s in subnets}
+    missing = [s for s in subnet_ids if s not in found]
+    foreign = [s for s, v in found.items() if v["VpcId"] != vpc_id]
+    if missing or foreign:
+        raise NetworkError(f"subnets not in VPC {vpc_id}: {', '.join(missing + foreign)}",
+                           "validation_failed")
+    zones = sorted({s["AvailabilityZone"] for s in subnets})
+    if len(zones) < 2:
+        raise NetworkError("EKS needs subnets in at least two availability zones; these are "
+                           f"all in {zones[0]}", "validation_failed")
+    return {"vpc_id": vpc_id, "subnet_ids": list(subnet_ids), "availability_zones": zones}
+
+
 def ensure_vpc(ec2: Any, name: str, cidr: str = DEFAULT_CIDR,
                record: Record | None = None) -> dict[str, Any]:
     """The network's VPC (DNS support and DNS hostnames on). Returns {vpc_id, cidr}."""

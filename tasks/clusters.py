@@ -15,10 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cloud import addons, capacity, eks, hyperpod, iam, kube, lifecycle, storage
+from cloud import addons, capacity, discovery, eks, hyperpod, iam, kube, lifecycle, storage
 from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
-from cloud.discovery import ec2_instance_type, instance_type_info
 from tasks import active
 from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
@@ -48,7 +47,7 @@ def _network(ctx: StepContext) -> dict[str, Any]:
 
 
 def _account(ctx: StepContext) -> str:
-    return ctx.client("sts").get_caller_identity()["Account"]
+    return iam.account_id(ctx.client("sts"))
 
 
 def _cluster_tags(ctx: StepContext, **extra: str) -> dict[str, str]:
@@ -63,28 +62,13 @@ def use_existing_network(ctx: StepContext) -> dict[str, Any]:
     hypd security group in it unless one was given."""
     given = ctx.params["existing_vpc"]
     ec2 = ctx.client("ec2")
-    vpcs = ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [given["vpc_id"]]}])["Vpcs"]
-    if not vpcs:
-        raise StepFailed(f"VPC {given['vpc_id']} does not exist in {ctx.region}",
-                         "validation_failed")
-    subnets = ec2.describe_subnets(
-        Filters=[{"Name": "subnet-id", "Values": given["subnet_ids"]}])["Subnets"]
-    found = {s["SubnetId"]: s for s in subnets}
-    missing = [s for s in given["subnet_ids"] if s not in found]
-    foreign = [s for s, v in found.items() if v["VpcId"] != given["vpc_id"]]
-    if missing or foreign:
-        raise StepFailed(f"subnets not in VPC {given['vpc_id']}: "
-                         f"{', '.join(missing + foreign)}", "validation_failed")
-    zones = sorted({s["AvailabilityZone"] for s in subnets})
-    if len(zones) < 2:
-        raise StepFailed("EKS needs subnets in at least two availability zones; these are "
-                         f"all in {zones[0]}", "validation_failed")
+    checked = net.existing_vpc(ec2, given["vpc_id"], given["subnet_ids"])
     group = given.get("security_group_id")
     if not group:
         group = net.ensure_security_group(ec2, _name(ctx), given["vpc_id"],
                                           record=ctx.record)["security_group_id"]
-    return {"vpc_id": given["vpc_id"], "private_subnet_ids": list(given["subnet_ids"]),
-            "security_group_id": group, "availability_zones": zones}
+    return {"vpc_id": checked["vpc_id"], "private_subnet_ids": checked["subnet_ids"],
+            "security_group_id": group, "availability_zones": checked["availability_zones"]}
 
 
 # eks stage ---------------------------------------------------------------------------------
@@ -235,12 +219,6 @@ def first_group_spec(params: dict[str, Any], outputs: dict[str, dict[str, Any]],
     )
 
 
-def _instance_info(ctx: StepContext) -> dict[str, Any] | None:
-    ec2_name = ec2_instance_type(ctx.params["instance_type"])
-    found = ctx.client("ec2").describe_instance_types(InstanceTypes=[ec2_name])["InstanceTypes"]
-    return instance_type_info(found[0]) if found else None
-
-
 @guarded
 def ensure_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
     sm = ctx.client("sagemaker")
@@ -254,7 +232,8 @@ def ensure_hyperpod_cluster(ctx: StepContext) -> dict[str, Any]:
         raise StepRetry("the previous HyperPod cluster of that name is still being deleted",
                         30.0)
     network = _network(ctx)
-    group = first_group_spec(ctx.params, ctx.outputs, _instance_info(ctx), ctx.region)
+    info = discovery.instance_type(ctx.client("ec2"), ctx.params["instance_type"])
+    group = first_group_spec(ctx.params, ctx.outputs, info, ctx.region)
     request = hyperpod.cluster_request(
         _name(ctx), output(ctx, "eks_cluster", "cluster_arn"), [network["security_group_id"]],
         [output(ctx, "compute_subnet", "subnet_id")], [group],
@@ -360,19 +339,7 @@ def wait_hyperpod_gone(ctx: StepContext) -> float | None:
 
 @guarded
 def delete_compute_subnets(ctx: StepContext) -> dict[str, Any]:
-    ec2 = ctx.client("ec2")
-    tagged = ec2.describe_subnets(Filters=[
-        {"Name": f"tag:{CLUSTER_TAG}", "Values": [_name(ctx)]},
-        {"Name": f"tag:{MANAGED_BY}", "Values": [MANAGED_BY_VALUE]},
-    ])["Subnets"]
-    deleted = []
-    for subnet in tagged:
-        tags = {t["Key"]: t["Value"] for t in subnet.get("Tags", [])}
-        if tags.get("hypd:role") != capacity.ROLE_COMPUTE_SUBNET:
-            continue
-        ec2.delete_subnet(SubnetId=subnet["SubnetId"])
-        deleted.append(subnet["SubnetId"])
-    return {"deleted": deleted}
+    return {"deleted": capacity.delete_compute_subnets(ctx.client("ec2"), _name(ctx))}
 
 
 @guarded

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from cloud import eks, kube, storage
+from cloud import eks, iam, kube, storage
 from cloud.aws import CLUSTER_TAG, tags_for
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded, output
@@ -101,7 +101,7 @@ def requested(ctx: StepContext) -> Item:
 
 
 def _account(ctx: StepContext) -> str:
-    return ctx.client("sts").get_caller_identity()["Account"]
+    return iam.account_id(ctx.client("sts"))
 
 
 def _api(ctx: StepContext, cluster: str) -> Any:

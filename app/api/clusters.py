@@ -3,7 +3,6 @@ re-runs, import, the active cluster and preflight."""
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from flask import jsonify
@@ -15,9 +14,10 @@ from app.api.discovery import zones_in
 from app.cache import cached
 from app.errors import ApiError
 from app.permissions import access
-from cloud import addons, aws, discovery, eks, hyperpod, kube, preflight, pricing
+from app.readmodels import clusters as readmodel
+from app.readmodels import dry_run, lifecycle
+from cloud import aws, discovery, eks, hyperpod, preflight
 from schemas.clusters import (
-    STAGES,
     ActiveClusterReplySchema,
     ActiveClusterSchema,
     ClusterCreateSchema,
@@ -40,18 +40,6 @@ blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
 
 def _region(data: dict[str, Any]) -> str:
     return data.get("region") or context.settings().region
-
-
-def _create_ops(name: str) -> list[dict[str, Any]]:
-    """This cluster's create and stage operations, newest first."""
-    store = context.engine().store
-    return [op for op in store.list(target=f"cluster/{name}", limit=200)
-            if op["target"] == f"cluster/{name}" and op["kind"] in ("cluster.create",
-                                                                       "cluster.stage")]
-
-
-def _last_create(name: str) -> dict[str, Any] | None:
-    return next((op for op in _create_ops(name) if op["kind"] == "cluster.create"), None)
 
 
 # validation ---------------------------------------------------------------------------------
@@ -103,53 +91,6 @@ def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
                            body.get("training_plan_arn"))
 
 
-def _plan(body: dict[str, Any], region: str, zones: list[str]) -> list[dict[str, Any]]:
-    name = body["name"]
-    steps = clusters.create_steps(body)
-    plan = [{"stage": s.stage, "step": s.name, "action": s.title} for s in steps]
-    resources = []
-    if not body.get("existing_vpc"):
-        resources.append({"type": "vpc", "name": name, "cidr": body.get("cidr") or "10.0.0.0/16",
-                          "availability_zones": zones})
-    resources += [
-        {"type": "iam_role", "name": f"hypd-{name}-eks-cluster"},
-        {"type": "eks_cluster", "name": name,
-         "kubernetes_version": body.get("kubernetes_version")},
-        {"type": "eks_access_entry", "policy": eks.ADMIN_ACCESS_POLICY},
-        {"type": "iam_oidc_provider"},
-        {"type": "s3_bucket", "purpose": "lifecycle scripts"},
-        {"type": "iam_role", "name": f"hypd-{name}-hp-exec"},
-        {"type": "iam_role", "name": f"hypd-{name}-hp-cluster"},
-        {"type": "subnet", "prefix": "/20", "availability_zone": body["availability_zone"]},
-        {"type": "hyperpod_cluster", "name": name, "node_recovery": hyperpod.NODE_RECOVERY,
-         "node_provisioning_mode": hyperpod.NODE_PROVISIONING_MODE,
-         "instance_groups": [{"name": clusters.GROUP_NAME,
-                              "instance_type": body["instance_type"],
-                              "count": body["instance_count"],
-                              "capacity_type": body.get("capacity_type"),
-                              "efa_mode": body.get("efa_mode"),
-                              "deep_health_checks": body.get("deep_health_checks")}]},
-        {"type": "s3_bucket", "purpose": "shared data, mounted at /s3"},
-        {"type": "kubernetes", "objects": ["PersistentVolume", "PersistentVolumeClaim"]},
-    ]
-    if body.get("fsx"):
-        resources.append({"type": "fsx_lustre", "claim": "hypd-fsx",
-                          "storage_capacity_gib": body["fsx"]["storage_capacity_gib"],
-                          "deployment_type": body["fsx"]["deployment_type"],
-                          "availability_zone": body["availability_zone"]})
-    return [{"steps": plan}, {"resources": resources}]
-
-
-def _cost(body: dict[str, Any], region: str) -> dict[str, Any]:
-    return pricing.estimate({
-        "region": region,
-        "instance_groups": [{"instance_type": body["instance_type"],
-                             "count": body["instance_count"],
-                             "capacity_type": body.get("capacity_type") or "on-demand"}],
-        "nat_gateways": 0 if body.get("existing_vpc") else 1,
-    })
-
-
 # routes ---------------------------------------------------------------------------------------
 
 @blp.route("/clusters")
@@ -158,17 +99,7 @@ class Clusters(MethodView):
     @blp.response(200, ClusterListSchema)
     def get(self):
         """List clusters: those hypd created (by tags) and imported ones."""
-        region = context.settings().region
-        client = aws.client("eks", region=region)
-        items = []
-        for name in client.list_clusters().get("clusters", []):
-            found = eks.describe(client, name)
-            if found and eks.made_by_hypd_for(found.get("tags"), name):
-                items.append(_summary(name, region, found, imported=False))
-        for record in registry.imported(context.redis_conn()):
-            found = eks.describe(aws.client("eks", region=record["region"]), record["name"])
-            items.append(_summary(record["name"], record["region"], found, imported=True))
-        return {"items": items}
+        return {"items": readmodel.listing()}
 
     @access("operator", dry_run=True)
     @blp.arguments(ClusterCreateSchema)
@@ -197,8 +128,8 @@ class Clusters(MethodView):
         if query["dry_run"]:
             found = precheck()
             return jsonify(PlanSchema().dump({
-                "dry_run": True, "plan": _plan(body, region, found["zones"]),
-                "cost": _cost(body, region), "preflight": found["preflight"]}))
+                "dry_run": True, "plan": dry_run.plan(body, found["zones"]),
+                "cost": dry_run.cost(body, region), "preflight": found["preflight"]}))
 
         def gate() -> None:
             checks = precheck()["preflight"]
@@ -210,59 +141,6 @@ class Clusters(MethodView):
         return mutations.submit(clusters.CLUSTER_CREATE, f"cluster/{name}", params, gate)
 
 
-def _summary(name: str, region: str, found: dict[str, Any] | None,
-             imported: bool) -> dict[str, Any]:
-    return {"name": name, "region": region, "imported": imported,
-            "eks": {"status": found.get("status"), "version": found.get("version"),
-                    "arn": found.get("arn")} if found else None}
-
-
-def _stage_view(name: str) -> list[dict[str, Any]]:
-    """Each stage's state from the newest operation that ran it."""
-    views: dict[str, dict[str, Any]] = {}
-    for op in _create_ops(name):
-        for stage in STAGES:
-            if stage in views:
-                continue
-            steps = [s for s in op["steps"] if s.get("stage") == stage]
-            if not steps:
-                continue
-            phases = {s["phase"] for s in steps}
-            if phases <= {"succeeded", "skipped"}:
-                status = "succeeded"
-            elif "failed" in phases:
-                status = "failed"
-            elif op["status"] == "cancelled":
-                status = "cancelled"
-            elif phases & {"applying", "applied"}:
-                status = "running"
-            else:
-                status = "pending"
-            views[stage] = {"name": stage, "status": status, "operation_id": op["id"],
-                            "steps": [{"name": s["name"], "phase": s["phase"],
-                                       "detail": s["detail"]} for s in steps]}
-    return [views.get(stage, {"name": stage, "status": "not_run", "operation_id": None,
-                              "steps": []}) for stage in STAGES]
-
-
-HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
-
-
-def _node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[str, int] | None:
-    """HyperPod nodes by the health label its agents keep on each Kubernetes Node (None
-    when the cluster's Kubernetes API cannot be read now)."""
-    if not found or found.get("status") != eks.ACTIVE:
-        return None
-    try:
-        nodes = kube.list_objects(eks.api_client(name, region), "v1", "Node",
-                                  label_selector="sagemaker.amazonaws.com/compute-type=hyperpod")
-    except (kube.KubeError, OSError, ValueError):
-        return None
-    counts = Counter((n["metadata"].get("labels") or {}).get(HEALTH_LABEL, "Unknown")
-                     for n in nodes)
-    return dict(sorted(counts.items()))
-
-
 @blp.route("/clusters/<string:name>")
 class Cluster(MethodView):
     @access("viewer")
@@ -270,35 +148,7 @@ class Cluster(MethodView):
     def get(self, name):
         """A cluster: EKS and HyperPod state, stages, instance groups, nodes by health,
         features, recent HyperPod events."""
-        record = registry.get(context.redis_conn(), name)
-        region = record["region"] if record else context.settings().region
-        found = eks.describe(aws.client("eks", region=region), name)
-        ours = found is not None and eks.made_by_hypd_for(found.get("tags"), name)
-        if record is None and not ours and not _create_ops(name):
-            raise ApiError(404, "not_found", f"no cluster named {name!r}")
-        hp_name = (record or {}).get("hyperpod_cluster") or name
-        described = hyperpod.describe(aws.client("sagemaker", region=region), hp_name)
-        overrides = addons.overrides_from_tags((found or {}).get("tags"))
-        features = {f: {"enabled": overrides.get(f, meta["default"]),
-                        "description": meta["description"]}
-                    for f, meta in addons.features().items()}
-        return {
-            "name": name, "region": region, "imported": record is not None,
-            "eks": {"status": found.get("status"), "version": found.get("version"),
-                    "endpoint": found.get("endpoint"), "arn": found.get("arn")}
-            if found else None,
-            "hyperpod": {k: described[k] for k in ("name", "arn", "status", "failure_message",
-                                                    "node_recovery", "node_provisioning_mode",
-                                                    "autoscaling")}
-            if described else None,
-            "stages": [] if record else _stage_view(name),
-            "instance_groups": described["instance_groups"] if described else [],
-            "nodes": {**(described["node_counts"] if described
-                         else {"total": 0, "by_status": {}}),
-                      "by_health": _node_health(name, region, found)},
-            "features": features,
-            "events": described["events"] if described else [],
-        }
+        return readmodel.detail(readmodel.find(name))
 
     @access("operator")
     @blp.arguments(ClusterDeleteQuerySchema, location="query")
@@ -314,17 +164,16 @@ class Cluster(MethodView):
             active.clear_everywhere(conn, name)
             return jsonify({"changed": True, "imported": True, "resource_url": None,
                             "message": f"forgot imported cluster {name}; AWS untouched"})
-        region = context.settings().region
-        create = _last_create(name)
+        region = readmodel.region_of(name)
+        create = readmodel.last_create(name)
         made_network = not (create or {}).get("params", {}).get("existing_vpc")
 
         def precheck() -> None:
-            found = eks.describe(aws.client("eks", region=region), name)
-            if found is None and create is None:
-                raise ApiError(404, "not_found", f"no cluster named {name!r}")
-            if found is not None and not eks.made_by_hypd_for(found.get("tags"), name):
+            found = readmodel.locate(name)
+            if found.foreign:
                 raise ApiError(409, "conflict", f"EKS cluster {name!r} was not created by "
                                                 "hypd; import it instead of deleting it")
+            found.require()
 
         params = {"name": name, "region": region, "network": made_network,
                   "delete_data": query["delete_data"]}
@@ -336,13 +185,11 @@ class Cluster(MethodView):
 @blp.response(200, KubeconfigSchema)
 def kubeconfig(name):
     """A kubeconfig for the cluster (authenticates with `aws eks get-token`)."""
-    record = registry.get(context.redis_conn(), name)
-    region = record["region"] if record else context.settings().region
-    found = eks.describe(aws.client("eks", region=region), name)
-    if found is None:
-        raise ApiError(404, "not_found", f"no EKS cluster named {name!r} in {region}")
+    found = readmodel.find(name)
+    if found.eks is None:
+        raise ApiError(404, "not_found", f"no EKS cluster named {name!r} in {found.region} yet")
     try:
-        return {"kubeconfig": eks.kubeconfig(found, region)}
+        return {"kubeconfig": eks.kubeconfig(found.eks, found.region)}
     except ValueError as exc:
         raise ApiError(409, "conflict", str(exc)) from exc
 
@@ -353,14 +200,10 @@ def kubeconfig(name):
 @blp.response(202, MutationReplySchema)
 def run_stage(path, name, stage):
     """Re-run one stage of a cluster's create on its own (it adopts what exists)."""
-    create = _last_create(name)
-    if create is None:
+    found = readmodel.find(name)
+    if found.last_create is None:
         raise ApiError(404, "not_found", f"no cluster named {name!r} created by hypd here")
-    params = {**create["params"], "stage": stage}
-    inputs = {s["name"]: s["resources"] for s in create["steps"] if s.get("stage") != stage}
-    for op in reversed(_create_ops(name)):  # newer stage runs override older outputs
-        inputs.update({s["name"]: s["resources"] for s in op["steps"]
-                       if s.get("stage") != stage and s["resources"]})
+    params, inputs = lifecycle.stage_rerun(list(found.life), stage)
     return mutations.submit(clusters.CLUSTER_STAGE, f"cluster/{name}", params, inputs=inputs)
 
 
@@ -382,7 +225,7 @@ def import_cluster(body):
     if hp and hyperpod.cluster_state(aws.client("sagemaker", region=region), hp) is None:
         raise ApiError(404, "not_found", f"no HyperPod cluster named {hp!r} in {region}")
     registry.remember(context.redis_conn(), name, region, hp, auth.current().name)
-    return _summary(name, region, found, imported=True), 201
+    return readmodel.summary(name, region, found, imported=True), 201
 
 
 @blp.route("/active-cluster")
@@ -398,12 +241,7 @@ class ActiveCluster(MethodView):
     @blp.response(200, ActiveClusterReplySchema)
     def put(self, body):
         """Choose the calling token's active cluster (a per-token default)."""
-        name = body["name"]
-        known = registry.get(context.redis_conn(), name) is not None or _last_create(name)
-        if not known:
-            found = eks.describe(aws.client("eks", region=context.settings().region), name)
-            if found is None or not eks.made_by_hypd_for(found.get("tags"), name):
-                raise ApiError(404, "not_found", f"no cluster named {name!r}")
+        name = readmodel.find(body["name"]).name
         active.set_active(context.redis_conn(), auth.current().name, name)
         return {"name": name}
 

@@ -11,7 +11,6 @@ running on an item.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,8 @@ from flask_smorest import Blueprint
 from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
+from app.readmodels import clusters as readmodel
+from app.readmodels.clusters import ClusterRef
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
@@ -32,7 +33,6 @@ from schemas.storage import (
     StorageListSchema,
     StorageSchema,
 )
-from tasks import registry
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE, carries, storage_tags
 
 blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
@@ -41,59 +41,38 @@ blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
 
 STORAGE_TAG = "hypd:storage"
 RUNNING = ("queued", "running")
-EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")  # imported clusters' names too
 
 
 # the cluster ----------------------------------------------------------------------------------
 
-def _region(cluster: str) -> str:
-    record = registry.get(context.redis_conn(), cluster)
-    return record["region"] if record else context.settings().region
-
-
-def _cluster(name: str) -> dict[str, Any]:
-    """{name, region, eks}: a cluster hypd made (or is making) or imported; 404 otherwise."""
-    if not EKS_NAME.match(name):
-        raise ApiError(404, "not_found", f"no cluster named {name!r}")
-    region = _region(name)
-    found = eks.describe(aws.client("eks", region=region), name)
-    imported = registry.get(context.redis_conn(), name) is not None
-    if not imported and not (found is not None and eks.made_by_hypd_for(found.get("tags"), name)):
-        creating = context.engine().store.list(kind="cluster.create", target=f"cluster/{name}",
-                                               limit=1)
-        if found is not None or not creating:
-            raise ApiError(404, "not_found", f"no cluster named {name!r}")
-    return {"name": name, "region": region, "eks": found}
-
-
-def _not_active(cluster: dict[str, Any]) -> str | None:
+def _not_active(cluster: ClusterRef) -> str | None:
     """Why the cluster's Kubernetes API cannot be reached yet, or None."""
-    status = (cluster["eks"] or {}).get("status")
+    status = (cluster.eks or {}).get("status")
     if status == eks.ACTIVE:
         return None
-    return (f"cluster {cluster['name']} is {status or 'not created yet'}: its Kubernetes API "
+    return (f"cluster {cluster.name} is {status or 'not created yet'}: its Kubernetes API "
             "answers once the EKS cluster is ACTIVE")
 
 
 @contextlib.contextmanager
-def _talking_to(cluster: dict[str, Any]) -> Iterator[None]:
+def _talking_to(cluster: ClusterRef) -> Iterator[None]:
     """Failures of the cluster's Kubernetes API or of AWS, as the error envelope says them."""
     try:
         yield
     except kube.KubeError as exc:
         raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster['name']} answered {exc}") from exc
+                                              f"{cluster.name} answered {exc}") from exc
     except (OSError, urllib3.exceptions.HTTPError) as exc:  # no answer at all
         raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster['name']} did not answer: {exc}") from exc
+                                              f"{cluster.name} did not answer: {exc}") from exc
 
 
-def _api(cluster: dict[str, Any]) -> Any:
+def _api(cluster: ClusterRef) -> Any:
     why = _not_active(cluster)
     if why:
         raise ApiError(409, "conflict", why)
     with _talking_to(cluster):
-        return eks.api_client(cluster["name"], cluster["region"])
+        return eks.api_client(cluster.name, cluster.region)
 
 
 # reading items ----------------------------------------------------------------------------------
@@ -115,9 +94,9 @@ def _blank(cluster: str, name: str, kind: str, namespace: str | None) -> dict[st
             "deletes_data": False}
 
 
-def _collect(cluster: dict[str, Any], api: Any | None) -> dict[str, dict[str, Any]]:
+def _collect(cluster: ClusterRef, api: Any | None) -> dict[str, dict[str, Any]]:
     """Every storage item of the cluster, by name."""
-    name, region = cluster["name"], cluster["region"]
+    name, region = cluster.name, cluster.region
     volumes = storage.volumes(api) if api is not None else []
     workloads = storage.workloads(api) if api is not None else []
     fsx = aws.client("fsx", region=region)
@@ -218,7 +197,7 @@ def _state(item: dict[str, Any], op: dict[str, Any] | None) -> None:
         item["state"] = "available"
 
 
-def _items(cluster: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _items(cluster: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
     why = _not_active(cluster)
     api = None if why else _api(cluster)
     with _talking_to(cluster):
@@ -232,17 +211,17 @@ def _field_error(field: str, message: str) -> ApiError:
                     {"fields": {field: [message]}})
 
 
-def _check_new(cluster: dict[str, Any], body: dict[str, Any]) -> None:
+def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
     name, namespace = body["name"], body["namespace"]
     api = _api(cluster)
     with _talking_to(cluster):
         if kube.get_object(api, "v1", "Namespace", namespace) is None:
             raise _field_error("namespace", f"namespace {namespace!r} does not exist in cluster "
-                                            f"{cluster['name']}")
+                                            f"{cluster.name}")
         items, _ = _items(cluster)
         if name in items and items[name]["state"] != "failed":
             raise ApiError(409, "conflict", f"storage named {name!r} already exists on cluster "
-                                            f"{cluster['name']}; remove it first or choose "
+                                            f"{cluster.name}; remove it first or choose "
                                             "another name", {"name": name})
         for kind, found in (
                 ("PersistentVolumeClaim",
@@ -251,9 +230,9 @@ def _check_new(cluster: dict[str, Any], body: dict[str, Any]) -> None:
                                                      storage.volume_name(namespace, name)))):
             if found is not None and name not in items:
                 raise ApiError(409, "conflict", f"a {kind} named {found['metadata']['name']!r} "
-                                                f"already exists in cluster {cluster['name']} "
+                                                f"already exists in cluster {cluster.name} "
                                                 "and is not hypd's; choose another name")
-        region = cluster["region"]
+        region = cluster.region
         bucket = (body.get("s3") or {}).get("bucket")
         if bucket:
             problem = storage.bucket_name_problem(bucket)
@@ -267,8 +246,8 @@ def _check_new(cluster: dict[str, Any], body: dict[str, Any]) -> None:
                 raise _field_error("s3.bucket", f"bucket {bucket!r} does not exist; leave "
                                                 "bucket unset for hypd to make one")
         if body["kind"] == "fsx":
-            storage.fsx_placement(aws.client("ec2", region=region), cluster["name"],
-                                  cluster["eks"])
+            storage.fsx_placement(aws.client("ec2", region=region), cluster.name,
+                                  cluster.eks)
 
 
 # routes -------------------------------------------------------------------------------------------
@@ -280,7 +259,7 @@ class StorageItems(MethodView):
     def get(self, cluster):
         """List a cluster's storage: what is mounted (hypd's PV + PVC) with its bucket or file
         system and state, the workloads using each, and items being created or deleted."""
-        found = _cluster(cluster)
+        found = readmodel.find(cluster)
         items, why = _items(found)
         return {"cluster": cluster, "items": sorted(items.values(), key=lambda i: i["name"]),
                 "note": why}
@@ -294,14 +273,14 @@ class StorageItems(MethodView):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx
         for Lustre file system, mounted as a PVC named after it."""
         name = body["name"]
-        params = {**body, "cluster": cluster, "region": _region(cluster)}
+        params = {**body, "cluster": cluster, "region": readmodel.region_of(cluster)}
         if body["kind"] == "s3":
             params["s3"] = body.get("s3") or S3Schema().load({})
         else:
             params["fsx"] = body.get("fsx") or FsxSchema().load({})
 
         def precheck() -> None:
-            _check_new(_cluster(cluster), params)
+            _check_new(readmodel.find(cluster), params)
 
         return mutations.submit(STORAGE_CREATE, f"cluster/{cluster}/storage/{name}", params,
                                 precheck)
@@ -313,7 +292,7 @@ class StorageItem(MethodView):
     @blp.response(200, StorageSchema)
     def get(self, cluster, name):
         """One storage item: its claim, bucket or file system, state and users."""
-        items, _ = _items(_cluster(cluster))
+        items, _ = _items(readmodel.find(cluster))
         if name not in items:
             raise ApiError(404, "not_found", f"no storage named {name!r} on cluster {cluster!r}")
         return items[name]
@@ -325,10 +304,11 @@ class StorageItem(MethodView):
     def delete(self, cluster, name):
         """Remove storage: its PVC and PV, and the bucket or file system only if hypd made it
         for this item. Refused while a running pod, job or deployment mounts it."""
-        params: dict[str, Any] = {"cluster": cluster, "name": name, "region": _region(cluster)}
+        params: dict[str, Any] = {"cluster": cluster, "name": name,
+                                  "region": readmodel.region_of(cluster)}
 
         def precheck() -> None:
-            found = _cluster(cluster)
+            found = readmodel.find(cluster)
             _api(found)  # its claims and users are read from its Kubernetes: ACTIVE only
             items, _ = _items(found)
             item = items.get(name)

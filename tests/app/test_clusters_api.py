@@ -250,6 +250,11 @@ def test_fault_at_a_stage_fails_there_and_rerunning_it_recreates_nothing(stack, 
     failed_step = next(s for s in failed["steps"] if s["name"] == failed["error"]["step"])
     assert failed_step["stage"] == stage
     assert "AccessDenied" in failed["error"]["message"]
+    with stack.client("viewer") as c:  # found, even when it failed before EKS existed
+        seen = c.get(f"/api/v1/clusters/{name}")
+    assert seen.status_code == 200, seen.text
+    assert {s["name"]: s["status"] for s in seen.json()["stages"]}[stage] == "failed"
+    assert (seen.json()["eks"] is None) == (stage in ("network", "eks"))
 
     before = stack.sandbox.counters()["by_action"]
     with stack.client() as c:
@@ -307,7 +312,8 @@ def test_worker_killed_at_the_eks_fault_point_requests_one_cluster(stack):
 def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     stack.wait_idle()
     name = _name("del")
-    assert _create(stack, _body(name))["status"] == "succeeded"
+    created = _create(stack, _body(name))
+    assert created["status"] == "succeeded"
     ec2 = _ec2(stack)
     bystander = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     other = cluster[0]
@@ -317,7 +323,20 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
         assert reply.status_code == 202, reply.text
         done = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)
         assert done["status"] == "succeeded", done
-        assert c.get(f"/api/v1/clusters/{name}").json()["eks"] is None
+        # a deleted cluster is gone everywhere a cluster is looked up ...
+        gone = c.get(f"/api/v1/clusters/{name}")
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"
+        assert name not in {i["name"] for i in c.get("/api/v1/clusters").json()["items"]}
+        for path in (f"/api/v1/clusters/{name}/kubeconfig", f"/api/v1/clusters/{name}/storage"):
+            assert c.get(path).status_code == 404, path
+        assert c.post(f"/api/v1/clusters/{name}/stages/eks/run").status_code == 404
+        assert c.put("/api/v1/active-cluster", json={"name": name}).status_code == 404
+        assert c.delete(f"/api/v1/clusters/{name}").status_code == 404
+        # ... and its operations stay readable
+        listed = c.get("/api/v1/operations", params={"target": f"cluster/{name}"}).json()
+        assert [(o["id"], o["kind"], o["status"]) for o in listed["items"]] == [
+            (done["id"], "cluster.delete", "succeeded"),
+            (created["id"], "cluster.create", "succeeded")]
         assert c.get(f"/api/v1/networks/{name}").status_code == 404
         assert c.get(f"/api/v1/clusters/{other}").json()["eks"]["status"] == "ACTIVE"
     eks = _client(stack, "eks")

@@ -177,6 +177,23 @@ def test_bad_body_is_422_with_field_errors(stack, body, field):
     assert error["message"]
 
 
+def test_unknown_region_and_a_repeated_zone_is_422_not_500(stack):
+    """marshmallow reports the bad item by index beside the list's own `_schema` error; the
+    envelope once failed to serialise that mix (int and str keys) and answered 500."""
+    body = {"name": "mixed", "region": "us-nowhere-1",
+            "availability_zones": ["us-west-2a", "us-west-2a", "nowhere"]}
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", json=body)
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "validation_failed"
+    assert error["details"]["fields"]["availability_zones"] == {
+        "2": ["not an availability zone name"], "_schema": ["availability zones must be distinct"]}
+    assert error["details"]["fields"]["region"]
+    assert "availability_zones.2: not an availability zone name" in error["message"]
+    assert "availability_zones: availability zones must be distinct" in error["message"]
+
+
 def test_zone_not_in_region_is_422(stack):
     with stack.client() as c:
         reply = c.post("/api/v1/networks",

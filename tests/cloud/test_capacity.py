@@ -17,6 +17,7 @@ from cloud.capacity import (
     capacity_type_of,
     check_immutable,
     compute_subnet_tags,
+    delete_compute_subnets,
     hyperpod_instance_types,
     immutable_changes,
     instance_group_spec,
@@ -326,6 +327,21 @@ def test_compute_subnet_joins_the_private_route_table(ec2, network):
                             route_table_id=table)
     tables = ec2.describe_route_tables(RouteTableIds=[table])["RouteTables"]
     assert sum(a.get("SubnetId") == made["id"] for a in tables[0]["Associations"]) == 1
+
+
+def test_compute_subnets_are_deleted_by_their_tags_only(ec2, network):
+    vpc, existing = network
+    vpc_id = vpc["vpc_id"]
+    mine = [allocate_compute_subnet(ec2, vpc_id, zone, compute_subnet_tags("lab", group, zone))
+            for zone, group in (("us-west-2a", "workers"), ("us-west-2b", "spot"))]
+    theirs = allocate_compute_subnet(ec2, vpc_id, "us-west-2a",
+                                     compute_subnet_tags("labx", "workers", "us-west-2a"))
+    assert sorted(delete_compute_subnets(ec2, "lab")) == sorted(s["id"] for s in mine)
+    left = {s["SubnetId"] for s in ec2.describe_subnets(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]}
+    assert theirs["id"] in left and not {s["id"] for s in mine} & left
+    assert {s["id"] for s in existing} <= left  # the network's own subnets stay
+    assert delete_compute_subnets(ec2, "lab") == []
 
 
 def test_compute_subnet_needs_tags(ec2, network):

@@ -106,6 +106,12 @@ def test_instance_type_info_from_a_neuron_only_description():
     assert info["max_efa_interfaces"] == 16
 
 
+def test_one_instance_type_by_either_name(ec2):
+    info = discovery.instance_type(ec2, "ml.g5.8xlarge")
+    assert info["name"] == "ml.g5.8xlarge" and info["accelerator"] == "gpu"
+    assert discovery.instance_type(ec2, "g5.8xlarge") == info
+
+
 def test_instance_type_info_without_accelerator():
     info = discovery.instance_type_info({"InstanceType": "m5.large", "NetworkInfo": {}})
     assert info["accelerator"] is None and info["accelerator_count"] == 0

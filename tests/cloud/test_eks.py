@@ -259,6 +259,41 @@ def test_a_cluster_hypd_did_not_make_is_a_conflict(eks_client):
     assert eks.describe(eks_client, "lab") is not None
 
 
+def test_cluster_names_follow_every_page(eks_client):
+    """ListClusters answers a page at a time: with pages of two, five clusters take three
+    calls and none is lost (one call would have answered two)."""
+    names = [f"c{i}" for i in range(5)]
+    for name in names:
+        eks.ensure_cluster(eks_client, name, ROLE, SUBNETS, GROUPS)
+    calls = []
+
+    def count(**_: Any) -> None:
+        calls.append(1)
+
+    eks_client.meta.events.register("before-call.eks.ListClusters", count,
+                                    unique_id="test-count-list-clusters")
+    try:
+        assert sorted(eks.list_cluster_names(eks_client, page_size=2)) == names
+        assert len(calls) == 3
+        assert len(eks_client.list_clusters(maxResults=2)["clusters"]) == 2
+    finally:
+        eks_client.meta.events.unregister("before-call.eks.ListClusters",
+                                          unique_id="test-count-list-clusters")
+    assert sorted(eks.list_cluster_names(eks_client)) == names
+
+
+def test_managed_clusters_are_those_hypd_made_for_their_name(eks_client):
+    eks.ensure_cluster(eks_client, "lab", ROLE, SUBNETS, GROUPS)
+    eks_client.create_cluster(name="outside", roleArn=ROLE,
+                              resourcesVpcConfig={"subnetIds": SUBNETS})
+    eks_client.create_cluster(name="renamed", roleArn=ROLE,
+                              resourcesVpcConfig={"subnetIds": SUBNETS},
+                              tags={"hypd:managed-by": "hypd", "hypd:cluster": "lab"})
+    found = eks.managed_clusters(eks_client)
+    assert [c["name"] for c in found] == ["lab"]
+    assert found[0]["status"] == "ACTIVE" and found[0]["arn"]
+
+
 def test_cluster_state_and_wait(eks_client):
     assert eks.cluster_state(eks_client, "lab") is None
     with pytest.raises(eks.EksError, match="does not exist"):

@@ -239,3 +239,7 @@ def test_cluster_roles_are_found_and_deleted_by_tags(iam):
     left = sorted(r["RoleName"] for r in iam.list_roles()["Roles"])
     assert "hypd-lab-mine" in left and "hypd-labx-eks-cluster" in left
     assert roles.cluster_roles(iam, "lab") == []
+
+
+def test_account_id_is_the_callers_account(moto_aws):
+    assert roles.account_id(aws.client("sts", REGION, AWS_MODE)) == ACCOUNT

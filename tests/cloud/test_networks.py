@@ -216,6 +216,27 @@ def test_existing_network_with_another_cidr_is_a_conflict(ec2):
     assert info.value.code == "network_conflict"
 
 
+def test_an_existing_vpc_is_checked_before_it_is_used(ec2):
+    vpc_id = ec2.create_vpc(CidrBlock="10.5.0.0/16")["Vpc"]["VpcId"]
+    a, b = (ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"10.5.{i}.0/24",
+                              AvailabilityZone=zone)["Subnet"]["SubnetId"]
+            for i, zone in enumerate(ZONES))
+    same_zone = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.5.9.0/24",
+                                  AvailabilityZone=ZONES[0])["Subnet"]["SubnetId"]
+    assert net.existing_vpc(ec2, vpc_id, [a, b]) == {
+        "vpc_id": vpc_id, "subnet_ids": [a, b], "availability_zones": ZONES}
+    other_vpc = ec2.create_vpc(CidrBlock="10.6.0.0/16")["Vpc"]["VpcId"]
+    elsewhere = ec2.create_subnet(VpcId=other_vpc, CidrBlock="10.6.0.0/24",
+                                  AvailabilityZone=ZONES[1])["Subnet"]["SubnetId"]
+    for vpc, subnets, message in (
+            ("vpc-0000000000000000f", [a, b], f"does not exist in {REGION}"),
+            (vpc_id, [a, elsewhere], f"subnets not in VPC {vpc_id}: {elsewhere}"),
+            (vpc_id, [a, same_zone], "at least two availability zones")):
+        with pytest.raises(net.NetworkError, match=message) as info:
+            net.existing_vpc(ec2, vpc, subnets)
+        assert info.value.code == "validation_failed"
+
+
 def test_record_is_called_as_soon_as_ids_exist(ec2):
     recorded: list[dict] = []
     vpc = net.ensure_vpc(ec2, "lab", record=lambda **kw: recorded.append(kw))

@@ -1,0 +1,177 @@
+"""The cluster read model: the one answer to "is there a cluster of this name?" (`find`),
+and what the list and a cluster's page say about each.
+
+`find` decides by three records: the registry of imported clusters (Redis), the cluster's
+current life (its operations since its newest successful delete, Redis) and the EKS cluster
+of that name (AWS). A cluster is found when
+
+1. it was imported (whatever AWS says now: forgetting it is how it goes), or
+2. an EKS cluster of that name carries hypd's tags for it, or
+3. there is no EKS cluster of that name and its current life holds an operation: a create
+   still running, or one that failed before EKS existed, or a delete that has not finished.
+
+An EKS cluster of that name that hypd did not make (and nobody imported) is not hypd's, and
+a cluster whose delete succeeded is gone: neither is found, though every operation of
+either stays readable through /api/v1/operations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from app import context
+from app.errors import ApiError
+from app.readmodels import lifecycle
+from cloud import addons, aws, eks, hyperpod, kube
+from tasks import registry
+
+EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+"""EKS's own rule: imported clusters' names follow it, and no other name is asked about."""
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
+HYPERPOD_FIELDS = ("name", "arn", "status", "failure_message", "node_recovery",
+                   "node_provisioning_mode", "autoscaling")
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """What hypd knows of a cluster name; `known` says whether that makes it a cluster."""
+
+    name: str
+    region: str
+    record: dict[str, Any] | None
+    """the registry's record, when the cluster was imported"""
+    eks: dict[str, Any] | None
+    """`describe_cluster`'s cluster of that name, whoever made it"""
+    life: tuple[dict[str, Any], ...]
+    """its lifecycle operations since its newest successful delete, newest first"""
+
+    @property
+    def imported(self) -> bool:
+        return self.record is not None
+
+    @property
+    def ours(self) -> bool:
+        return self.eks is not None and eks.made_by_hypd_for(self.eks.get("tags"), self.name)
+
+    @property
+    def foreign(self) -> bool:
+        """An EKS cluster of that name exists that hypd neither made nor imported."""
+        return self.eks is not None and not self.ours and not self.imported
+
+    @property
+    def known(self) -> bool:
+        return self.imported or self.ours or (self.eks is None and bool(self.life))
+
+    @property
+    def last_create(self) -> dict[str, Any] | None:
+        return lifecycle.last_create(list(self.life))
+
+    @property
+    def hyperpod_name(self) -> str:
+        return (self.record or {}).get("hyperpod_cluster") or self.name
+
+    def require(self) -> ClusterRef:
+        """This, if it is a cluster; 404 otherwise."""
+        if self.known:
+            return self
+        why = (f": the EKS cluster of that name in {self.region} was not created by hypd "
+               "(import it to use it here)") if self.foreign else ""
+        raise ApiError(404, "not_found", f"no cluster named {self.name!r}{why}")
+
+
+def _region(record: dict[str, Any] | None, life: list[dict[str, Any]]) -> str:
+    if record is not None:
+        return record["region"]
+    return lifecycle.region(life) or context.settings().region
+
+
+def region_of(name: str) -> str:
+    """Where the cluster lives, without asking AWS: an imported cluster's recorded region,
+    else the region its operations act in, else the panel's."""
+    return _region(registry.get(context.redis_conn(), name), lifecycle.current_life(name))
+
+
+def locate(name: str) -> ClusterRef:
+    """Everything `find` decides by; never refuses (see `ClusterRef.known`)."""
+    if not EKS_NAME.match(name):
+        return ClusterRef(name, context.settings().region, None, None, ())
+    record = registry.get(context.redis_conn(), name)
+    life = lifecycle.current_life(name)
+    region = _region(record, life)
+    return ClusterRef(name, region, record, eks.describe(aws.client("eks", region=region), name),
+                      tuple(life))
+
+
+def find(name: str) -> ClusterRef:
+    """The cluster of that name (the rules are the module's docstring), or 404."""
+    return locate(name).require()
+
+
+def last_create(name: str) -> dict[str, Any] | None:
+    """The create of the cluster's current life, from Redis only."""
+    return lifecycle.last_create(lifecycle.current_life(name))
+
+
+# the list ------------------------------------------------------------------------------------
+
+def summary(name: str, region: str, found: dict[str, Any] | None,
+            imported: bool) -> dict[str, Any]:
+    """A cluster as the list shows it (ClusterSummarySchema)."""
+    return {"name": name, "region": region, "imported": imported,
+            "eks": {"status": found.get("status"), "version": found.get("version"),
+                    "arn": found.get("arn")} if found else None}
+
+
+def listing() -> list[dict[str, Any]]:
+    """The clusters hypd made in the panel's region (by their EKS tags), then imported ones."""
+    region = context.settings().region
+    items = [summary(found["name"], region, found, imported=False)
+             for found in eks.managed_clusters(aws.client("eks", region=region))]
+    for record in registry.imported(context.redis_conn()):
+        found = eks.describe(aws.client("eks", region=record["region"]), record["name"])
+        items.append(summary(record["name"], record["region"], found, imported=True))
+    return items
+
+
+# one cluster ---------------------------------------------------------------------------------
+
+def detail(ref: ClusterRef) -> dict[str, Any]:
+    """A found cluster as its page shows it (ClusterSchema): EKS and HyperPod as AWS says
+    now, the stages as its operations say, nodes by health as its Kubernetes says."""
+    found = ref.eks
+    described = hyperpod.describe(aws.client("sagemaker", region=ref.region), ref.hyperpod_name)
+    overrides = addons.overrides_from_tags((found or {}).get("tags"))
+    features = {f: {"enabled": overrides.get(f, meta["default"]),
+                    "description": meta["description"]}
+                for f, meta in addons.features().items()}
+    return {
+        "name": ref.name, "region": ref.region, "imported": ref.imported,
+        "eks": {"status": found.get("status"), "version": found.get("version"),
+                "endpoint": found.get("endpoint"), "arn": found.get("arn")} if found else None,
+        "hyperpod": {k: described[k] for k in HYPERPOD_FIELDS} if described else None,
+        "stages": [] if ref.imported else lifecycle.stage_view(list(ref.life)),
+        "instance_groups": described["instance_groups"] if described else [],
+        "nodes": {**(described["node_counts"] if described else {"total": 0, "by_status": {}}),
+                  "by_health": node_health(ref.name, ref.region, found)},
+        "features": features,
+        "events": described["events"] if described else [],
+    }
+
+
+def node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[str, int] | None:
+    """HyperPod nodes by the health label its agents keep on each Kubernetes Node (None
+    when the cluster's Kubernetes API cannot be read now)."""
+    if not found or found.get("status") != eks.ACTIVE:
+        return None
+    try:
+        nodes = kube.list_objects(eks.api_client(name, region), "v1", "Node",
+                                  label_selector=HYPERPOD_NODES)
+    except (kube.KubeError, OSError, ValueError):
+        return None
+    counts = Counter((n["metadata"].get("labels") or {}).get(HEALTH_LABEL, "Unknown")
+                     for n in nodes)
+    return dict(sorted(counts.items()))

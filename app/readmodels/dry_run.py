@@ -1,0 +1,63 @@
+"""What a cluster create would do and cost: the reply of `POST /clusters?dry_run=true`.
+
+The plan lists the very steps the create would record (`tasks.clusters.create_steps`), so a
+dry run cannot promise a step the operation does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloud import eks, hyperpod, networks, pricing
+from tasks import clusters
+
+
+def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
+    """[{"steps": [...]}, {"resources": [...]}] for a create request (checked already; its
+    network would span `zones`)."""
+    name = body["name"]
+    steps = [{"stage": s.stage, "step": s.name, "action": s.title}
+             for s in clusters.create_steps(body)]
+    resources = []
+    if not body.get("existing_vpc"):
+        resources.append({"type": "vpc", "name": name,
+                          "cidr": body.get("cidr") or networks.DEFAULT_CIDR,
+                          "availability_zones": zones})
+    resources += [
+        {"type": "iam_role", "name": f"hypd-{name}-eks-cluster"},
+        {"type": "eks_cluster", "name": name,
+         "kubernetes_version": body.get("kubernetes_version")},
+        {"type": "eks_access_entry", "policy": eks.ADMIN_ACCESS_POLICY},
+        {"type": "iam_oidc_provider"},
+        {"type": "s3_bucket", "purpose": "lifecycle scripts"},
+        {"type": "iam_role", "name": f"hypd-{name}-hp-exec"},
+        {"type": "iam_role", "name": f"hypd-{name}-hp-cluster"},
+        {"type": "subnet", "prefix": "/20", "availability_zone": body["availability_zone"]},
+        {"type": "hyperpod_cluster", "name": name, "node_recovery": hyperpod.NODE_RECOVERY,
+         "node_provisioning_mode": hyperpod.NODE_PROVISIONING_MODE,
+         "instance_groups": [{"name": clusters.GROUP_NAME,
+                              "instance_type": body["instance_type"],
+                              "count": body["instance_count"],
+                              "capacity_type": body.get("capacity_type"),
+                              "efa_mode": body.get("efa_mode"),
+                              "deep_health_checks": body.get("deep_health_checks")}]},
+        {"type": "s3_bucket", "purpose": "shared data, mounted at /s3"},
+        {"type": "kubernetes", "objects": ["PersistentVolume", "PersistentVolumeClaim"]},
+    ]
+    if body.get("fsx"):
+        resources.append({"type": "fsx_lustre", "claim": "hypd-fsx",
+                          "storage_capacity_gib": body["fsx"]["storage_capacity_gib"],
+                          "deployment_type": body["fsx"]["deployment_type"],
+                          "availability_zone": body["availability_zone"]})
+    return [{"steps": steps}, {"resources": resources}]
+
+
+def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
+    """The hourly estimate: the first instance group, and a NAT gateway for a new network."""
+    return pricing.estimate({
+        "region": region,
+        "instance_groups": [{"instance_type": body["instance_type"],
+                             "count": body["instance_count"],
+                             "capacity_type": body.get("capacity_type") or "on-demand"}],
+        "nat_gateways": 0 if body.get("existing_vpc") else 1,
+    })
