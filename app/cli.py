@@ -9,29 +9,28 @@ Only this module may import sandbox and mcp_server, lazily, to start them.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import logging
 import os
 import secrets
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-from collections.abc import Callable
+from pathlib import Path
 
+from app.supervisor import (
+    Child,
+    ParentGuard,
+    free_port,
+    healthy,
+    prepare_logs,
+    redis_argv,
+    redis_ping,
+    wait_until,
+)
 from cloud.settings import Settings, SettingsError
 
 READY_PREFIX = "hypd ready: "
 TOKEN_FILE = "operator-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _log(message: str) -> None:
@@ -74,90 +73,48 @@ def _ensure_operator_token(settings: Settings) -> str | None:
     return token
 
 
-# children -----------------------------------------------------------------------------------
-
-class Child:
-    """A supervised child process in its own process group (so it can be killed whole)."""
-
-    def __init__(self, name: str, argv: list[str]) -> None:
-        self.name = name
-        self.argv = argv
-        self.proc: subprocess.Popen | None = None
-        self.restarts = 0
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv, start_new_session=True)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        if not self.proc or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=grace_s)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
-def _start_redis(settings: Settings) -> tuple[Child, str]:
-    binary = shutil.which("redis-server")
-    if not binary:
-        raise SettingsError("redis-server is not installed (Debian: apt-get install "
-                            "redis-server), or set HYPD_REDIS_URL")
-    port = _free_port()
-    argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes"]
-    if settings.aws_mode == "aws":
-        # The panel's own records must survive a restart: AOF, fsync on every write.
-        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        argv += ["--dir", str(settings.data_dir), "--appendonly", "yes",
-                 "--appendfsync", "always", "--save", ""]
-    else:
-        argv += ["--dir", tempfile.gettempdir(), "--save", "", "--appendonly", "no"]
-    child = Child("redis", argv)
-    child.start()
-    url = f"redis://127.0.0.1:{port}/0"
-    _wait_for(lambda: _redis_ping(url), 10, "redis-server did not start")
-    return child, url
-
-
-def _redis_ping(url: str) -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/healthz", timeout=1) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float, failure: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise SettingsError(failure)
-
+# hypd up ------------------------------------------------------------------------------------
 
 def _hypd(*args: str) -> list[str]:
     return [sys.executable, "-m", "app.cli", *args]
+
+
+def _log_in_process(logs: Path, verbose: bool) -> None:
+    """This process's own log lines (the local AWS runs here, Python warnings) go to
+    `sandbox.log` like the children's, not into the user's terminal unless --verbose."""
+    handlers: list[logging.Handler] = [logging.FileHandler(logs / "sandbox.log")]
+    handlers[0].setFormatter(logging.Formatter(
+        "%(asctime)s sandbox | %(levelname)s %(name)s: %(message)s"))
+    if verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+        handlers[-1].setFormatter(logging.Formatter("sandbox | %(levelname)s %(name)s: "
+                                                    "%(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True)
+    logging.captureWarnings(True)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _sign_in_hint(settings: Settings, token: str | None) -> str:
+    if token:
+        return (f"sign in with the operator token (kept in {settings.data_dir / TOKEN_FILE}): "
+                f"{token}")
+    if settings.tokens_file:
+        return f"sign in with a token from HYPD_TOKENS_FILE ({settings.tokens_file})"
+    return "sign in with the token in HYPD_OPERATOR_TOKEN (or HYPD_VIEWER_TOKEN to look only)"
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     _apply_flags(args)
     settings = Settings.from_env()
     token = _ensure_operator_token(settings)
+    logs = prepare_logs(settings.data_dir)
+    guard = ParentGuard()
     children: list[Child] = []
     local_aws = None
     stopping = False
@@ -166,45 +123,63 @@ def cmd_up(args: argparse.Namespace) -> int:
         nonlocal stopping
         stopping = True
 
+    def child(name: str, argv: list[str]) -> Child:
+        made = Child(name, argv, logs, guard, echo=args.verbose)
+        made.start()
+        children.append(made)
+        return made
+
+    def failed(what: str, who: Child) -> int:
+        _log(f"{what}; the last lines of {who.log_path}:\n{_tail(who.log_path)}")
+        return 1
+
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
         if not settings.redis_url:
-            redis_child, url = _start_redis(settings)
-            children.append(redis_child)
+            port = free_port()
+            redis_child = child("redis", redis_argv(settings, port))
+            url = f"redis://127.0.0.1:{port}/0"
+            wait_until(lambda: redis_ping(url) or not redis_child.alive(), 10)
+            if not redis_ping(url):
+                return failed("redis-server did not start", redis_child)
             os.environ["HYPD_REDIS_URL"] = url
         if settings.aws_mode == "sandbox":
+            _log_in_process(logs, args.verbose)
             from sandbox.local_aws import LocalAws, client_env
 
             local_aws = LocalAws(speed=settings.sandbox_speed)
             endpoint = local_aws.start()
             os.environ.update(client_env(endpoint, settings.region))
-            _log(f"sandbox: local AWS at {endpoint}")
+            _log(f"sandbox: a local AWS at {endpoint} (no AWS account is used)")
         base = f"http://{settings.host}:{settings.port}"
-        worker = Child("worker", _hypd("worker", "--concurrency", str(args.concurrency)))
-        web = Child("web", _hypd("web"))
+        worker = child("worker", _hypd("worker", "--concurrency", str(args.concurrency)))
+        web = child("web", _hypd("web"))
         services = [worker, web]
-        for child in services:
-            child.start()
-            children.append(child)
-        _wait_for(lambda: stopping or _healthy(base) or not web.alive(), 60,
-                  "the web server did not answer /healthz")
-        if stopping or not web.alive():
+        if not wait_until(lambda: stopping or healthy(base) or not web.alive(), 60):
+            return failed(f"the web server did not answer {base}/healthz within 60 s", web)
+        if stopping:
             return 1
-        if token:
-            _log(f"operator token (kept in {settings.data_dir / TOKEN_FILE}): {token}")
+        if not web.alive():
+            return failed(f"the web server exited ({web.proc.returncode})", web)
+        sources = [c.name for c in children] + (["sandbox"] if local_aws else [])
+        _log(f"logs: {logs} ({', '.join(f'{s}.log' for s in sources)})"
+             + ("" if args.verbose else "; --verbose shows them here too"))
+        _log(_sign_in_hint(settings, token))
         print(f"{READY_PREFIX}{base}/", flush=True)
         while not stopping:
-            for child in services:
-                if not child.alive():
-                    child.restarts += 1
-                    _log(f"{child.name} exited ({child.proc.returncode}); restarting")
-                    child.start()
+            for service in services:
+                if not service.alive():
+                    service.restarts += 1
+                    _log(f"{service.name} exited ({service.proc.returncode}); restarting it "
+                         f"(its log: {service.log_path})")
+                    service.start()
             time.sleep(0.5)
+        _log("stopping")
         return 0
     finally:
-        for child in reversed(children):
-            child.stop()
+        for running in reversed(children):
+            running.stop()
         if local_aws is not None:
             local_aws.stop()
 
@@ -275,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--host", help="HYPD_HOST")
     up.add_argument("--port", type=int, help="HYPD_PORT")
     up.add_argument("--concurrency", type=int, default=4, help="worker processes")
+    up.add_argument("-v", "--verbose", action="store_true",
+                    help="show the children's log lines here too (they always go to "
+                         "HYPD_DATA_DIR/logs)")
     up.set_defaults(func=cmd_up)
 
     web = sub.add_parser("web", help="the web server (REST, WebSocket, dashboard)")

@@ -43,6 +43,9 @@ class Settings:
     poll_min_s: float = 2.0
     poll_max_s: float = 60.0
     visibility_timeout_s: float = 300.0
+    lease_s: float = 15.0
+    """How long a step's lease outlives its worker (the heartbeat renews it every third):
+    the time after which a dead worker's operation is picked up again by the sweeper."""
     api_url: str = "http://127.0.0.1:3099"
     token: str | None = None
 
@@ -70,6 +73,7 @@ class Settings:
             poll_min_s=_float(env, "HYPD_POLL_MIN_S", 2.0),
             poll_max_s=_float(env, "HYPD_POLL_MAX_S", 60.0),
             visibility_timeout_s=_float(env, "HYPD_VISIBILITY_TIMEOUT_S", 300.0),
+            lease_s=_float(env, "HYPD_LEASE_S", 15.0),
             api_url=(env.get("HYPD_API_URL") or "http://127.0.0.1:3099").rstrip("/"),
             token=env.get("HYPD_TOKEN") or None,
         )
@@ -85,6 +89,11 @@ class Settings:
             raise SettingsError(
                 "HYPD_POLL_MAX_S must stay below HYPD_VISIBILITY_TIMEOUT_S, or the broker "
                 "redelivers waiting monitors as duplicates"
+            )
+        if not 0 < self.lease_s < self.visibility_timeout_s:
+            raise SettingsError(
+                "HYPD_LEASE_S must be above 0 and below HYPD_VISIBILITY_TIMEOUT_S (the sweeper, "
+                "not the broker, is what picks up a dead worker's operation)"
             )
 
     @property

@@ -1,9 +1,12 @@
-"""The Celery app: one task, `hypd.advance`, the operation engine's heartbeat.
+"""The Celery app: one task, `hypd.advance`, the operation engine's heartbeat; and in every
+worker's main process, the sweeper that picks up operations a dead worker left behind.
 
 Settings that matter were measured (DESIGN.md): late acks and reject-on-worker-lost so a
 killed worker's task comes back; prefetch 1 so one slow step never holds others; a
 visibility timeout longer than any task or countdown so waiting monitors are not redelivered
-as duplicates; a fast unacked-restore sweep so a killed worker's task returns in seconds.
+as duplicates. A killed worker's task still returns from the broker after the visibility
+timeout (a harmless duplicate by then); what recovers the operation in seconds is the
+sweeper (tasks/engine/sweeper.py), measured from the step lease (`HYPD_LEASE_S`).
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from __future__ import annotations
 import functools
 
 import redis
-from celery import Celery
+from celery import Celery, bootsteps
 
 from cloud.settings import Settings
 from tasks.engine.runner import Runner
 from tasks.engine.service import Engine
 from tasks.engine.store import OperationStore
+from tasks.engine.sweeper import Sweeper, SweeperThread
 from tasks.kinds import KINDS
 
 ADVANCE = "hypd.advance"
@@ -51,7 +55,42 @@ def make_celery(settings: Settings) -> Celery:
     def advance(op_id: str, generation: int) -> None:
         runner(settings).advance(op_id, generation)
 
+    app.steps["worker"].add(_sweeper_step(settings))
     return app
+
+
+def sweeper(settings: Settings) -> Sweeper:
+    """Grace = one lease: a task that has not started (or whose lease is gone) one lease
+    after it was due is stalled; sweeping every third of it bounds the pick-up after a
+    worker dies by about lease + grace/3 once a live worker runs (measured in the suite)."""
+    # Its own Redis client: this runs in a thread of the worker's main process, and pool
+    # processes forked later must not share a connection pool with it.
+    conn = redis.Redis.from_url(settings.redis, decode_responses=True, health_check_interval=30)
+    return Sweeper(OperationStore(conn), enqueue_for(settings), grace_s=settings.lease_s,
+                   interval_s=settings.lease_s / 3)
+
+
+def _sweeper_step(settings: Settings) -> type[bootsteps.StartStopStep]:
+    class SweeperStep(bootsteps.StartStopStep):
+        """Runs the sweeper in the worker's main process, once its pool has forked (the
+        consumer starts after: it is the last step), so it runs wherever a worker runs —
+        `hypd up`, `hypd worker`, compose."""
+
+        requires = {"celery.worker.components:Pool"}
+
+        def __init__(self, worker, **kwargs) -> None:
+            super().__init__(worker, **kwargs)
+            self.thread: SweeperThread | None = None
+
+        def start(self, worker) -> None:
+            self.thread = SweeperThread(sweeper(settings))
+            self.thread.start()
+
+        def stop(self, worker) -> None:
+            if self.thread is not None:
+                self.thread.stop()
+
+    return SweeperStep
 
 
 @functools.cache
@@ -86,7 +125,7 @@ def runner(settings: Settings) -> Runner:
         region=settings.region,
         poll_min_s=settings.poll_min_s,
         poll_max_s=settings.poll_max_s,
-        lease_s=settings.visibility_timeout_s,
+        lease_s=settings.lease_s,
     )
 
 

@@ -30,6 +30,7 @@ TEST_ENV = {
     "HYPD_POLL_MIN_S": "0.05",
     "HYPD_POLL_MAX_S": "0.5",
     "HYPD_VISIBILITY_TIMEOUT_S": "5",
+    "HYPD_LEASE_S": "2",
     "HYPD_SANDBOX_SPEED": "1000",
     "HYPD_OPERATOR_TOKEN": OPERATOR_TOKEN,
     "HYPD_VIEWER_TOKEN": VIEWER_TOKEN,
@@ -127,15 +128,18 @@ class Stack:
             return
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str],
+               env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115 (lives with the process)
         return subprocess.Popen([sys.executable, "-m", "app.cli", *args], cwd=REPO,
-                                env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                env={**self.env, **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start_worker(self) -> None:
+    def start_worker(self, **env: str) -> None:
+        """Start the worker; `env` overrides settings for this worker only (e.g. a long
+        HYPD_VISIBILITY_TIMEOUT_S, so that the broker cannot be what recovers a kill)."""
         self.worker_proc = self._spawn("worker", ["worker", "--concurrency", "2",
-                                                  "--loglevel", "WARNING"])
+                                                  "--loglevel", "WARNING"], env)
 
     def kill_worker(self) -> None:
         """SIGKILL the worker's whole process group: main process and pool children."""

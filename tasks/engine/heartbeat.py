@@ -4,7 +4,9 @@ Leases and mutexes expire, so that a killed worker never stalls an operation or 
 long; but a live step may take longer than one expiry (AWS throttling with back-off, a slow
 API). A daemon thread in the worker process renews them while the step runs: a broker
 redelivery of the same task then finds the lease held and backs off instead of running the
-step a second time beside it. When the process dies, renewal stops with it.
+step a second time beside it. When the process dies, renewal stops with it, the lease runs
+out within one TTL (`HYPD_LEASE_S`), and the sweeper (tasks/engine/sweeper.py) picks the
+operation up again.
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ import redis
 
 log = logging.getLogger(__name__)
 
-# Extend only if the key still holds our token (never someone else's lease).
+# Extend the lease if it still holds our token; take it back if it lapsed (a beat came late,
+# e.g. the process was starved of CPU) and nobody else holds it: the step is still running,
+# so the lease must say so, or the sweeper would see a stalled operation. Never touch
+# someone else's lease (answers 0 then).
 _EXTEND = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
+local holder = redis.call('get', KEYS[1])
+if holder == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+if not holder then
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
 end
 return 0
 """
@@ -54,8 +64,13 @@ class Heartbeat:
             self._locks.remove(lock)
 
     def beat(self) -> None:
+        renewed = None
         with contextlib.suppress(redis.RedisError):
-            self._conn.eval(_EXTEND, 1, self._key, self._token, self._ttl_ms)
+            renewed = self._conn.eval(_EXTEND, 1, self._key, self._token, self._ttl_ms)
+        if renewed == 2:
+            log.warning("%s had lapsed while its step ran (a late beat); taken back", self._key)
+        elif renewed == 0:
+            log.warning("%s is held by another execution; this step runs unguarded", self._key)
         with self._guard:
             locks = list(self._locks)
         for lock in locks:

@@ -105,6 +105,8 @@ def new_operation(
         "resource_url": kind.resource_url(params),
         "generation": 1,
         "version": 1,
+        # submit enqueues the first task now: due at once (see tasks/engine/sweeper.py)
+        "next_run_at": time.time(),
     }
 
 
@@ -116,8 +118,13 @@ def current_step(op: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+BOOKKEEPING = frozenset({"generation", "version", "next_run_at"})
+"""Engine fields no client sees: the fence (generation), the record's write count (version)
+and when the operation's next task is due (epoch seconds; the sweeper reads it)."""
+
+
 def public_view(op: dict[str, Any], last_event_id: str | None) -> dict[str, Any]:
     """The operation as clients see it: engine bookkeeping left out."""
-    view = {k: v for k, v in op.items() if k not in ("generation", "version")}
+    view = {k: v for k, v in op.items() if k not in BOOKKEEPING}
     view["last_event_id"] = last_event_id
     return view

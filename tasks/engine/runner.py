@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -173,7 +174,7 @@ class Runner:
             return
         spec = kind.step(step["name"])
         ctx = StepRuntime(self.store, op, step, op["params"].get("region") or self.region,
-                          lock_ttl_s=self.lease_ms / 2000, heartbeat=heartbeat)
+                          lock_ttl_s=self.lease_ms / 1000, heartbeat=heartbeat)
 
         if step["phase"] in (StepPhase.PENDING, StepPhase.APPLYING):
             if step["attempts"] >= MAX_ATTEMPTS:
@@ -264,6 +265,7 @@ class Runner:
 
         def bump(op: dict[str, Any]) -> None:
             op["generation"] = gen + 1
+            op["next_run_at"] = time.time() + countdown  # what the sweeper measures from
 
         self.store.update(op_id, bump, gen)
 

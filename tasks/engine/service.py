@@ -5,6 +5,7 @@ The web process calls these; the worker runs `Runner.advance`. Both meet only in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,7 @@ class Engine:
             op["error"] = None
             op["cancel_requested"] = False
             op["generation"] += 1
+            op["next_run_at"] = time.time()  # enqueued below, due at once
             generation.append(op["generation"])
             return [*events, op_event(op, "retried")]
 

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -22,6 +23,9 @@ from tasks.engine.locks import LOCKS_KEY, conflicting_holders
 from tasks.engine.model import OpStatus, now_iso
 
 OPS_INDEX = "hypd:ops"
+DUE_INDEX = "hypd:due"
+"""Unfinished operations by when their next task is due (the record's `next_run_at`), kept
+in the same transaction as the record: what the sweeper reads instead of every record."""
 FIREHOSE = "hypd:events"
 FIREHOSE_MAXLEN = 10_000
 EVENTS_TTL_AFTER_FINISH_S = 7 * 24 * 3600
@@ -187,6 +191,7 @@ class OperationStore:
                     pipe.hset(LOCKS_KEY, op["target"], op["id"])
                     pipe.set(op_key(op["id"]), json.dumps(op))
                     pipe.zadd(OPS_INDEX, {op["id"]: _score(op["id"])})
+                    pipe.zadd(DUE_INDEX, {op["id"]: op["next_run_at"]})
                     if claim:
                         record = {"body_hash": claim.body_hash, "operation_id": op["id"]}
                         pipe.set(claim.redis_key, json.dumps(record), ex=claim.ttl_s)
@@ -217,6 +222,7 @@ class OperationStore:
                     if generation is not None and op["generation"] != generation:
                         raise StaleGeneration(op_id)
                     was_finished = OpStatus(op["status"]).is_finished
+                    due_before = op.get("next_run_at")
                     events = mutate(op) or []
                     op["version"] += 1
                     op["updated_at"] = now_iso()
@@ -236,11 +242,34 @@ class OperationStore:
                             pipe.hdel(LOCKS_KEY, path)
                         pipe.hset(LOCKS_KEY, op["target"], op["id"])
                         pipe.persist(events_key(op_id))
+                    if finished:
+                        pipe.zrem(DUE_INDEX, op_id)
+                    elif op.get("next_run_at") is not None and (
+                            was_finished or op["next_run_at"] != due_before):
+                        pipe.zadd(DUE_INDEX, {op_id: op["next_run_at"]})
                     self._append_events(pipe, op, events)
                     pipe.execute()
                     return op
                 except redis.WatchError:
                     continue
+
+    def due(self, until: float, limit: int = 100) -> list[tuple[str, float]]:
+        """Unfinished operations whose next task was due at or before `until` (epoch
+        seconds), earliest first, with their due times."""
+        return self.redis.zrangebyscore(DUE_INDEX, "-inf", until, start=0, num=limit,
+                                        withscores=True)
+
+    def index_unscheduled(self) -> int:
+        """Put unfinished operations that have no due time (recorded before hypd kept one)
+        into the due index, as due when last updated. Answers how many; run once per worker
+        start, so an operation stranded before an upgrade is picked up too."""
+        added = 0
+        for op in self.list(limit=10**9):
+            if OpStatus(op["status"]).is_finished or op.get("next_run_at") is not None:
+                continue
+            since = datetime.fromisoformat(op["updated_at"].replace("Z", "+00:00"))
+            added += self.redis.zadd(DUE_INDEX, {op["id"]: since.timestamp()}, nx=True)
+        return added
 
     # helpers ---------------------------------------------------------------------------
 

@@ -37,18 +37,49 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_path):
+def _alive(pids: list[int]) -> list[int]:
+    return [p for p in pids if Path(f"/proc/{p}").exists()
+            and "zombie" not in Path(f"/proc/{p}/status").read_text().lower()]
+
+
+def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[str], list[str]]:
+    """`hypd up` as a user runs it: its terminal's stdout and stderr lines are collected."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))}
     env.update({"HYPD_PORT": str(port), "HYPD_DATA_DIR": str(tmp_path / "data"),
                 "HYPD_SANDBOX_SPEED": "1000", "PYTHONUNBUFFERED": "1"})
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "up", "--concurrency", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "up", "--concurrency", "1",
+                             *flags],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     out: list[str] = []
     err: list[str] = []
     threading.Thread(target=_read_lines, args=(proc.stdout, out), daemon=True).start()
     threading.Thread(target=_read_lines, args=(proc.stderr, err), daemon=True).start()
+    return proc, port, out, err
+
+
+def _stop_up(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:  # a failed assertion: stop it the way a user would first,
+        proc.send_signal(signal.SIGTERM)  # so its children (own sessions) go too
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _log_lines(path: Path, source: str) -> list[str]:
+    """The log's lines, each checked to carry its time and source: `<time> <source> | ...`."""
+    lines = path.read_text(errors="replace").splitlines()
+    for line in lines:
+        stamp, _, rest = line.partition(" ")
+        assert stamp.endswith("Z") and rest.startswith(f"{source} | "), line
+    return lines
+
+
+def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_path):
+    proc, port, out, err = _start_up(tmp_path)
     try:
         wait_until(lambda: any(line.startswith("hypd ready: ") for line in out), 90,
                    what="the ready line")
@@ -61,14 +92,31 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         # printed once at start, for the user
         wait_until(lambda: any(token in line for line in err), 10, what="the token line")
 
+        # The terminal shows what a person needs and nothing of the children's chatter
+        # (banners, Celery's root-user warning, per-task INFO lines): that is in the logs.
+        assert out == ready
+        assert all(line.startswith("hypd: ") for line in err), "".join(err)
+        assert sum(token in line for line in err) == 1
+        logs = tmp_path / "data" / "logs"
+        assert any(f"logs: {logs} " in line for line in err), "".join(err)
+        assert any("local AWS at http://127.0.0.1:" in line for line in err), "".join(err)
+        redis_log = _log_lines(logs / "redis.log", "redis")
+        assert any("Ready to accept connections" in line for line in redis_log)
+        worker_log = _log_lines(logs / "worker.log", "worker")
+        assert any("SecurityWarning" in line or "celery@" in line for line in worker_log)
+        wait_until(lambda: any("Listening at: " in line
+                               for line in _log_lines(logs / "web.log", "web")),
+                   10, what="gunicorn's line in web.log")
+        assert (logs / "sandbox.log").exists()
+
         base = f"http://127.0.0.1:{port}"
-        page = httpx.get(base + "/")
+        page = httpx.get(base + "/", timeout=30)  # a loaded machine: no 5 s default
         assert page.status_code == 200 and "<html" in page.text.lower()
         who = httpx.get(base + "/api/v1/auth/whoami",
-                        headers={"Authorization": f"Bearer {token}"})
+                        headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert who.json() == {"name": "operator", "role": "operator"}
         zones = httpx.get(base + "/api/v1/discovery/availability-zones",
-                          headers={"Authorization": f"Bearer {token}"})
+                          headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert zones.status_code == 200 and len(zones.json()["items"]) >= 2
 
         # a worker that dies is restarted
@@ -81,7 +129,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         # ... and the restarted worker runs operations
         auth = {"Authorization": f"Bearer {token}"}
         op = httpx.post(base + "/api/v1/networks", json={"name": "after-restart"},
-                        headers=auth).json()["operation"]
+                        headers=auth, timeout=30).json()["operation"]
         for _ in range(30):
             op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
                            headers=auth, timeout=30).json()
@@ -93,17 +141,45 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         time.sleep(0.2)
-        alive = [p for p in descendants if Path(f"/proc/{p}").exists()
-                 and "zombie" not in Path(f"/proc/{p}/status").read_text().lower()]
-        assert alive == [], "children left running after SIGTERM"
+        assert _alive(descendants) == [], "children left running after SIGTERM"
+        assert all(line.startswith("hypd: ") for line in err), "".join(err)
+        assert any("(its log: " in line and "worker.log" in line for line in err)
     finally:
-        if proc.poll() is None:  # a failed assertion: stop it the way a user would first,
-            proc.send_signal(signal.SIGTERM)  # so its children (own sessions) go too
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        _stop_up(proc)
+
+
+def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tmp_path):
+    """SIGKILL gives `hypd up` no chance to stop anything: its children (each in its own
+    session, so Ctrl-C reaches only the supervisor) must notice and exit by themselves."""
+    proc, port, out, err = _start_up(tmp_path, "--verbose")
+    descendants: list[int] = []
+    try:
+        wait_until(lambda: any(line.startswith("hypd ready: ") for line in out), 90,
+                   what="the ready line")
+        assert out == [f"hypd ready: http://127.0.0.1:{port}/\n"]
+        for source in ("redis", "worker", "web"):
+            wait_until(lambda s=source: any(line.startswith(f"{s} | ") for line in err), 10,
+                       what=f"{source}'s lines in the terminal")
+        assert any("Ready to accept connections" in line for line in err)
+        logs = tmp_path / "data" / "logs"
+        assert any("Ready to accept connections" in line
+                   for line in _log_lines(logs / "redis.log", "redis"))
+
+        descendants = _children(proc.pid)
+        names = " ".join(Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                         for p in descendants)
+        assert "redis-server" in names and "worker" in names and "gunicorn" in names
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        killed_at = time.monotonic()
+        wait_until(lambda: not _alive(descendants), 15, interval=0.1,
+                   what=f"the children of a killed hypd up to exit: {_alive(descendants)}")
+        print(f"\nall {len(descendants)} descendants gone "
+              f"{time.monotonic() - killed_at:.1f} s after SIGKILL")
+    finally:
+        _stop_up(proc)
+        for pid in _alive(descendants):  # a failed run: leave no processes behind
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_sandbox_command_prints_its_environment_and_serves_aws(tmp_path):

@@ -43,3 +43,17 @@ def test_without_a_heartbeat_the_mutex_lapses(redis_db):
     with ctx.lock("vpc/vpc-2"):  # a mutex lives at least 1 s
         time.sleep(1.4)
         assert not redis_db.exists("hypd:mutex:vpc/vpc-2")
+
+
+def test_a_lapsed_lease_is_taken_back_but_another_holder_is_never_displaced(redis_db):
+    """A late beat (a CPU-starved process) finds its lease gone: the step still runs, so
+    the lease must say so again, or the sweeper would kick a live operation. A lease that
+    another execution took meanwhile is left alone."""
+    beat = Heartbeat(redis_db, "hypd:lease:op_L", "me", 60_000)
+    beat.beat()  # lapsed (never there)
+    assert redis_db.get("hypd:lease:op_L") == "me"
+    assert redis_db.pttl("hypd:lease:op_L") > 50_000
+    redis_db.set("hypd:lease:op_L", "someone-else", px=1000)
+    beat.beat()
+    assert redis_db.get("hypd:lease:op_L") == "someone-else"
+    assert redis_db.pttl("hypd:lease:op_L") <= 1000
