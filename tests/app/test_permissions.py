@@ -34,7 +34,7 @@ from mcp_server.tools import TOOLS
 from tests.app.wskit import connect, read_all
 
 EXAMPLES = 4
-VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep")
+VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kick:")
 """Keys a read may touch (caches) or the engine renews while an operation is held."""
 
 DRY_RUNS = ({"dry_run": "true"}, {"dry_run": "1"}, {"dry_run": "yes"}, {"dry_run": "True"})

@@ -277,7 +277,7 @@ export function mount(root, ctx) {
   function updateTotal() {
     const t = selectedType();
     const n = Number(countIn.value);
-    if (!t || !Number.isInteger(n) || n < 1) { totalNote.textContent = 'Instances in the first instance group (1–500).'; return; }
+    if (!t || !Number.isInteger(n) || n < 1) { totalNote.textContent = `Instances in the first instance group (${rules.instanceCount.min}–${rules.instanceCount.max}).`; return; }
     const parts = [`${n} × ${t.name}`];
     if (t.accelerator_count) parts.push(`${n * t.accelerator_count} ${t.accelerator === 'gpu' ? 'GPU' : 'accelerator'}${n * t.accelerator_count === 1 ? '' : 's'}${t.accelerator_name ? ` (${t.accelerator_name})` : ''}`);
     if (t.vcpus) parts.push(`${n * t.vcpus} vCPUs`);

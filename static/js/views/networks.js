@@ -12,7 +12,7 @@ const REFRESH_MS = 15000;
 export function validateCidr(v) {
   if (!v) return '';
   const m = v.match(/^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/);
-  if (!m) return 'Write an IPv4 CIDR such as 10.0.0.0/16.';
+  if (!m) return `Write an IPv4 CIDR such as ${rules.defaultCidr}.`;
   if (m.slice(1, 5).some((o) => Number(o) > 255)) return 'Each address part must be 0–255.';
   if (Number(m[5]) > 32) return 'The prefix length must be 0–32.';
   return '';

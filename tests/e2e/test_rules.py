@@ -1,0 +1,62 @@
+"""The dashboard's rules (name rule, capacity types, stages, defaults) are the API's: read by
+the browser from the OpenAPI document, not copied into the JavaScript."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect
+
+from schemas.clusters import CAPACITY_TYPES, EFA_MODES, KUBERNETES_VERSIONS, STAGES
+from tests.e2e.helpers import sign_in
+from tests.stack import REPO
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_browser_reads_the_rules_from_the_api(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")
+    rules = page.evaluate("""async () => {
+        const m = await import('/static/js/rules.js');
+        const r = m.rules;
+        return {capacity: r.capacityTypes, stages: r.stages, efa: r.efaModes,
+                versions: r.kubernetesVersions, cidr: r.defaultCidr,
+                count: [r.instanceCount.min, r.instanceCount.max],
+                good: r.name.re.test('lab-1'), trailing: r.name.re.test('lab-'),
+                trailingWhy: m.validateName('lab-')};
+    }""")
+    assert rules["capacity"] == list(CAPACITY_TYPES)
+    assert rules["stages"] == list(STAGES)
+    assert rules["efa"] == list(EFA_MODES)
+    assert rules["versions"] == list(KUBERNETES_VERSIONS)
+    assert rules["cidr"] == "10.0.0.0/16"
+    assert rules["count"] == [1, 500]
+    assert rules["good"] is True and rules["trailing"] is False
+    assert "hyphen" in rules["trailingWhy"]
+
+
+def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.goto(stack.url + "/#/networks")
+    page.get_by_test_id("network-name").fill("lab-")
+    page.get_by_test_id("network-name").blur()
+    expect(page.get_by_test_id("error-name")).to_contain_text("hyphen")
+    expect(page.get_by_test_id("network-cidr")).to_have_value("10.0.0.0/16")
+
+
+def test_no_rule_is_copied_into_the_javascript():
+    """The values the API owns do not appear as literals in the dashboard's code."""
+    sources = {p.name: p.read_text() for p in (REPO / "static" / "js").rglob("*.js")}
+    copies = {
+        "the stage list": re.compile(r"'network',\s*'eks'"),
+        "the default CIDR": re.compile(r"10\.0\.0\.0/16"),
+        "the name pattern": re.compile(r"\[a-z0-9-\]\{0,3[01]\}"),
+        "the instance count bound": re.compile(r"1\s*[\u2013-]\s*500|max:\s*500|> 500"),
+        "the VPC id pattern": re.compile(r"vpc-\[0-9a-f\]"),
+    }
+    found = [(name, what) for name, text in sources.items() for what, rx in copies.items()
+             if rx.search(text)]
+    assert not found, found
