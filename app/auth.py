@@ -129,7 +129,8 @@ def install(app: Flask, tokens: TokenTable) -> None:
             return  # a socket authenticates with its first message, against `needs`
         principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
         g.principal = principal
-        require_role(principal, needs.needed(permissions.dry_run_asked(request.args)))
+        asked = needs.dry_run and permissions.dry_run_asked(request.args)
+        require_role(principal, needs.needed(asked))
 
 
 def declared_role(endpoint: str, method: str) -> str:

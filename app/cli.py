@@ -233,6 +233,18 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+WEB_THREADS = 16
+"""Per web process. Each open WebSocket or long-poll holds one, so a process serves this
+many at once; with one process per core there are 16 per core."""
+
+
+def default_web_workers() -> int:
+    """One process per core: Python runs one thread at a time per process, so a single
+    process leaves every other core idle however many threads it has (measured:
+    bench/status_reads.py)."""
+    return max(1, min(8, len(os.sched_getaffinity(0))))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hypd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -259,8 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(web)
     web.add_argument("--host", help="HYPD_HOST")
     web.add_argument("--port", type=int, help="HYPD_PORT")
-    web.add_argument("--workers", type=int, default=1)
-    web.add_argument("--threads", type=int, default=32,
+    web.add_argument("--workers", type=int, default=default_web_workers(),
+                     help="processes (default: one per core, at most 8; each is stateless)")
+    web.add_argument("--threads", type=int, default=WEB_THREADS,
                      help="each open WebSocket or long-poll holds a thread")
     web.add_argument("--access-log", action="store_true")
     web.set_defaults(func=cmd_web)

@@ -8,7 +8,9 @@ there".
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +125,24 @@ def _network_error(exc: httpx.HTTPError, api_url: str, method: str, path: str,
     )
 
 
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                  dict[int, httpx.AsyncClient]] = weakref.WeakKeyDictionary()
+
+
+def _pooled(transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+    """One HTTP client per event loop (and transport), kept: a tool call reuses a kept-alive
+    connection instead of opening one (and building a TLS context) each time — that setup
+    was most of a call's cost. Keyed by loop because a client must not outlive its loop;
+    the entry goes when the loop does."""
+    loop = asyncio.get_running_loop()
+    clients = _POOLS.setdefault(loop, {})
+    key = id(transport)
+    client = clients.get(key)
+    if client is None or client.is_closed:
+        client = clients[key] = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT_S)
+    return client
+
+
 class ApiClient:
     """Calls the hypd REST API with one bearer token."""
 
@@ -143,7 +163,7 @@ class ApiClient:
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> ApiResponse:
-        """One REST call. A fresh connection per call: no client outlives its event loop."""
+        """One REST call, on this event loop's pooled connections (see `_pooled`)."""
         timeout = timeout or self.timeout
         all_headers = {**_auth_headers(self.token), **(headers or {})}
         url = self.api_url + path
@@ -152,8 +172,9 @@ class ApiClient:
             kwargs["content"] = json.dumps(json_body)
             all_headers["Content-Type"] = "application/json"
         try:
-            async with httpx.AsyncClient(timeout=timeout, transport=self._transport) as http:
-                resp = await http.request(method, url, **kwargs)
+            http = _pooled(self._transport)
+            http.cookies.clear()  # callers share the pool: nothing of one reaches another
+            resp = await http.request(method, url, timeout=timeout, **kwargs)
         except httpx.HTTPError as exc:
             raise _network_error(exc, self.api_url, method, path, timeout) from exc
         return _parse(resp, method, path)

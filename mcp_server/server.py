@@ -325,10 +325,13 @@ class _RoleServer(MCPServer):
     """Answers a call to a tool this role may not use the way the REST API would (403
     `forbidden`), instead of the SDK's bare "Unknown tool"."""
 
+    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+        super().__init__(*args, tools=tools, **kwargs)
+        self._published = frozenset(tool.name for tool in tools)
+
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
-        published = {tool.name for tool in await self.list_tools()}
-        if name in TOOLS_BY_NAME and name not in published:
+        if name in TOOLS_BY_NAME and name not in self._published:
             return CallToolResult(
                 content=[TextContent(type="text", text=(
                     f"forbidden: {name} changes things and this session may only read "

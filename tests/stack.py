@@ -68,7 +68,9 @@ def _killpg(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
 
 
 class Stack:
-    def __init__(self) -> None:
+    def __init__(self, web_args: tuple[str, ...] = ("--threads", "16")) -> None:
+        """`web_args`: flags for `hypd web` (the benchmarks pass none: hypd's defaults)."""
+        self.web_args = web_args
         self.tmp = Path(tempfile.mkdtemp(prefix="hypd-test-"))
         self.redis_proc: subprocess.Popen | None = None
         self.worker_proc: subprocess.Popen | None = None
@@ -113,7 +115,7 @@ class Stack:
             "PYTHONUNBUFFERED": "1",
         }
         self.start_worker()
-        self.web_proc = self._spawn("web", ["web", "--threads", "16"])
+        self.web_proc = self._spawn("web", ["web", *self.web_args])
         wait_until(self._web_up, 30, what="web /healthz")
         return self
 

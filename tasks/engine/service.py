@@ -5,11 +5,12 @@ The web process calls these; the worker runs `Runner.advance`. Both meet only in
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-from tasks.engine.errors import InvalidTransition, UnknownKind
+from tasks.engine.errors import InvalidTransition, OperationNotFound, UnknownKind
 from tasks.engine.kinds import KindTable, OperationKind
 from tasks.engine.model import OpStatus, StepPhase, new_operation, public_view
 from tasks.engine.store import IdempotencyClaim, OperationStore, op_event, step_event
@@ -102,14 +103,20 @@ class Engine:
         return public_view(op, self.store.last_event_id(op["id"]))
 
     def get(self, op_id: str) -> dict[str, Any]:
-        return self.view(self.store.require(op_id))
+        return json.loads(self.get_json(op_id))
 
-    def wait(self, op_id: str, seconds: float, after: str | None = None) -> dict[str, Any]:
+    def get_json(self, op_id: str) -> str:
+        """The status read: the operation's view as rendered when it last changed."""
+        rendered = self.store.read_view(op_id)
+        if rendered is None:
+            raise OperationNotFound(f"no operation {op_id!r}", {"operation_id": op_id})
+        return rendered
+
+    def wait_json(self, op_id: str, seconds: float, after: str | None = None) -> str:
         """Long-poll: answer once an event newer than `after` (default: the newest one now)
         exists, the operation is finished, or `seconds` have passed."""
         start = after or self.store.last_event_id(op_id) or "0"
         op = self.store.require(op_id)
         if seconds > 0 and not OpStatus(op["status"]).is_finished:
             self.store.events(op_id, after=start, block_ms=int(seconds * 1000), count=1)
-            op = self.store.require(op_id)
-        return self.view(op)
+        return self.get_json(op_id)

@@ -20,7 +20,7 @@ import redis
 
 from tasks.engine.errors import Conflict, IdempotencyKeyReused, OperationNotFound
 from tasks.engine.locks import LOCKS_KEY, conflicting_holders
-from tasks.engine.model import OpStatus, now_iso
+from tasks.engine.model import OpStatus, now_iso, public_view
 
 OPS_INDEX = "hypd:ops"
 DUE_INDEX = "hypd:due"
@@ -43,6 +43,10 @@ def op_key(op_id: str) -> str:
 
 def events_key(op_id: str) -> str:
     return f"hypd:events:{op_id}"
+
+
+def view_key(op_id: str) -> str:
+    return f"hypd:view:{op_id}"
 
 
 def lease_key(op_id: str) -> str:
@@ -88,6 +92,15 @@ class OperationStore:
         if op is None:
             raise OperationNotFound(f"no operation {op_id!r}", {"operation_id": op_id})
         return op
+
+    def read_view(self, op_id: str) -> str | None:
+        """The operation's public view as JSON text, or None when there is no such
+        operation. One GET: this is the status read every client polls."""
+        rendered = self.redis.get(view_key(op_id))
+        if rendered is not None:
+            return rendered
+        op = self.get(op_id)  # recorded before views were rendered
+        return None if op is None else json.dumps(public_view(op, self.last_event_id(op_id)))
 
     def last_event_id(self, op_id: str) -> str | None:
         newest = self.redis.xrevrange(events_key(op_id), count=1)
@@ -195,7 +208,8 @@ class OperationStore:
                     if claim:
                         record = {"body_hash": claim.body_hash, "operation_id": op["id"]}
                         pipe.set(claim.redis_key, json.dumps(record), ex=claim.ttl_s)
-                    self._append_events(pipe, op, [_op_event(op, "created")])
+                    last = self._append_events(pipe, op, [_op_event(op, "created")], None)
+                    self._write_view(pipe, op, last)
                     pipe.execute()
                     return op, True
                 except redis.WatchError:
@@ -231,6 +245,7 @@ class OperationStore:
                     if was_finished and not finished:
                         stale = self._check_lock_free(pipe, op["target"])
                     holder = pipe.hget(LOCKS_KEY, op["target"])
+                    newest = pipe.xrevrange(events_key(op_id), count=1)  # watched with op
                     pipe.multi()
                     pipe.set(key, json.dumps(op))
                     if finished and not was_finished:
@@ -247,7 +262,9 @@ class OperationStore:
                     elif op.get("next_run_at") is not None and (
                             was_finished or op["next_run_at"] != due_before):
                         pipe.zadd(DUE_INDEX, {op_id: op["next_run_at"]})
-                    self._append_events(pipe, op, events)
+                    last = self._append_events(pipe, op, events,
+                                               newest[0][0] if newest else None)
+                    self._write_view(pipe, op, last)
                     pipe.execute()
                     return op
                 except redis.WatchError:
@@ -291,12 +308,38 @@ class OperationStore:
             )
         return stale
 
-    def _append_events(self, pipe: Any, op: dict[str, Any], events: Iterable[Event]) -> None:
+    def _append_events(self, pipe: Any, op: dict[str, Any], events: Iterable[Event],
+                       newest: str | None) -> str | None:
+        """Queue the events on the operation's stream and the firehose; answer the id of the
+        operation's newest event once they are written.
+
+        The operation's stream gets ids chosen here, not by Redis, so the rendered view
+        written in the same transaction can carry its `last_event_id`. They stay ordered:
+        every writer of this stream is a transaction watching the operation's record, and
+        `newest` was read under that watch."""
+        last = newest
         for event in events:
             event = {"op_id": op["id"], "at": now_iso(), **event}
             data = json.dumps(event)
-            pipe.xadd(events_key(op["id"]), {"data": data})
+            last = _next_event_id(last)
+            pipe.xadd(events_key(op["id"]), {"data": data}, id=last)
             pipe.xadd(FIREHOSE, {"data": data}, maxlen=FIREHOSE_MAXLEN, approximate=True)
+        return last
+
+    def _write_view(self, pipe: Any, op: dict[str, Any], last_event_id: str | None) -> None:
+        """The operation as a status read answers it, rendered once per change (a read is
+        then one GET: no decoding, no schema dump)."""
+        pipe.set(view_key(op["id"]), json.dumps(public_view(op, last_event_id)))
+
+
+def _next_event_id(after: str | None) -> str:
+    """A stream id after `after`: now in milliseconds, or `after`'s time with the next
+    sequence number when the clock has not moved past it (or went back)."""
+    now_ms = int(time.time() * 1000)
+    if after is None:
+        return f"{now_ms}-0"
+    ms, seq = (int(part) for part in after.split("-"))
+    return f"{now_ms}-0" if now_ms > ms else f"{ms}-{seq + 1}"
 
 
 def _score(op_id: str) -> float:

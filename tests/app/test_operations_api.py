@@ -100,3 +100,36 @@ def test_long_poll_returns_on_change_and_list_filters_by_kind(stack):
         bad = c.get("/api/v1/operations", params={"status": "weird"})
         assert bad.status_code == 422 and "status" in bad.json()["error"]["details"]["fields"]
     stack.wait_operation(op_id)
+
+
+def test_a_status_read_is_the_schema_and_answers_304_while_unchanged(stack):
+    """The read is served rendered (one Redis GET): its content is OperationSchema's, it
+    makes no AWS call, and a poller sending its ETag back gets 304 until the next change."""
+    from schemas.common import OperationSchema
+
+    stack.wait_idle()
+    hold = stack.sandbox.hold("ec2", "CreateInternetGateway")
+    try:
+        op_id = _create(stack, f"etag-{uuid.uuid4().hex[:6]}")
+        stack.sandbox.wait_held(hold, timeout=30)
+        with stack.client() as c:
+            calls_before = len(stack.sandbox.calls())
+            first = c.get(f"/api/v1/operations/{op_id}")
+            body = first.json()
+            assert OperationSchema().dump(body) == body
+            assert body["status"] == "running"
+            assert body["last_event_id"] == c.get(
+                f"/api/v1/operations/{op_id}", params={"wait": 0.1}).json()["last_event_id"]
+            etag = first.headers["ETag"]
+            again = c.get(f"/api/v1/operations/{op_id}", headers={"If-None-Match": etag})
+            assert again.status_code == 304 and again.headers["ETag"] == etag
+            assert again.content == b""
+            assert len(stack.sandbox.calls()) == calls_before, "a status read called AWS"
+            stack.sandbox.release(hold)
+            done = stack.wait_operation(op_id)
+            changed = c.get(f"/api/v1/operations/{op_id}", headers={"If-None-Match": etag})
+            assert changed.status_code == 200 and changed.headers["ETag"] != etag
+            assert changed.json()["status"] == done["status"] == "succeeded"
+            assert changed.json()["last_event_id"] == done["last_event_id"]
+    finally:
+        stack.sandbox.clear_holds()

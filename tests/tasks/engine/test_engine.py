@@ -299,11 +299,10 @@ def test_wait_returns_on_next_event(env):
 
     timer = threading.Timer(0.2, lambda: runner.advance(*queue.items.pop(0)[:2]))
     timer.start()
-    view = engine.wait(op["id"], 5)
+    view = json.loads(engine.wait_json(op["id"], 5))
     timer.join()
     assert view["status"] == "running"
     assert view["last_event_id"]
-    json.dumps(view)
 
 
 def test_task_from_a_future_generation_comes_back_instead_of_being_dropped(env):
@@ -382,3 +381,40 @@ def test_a_long_step_keeps_its_lease_so_a_redelivered_duplicate_backs_off(env):
     assert [c for c in CALLS if c[0] == "one"] == [("one", "applying")]  # ran once
     assert queue.items[:-1] and all(item == (op_id, gen, 0.1) for item in queue.items[:-1])
     assert store.redis.get(lease_key(op_id)) is None  # released at the end
+
+
+def test_the_rendered_view_is_the_record_as_clients_see_it_at_every_change(env):
+    """The status read answers a view rendered when the operation changed: at each step of
+    a whole run it equals the record's public view, with the stream's newest event id."""
+    from tasks.engine.model import public_view
+
+    engine, runner, queue, store = env
+    BEHAVIOUR["two.wait"] = [0.1]
+    op, _ = engine.submit(KIND, "thing/v", {"name": "v"}, "tester")
+    seen = 0
+    while True:
+        record = store.get(op["id"])
+        rendered = json.loads(engine.get_json(op["id"]))
+        assert rendered == public_view(record, store.last_event_id(op["id"]))
+        assert rendered["last_event_id"] is not None
+        seen += 1
+        if not queue.items:
+            break
+        runner.advance(*queue.items.pop(0)[:2])
+    assert rendered["status"] == "succeeded" and seen > 5
+    ids = [i for i, _ in store.events(op["id"])]
+    assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+    assert len(set(ids)) == len(ids)
+
+
+def test_event_ids_stay_ordered_when_the_clock_goes_back(env, monkeypatch):
+    engine, _runner, _queue, store = env
+    op, _ = engine.submit(KIND, "thing/c", {"name": "c"}, "tester")
+    import tasks.engine.store as store_module
+
+    monkeypatch.setattr(store_module.time, "time", lambda: 1.0)  # 1970: far behind
+    engine.cancel(op["id"])
+    ids = [i for i, _ in store.events(op["id"])]
+    first_ms = int(ids[0].split("-")[0])
+    assert ids[-1] == f"{first_ms}-{len(ids) - 1}"
+    assert json.loads(engine.get_json(op["id"]))["last_event_id"] == ids[-1]
