@@ -41,4 +41,6 @@ fi
 if [ "$what" = run ]; then
   exec "$venv/bin/hypd" up "$@"
 fi
+# lint is part of the test command: a change that breaks it does not pass
+"$venv/bin/ruff" check .
 exec "$venv/bin/python" -m pytest -n 2 --dist loadfile "$@"
