@@ -35,6 +35,18 @@ def idempotency_claim(body: Any) -> IdempotencyClaim | None:
                             ttl_s=MCP_IDEMPOTENCY_TTL_S if short else IdempotencyClaim.ttl_s)
 
 
+def replayed() -> tuple[dict[str, Any], int, dict[str, str]] | None:
+    """The 202 reply of the operation this request's Idempotency-Key already made, if it
+    did: for a route that must look before it knows whether to submit at all (an explicit
+    diff that may answer "no change"), so a replay still answers the first request's
+    operation."""
+    claim = idempotency_claim(request.get_json(silent=True))
+    if claim is None:
+        return None
+    op = context.engine().store.replay(claim)
+    return None if op is None else operation_reply(context.engine().view(op))
+
+
 def operation_reply(op_view: dict[str, Any], status: int = 202):
     """The 202 body and headers for an operation (DESIGN.md: a mutation's reply)."""
     route = f"/api/v1/operations/{op_view['id']}"

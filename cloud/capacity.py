@@ -43,6 +43,7 @@ from cloud.aws import (
     is_not_found,
     tag_dict,
     tag_filters,
+    tag_key,
     tags_for,
 )
 from cloud.discovery import ACCELERATOR_FAMILY, ec2_instance_type
@@ -123,6 +124,8 @@ def instance_group_spec(
     autoscaling: bool = False,
     min_count: int | None = None,
     region: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """A `ClusterInstanceGroupSpecification` for one instance group.
 
@@ -139,6 +142,8 @@ def instance_group_spec(
     - `volume_size_gb`: the extra EBS volume HyperPod mounts at /opt/sagemaker (the lifecycle
       script moves container and kubelet storage there).
     - `region`: when given, a training plan must be in it.
+    - `labels` / `taints`: Kubernetes labels and taints HyperPod puts on the group's nodes
+      (`KubernetesConfig`); taints are `{key, value?, effect}`.
     """
     if not isinstance(name, str) or not _GROUP_NAME.match(name):
         raise CapacityError(
@@ -182,6 +187,110 @@ def instance_group_spec(
                 f"instance volume size must be 1-{MAX_VOLUME_GB} GB, got {volume_size_gb!r}",
                 "volume_size_gb")
         spec["InstanceStorageConfigs"] = [{"EbsVolumeConfig": {"VolumeSizeInGB": volume_size_gb}}]
+    kubernetes = kubernetes_config(labels, taints)
+    if kubernetes:
+        spec["KubernetesConfig"] = kubernetes
+    return spec
+
+
+# -- Kubernetes labels and taints of a group's nodes -------------------------------------------
+
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+RESERVED_LABEL_PREFIXES = ("sagemaker.amazonaws.com/", "kubernetes.io/", "k8s.io/")
+"""Label keys HyperPod and Kubernetes set themselves (health status, instance group, zone,
+hostname): a user's label there would fight them."""
+MAX_LABELS = 50
+MAX_TAINTS = 50
+
+
+def kubernetes_config(labels: Mapping[str, str] | None,
+                      taints: Sequence[Mapping[str, str]] | None) -> dict[str, Any]:
+    """`KubernetesConfig` for labels and taints, checked as Kubernetes checks them; empty
+    when neither is given."""
+    config: dict[str, Any] = {}
+    if labels:
+        if len(labels) > MAX_LABELS:
+            raise CapacityError(f"at most {MAX_LABELS} labels", "labels")
+        for key, value in labels.items():
+            _check_label(key, value)
+        config["Labels"] = dict(labels)
+    if taints:
+        if len(taints) > MAX_TAINTS:
+            raise CapacityError(f"at most {MAX_TAINTS} taints", "taints")
+        out, seen = [], set()
+        for taint in taints:
+            key, value, effect = taint.get("key"), taint.get("value"), taint.get("effect")
+            _check_label(key, value or "", "taints")
+            if effect not in TAINT_EFFECTS:
+                raise CapacityError(f"taint effect must be one of {', '.join(TAINT_EFFECTS)}, "
+                                    f"got {effect!r}", "taints")
+            if (key, effect) in seen:
+                raise CapacityError(f"taint {key}:{effect} is given twice", "taints")
+            seen.add((key, effect))
+            out.append({"Key": key, "Effect": effect, **({"Value": value} if value else {})})
+        config["Taints"] = out
+    return config
+
+
+def _check_label(key: Any, value: Any, field: str = "labels") -> None:
+    if not isinstance(key, str) or len(key) > 316 or not LABEL_KEY.match(key):
+        raise CapacityError(f"{key!r} is not a Kubernetes label key (an optional DNS prefix "
+                            "and '/', then up to 63 letters, digits, '-', '_' or '.')", field)
+    if key.startswith(RESERVED_LABEL_PREFIXES) or ("/" in key and key.split("/")[0].endswith(
+            (".kubernetes.io", ".k8s.io"))):
+        raise CapacityError(f"label key {key!r} is one Kubernetes or HyperPod sets itself",
+                            field)
+    if not isinstance(value, str) or not LABEL_VALUE.match(value):
+        raise CapacityError(f"{value!r} is not a Kubernetes label value (up to 63 letters, "
+                            "digits, '-', '_' or '.', starting and ending alphanumeric)", field)
+
+
+def _kubernetes(group: Mapping[str, Any]) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """Labels and taints of a spec (`Labels`, `Taints`) or of a group as DescribeCluster
+    reports it (`DesiredLabels`, `DesiredTaints`: what was asked, which the nodes follow)."""
+    config = group.get("KubernetesConfig") or {}
+    labels = config.get("Labels", config.get("DesiredLabels")) or {}
+    taints = config.get("Taints", config.get("DesiredTaints")) or []
+    return dict(labels), [dict(t) for t in taints]
+
+
+def labels_of(group: Mapping[str, Any]) -> dict[str, str]:
+    return _kubernetes(group)[0]
+
+
+def taints_of(group: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [{"key": t["Key"], "effect": t["Effect"], **({"value": t["Value"]}
+                                                         if t.get("Value") else {})}
+            for t in _kubernetes(group)[1]]
+
+
+# -- a group as it is, for UpdateCluster ---------------------------------------------------------
+
+SPEC_FIELDS = ("InstanceGroupName", "InstanceType", "LifeCycleConfig", "ExecutionRole",
+               "ThreadsPerCore", "InstanceStorageConfigs", "OnStartDeepHealthChecks",
+               "TrainingPlanArn", "OverrideVpcConfig", "CapacityRequirements",
+               "NetworkInterface")
+"""The fields of `ClusterInstanceGroupSpecification` that `DescribeCluster` reports back for
+a group under the same names."""
+
+
+def spec_from_details(group: Mapping[str, Any]) -> dict[str, Any]:
+    """The `ClusterInstanceGroupSpecification` that keeps a group as it is, from its
+    `ClusterInstanceGroupDetails`: UpdateCluster takes the whole list of groups, so the ones
+    a change does not touch are sent as they are."""
+    spec = {key: group[key] for key in SPEC_FIELDS if group.get(key) not in (None, [], {})}
+    labels, taints = _kubernetes(group)
+    if labels or taints:
+        spec["KubernetesConfig"] = {**({"Labels": labels} if labels else {}),
+                                    **({"Taints": taints} if taints else {})}
+    target = group.get("TargetCount")
+    spec["InstanceCount"] = int(target if target is not None else group.get("CurrentCount") or 0)
+    if group.get("MinCount") is not None:
+        spec["MinInstanceCount"] = int(group["MinCount"])
     return spec
 
 
@@ -289,13 +398,17 @@ def allocate_compute_subnet(
             "availability_zone": subnet["AvailabilityZone"], "created": created}
 
 
-def delete_compute_subnets(ec2: Any, cluster: str) -> list[str]:
-    """Delete every compute subnet of the cluster (found by its tags, which are checked again
-    here: a deletion never acts on a subnet that is not this cluster's compute subnet).
-    Returns the ids deleted; one already gone is not an error."""
+def delete_compute_subnets(ec2: Any, cluster: str, group: str | None = None) -> list[str]:
+    """Delete every compute subnet of the cluster, or of one of its instance groups (found by
+    their tags, which are checked again here: a deletion never acts on a subnet that is not
+    this cluster's compute subnet). Returns the ids deleted; one already gone is not an
+    error; one still in use answers DependencyViolation (a "not yet" for the engine)."""
+    extra = {"instance_group": group} if group else {}
     pages = ec2.get_paginator("describe_subnets").paginate(
-        Filters=tag_filters(CLUSTER_TAG, cluster, role=ROLE_COMPUTE_SUBNET))
+        Filters=tag_filters(CLUSTER_TAG, cluster, role=ROLE_COMPUTE_SUBNET, **extra))
     wanted = {MANAGED_BY: MANAGED_BY_VALUE, CLUSTER_TAG: cluster, ROLE_TAG: ROLE_COMPUTE_SUBNET}
+    if group:
+        wanted[tag_key("instance_group")] = group
     ids = [s["SubnetId"] for page in pages for s in page["Subnets"]
            if all(tag_dict(s).get(k) == v for k, v in wanted.items())]
     deleted = []

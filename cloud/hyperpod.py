@@ -34,8 +34,8 @@ from cloud.aws import (
     tag_dict,
     tags_for,
 )
-from cloud.capacity import capacity_type_of, interface_mode_of
-from cloud.errors import Refusal
+from cloud.capacity import capacity_type_of, interface_mode_of, labels_of, taints_of
+from cloud.errors import NotYet, Refusal
 
 NODE_RECOVERY = "Automatic"
 NODE_PROVISIONING_MODE = "Continuous"
@@ -294,6 +294,46 @@ def instances_in_use(sm: Any) -> dict[tuple[str, str], int]:
     return dict(used)
 
 
+# -- instance groups ---------------------------------------------------------------------------
+
+
+def group_details(sm: Any, name: str) -> list[dict[str, Any]] | None:
+    """The cluster's instance groups as `DescribeCluster` reports them (None: no cluster)."""
+    described = _describe(sm, name)
+    return None if described is None else list(described.get("InstanceGroups") or ())
+
+
+def update_instance_groups(sm: Any, name: str, groups: Sequence[Mapping[str, Any]],
+                           delete: Sequence[str] = (), owner: str | None = None) -> None:
+    """UpdateCluster with the whole list of groups (`groups`: specs, the unchanged ones as
+    `cloud.capacity.spec_from_details` gives them) and the names in `delete`.
+
+    While deep health checks run, or while the cluster is busy with another update, AWS
+    refuses: that is `NotYet` (the caller waits), not a failure. Refuses (HyperPodError) a
+    cluster that is not hypd cluster `owner`'s (default: `name`)."""
+    described = _describe(sm, name)
+    if described is None:
+        raise HyperPodError(f"HyperPod cluster {name} does not exist", "not_found")
+    _check_owner(sm, described, owner or name)
+    if described.get("ClusterStatus") in BUSY_STATUSES - {UPDATING, SYSTEM_UPDATING} or (
+            described.get("ClusterStatus") in (UPDATING, SYSTEM_UPDATING)
+            and described.get("NodeProvisioningMode") != NODE_PROVISIONING_MODE):
+        raise NotYet(f"HyperPod cluster {name} is {described.get('ClusterStatus')}", 30.0)
+    request: dict[str, Any] = {"ClusterName": name, "InstanceGroups": [dict(g) for g in groups]}
+    if delete:
+        request["InstanceGroupsToDelete"] = list(delete)
+    try:
+        sm.update_cluster(**request)
+    except ClientError as exc:
+        message = (exc.response.get("Error") or {}).get("Message") or ""
+        if "deep health check" in message.lower():
+            raise NotYet(f"deep health checks are running on cluster {name}; AWS accepts "
+                         "changes once they finish", 60.0) from exc
+        if error_code(exc) in ("ConflictException", "ResourceInUse"):
+            raise NotYet(f"HyperPod cluster {name} is busy: {message}", 30.0) from exc
+        raise
+
+
 # -- delete ------------------------------------------------------------------------------------
 
 
@@ -397,6 +437,8 @@ def _group_view(group: Mapping[str, Any], node_status: Counter[str]) -> dict[str
         "lifecycle": {"source_s3_uri": lifecycle.get("SourceS3Uri"),
                       "on_create": lifecycle.get("OnCreate")},
         "volume_size_gb": storage[0].get("VolumeSizeInGB") if storage else None,
+        "labels": labels_of(group),
+        "taints": taints_of(group),
         "nodes_by_status": dict(sorted(node_status.items())),
     }
 

@@ -273,6 +273,68 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_GROUP_NOTES = {"cluster": "Name of the cluster.", "name": "Name of the instance group."}
+
+GROUP_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_instance_groups", method="GET",
+        path="/api/v1/clusters/{cluster}/instance-groups",
+        title="List instance groups",
+        description="A cluster's instance groups read from AWS: instance type, current and "
+        "target counts, capacity type (on-demand, spot, training-plan), EFA mode, zone, "
+        "labels and taints, nodes by status, and the operation changing each. Look here "
+        "before adding capacity.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="get_instance_group", method="GET",
+        path="/api/v1/clusters/{cluster}/instance-groups/{name}", title="Get an instance group",
+        description="One instance group of a cluster, read from AWS (see list_instance_groups "
+        "for what it carries).",
+        notes=_GROUP_NOTES,
+    ),
+    ToolSpec(
+        name="add_instance_group", method="POST",
+        path="/api/v1/clusters/{cluster}/instance-groups", title="Add an instance group",
+        description="Add capacity to a cluster as a new instance group (HyperPod UpdateCluster). "
+        "Ask the user the decisions: instance type, count, capacity type (on-demand, spot, or a "
+        "training plan's ARN), zone; these, the EFA mode and the subnet are fixed for the "
+        "group's life. hypd makes the group's /20 subnet in the zone (a training plan's zone "
+        "wins); leave subnet_id unset unless the user names one. Refused with "
+        "precondition_failed when a quota or the plan does not cover it." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.",
+               "instance_type": "Ask the user; see list_instance_types for the zone.",
+               "capacity_type": "Ask the user.",
+               "availability_zone": "Ask the user, or leave unset for the cluster's zone."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="update_instance_group", method="PATCH",
+        path="/api/v1/clusters/{cluster}/instance-groups/{name}",
+        title="Change an instance group",
+        description="Change an instance group: pass only what the user wants changed (count, "
+        "threads per core, labels, taints, deep health checks, lifecycle script). Instance "
+        "type, capacity type, EFA mode and placement cannot change (immutable_field: add a new "
+        "group instead). Already as asked: changed false and no status tool." + _FOLLOW,
+        notes=_GROUP_NOTES,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_instance_group", method="DELETE",
+        path="/api/v1/clusters/{cluster}/instance-groups/{name}",
+        title="Delete an instance group",
+        description="Delete an instance group, its nodes and its own compute subnet. Refused "
+        "for the cluster's last group, and (naming them) while pods that would not come back "
+        "elsewhere run on it; force only when the user accepts losing them. Confirm with the "
+        "user first." + _FOLLOW,
+        notes={**_GROUP_NOTES, "force": "Only when the user explicitly accepts that those pods "
+               "are lost."},
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 _STORAGE_NOTES = {"cluster": "Name of the cluster.",
                   "name": "Name of the storage item (its claim's name)."}
 
@@ -426,6 +488,6 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *STORAGE_TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *STORAGE_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

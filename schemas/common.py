@@ -124,6 +124,15 @@ class MutationReplySchema(Schema):
     poll_after_seconds = fields.Integer(required=True)
 
 
+class NoChangeSchema(Schema):
+    """200 for a change that is already true (explicit diff: actual state matches the
+    request, nothing was sent to AWS)."""
+
+    changed = fields.Boolean(required=True)
+    resource_url = fields.String(allow_none=True)
+    message = fields.String()
+
+
 class OperationQuerySchema(Schema):
     status = fields.String(
         validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"]),

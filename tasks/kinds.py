@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
+from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
 
@@ -16,4 +17,7 @@ KINDS = kind_table(
     CLUSTER_DELETE,
     STORAGE_CREATE,
     STORAGE_DELETE,
+    GROUP_CREATE,
+    GROUP_UPDATE,
+    GROUP_DELETE,
 )

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from flask_smorest import Api
 
-from app.api import auth, clusters, discovery, health, networks, operations, storage
+from app.api import (
+    auth,
+    clusters,
+    discovery,
+    health,
+    instance_groups,
+    networks,
+    operations,
+    storage,
+)
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              operations.blp)
+              instance_groups.blp, operations.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -9,14 +9,12 @@ from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import auth, context, mutations
-from app.api.discovery import zones_in
-from app.cache import cached
+from app import auth, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import dry_run, lifecycle
-from cloud import aws, discovery, eks, hyperpod, preflight
+from cloud import aws, eks, hyperpod, preflight
 from schemas.clusters import (
     ActiveClusterReplySchema,
     ActiveClusterSchema,
@@ -47,40 +45,11 @@ def _region(data: dict[str, Any]) -> str:
 def _check_choices(body: dict[str, Any], region: str) -> list[str]:
     """Refuse what AWS would refuse, with the real reason; answer the network's two zones."""
     zone = body["availability_zone"]
-    available = [z["name"] for z in zones_in(region) if z.get("state") == "available"]
-    if zone not in available:
-        raise ApiError(422, "validation_failed",
-                       f"{zone} is not an available zone of {region}; choose one of "
-                       f"{', '.join(available)}", {"fields": {"availability_zone": ["unknown"]}})
-    offered = cached(f"instance-types:{region}:{zone}", 300,
-                     lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
-    chosen = next((t for t in offered if t["name"] == body["instance_type"]), None)
-    if chosen is None:
-        raise ApiError(422, "validation_failed",
-                       f"{body['instance_type']} is not offered in {zone}; see "
-                       f"GET /api/v1/discovery/instance-types?availability_zone={zone}",
-                       {"fields": {"instance_type": [f"not offered in {zone}"]}})
-    _check_efa(body, chosen)
+    available = choices.check_zone(region, zone)
+    chosen = choices.offered_type(region, zone, body["instance_type"])
+    body["efa_mode"] = choices.efa_mode(body.get("efa_mode"), chosen)
     others = [z for z in available if z != zone]
     return [zone, others[0]] if others else [zone]
-
-
-def _check_efa(body: dict[str, Any], chosen: dict[str, Any]) -> None:
-    """EFA as the type allows: unset means EFA where the type has it, none where it has not;
-    HyperPod refuses `efa` on a type without EFA and `efa-only` on one with a single
-    interface — say so now, not after the network and EKS stages have run."""
-    mode = body.get("efa_mode")
-    name = chosen["name"]
-    if mode is None:
-        body["efa_mode"] = "efa" if chosen.get("efa_supported") else None
-    elif mode == "efa" and not chosen.get("efa_supported"):
-        raise ApiError(422, "validation_failed", f"{name} has no EFA; leave efa_mode unset",
-                       {"fields": {"efa_mode": [f"{name} does not support EFA"]}})
-    elif mode == "efa-only" and (chosen.get("max_efa_interfaces") or 0) < 2:
-        raise ApiError(422, "validation_failed",
-                       f"efa-only needs an instance type with several EFA interfaces; {name} "
-                       f"has {chosen.get('max_efa_interfaces') or 0}",
-                       {"fields": {"efa_mode": ["needs several EFA interfaces"]}})
 
 
 def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:

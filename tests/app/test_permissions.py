@@ -124,6 +124,10 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("PUT", "/api/v1/active-cluster", {"name": "walk-c"}),
         ("POST", "/api/v1/clusters/walk-c/storage", {"name": "data", "kind": "s3"}),
         ("DELETE", "/api/v1/clusters/walk-c/storage/data", None),
+        ("POST", "/api/v1/clusters/walk-c/instance-groups",
+         {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1}),
+        ("PATCH", "/api/v1/clusters/walk-c/instance-groups/workers", {"instance_count": 3}),
+        ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
     ]
@@ -237,7 +241,7 @@ def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, fa
         if method != "GET":
             _walker(operation, method, operation.path, viewer)()
             walked.append((method, operation.path))
-    assert len(walked) >= 11, walked
+    assert len(walked) >= 14, walked
     _assert_unchanged(before, _snapshot(stack))
 
 
@@ -271,6 +275,10 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, t
         "set_active_cluster": {"name": "walk-c"},
         "add_storage": {"cluster": "walk-c", "name": "data", "kind": "s3"},
         "remove_storage": {"cluster": "walk-c", "name": "data"},
+        "add_instance_group": {"cluster": "walk-c", "name": "more",
+                               "instance_type": "ml.g5.8xlarge", "instance_count": 1},
+        "update_instance_group": {"cluster": "walk-c", "name": "workers", "instance_count": 3},
+        "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
     }

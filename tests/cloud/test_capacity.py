@@ -347,3 +347,52 @@ def test_compute_subnets_are_deleted_by_their_tags_only(ec2, network):
 def test_compute_subnet_needs_tags(ec2, network):
     with pytest.raises(ValueError):
         allocate_compute_subnet(ec2, network[0]["vpc_id"], "us-west-2a", [])
+
+
+# -- labels, taints and groups as they are ---------------------------------------------------
+
+def test_labels_and_taints_become_kubernetes_config_checked_as_kubernetes_does():
+    from cloud import capacity
+
+    config = capacity.kubernetes_config(
+        {"team": "ml", "example.com/tier": "gpu"},
+        [{"key": "dedicated", "value": "training", "effect": "NoSchedule"},
+         {"key": "spot", "effect": "PreferNoSchedule"}])
+    assert config == {"Labels": {"team": "ml", "example.com/tier": "gpu"},
+                      "Taints": [{"Key": "dedicated", "Value": "training",
+                                  "Effect": "NoSchedule"},
+                                 {"Key": "spot", "Effect": "PreferNoSchedule"}]}
+    assert capacity.kubernetes_config(None, None) == {}
+    for labels, taints in (({"Bad Key": "x"}, None), ({"ok": "not ok!"}, None),
+                           ({"sagemaker.amazonaws.com/node-health-status": "x"}, None),
+                           ({"node-role.kubernetes.io/gpu": ""}, None),
+                           (None, [{"key": "a", "effect": "Sometimes"}]),
+                           (None, [{"key": "a", "effect": "NoSchedule"},
+                                   {"key": "a", "effect": "NoSchedule"}])):
+        with pytest.raises(capacity.CapacityError) as err:
+            capacity.kubernetes_config(labels, taints)
+        assert err.value.field in ("labels", "taints")
+
+
+def test_a_group_described_comes_back_as_the_spec_that_keeps_it():
+    from cloud import capacity
+
+    spec = capacity.instance_group_spec(
+        name="gpu", instance_type="ml.g5.8xlarge", count=3,
+        execution_role_arn="arn:aws:iam::123456789012:role/hypd-lab-hp-exec",
+        lifecycle_s3_uri="s3://sagemaker-hypd-lab/lifecycle/", subnet_id="subnet-0123456789abcdef0",
+        security_group_ids=["sg-0123456789abcdef0"], capacity_type="spot",
+        labels={"team": "ml"}, taints=[{"key": "gpu", "effect": "NoSchedule"}])
+    details = {**spec, "CurrentCount": 1, "TargetCount": 3, "Status": "InService",
+               "InstanceTypeDetails": {}, "ActiveOperations": {},
+               "KubernetesConfig": {  # as DescribeCluster reports it
+                   "CurrentLabels": {"team": "ml"}, "DesiredLabels": {"team": "ml"},
+                   "CurrentTaints": [], "DesiredTaints": [{"Key": "gpu",
+                                                           "Effect": "NoSchedule"}]}}
+    details.pop("InstanceCount")
+
+    assert capacity.spec_from_details(details) == spec
+    assert validate_input("sagemaker", "UpdateCluster",
+                          {"ClusterName": "lab", "InstanceGroups": [spec]}) == []
+    assert capacity.labels_of(details) == {"team": "ml"}
+    assert capacity.taints_of(details) == [{"key": "gpu", "effect": "NoSchedule"}]

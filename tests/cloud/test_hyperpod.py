@@ -467,3 +467,56 @@ def test_sandbox_refuses_what_preflight_would_have_reported(sandbox):
         hyperpod.ensure_cluster(sm, req)
     assert aws.error_code(caught.value) == "ResourceLimitExceeded"
     assert hyperpod.cluster_state(sm, "short") is None
+
+
+# -- instance groups -------------------------------------------------------------------------
+
+
+def _stubbed_cluster(status="InService"):
+    sm = aws.client("sagemaker", REGION, AWS_MODE)
+    stub = Stubber(sm)
+    arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/abcdefghijkl"
+    stub.add_response("describe_cluster", {
+        "ClusterArn": arn, "ClusterName": "lab", "ClusterStatus": status,
+        "InstanceGroups": [], "NodeProvisioningMode": "Continuous"}, {"ClusterName": "lab"})
+    stub.add_response("list_tags", {"Tags": [{"Key": "hypd:managed-by", "Value": "hypd"},
+                                             {"Key": "hypd:cluster", "Value": "lab"}]},
+                      {"ResourceArn": arn})
+    return sm, stub
+
+
+def test_an_update_refused_during_deep_health_checks_is_a_wait_not_a_failure():
+    from cloud.errors import NotYet
+
+    sm, stub = _stubbed_cluster()
+    stub.add_client_error(
+        "update_cluster", "ValidationException",
+        "Deep health checks are in progress on 2 instance(s) of cluster lab; wait until they "
+        "finish before updating the cluster.")
+    with stub, pytest.raises(NotYet) as err:
+        hyperpod.update_instance_groups(sm, "lab", [group()])
+    assert "deep health checks" in str(err.value) and err.value.retry_after
+
+
+def test_an_update_sends_the_whole_list_and_what_to_delete():
+    sm, stub = _stubbed_cluster()
+    stub.add_response("update_cluster", {"ClusterArn": "arn:aws:sagemaker:us-west-2:"
+                                         f"{ACCOUNT}:cluster/abcdefghijkl"},
+                      {"ClusterName": "lab", "InstanceGroups": [group("a"), group("b")],
+                       "InstanceGroupsToDelete": ["c"]})
+    with stub:
+        hyperpod.update_instance_groups(sm, "lab", [group("a"), group("b")], delete=["c"])
+    stub.assert_no_pending_responses()
+
+
+def test_an_update_of_a_cluster_that_is_not_ours_is_refused_before_any_call():
+    sm = aws.client("sagemaker", REGION, AWS_MODE)
+    stub = Stubber(sm)
+    arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/abcdefghijkl"
+    stub.add_response("describe_cluster", {"ClusterArn": arn, "ClusterName": "lab",
+                                           "ClusterStatus": "InService", "InstanceGroups": []},
+                      {"ClusterName": "lab"})
+    stub.add_response("list_tags", {"Tags": []}, {"ResourceArn": arn})
+    with stub, pytest.raises(hyperpod.HyperPodError):
+        hyperpod.update_instance_groups(sm, "lab", [group()])
+    stub.assert_no_pending_responses()  # and no update_cluster was queued or sent

@@ -202,6 +202,9 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
         if isinstance(node, dict) and len(node.get("allOf") or ()) == 1:
             node = {**resolve(node["allOf"][0]), **{k: v for k, v in node.items()
                                                     if k != "allOf"}}
+        if isinstance(node, dict) and node.get("nullable"):  # OpenAPI 3.0 → JSON Schema
+            node = {**{k: v for k, v in node.items() if k != "nullable"},
+                    "type": [node["type"], "null"]}
         if isinstance(node, dict):
             return {k: resolve(v) if k in ("items",) else
                     ({n: resolve(v2) for n, v2 in v.items()} if k == "properties" else v)

@@ -1,0 +1,64 @@
+"""The capacity decisions a request makes, checked against what AWS offers before anything is
+made: an available zone, an instance type offered in it, the EFA mode the type can do.
+
+A cluster's first group and every group added later are checked here, the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.discovery import zones_in
+from app.cache import cached
+from app.errors import ApiError
+from cloud import aws, discovery
+
+TYPES_CACHE_S = 300
+
+
+def field_error(field: str, message: str, summary: str | None = None) -> ApiError:
+    return ApiError(422, "validation_failed", summary or f"{field}: {message}",
+                    {"fields": {field: [message]}})
+
+
+def available_zones(region: str) -> list[str]:
+    return [z["name"] for z in zones_in(region) if z.get("state") == "available"]
+
+
+def check_zone(region: str, zone: str, field: str = "availability_zone") -> list[str]:
+    """The region's available zones, when `zone` is one of them; 422 otherwise."""
+    available = available_zones(region)
+    if zone not in available:
+        raise field_error(field, "unknown",
+                          f"{zone} is not an available zone of {region}; choose one of "
+                          f"{', '.join(available)}")
+    return available
+
+
+def offered_type(region: str, zone: str, instance_type: str) -> dict[str, Any]:
+    """The instance type as offered in `zone` (cloud.discovery's InstanceType), or 422."""
+    offered = cached(f"instance-types:{region}:{zone}", TYPES_CACHE_S,
+                     lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
+    chosen = next((t for t in offered if t["name"] == instance_type), None)
+    if chosen is None:
+        raise field_error("instance_type", f"not offered in {zone}",
+                          f"{instance_type} is not offered in {zone}; see "
+                          f"GET /api/v1/discovery/instance-types?availability_zone={zone}")
+    return chosen
+
+
+def efa_mode(requested: str | None, chosen: dict[str, Any]) -> str | None:
+    """EFA as the type allows: unset means EFA where the type has it, none where it has not;
+    HyperPod refuses `efa` on a type without EFA and `efa-only` on one with a single
+    interface — say so now, not after AWS refuses."""
+    name = chosen["name"]
+    if requested is None:
+        return "efa" if chosen.get("efa_supported") else None
+    if requested == "efa" and not chosen.get("efa_supported"):
+        raise field_error("efa_mode", f"{name} does not support EFA",
+                          f"{name} has no EFA; leave efa_mode unset")
+    if requested == "efa-only" and (chosen.get("max_efa_interfaces") or 0) < 2:
+        raise field_error("efa_mode", "needs several EFA interfaces",
+                          f"efa-only needs an instance type with several EFA interfaces; "
+                          f"{name} has {chosen.get('max_efa_interfaces') or 0}")
+    return requested
