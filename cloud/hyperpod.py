@@ -244,6 +244,7 @@ def list_nodes(sm: Any, name: str) -> list[dict[str, Any]]:
                 "status": status.get("Status") or "Unknown",
                 "message": status.get("Message") or None,
                 "launched_at": _iso(node.get("LaunchTime")),
+                "software_updated_at": _iso(node.get("LastSoftwareUpdateTime")),
                 "hostname": node.get("PrivateDnsHostname"),
             })
     return nodes
@@ -329,6 +330,67 @@ def update_instance_groups(sm: Any, name: str, groups: Sequence[Mapping[str, Any
         if "deep health check" in message.lower():
             raise NotYet(f"deep health checks are running on cluster {name}; AWS accepts "
                          "changes once they finish", 60.0) from exc
+        if error_code(exc) in ("ConflictException", "ResourceInUse"):
+            raise NotYet(f"HyperPod cluster {name} is busy: {message}", 30.0) from exc
+        raise
+
+
+# -- node software -----------------------------------------------------------------------------
+
+SOFTWARE_BUSY = frozenset({"Pending", "InProgress", "RollbackInProgress"})
+SOFTWARE_FAILED = frozenset({"Failed", "RollbackComplete"})
+
+
+def software_state(sm: Any, name: str) -> dict[str, Any] | None:
+    """{status (the cluster's), groups: {group: SoftwareUpdateStatus or None}} or None."""
+    described = _describe(sm, name)
+    if described is None:
+        return None
+    return {"status": described.get("ClusterStatus"),
+            "groups": {g.get("InstanceGroupName"): g.get("SoftwareUpdateStatus")
+                       for g in described.get("InstanceGroups") or ()}}
+
+
+def last_software_update(sm: Any, name: str, groups: Sequence[str] | None = None) -> str | None:
+    """The newest `LastSoftwareUpdateTime` among the nodes of `groups` (None: all), ISO 8601:
+    recorded before an update is asked for, a newer one afterwards shows it went through."""
+    times = [n["software_updated_at"] for n in list_nodes(sm, name)
+             if n["software_updated_at"] and (not groups or n["instance_group"] in groups)]
+    return max(times) if times else None
+
+
+def software_update_running(state: Mapping[str, Any], groups: Sequence[str] | None) -> bool:
+    """Whether an update of the software of `groups` (None: all) is under way: the evidence
+    an earlier attempt's call went through."""
+    names = groups or list(state["groups"])
+    return state["status"] == SYSTEM_UPDATING or any(
+        state["groups"].get(g) in SOFTWARE_BUSY for g in names)
+
+
+def start_software_update(sm: Any, name: str, groups: Sequence[str] | None = None,
+                          image_id: str | None = None, owner: str | None = None) -> None:
+    """UpdateClusterSoftware: the nodes of `groups` (None: every group) get the newest
+    HyperPod software (or `image_id`), node by node. Deep health checks running, or the
+    cluster not InService, is a wait (`NotYet`)."""
+    described = _describe(sm, name)
+    if described is None:
+        raise HyperPodError(f"HyperPod cluster {name} does not exist", "not_found")
+    _check_owner(sm, described, owner or name)
+    if described.get("ClusterStatus") != IN_SERVICE:
+        raise NotYet(f"HyperPod cluster {name} is {described.get('ClusterStatus')}; its "
+                     "software can be updated once it is InService", 30.0)
+    request: dict[str, Any] = {"ClusterName": name}
+    if groups:
+        request["InstanceGroups"] = [{"InstanceGroupName": g} for g in groups]
+    if image_id:
+        request["ImageId"] = image_id
+    try:
+        sm.update_cluster_software(**request)
+    except ClientError as exc:
+        message = (exc.response.get("Error") or {}).get("Message") or ""
+        if "deep health check" in message.lower():
+            raise NotYet(f"deep health checks are running on cluster {name}; the software "
+                         "update starts once they finish", 60.0) from exc
         if error_code(exc) in ("ConflictException", "ResourceInUse"):
             raise NotYet(f"HyperPod cluster {name} is busy: {message}", 30.0) from exc
         raise

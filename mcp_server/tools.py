@@ -335,6 +335,20 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+SOFTWARE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="update_cluster_software", method="POST",
+        path="/api/v1/clusters/{name}/software-update", title="Update node software",
+        description="Update the HyperPod software (AMI, drivers, agents) of a cluster's nodes "
+        "(every group, or the ones named), rolled out node by node by AWS; pods on a node being "
+        "updated are disrupted, so confirm with the user and prefer a quiet time. Refused while "
+        "another change holds the cluster." + _FOLLOW,
+        notes={"name": "Name of the cluster."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 _STORAGE_NOTES = {"cluster": "Name of the cluster.",
                   "name": "Name of the storage item (its claim's name)."}
 
@@ -488,6 +502,7 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *STORAGE_TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
+                               *STORAGE_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -3,6 +3,7 @@ worker runs only these). Adding a kind adds a line here."""
 
 from __future__ import annotations
 
+from tasks.cluster_software import SOFTWARE_UPDATE
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
@@ -20,4 +21,5 @@ KINDS = kind_table(
     GROUP_CREATE,
     GROUP_UPDATE,
     GROUP_DELETE,
+    SOFTWARE_UPDATE,
 )

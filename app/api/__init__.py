@@ -6,6 +6,7 @@ from flask_smorest import Api
 
 from app.api import (
     auth,
+    cluster_software,
     clusters,
     discovery,
     health,
@@ -16,7 +17,7 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, operations.blp)
+              instance_groups.blp, cluster_software.blp, operations.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -127,6 +127,7 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", "/api/v1/clusters/walk-c/instance-groups",
          {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1}),
         ("PATCH", "/api/v1/clusters/walk-c/instance-groups/workers", {"instance_count": 3}),
+        ("POST", "/api/v1/clusters/walk-c/software-update", {}),
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
@@ -241,7 +242,7 @@ def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, fa
         if method != "GET":
             _walker(operation, method, operation.path, viewer)()
             walked.append((method, operation.path))
-    assert len(walked) >= 14, walked
+    assert len(walked) >= 15, walked
     _assert_unchanged(before, _snapshot(stack))
 
 
@@ -279,6 +280,7 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, t
                                "instance_type": "ml.g5.8xlarge", "instance_count": 1},
         "update_instance_group": {"cluster": "walk-c", "name": "workers", "instance_count": 3},
         "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
+        "update_cluster_software": {"name": "walk-c"},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
     }

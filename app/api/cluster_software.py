@@ -1,0 +1,44 @@
+"""Cluster software: update the HyperPod software of a cluster's nodes, and upgrade its EKS
+Kubernetes version. Each is an operation on `cluster/<c>` that waits for AWS to finish."""
+
+from __future__ import annotations
+
+from flask_smorest import Blueprint
+
+from app import mutations
+from app.errors import ApiError
+from app.permissions import access
+from app.readmodels import clusters as readmodel
+from app.readmodels import instance_groups as groups_model
+from schemas.cluster_software import SoftwareUpdateSchema
+from schemas.common import MutationReplySchema
+from tasks.cluster_software import SOFTWARE_UPDATE
+
+blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
+                description="Cluster software: HyperPod node software, Kubernetes version")
+
+
+@blp.route("/<string:name>/software-update", methods=["POST"])
+@access("operator")
+@blp.arguments(SoftwareUpdateSchema)
+@blp.response(202, MutationReplySchema)
+def software_update(body, name):
+    """Update the HyperPod software (AMI, drivers, agents) of the cluster's nodes, group by
+    group and node by node as AWS rolls it out; running pods on a node being updated are
+    disrupted. The operation follows the update until AWS has finished."""
+    params = {**body, "name": name}
+
+    def precheck() -> None:
+        found = readmodel.find(name)
+        if found.imported:
+            raise ApiError(409, "conflict", f"cluster {name!r} was imported: hypd reads it "
+                                            "but does not update its software")
+        groups = groups_model.read(found)
+        unknown = [g for g in body.get("instance_groups") or () if groups.detail(g) is None]
+        if unknown:
+            raise ApiError(422, "validation_failed",
+                           f"cluster {name!r} has no instance group {', '.join(unknown)}",
+                           {"fields": {"instance_groups": [f"unknown: {', '.join(unknown)}"]}})
+        params["region"] = found.region
+
+    return mutations.submit(SOFTWARE_UPDATE, f"cluster/{name}", params, precheck)
