@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from kubernetes.client import ApiClient
 
 from cloud import kube
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
-from cloud.errors import Refusal
+from cloud.errors import NotYet, Refusal
 
 DATA_FILE = Path(__file__).parent / "data" / "dependencies.yaml"
 MANIFEST_DIR = Path(__file__).parent / "manifests"
@@ -504,8 +504,9 @@ def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None
             "status": addon.get("status"), "version": addon.get("addonVersion")}
 
 
-def _default_version(eks: Any, cluster: str, name: str) -> str:
-    version = eks.describe_cluster(name=cluster)["cluster"]["version"]
+def _default_version(eks: Any, cluster: str, name: str, version: str | None = None) -> str:
+    """The add-on version EKS marks default for the cluster's Kubernetes (or `version`)."""
+    version = version or eks.describe_cluster(name=cluster)["cluster"]["version"]
     reply = eks.describe_addon_versions(addonName=name, kubernetesVersion=version)
     for addon in reply.get("addons") or ():
         for candidate in addon.get("addonVersions") or ():
@@ -513,6 +514,28 @@ def _default_version(eks: Any, cluster: str, name: str) -> str:
                 return candidate["addonVersion"]
     raise DependencyError(f"EKS offers no default {name} version for Kubernetes {version}",
                           "upstream_error")
+
+
+def upgrade_addons(eks: Any, cluster: str, kubernetes_version: str,
+                   token: Callable[[str], str]) -> list[dict[str, str]]:
+    """After a Kubernetes upgrade: every EKS add-on of the cluster moved to the version EKS
+    marks default for the new Kubernetes version, where it runs another. An add-on already
+    there, or already updating to it, is not asked again; `token(name)` gives each call its
+    client request token. Answers [{name, from, to}] of the updates asked for."""
+    asked = []
+    for name in _list_addons(eks, cluster):
+        state = addon_state(eks, cluster, name)
+        if state is None:
+            continue
+        wanted = _default_version(eks, cluster, name, kubernetes_version)
+        if state["version"] == wanted:
+            continue
+        if state["status"] in ADDON_SETTLING:
+            raise NotYet(f"add-on {name} is {state['status']}", 15.0)
+        eks.update_addon(clusterName=cluster, addonName=name, addonVersion=wanted,
+                         resolveConflicts="PRESERVE", clientRequestToken=token(name))
+        asked.append({"name": name, "from": state["version"], "to": wanted})
+    return asked
 
 
 # ---------------------------------------------------------------------------------------

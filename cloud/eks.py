@@ -212,6 +212,95 @@ def cluster_wait(eks: Any, name: str) -> float | None:
     return 60.0 if status == CREATING else 15.0
 
 
+# -- Kubernetes version -------------------------------------------------------------------------
+
+VERSION_UPDATE = "VersionUpdate"
+UPDATE_DONE = "Successful"
+UPDATE_FAILED = ("Failed", "Cancelled")
+
+
+def minor(version: str) -> tuple[int, int]:
+    major, _, rest = version.partition(".")
+    return int(major), int(rest.split(".")[0])
+
+
+def next_minor(version: str) -> str:
+    """The only version EKS upgrades `version` to: one minor version up."""
+    major, minor_number = minor(version)
+    return f"{major}.{minor_number + 1}"
+
+
+def _updates(eks: Any, name: str) -> list[dict[str, Any]]:
+    ids, kwargs = [], {"name": name}
+    while True:
+        reply = eks.list_updates(**kwargs)
+        ids += reply.get("updateIds") or []
+        if not reply.get("nextToken"):
+            break
+        kwargs["nextToken"] = reply["nextToken"]
+    return [eks.describe_update(name=name, updateId=i)["update"] for i in ids]
+
+
+def version_update(eks: Any, name: str, version: str) -> dict[str, Any] | None:
+    """The cluster's update to `version` that is under way or done, if any: the evidence an
+    earlier attempt's UpdateClusterVersion went through."""
+    for update in _updates(eks, name):
+        params = {p.get("type"): p.get("value") for p in update.get("params") or ()}
+        if update.get("type") == VERSION_UPDATE and params.get("Version") == version and (
+                update.get("status") not in UPDATE_FAILED):
+            return update
+    return None
+
+
+def start_version_update(eks: Any, name: str, version: str, token: str) -> str | None:
+    """Ask EKS to upgrade the cluster to `version` (one minor version above its own);
+    answers the update's id, None when the cluster runs `version` already. An update to
+    `version` already under way is followed, not asked for again (`clientRequestToken` keeps
+    a replay of the same call from starting a second one)."""
+    found = describe(eks, name)
+    if found is None:
+        raise EksError(f"EKS cluster {name} does not exist", "not_found")
+    if not made_by_hypd_for(found.get("tags"), name):
+        raise EksError(f"EKS cluster {name} was not created by hypd: hypd does not upgrade it")
+    current = found.get("version") or ""
+    if current == version:
+        return None
+    if next_minor(current) != version:
+        raise EksError(f"EKS upgrades one minor version at a time: cluster {name} runs "
+                       f"{current}, so the next version is {next_minor(current)}, not {version}",
+                       "validation_failed")
+    running = version_update(eks, name, version)
+    if running is not None:
+        return running["id"]
+    if found.get("status") != ACTIVE:
+        raise NotYet(f"EKS cluster {name} is {found.get('status')}; it can be upgraded once "
+                     "ACTIVE", 30.0)
+    try:
+        reply = eks.update_cluster_version(name=name, version=version,
+                                           clientRequestToken=token)
+    except ClientError as exc:
+        if error_code(exc) == "ResourceInUseException":
+            raise NotYet(f"EKS cluster {name} is busy with another update", 30.0) from exc
+        raise
+    return reply["update"]["id"]
+
+
+def version_wait(eks: Any, name: str, version: str, update_id: str | None) -> float | None:
+    """None once the cluster runs `version` and is ACTIVE; seconds to look again while the
+    update runs; EksError when EKS reports it failed."""
+    if update_id:
+        update = eks.describe_update(name=name, updateId=update_id)["update"]
+        if update.get("status") in UPDATE_FAILED:
+            errors = "; ".join(e.get("errorMessage", "") for e in update.get("errors") or ())
+            raise EksError(f"the upgrade of EKS cluster {name} to {version} "
+                           f"{update['status'].lower()}: {errors or 'no details from EKS'}",
+                           "upstream_error")
+    found = describe(eks, name) or {}
+    if found.get("version") == version and found.get("status") == ACTIVE:
+        return None
+    return 60.0
+
+
 def delete_cluster(eks: Any, name: str) -> bool:
     """Start deleting the cluster if hypd made it. False when it is already gone; True when
     deletion was started or is under way. Refuses (EksError) a cluster hypd did not make."""

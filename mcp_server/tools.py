@@ -346,6 +346,17 @@ SOFTWARE_TOOLS: tuple[ToolSpec, ...] = (
         notes={"name": "Name of the cluster."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
+    ToolSpec(
+        name="upgrade_kubernetes", method="POST",
+        path="/api/v1/clusters/{name}/kubernetes-version", title="Upgrade Kubernetes",
+        description="Upgrade a cluster's EKS Kubernetes version by one minor version (EKS allows "
+        "no bigger step; get_cluster shows the current one), then move its EKS add-ons to the "
+        "new version's defaults. The control plane stays available; it takes 10-20 minutes on "
+        "AWS and cannot be undone: confirm with the user. Already at that version: changed "
+        "false." + _FOLLOW,
+        notes={"name": "Name of the cluster."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
 )
 
 

@@ -1,9 +1,12 @@
-"""Operation kind `cluster.software_update` (target `cluster/<c>`): HyperPod's
-UpdateClusterSoftware for the cluster's nodes, followed until AWS has finished.
+"""Operation kinds on target `cluster/<c>` that change a cluster's software:
 
-The call has no client token: before sending it again after a crash, the step looks for
-the update it would start (the cluster SystemUpdating, a group's SoftwareUpdateStatus busy)
-and, finding it, follows that one instead of starting a second.
+- `cluster.software_update`: HyperPod's UpdateClusterSoftware for the cluster's nodes,
+  followed until AWS has finished. The call has no client token: before sending it again
+  after a crash, the step looks for the update it would start (running now, or nodes
+  updated since the newest update time recorded before the call) and follows that one.
+- `cluster.kubernetes_upgrade`: EKS one minor version up (UpdateClusterVersion with a client
+  token; an update to that version already under way is followed), then every EKS add-on
+  moved to the version EKS marks default for the new Kubernetes version.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cloud import hyperpod
+from cloud import addons, eks, hyperpod
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed
 from tasks.outcomes import guarded
 
@@ -74,6 +77,45 @@ def wait_update(ctx: StepContext) -> float | None:
     return SOFTWARE_POLL_S
 
 
+# -- Kubernetes version ---------------------------------------------------------------------------
+
+@guarded
+def upgrade_eks(ctx: StepContext) -> dict[str, Any]:
+    update_id = eks.start_version_update(ctx.client("eks"), _cluster(ctx),
+                                         ctx.params["version"], ctx.token("eks_version"))
+    return {"update_id": update_id, "version": ctx.params["version"]}
+
+
+@guarded
+def wait_eks(ctx: StepContext) -> float | None:
+    later = eks.version_wait(ctx.client("eks"), _cluster(ctx), ctx.params["version"],
+                             ctx.resources.get("update_id"))
+    if later:
+        ctx.detail(f"EKS is upgrading {_cluster(ctx)} to Kubernetes {ctx.params['version']}")
+    return later
+
+
+@guarded
+def upgrade_addons(ctx: StepContext) -> dict[str, Any]:
+    asked = addons.upgrade_addons(ctx.client("eks"), _cluster(ctx), ctx.params["version"],
+                                  lambda name: ctx.token("addon", name))
+    done = [*(ctx.resources.get("updated") or []), *asked]
+    return {"updated": done}
+
+
+@guarded
+def wait_addons(ctx: StepContext) -> float | None:
+    names = [a["name"] for a in ctx.resources.get("updated") or ()]
+    state = addons.addons_settled(ctx.client("eks"), _cluster(ctx), names)
+    if state["failed"]:
+        raise StepFailed("add-ons failed to update: " + "; ".join(state["failed"]),
+                         "upstream_error")
+    if state["pending"]:
+        ctx.detail("updating add-ons: " + ", ".join(state["pending"]))
+        return 15.0
+    return None
+
+
 def cluster_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['name']}"
 
@@ -82,5 +124,14 @@ SOFTWARE_UPDATE = OperationKind(
     name="cluster.software_update",
     steps=(Step("software", "Update the HyperPod software of the nodes", start_update,
                 wait_update),),
+    resource_url=cluster_url,
+)
+KUBERNETES_UPGRADE = OperationKind(
+    name="cluster.kubernetes_upgrade",
+    steps=(
+        Step("eks_version", "Upgrade EKS one minor version", upgrade_eks, wait_eks),
+        Step("addons", "Move the EKS add-ons to the new version's defaults", upgrade_addons,
+             wait_addons),
+    ),
     resource_url=cluster_url,
 )

@@ -3,7 +3,7 @@ worker runs only these). Adding a kind adds a line here."""
 
 from __future__ import annotations
 
-from tasks.cluster_software import SOFTWARE_UPDATE
+from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
@@ -22,4 +22,5 @@ KINDS = kind_table(
     GROUP_UPDATE,
     GROUP_DELETE,
     SOFTWARE_UPDATE,
+    KUBERNETES_UPGRADE,
 )

@@ -3,6 +3,7 @@ Kubernetes version. Each is an operation on `cluster/<c>` that waits for AWS to 
 
 from __future__ import annotations
 
+from flask import jsonify
 from flask_smorest import Blueprint
 
 from app import mutations
@@ -10,9 +11,10 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import instance_groups as groups_model
-from schemas.cluster_software import SoftwareUpdateSchema
-from schemas.common import MutationReplySchema
-from tasks.cluster_software import SOFTWARE_UPDATE
+from cloud.eks import next_minor
+from schemas.cluster_software import KubernetesUpgradeSchema, SoftwareUpdateSchema
+from schemas.common import MutationReplySchema, NoChangeSchema
+from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 
 blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
                 description="Cluster software: HyperPod node software, Kubernetes version")
@@ -42,3 +44,36 @@ def software_update(body, name):
         params["region"] = found.region
 
     return mutations.submit(SOFTWARE_UPDATE, f"cluster/{name}", params, precheck)
+
+
+@blp.route("/<string:name>/kubernetes-version", methods=["POST"])
+@access("operator")
+@blp.arguments(KubernetesUpgradeSchema)
+@blp.response(202, MutationReplySchema)
+@blp.alt_response(200, schema=NoChangeSchema, description="the cluster runs that version")
+def kubernetes_upgrade(body, name):
+    """Upgrade the cluster's EKS Kubernetes version one minor version (EKS allows no
+    bigger step), then move its EKS add-ons to the new version's defaults. The control
+    plane stays available; nodes keep their version until their software is updated."""
+    replayed = mutations.replayed()
+    if replayed is not None:
+        return replayed
+    found = readmodel.find(name)
+    if found.imported:
+        raise ApiError(409, "conflict", f"cluster {name!r} was imported: hypd reads it but "
+                                        "does not upgrade it")
+    current = (found.eks or {}).get("version")
+    if not current:
+        raise ApiError(409, "conflict", f"cluster {name!r} has no EKS cluster yet")
+    wanted = body["version"]
+    if wanted == current:
+        return jsonify({"changed": False, "resource_url": f"/api/v1/clusters/{name}",
+                        "message": f"cluster {name!r} runs Kubernetes {current} already"})
+    if next_minor(current) != wanted:
+        raise ApiError(422, "validation_failed",
+                       f"EKS upgrades one minor version at a time: cluster {name!r} runs "
+                       f"{current}, so the next version is {next_minor(current)}",
+                       {"fields": {"version": [f"next is {next_minor(current)}"]}})
+    return mutations.submit(KUBERNETES_UPGRADE, f"cluster/{name}",
+                            {"name": name, "region": found.region, "version": wanted,
+                             "from_version": current})

@@ -128,6 +128,7 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
          {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1}),
         ("PATCH", "/api/v1/clusters/walk-c/instance-groups/workers", {"instance_count": 3}),
         ("POST", "/api/v1/clusters/walk-c/software-update", {}),
+        ("POST", "/api/v1/clusters/walk-c/kubernetes-version", {"version": "1.33"}),
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
@@ -242,7 +243,7 @@ def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, fa
         if method != "GET":
             _walker(operation, method, operation.path, viewer)()
             walked.append((method, operation.path))
-    assert len(walked) >= 15, walked
+    assert len(walked) >= 16, walked
     _assert_unchanged(before, _snapshot(stack))
 
 
@@ -281,6 +282,7 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, t
         "update_instance_group": {"cluster": "walk-c", "name": "workers", "instance_count": 3},
         "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
         "update_cluster_software": {"name": "walk-c"},
+        "upgrade_kubernetes": {"name": "walk-c", "version": "1.33"},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
     }

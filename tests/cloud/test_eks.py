@@ -760,3 +760,50 @@ def test_sandbox_cluster_from_create_to_server_side_apply(sandbox):
     settled = addons.addons_settled(eks_api, "sb-lab", names)
     assert settled["failed"] == [] and settled["missing"] == []
     assert sandbox.counters()["by_action"].get("eks:CreateAddon") == len(names)
+
+
+# -- Kubernetes version -----------------------------------------------------------------------
+
+
+def _version_stub(version="1.32", status="ACTIVE"):
+    from botocore.stub import Stubber
+
+    client = aws.client("eks", REGION, AWS_MODE)
+    stub = Stubber(client)
+    stub.add_response("describe_cluster", {"cluster": {
+        "name": "lab", "version": version, "status": status,
+        "tags": {"hypd:managed-by": "hypd", "hypd:cluster": "lab"}}}, {"name": "lab"})
+    return client, stub
+
+
+def test_an_upgrade_goes_one_minor_version_and_sends_its_token():
+    assert eks.next_minor("1.32") == "1.33" and eks.next_minor("1.9") == "1.10"
+    client, stub = _version_stub()
+    stub.add_response("list_updates", {"updateIds": []}, {"name": "lab"})
+    stub.add_response("update_cluster_version", {"update": {"id": "u-1"}},
+                      {"name": "lab", "version": "1.33", "clientRequestToken": "tok"})
+    with stub:
+        assert eks.start_version_update(client, "lab", "1.33", "tok") == "u-1"
+    stub.assert_no_pending_responses()
+
+
+def test_an_update_already_under_way_is_followed_not_asked_again():
+    client, stub = _version_stub()
+    stub.add_response("list_updates", {"updateIds": ["u-0", "u-9"]}, {"name": "lab"})
+    stub.add_response("describe_update", {"update": {
+        "id": "u-0", "type": "VersionUpdate", "status": "Failed",
+        "params": [{"type": "Version", "value": "1.33"}]}}, {"name": "lab", "updateId": "u-0"})
+    stub.add_response("describe_update", {"update": {
+        "id": "u-9", "type": "VersionUpdate", "status": "InProgress",
+        "params": [{"type": "Version", "value": "1.33"}]}}, {"name": "lab", "updateId": "u-9"})
+    with stub:  # no update_cluster_version queued: calling it would fail the stub
+        assert eks.start_version_update(client, "lab", "1.33", "tok") == "u-9"
+
+
+def test_an_upgrade_that_skips_a_version_or_is_done_sends_nothing():
+    client, stub = _version_stub(version="1.31")
+    with stub, pytest.raises(eks.EksError, match=r"next version is 1\.32"):
+        eks.start_version_update(client, "lab", "1.33", "tok")
+    client, stub = _version_stub(version="1.33")
+    with stub:
+        assert eks.start_version_update(client, "lab", "1.33", "tok") is None
