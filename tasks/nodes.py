@@ -72,7 +72,7 @@ def _adopt(ctx: StepContext, action: NodeAction, sent: list[str],
 
 
 def _failure_message(action: NodeAction, failed: list[dict[str, Any]], total: int) -> str:
-    shown = "; ".join(f"{f['node_id']}: {f['code']}: {f['message']}"
+    shown = "; ".join(f"{f['node_id']}: {f['code']}: {(f['message'] or '').rstrip('.')}"
                       for f in failed[:SHOWN_IN_DETAIL])
     more = len(failed) - SHOWN_IN_DETAIL
     return (f"{len(failed)} of {total} nodes were not {action.done} ({action.operation} "
