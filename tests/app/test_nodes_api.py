@@ -12,9 +12,11 @@ from collections import Counter
 import pytest
 
 from cloud.preflight import quota_name
+from schemas.nodes import NodeDetailSchema, NodeListSchema
 from tasks.nodes import listing_cache_key
 from tests.app.test_clusters_api import ZONE, _calls, _client, _last_seq
 from tests.cloud.botocore_shape import validate_input
+from tests.mcp_server.test_mcp_e2e import _follow, _stdio
 from tests.stack import wait_until
 
 TYPE = "ml.g4dn.xlarge"  # 10 addresses a node: a few hundred fit in one /20
@@ -125,6 +127,7 @@ def test_pages_hold_every_node_once_in_id_order_joined_with_kubernetes(stack, cl
     assert ids == sorted(ids)
     assert all(len(r["items"]) <= 37 for r in replies) and len(replies) == -(-len(ids) // 37)
     assert {r["total"] for r in replies} == {len(ids)}
+    assert all(NodeListSchema().validate(r) == {} for r in replies)
     assert all(r["kubernetes_readable"] for r in replies)
     kube = _kube_nodes(stack, cluster)
     running = [n for n in items if n["status"] == "Running"]
@@ -227,6 +230,7 @@ def test_one_node_in_full_with_its_pods_and_events(stack, cluster):
             nonsense = c.get(f"/api/v1/clusters/{cluster}/nodes/not-a-node")
     finally:
         kube.delete_object("v1", "Pod", "trainer", "default")
+    assert NodeDetailSchema().validate(node) == {}
     assert node["id"] == node_id and node["status"] == "Running"
     assert node["instance_group"] == "workers" and node["availability_zone"] == ZONE
     assert node["node_name"] == f"hyperpod-{node_id}" and node["ready"] is True
@@ -288,6 +292,29 @@ def test_nodes_of_an_imported_cluster_are_read_but_not_acted_on(stack, cluster):
             assert "imported" in refused.json()["error"]["message"]
         finally:
             c.delete(f"/api/v1/clusters/{name}")
+
+
+# -- over MCP ------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_an_agent_investigates_then_reboots_over_mcp(stack, cluster):
+    """The playbook's path with a real MCP client over stdio: list, look, act, follow."""
+    stack.wait_idle()
+    async with _stdio(stack, stack.operator_token) as client:
+        listed = (await client.call_tool("list_nodes", {
+            "cluster": cluster, "instance_group": "workers", "limit": 2})).structured_content
+        assert len(listed["items"]) == 2 and listed["total"] == WORKERS
+        ids = [n["id"] for n in listed["items"]]
+        node = (await client.call_tool("get_node", {"cluster": cluster, "node_id": ids[0]}))
+        assert node.structured_content["status"] == "Running"
+        refused = await client.call_tool("reboot_nodes", {"cluster": cluster,
+                                                          "node_ids": ["not-a-node"]})
+        assert refused.is_error and "validation_failed" in refused.content[0].text
+        reply = (await client.call_tool("reboot_nodes", {"cluster": cluster,
+                                                         "node_ids": ids})).structured_content
+        done = await _follow(client, reply)
+    assert done["operation"]["status"] == "succeeded", done
+    assert done["operation"]["kind"] == "nodes.reboot"
 
 
 # -- the actions -----------------------------------------------------------------------------
