@@ -27,7 +27,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from cloud import kube
-from cloud.aws import is_not_found
+from cloud.aws import is_not_found, is_transient
 from cloud.capacity import labels_of, taints_of
 from cloud.errors import Refusal
 from cloud.hyperpod import _absent, _iso, list_nodes, model_limit
@@ -208,14 +208,14 @@ def describe_node(sm: Any, cluster: str, node_id: str) -> dict[str, Any] | None:
 def node_events(sm: Any, cluster: str, node_id: str,
                 limit: int = NODE_EVENTS_SHOWN) -> list[dict[str, Any]]:
     """The instance's most recent HyperPod events, newest first ([] where the API has
-    none)."""
+    none: AWS keeps events only for clusters with continuous provisioning)."""
     try:
         reply = sm.list_cluster_events(ClusterName=cluster, NodeId=node_id,
                                        SortOrder="Descending", MaxResults=limit)
     except ClientError as exc:
-        if is_not_found(exc) or _absent(exc):
-            return []
-        raise
+        if is_transient(exc):
+            raise
+        return []
     return [{"id": e.get("EventId"), "at": _iso(e.get("EventTime")),
              "level": e.get("EventLevel"), "description": e.get("Description")}
             for e in reply.get("Events") or ()]
