@@ -239,18 +239,22 @@ def list_nodes(sm: Any, name: str) -> list[dict[str, Any]]:
         ClusterName=name,
         PaginationConfig={"PageSize": model_limit("ListClusterNodes", "MaxResults")})
     for page in pages:
-        for node in page.get("ClusterNodeSummaries") or ():
-            status = node.get("InstanceStatus") or {}
-            nodes.append({
-                "id": node.get("InstanceId"),
-                "instance_group": node.get("InstanceGroupName"),
-                "instance_type": node.get("InstanceType"),
-                "status": status.get("Status") or "Unknown",
-                "message": status.get("Message") or None,
-                "launched_at": _iso(node.get("LaunchTime")),
-                "hostname": node.get("PrivateDnsHostname"),
-            })
+        nodes += [node_view(node) for node in page.get("ClusterNodeSummaries") or ()]
     return nodes
+
+
+def node_view(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A node as ListClusterNodes or DescribeClusterNode reports it, in hypd's words."""
+    status = node.get("InstanceStatus") or {}
+    return {
+        "id": node.get("InstanceId"),
+        "instance_group": node.get("InstanceGroupName"),
+        "instance_type": node.get("InstanceType"),
+        "status": status.get("Status") or "Unknown",
+        "message": status.get("Message") or None,
+        "launched_at": _iso(node.get("LaunchTime")),
+        "hostname": node.get("PrivateDnsHostname"),
+    }
 
 
 def list_clusters(sm: Any, managed_only: bool = False) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from cloud import kube
 from cloud.aws import is_not_found, is_transient
 from cloud.capacity import labels_of, taints_of
 from cloud.errors import Refusal
-from cloud.hyperpod import _absent, _iso, list_nodes, model_limit
+from cloud.hyperpod import _absent, _iso, list_nodes, model_limit, node_view
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
@@ -182,19 +182,12 @@ def describe_node(sm: Any, cluster: str, node_id: str) -> dict[str, Any] | None:
         if is_not_found(exc) or _absent(exc):
             return None
         raise
-    status = details.get("InstanceStatus") or {}
     placement = details.get("Placement") or {}
     k8s = details.get("KubernetesConfig") or {}
     current = {"KubernetesConfig": {"Labels": k8s.get("CurrentLabels") or {},
                                     "Taints": k8s.get("CurrentTaints") or []}}
     return {
-        "id": details.get("InstanceId"),
-        "instance_group": details.get("InstanceGroupName"),
-        "instance_type": details.get("InstanceType"),
-        "status": status.get("Status") or "Unknown",
-        "message": status.get("Message") or None,
-        "launched_at": _iso(details.get("LaunchTime")),
-        "hostname": details.get("PrivateDnsHostname"),
+        **node_view(details),
         "private_ip": details.get("PrivatePrimaryIp"),
         "availability_zone": placement.get("AvailabilityZone"),
         "capacity_type": details.get("CapacityType"),

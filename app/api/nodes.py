@@ -97,13 +97,21 @@ def _act(cluster: str, action_name: str, body: dict[str, Any]):
     return reply
 
 
-@blp.route("/<string:cluster>/nodes/reboot", methods=["POST"])
-@access("operator")
-@blp.arguments(NodeActionSchema)
-@blp.response(202, MutationReplySchema)
-@blp.alt_response(409, description="a node is not Running, the cluster was imported, or "
-                                   "another node operation runs")
-@blp.alt_response(422, description="a node id is unknown (named)")
+def _action_route(action: str, refused_state: str):
+    """What every node action route declares; each one's docstring says what it does."""
+    def register(view):
+        view = blp.alt_response(422, description="a node id is unknown (named)")(view)
+        view = blp.alt_response(409, description=f"{refused_state}, the cluster was "
+                                "imported, or another node operation runs")(view)
+        view = blp.response(202, MutationReplySchema)(view)
+        view = blp.arguments(NodeActionSchema)(view)
+        view = access("operator")(view)
+        return blp.route(f"/<string:cluster>/nodes/{action}", methods=["POST"])(view)
+
+    return register
+
+
+@_action_route("reboot", "a node is not Running")
 def reboot(body, cluster):
     """Reboot nodes (BatchRebootClusterNodes, a soft recovery: the OS restarts, the instance
     and its local disks stay). Pods on them are disrupted: their controllers reschedule
@@ -113,13 +121,7 @@ def reboot(body, cluster):
     return _act(cluster, "reboot", body)
 
 
-@blp.route("/<string:cluster>/nodes/replace", methods=["POST"])
-@access("operator")
-@blp.arguments(NodeActionSchema)
-@blp.response(202, MutationReplySchema)
-@blp.alt_response(409, description="a node is neither Running nor in Failure, the cluster "
-                                   "was imported, or another node operation runs")
-@blp.alt_response(422, description="a node id is unknown (named)")
+@_action_route("replace", "a node is neither Running nor in Failure")
 def replace(body, cluster):
     """Replace nodes (BatchReplaceClusterNodes): each instance is terminated and a new one
     (a new node id) takes its place in the same group. Data on the instance's local disks
@@ -129,13 +131,7 @@ def replace(body, cluster):
     return _act(cluster, "replace", body)
 
 
-@blp.route("/<string:cluster>/nodes/delete", methods=["POST"])
-@access("operator")
-@blp.arguments(NodeActionSchema)
-@blp.response(202, MutationReplySchema)
-@blp.alt_response(409, description="a node is already shutting down, the cluster was "
-                                   "imported, or another node operation runs")
-@blp.alt_response(422, description="a node id is unknown (named)")
+@_action_route("delete", "a node is already shutting down")
 def delete(body, cluster):
     """Delete nodes (BatchDeleteClusterNodes): the instances are terminated and not
     replaced, and each one's instance group shrinks by one (its target count drops). Pods
