@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from flask import Flask, send_from_directory
+from flask import Flask, g, send_from_directory
 
 from app import auth, errors
 from app.api import register_blueprints
@@ -59,6 +60,19 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
     def dashboard():
         response = send_from_directory(STATIC_DIR, "index.html")
         response.headers["Cache-Control"] = "no-cache"  # pick up updated modules
+        return response
+
+    @app.before_request
+    def _started():
+        g.hypd_started = time.perf_counter()  # first: the time includes the token check
+
+    @app.after_request
+    def _server_timing(response):
+        """How long the server spent on the request (what bench/ scripts report)."""
+        started = g.get("hypd_started")
+        if started is not None:
+            response.headers["Server-Timing"] = \
+                f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
         return response
 
     @app.after_request

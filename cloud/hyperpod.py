@@ -17,11 +17,13 @@ ListClusterEvents `Events[]`; ListTags; DeleteCluster.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import botocore.session
 from botocore.exceptions import ClientError
 
 from cloud.aws import (
@@ -231,23 +233,29 @@ def describe(sm: Any, name: str, events: int = EVENTS_SHOWN) -> dict[str, Any] |
 
 
 def list_nodes(sm: Any, name: str) -> list[dict[str, Any]]:
-    """Every node of the cluster (ListClusterNodes, all pages)."""
+    """Every node of the cluster (ListClusterNodes, all pages, as large as AWS allows)."""
     nodes = []
-    pages = sm.get_paginator("list_cluster_nodes").paginate(ClusterName=name)
+    pages = sm.get_paginator("list_cluster_nodes").paginate(
+        ClusterName=name,
+        PaginationConfig={"PageSize": model_limit("ListClusterNodes", "MaxResults")})
     for page in pages:
-        for node in page.get("ClusterNodeSummaries") or ():
-            status = node.get("InstanceStatus") or {}
-            nodes.append({
-                "id": node.get("InstanceId"),
-                "instance_group": node.get("InstanceGroupName"),
-                "instance_type": node.get("InstanceType"),
-                "status": status.get("Status") or "Unknown",
-                "message": status.get("Message") or None,
-                "launched_at": _iso(node.get("LaunchTime")),
-                "software_updated_at": _iso(node.get("LastSoftwareUpdateTime")),
-                "hostname": node.get("PrivateDnsHostname"),
-            })
+        nodes += [node_view(node) for node in page.get("ClusterNodeSummaries") or ()]
     return nodes
+
+
+def node_view(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A node as ListClusterNodes or DescribeClusterNode reports it, in hypd's words."""
+    status = node.get("InstanceStatus") or {}
+    return {
+        "id": node.get("InstanceId"),
+        "instance_group": node.get("InstanceGroupName"),
+        "instance_type": node.get("InstanceType"),
+        "status": status.get("Status") or "Unknown",
+        "message": status.get("Message") or None,
+        "launched_at": _iso(node.get("LaunchTime")),
+        "software_updated_at": _iso(node.get("LastSoftwareUpdateTime")),
+        "hostname": node.get("PrivateDnsHostname"),
+    }
 
 
 def list_clusters(sm: Any, managed_only: bool = False) -> list[dict[str, Any]]:
@@ -418,6 +426,16 @@ def delete_cluster(sm: Any, name: str, owner: str | None = None) -> bool:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _model() -> Any:
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+def model_limit(operation: str, member: str) -> int:
+    """The `max` botocore's model sets on a request member (a list's length, a page size)."""
+    return int(_model().operation_model(operation).input_shape.members[member].metadata["max"])
 
 
 def _absent(exc: ClientError) -> bool:

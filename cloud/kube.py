@@ -243,16 +243,19 @@ def get_object(api: ApiClient, api_version: str, kind: str, name: str,
 
 
 def list_objects(api: ApiClient, api_version: str, kind: str, namespace: str | None = None,
-                 label_selector: str | Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+                 label_selector: str | Mapping[str, str] | None = None,
+                 field_selector: str | None = None) -> list[dict[str, Any]]:
     """Objects of a kind (in `namespace`, or in all namespaces), optionally by label
-    selector (a string or a {key: value} map). Each item carries apiVersion and kind.
-    A kind the server does not serve lists as empty."""
-    return list(iter_objects(api, api_version, kind, namespace, label_selector))
+    selector (a string or a {key: value} map) and field selector (`spec.nodeName=n`).
+    Each item carries apiVersion and kind. A kind the server does not serve lists as
+    empty."""
+    return list(iter_objects(api, api_version, kind, namespace, label_selector,
+                             field_selector))
 
 
 def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | None = None,
-                 label_selector: str | Mapping[str, str] | None = None
-                 ) -> Iterator[dict[str, Any]]:
+                 label_selector: str | Mapping[str, str] | None = None,
+                 field_selector: str | None = None) -> Iterator[dict[str, Any]]:
     if isinstance(label_selector, Mapping):
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(label_selector.items()))
     try:
@@ -266,6 +269,8 @@ def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | N
         query = [("limit", str(LIST_PAGE))]
         if label_selector:
             query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
         if token:
             query.append(("continue", token))
         try:

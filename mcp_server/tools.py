@@ -360,6 +360,67 @@ SOFTWARE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_NODE_NOTES = {"cluster": "Name of the cluster.",
+               "node_ids": "Node ids from list_nodes or get_node, each once."}
+_NODE_FOLLOW = (" Sent in batches of AWS's limit, each waited on before the next; per-node "
+                "refusals fail the operation and are named in the failed step's detail."
+                + _FOLLOW)
+
+NODE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_nodes", method="GET", path="/api/v1/clusters/{cluster}/nodes",
+        title="List a cluster's nodes",
+        description="A cluster's nodes, a page at a time: each HyperPod instance (group, "
+        "type, status and message) with its Kubernetes Node (ready, health label, "
+        "cordoned). Filter with health (e.g. UnschedulablePendingReboot, Unknown), status "
+        "(e.g. Failure) or instance_group; pass next_cursor as cursor until it is null. "
+        "Start every node investigation here, then get_node; it changes nothing.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="get_node", method="GET", path="/api/v1/clusters/{cluster}/nodes/{node_id}",
+        title="Get a node",
+        description="One node in full: HyperPod's status and message, zone, IP, capacity "
+        "type, its Kubernetes conditions and taints, the pods on it (what a reboot, replace "
+        "or delete would disrupt) and its recent HyperPod events. Read-only: investigate "
+        "with it before proposing any node action.",
+        notes={"cluster": "Name of the cluster.", "node_id": "From list_nodes."},
+    ),
+    ToolSpec(
+        name="reboot_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/reboot",
+        title="Reboot nodes",
+        description="Reboot Running nodes (soft recovery: the OS restarts, the instance and "
+        "its disks stay). Pods on them are disrupted and rescheduled by their controllers; "
+        "bare pods are lost. The first remedy after get_node, before replace_nodes; confirm "
+        "with the user and name the pods get_node lists." + _NODE_FOLLOW,
+        notes=_NODE_NOTES,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="replace_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/replace",
+        title="Replace nodes",
+        description="Replace Running or Failure nodes: each instance is terminated and a new "
+        "one (a new node id) joins the same group. Data on its local disks is lost; pods are "
+        "evicted and rescheduled by their controllers. Only when a reboot did not help or "
+        "the node is in Failure; confirm with the user first." + _NODE_FOLLOW,
+        notes=_NODE_NOTES,
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/delete",
+        title="Delete nodes",
+        description="Delete nodes for good: the instances are terminated, not replaced, and "
+        "each one's instance group shrinks by one. Pods are evicted; local data is lost. "
+        "Only to shrink a group by chosen nodes, never as a remedy for a sick node (use "
+        "replace_nodes); confirm with the user first." + _NODE_FOLLOW,
+        notes=_NODE_NOTES,
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 _STORAGE_NOTES = {"cluster": "Name of the cluster.",
                   "name": "Name of the storage item (its claim's name)."}
 
@@ -514,6 +575,6 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *STORAGE_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

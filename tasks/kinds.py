@@ -8,6 +8,7 @@ from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
+from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
 
 KINDS = kind_table(
@@ -23,4 +24,7 @@ KINDS = kind_table(
     GROUP_DELETE,
     SOFTWARE_UPDATE,
     KUBERNETES_UPGRADE,
+    NODES_REBOOT,
+    NODES_REPLACE,
+    NODES_DELETE,
 )

@@ -12,12 +12,13 @@ from app.api import (
     health,
     instance_groups,
     networks,
+    nodes,
     operations,
     storage,
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, operations.blp)
+              instance_groups.blp, cluster_software.blp, nodes.blp, operations.blp)
 
 
 def register_blueprints(api: Api) -> None:

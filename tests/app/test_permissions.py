@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -44,6 +45,7 @@ PRETENDING = {"X-Hypd-Role": "operator", "X-Forwarded-User": "operator",
               "X-Hypd-Dry-Run": "true"}
 
 OPEN_DRY_RUNS = {("POST", "/api/v1/clusters")}
+WALK_NODE = "i-0123456789abcdef0"
 
 
 # -- what a mutation would change --------------------------------------------------------------
@@ -130,6 +132,8 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", "/api/v1/clusters/walk-c/software-update", {}),
         ("POST", "/api/v1/clusters/walk-c/kubernetes-version", {"version": "1.33"}),
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
+        *[("POST", f"/api/v1/clusters/walk-c/nodes/{action}", {"node_ids": [WALK_NODE]})
+          for action in ("reboot", "replace", "delete")],
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
     ]
@@ -209,6 +213,10 @@ def _walker(operation: Any, method: str, route: str, viewer: dict[str, str]) -> 
 
 def test_a_viewer_changes_nothing_through_any_route(stack, targets):
     """Known-good requests for every mutating route, against real targets."""
+    mutating = {(m, p) for m, p, _ in _operations(_document(stack)) if m != "GET"}
+    covered = {(m, p) for m, p in mutating for km, kp, _ in _known_good(targets)
+               if km == m and re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", p), kp)}
+    assert covered == mutating, f"a mutating route is missing from the walk: {mutating - covered}"
     viewer = {"Authorization": f"Bearer {stack.viewer_token}"}
     before = _snapshot(stack)
     with httpx.Client(base_url=stack.url, timeout=60) as http:
@@ -283,6 +291,8 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, t
         "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
         "update_cluster_software": {"name": "walk-c"},
         "upgrade_kubernetes": {"name": "walk-c", "version": "1.33"},
+        **{f"{action}_nodes": {"cluster": "walk-c", "node_ids": [WALK_NODE]}
+           for action in ("reboot", "replace", "delete")},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
     }

@@ -190,12 +190,12 @@ def test_describe_pages_through_nodes_and_maps_events():
     stub.add_response("list_cluster_nodes", {
         "ClusterNodeSummaries": [dict(node, InstanceId="i-0aaaaaaaaaaaaaaa1",
                                       InstanceStatus={"Status": "Running"})],
-        "NextToken": "page-2"}, {"ClusterName": "lab"})
+        "NextToken": "page-2"}, {"ClusterName": "lab", "MaxResults": 100})
     stub.add_response("list_cluster_nodes", {
         "ClusterNodeSummaries": [dict(node, InstanceId="i-0aaaaaaaaaaaaaaa2",
                                       InstanceStatus={"Status": "DeepHealthCheckInProgress",
                                                       "Message": "stress test"})]},
-        {"ClusterName": "lab", "NextToken": "page-2"})
+        {"ClusterName": "lab", "NextToken": "page-2", "MaxResults": 100})
     stub.add_response("list_cluster_events", {"Events": [{
         "EventId": "e-1", "ClusterArn": "arn", "ClusterName": "lab", "ResourceType": "Instance",
         "EventTime": now, "EventLevel": "Warn", "InstanceGroupName": "workers",

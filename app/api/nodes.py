@@ -1,0 +1,140 @@
+"""A cluster's nodes: the paged listing (HyperPod joined with Kubernetes), one node, and the
+node actions — reboot, replace, delete — each an operation on `cluster/<c>/nodes`
+(tasks/nodes.py) that sends the ids in batches of AWS's limit.
+
+Escalation order, as the docs, the MCP tools and skills/node-health.md say it: investigate
+(read-only: the node, its events, its pods), then reboot, then replace; delete only to
+shrink a group."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app import mutations
+from app.errors import ApiError
+from app.permissions import access
+from app.readmodels import clusters as readmodel
+from app.readmodels import nodes as nodes_model
+from cloud.nodes import ACTIONS
+from schemas.common import MutationReplySchema
+from schemas.nodes import NodeActionSchema, NodeDetailSchema, NodeListQuerySchema, NodeListSchema
+from tasks.nodes import NODE_KINDS
+
+blp = Blueprint("nodes", __name__, url_prefix="/api/v1/clusters",
+                description="A cluster's nodes: read them, reboot, replace or delete them")
+
+
+@blp.route("/<string:cluster>/nodes")
+class Nodes(MethodView):
+    @access("viewer")
+    # an instance, not the class: webargs would build one per request on a paging route
+    @blp.arguments(NodeListQuerySchema(), location="query")
+    @blp.response(200, NodeListSchema)
+    def get(self, query, cluster):
+        """A cluster's nodes, a page at a time, ordered by node id: each HyperPod instance
+        (group, type, status and its message) with its Kubernetes Node (Ready, HyperPod's
+        health label, cordoned). Filter by instance group, health and status; pass
+        next_cursor back as cursor for the next page. Read from AWS and Kubernetes and kept
+        a few seconds (as_of says when), so paging through a large cluster is fast."""
+        body = nodes_model.page(cluster, query)
+        # rendered here, not by the schema: a page of a large cluster is on a hot path,
+        # and its content is NodeListSchema's (checked by the tests)
+        return Response(json.dumps(body, separators=(",", ":")), mimetype="application/json")
+
+
+@blp.route("/<string:cluster>/nodes/<string:node_id>")
+class Node(MethodView):
+    @access("viewer")
+    @blp.response(200, NodeDetailSchema)
+    def get(self, cluster, node_id):
+        """One node, read now: HyperPod's description (status and message, zone, IP,
+        capacity type, labels, taints), its Kubernetes Node's conditions, the pods on it
+        (what an action would disrupt) and its recent HyperPod events. Start here when a
+        node looks unhealthy."""
+        return nodes_model.detail(cluster, node_id)
+
+
+def _cluster(name: str) -> readmodel.ClusterRef:
+    found = readmodel.find(name)
+    if found.imported:
+        raise ApiError(409, "conflict", f"cluster {name!r} was imported: hypd reads its nodes "
+                                        "but does not act on them")
+    return found
+
+
+def _act(cluster: str, action_name: str, body: dict[str, Any]):
+    """Submit the action's operation after checking every node exists and is in a state
+    AWS would act on."""
+    action, node_ids = ACTIONS[action_name], body["node_ids"]
+    params: dict[str, Any] = {"cluster": cluster, "node_ids": node_ids}
+
+    def precheck() -> None:
+        found = _cluster(cluster)
+        now = nodes_model.instances(found)
+        unknown = [n for n in node_ids if n not in now]
+        if unknown:
+            raise ApiError(422, "validation_failed",
+                           f"cluster {cluster!r} has no node {', '.join(unknown)}",
+                           {"fields": {"node_ids": [f"unknown: {', '.join(unknown)}"]},
+                            "unknown": unknown})
+        refused = {n: now[n]["status"] for n in node_ids if not action.acts_on(now[n]["status"])}
+        if refused:
+            listed = ", ".join(f"{n} is {status}" for n, status in refused.items())
+            raise ApiError(409, "conflict",
+                           f"AWS would refuse to {action.name} these nodes: {listed}; it "
+                           f"{action.name}s nodes in {action.accepted_states()}",
+                           {"nodes": refused})
+        params.update(region=found.region, hyperpod_cluster=found.hyperpod_name)
+
+    reply = mutations.submit(NODE_KINDS[action_name], f"cluster/{cluster}/nodes", params,
+                             precheck)
+    nodes_model.forget(cluster)
+    return reply
+
+
+def _action_route(action: str, refused_state: str):
+    """What every node action route declares; each one's docstring says what it does."""
+    def register(view):
+        view = blp.alt_response(422, description="a node id is unknown (named)")(view)
+        view = blp.alt_response(409, description=f"{refused_state}, the cluster was "
+                                "imported, or another node operation runs")(view)
+        view = blp.response(202, MutationReplySchema)(view)
+        view = blp.arguments(NodeActionSchema)(view)
+        view = access("operator")(view)
+        return blp.route(f"/<string:cluster>/nodes/{action}", methods=["POST"])(view)
+
+    return register
+
+
+@_action_route("reboot", "a node is not Running")
+def reboot(body, cluster):
+    """Reboot nodes (BatchRebootClusterNodes, a soft recovery: the OS restarts, the instance
+    and its local disks stay). Pods on them are disrupted: their controllers reschedule
+    them elsewhere or back onto the node once it is Ready; bare pods are lost. Only Running
+    nodes. Sent in batches of 25, each waited on until its nodes run again. The first
+    remedy for a node that is stuck or unhealthy, after investigating it."""
+    return _act(cluster, "reboot", body)
+
+
+@_action_route("replace", "a node is neither Running nor in Failure")
+def replace(body, cluster):
+    """Replace nodes (BatchReplaceClusterNodes): each instance is terminated and a new one
+    (a new node id) takes its place in the same group. Data on the instance's local disks
+    is lost; pods on it are evicted and rescheduled by their controllers. Running or Failure
+    nodes. Sent in batches of 25, each waited on until the old instances are gone. For a
+    node a reboot did not fix."""
+    return _act(cluster, "replace", body)
+
+
+@_action_route("delete", "a node is already shutting down")
+def delete(body, cluster):
+    """Delete nodes (BatchDeleteClusterNodes): the instances are terminated and not
+    replaced, and each one's instance group shrinks by one (its target count drops). Pods
+    on them are evicted; local data is lost. Sent in batches of 25, each waited on until
+    the nodes are gone. To shrink a group by chosen nodes; not a remedy for sick nodes."""
+    return _act(cluster, "delete", body)
