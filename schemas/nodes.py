@@ -75,6 +75,8 @@ class NodeSchema(Schema):
     message = fields.String(allow_none=True, metadata={"description": "HyperPod's reason for "
                                                                       "the status"})
     launched_at = fields.String(allow_none=True)
+    software_updated_at = fields.String(allow_none=True, metadata={
+        "description": "when HyperPod last updated its software (UpdateClusterSoftware)"})
     hostname = fields.String(allow_none=True)
     node_name = fields.String(allow_none=True, metadata={"description": "the Kubernetes Node"})
     ready = fields.Boolean(allow_none=True, metadata={"description": "the Node's Ready "
