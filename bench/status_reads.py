@@ -84,21 +84,30 @@ def _p50(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-async def mcp_against_rest(stack: Stack, op_id: str, calls: int) -> dict[str, float]:
+async def mcp_against_rest(stack: Stack, op_id: str, calls: int,
+                           reply_file: Path) -> dict[str, float]:
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "app.cli", "mcp"], cwd=str(REPO),
         env={"HYPD_API_URL": stack.url, "HYPD_TOKEN": stack.operator_token,
              "PATH": os.environ.get("PATH", "")})
-    rest, via_mcp, whoami = [], [], []
+    floor_params = StdioServerParameters(
+        command=sys.executable, args=[str(REPO / "bench" / "mcp_floor.py"), str(reply_file)],
+        cwd=str(REPO), env={"PATH": os.environ.get("PATH", "")})
+    rest, via_mcp, whoami, sdk = [], [], [], []
     with httpx.Client(base_url=stack.url, timeout=30,
                       headers={"Authorization": f"Bearer {stack.operator_token}"}) as http:
-        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
-            for _ in range(20):  # warm both paths
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client, \
+                Client(floor_params, read_timeout_seconds=60, mode="legacy") as floor:
+            for _ in range(20):  # warm every path
                 await client.call_tool("get_operation", {"operation_id": op_id})
+                await floor.call_tool("get_fixed", {})
                 http.get(f"/api/v1/operations/{op_id}")
             for _ in range(calls):
+                start = time.perf_counter()
+                await floor.call_tool("get_fixed", {})
+                sdk.append(time.perf_counter() - start)
                 start = time.perf_counter()
                 http.get(f"/api/v1/operations/{op_id}").raise_for_status()
                 rest.append(time.perf_counter() - start)
@@ -109,7 +118,8 @@ async def mcp_against_rest(stack: Stack, op_id: str, calls: int) -> dict[str, fl
                 start = time.perf_counter()
                 await client.call_tool("whoami", {})
                 whoami.append(time.perf_counter() - start)
-    return {"rest": _p50(rest), "mcp": _p50(via_mcp), "whoami": _p50(whoami)}
+    return {"rest": _p50(rest), "mcp": _p50(via_mcp), "whoami": _p50(whoami),
+            "sdk": _p50(sdk)}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -171,10 +181,16 @@ def main() -> None:
         print(f"AWS calls made while serving the status reads: "
               f"{len(stack.sandbox.calls()) - aws_before}")
 
-        figures = asyncio.run(mcp_against_rest(stack, op_id, args.mcp_calls))
+        reply_file = stack.tmp / "operation-reply.json"
+        reply_file.write_bytes(body)
+        figures = asyncio.run(mcp_against_rest(stack, op_id, args.mcp_calls, reply_file))
         print(f"sequential, one keep-alive client, p50 of {args.mcp_calls}: REST read "
               f"{figures['rest']:.2f} ms; MCP get_operation over stdio {figures['mcp']:.2f} ms "
-              f"({figures['mcp'] / figures['rest']:.2f}x); MCP whoami {figures['whoami']:.2f} ms")
+              f"({figures['mcp'] / figures['rest']:.2f}x); MCP whoami {figures['whoami']:.2f} ms; "
+              f"the SDK's floor (a stdio tool returning the same reply, no HTTP) "
+              f"{figures['sdk']:.2f} ms; get_operation less that floor "
+              f"{figures['mcp'] - figures['sdk']:.2f} ms "
+              f"({(figures['mcp'] - figures['sdk']) / figures['rest']:.2f}x the REST read)")
     finally:
         if floor is not None:
             os.killpg(floor.pid, 15)
