@@ -5,7 +5,7 @@
 
 import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
-  h, clear, fill, badge, toastError, guard, roleHint, regionSelect, spinner,
+  h, clear, fill, badge, toastError, guard, roleHint, regionSelect, spinner, timeEl,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 import { stageTitle, clusterHref } from '../stages.js';
@@ -19,6 +19,13 @@ const CAPACITY_TEXT = {
   'training-plan': { label: 'Training plan', hint: 'Capacity reserved by a SageMaker training plan, paid up front.' },
 };
 const EFA_TEXT = { efa: 'EFA', 'efa-only': 'EFA-only' };
+// An item without a list price says why: spot prices move, a training plan is prepaid,
+// and a price the Price List could not give is unknown — never a guessed figure.
+const NO_FIGURE = {
+  spot: { label: 'spot price', title: 'Spot capacity is billed at the current spot price, which moves' },
+  'training-plan': { label: 'prepaid', title: 'Paid up front when the training plan was bought' },
+  unknown: { label: 'price unknown', title: 'The AWS Price List could not give this price' },
+};
 
 function capacityChoices() {
   return rules.capacityTypes.map((value) => ({ value, label: value, hint: '', ...CAPACITY_TEXT[value] }));
@@ -421,7 +428,7 @@ export function mount(root, ctx) {
         h('ul', { class: 'plain-list' },
           h('li', null, 'every stage and step it would run, in order — ', rules.stages.map((s) => stageTitle(s)).join(' → ')),
           h('li', null, 'every resource it would make'),
-          h('li', null, 'an hourly cost estimate from its price table'),
+          h('li', null, 'an hourly cost estimate from AWS\'s on-demand list prices (the AWS Price List), each with its source'),
           h('li', null, 'preflight checks of service quotas and training-plan reservations')),
         h('p', { class: 'muted' }, 'The review changes nothing in AWS.'))));
   }
@@ -467,25 +474,40 @@ export function mount(root, ctx) {
   }
 
   function costCard(cost) {
-    const items = cost.items || [];
     const total = Number(cost.hourly_usd || 0);
     const cur = cost.currency || 'USD';
     return h('div', { class: 'card', testid: 'plan-cost', dataset: { hourly: String(total), complete: cost.complete ? '1' : '' } },
-      h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'From hypd\'s price table, not a bill' }),
-        h('span', { class: 'spacer' }), cost.as_of ? h('span', { class: 'sub' }, `prices as of ${cost.as_of}`) : null),
+      h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'AWS on-demand list prices; not a bill' }),
+        h('span', { class: 'spacer' }), costSource(cost)),
       h('div', { class: 'card-body' },
         h('div', { class: 'cost-total' },
           h('span', { class: 'big', testid: 'plan-cost-total' }, money(total, cur)),
           h('span', { class: 'muted' }, ' per hour'),
-          !cost.complete ? h('span', { class: 'cost-partial', title: 'Some items have no fixed price; they are not in the total' }, ' + unpriced items') : null),
+          !cost.complete ? h('span', { class: 'cost-partial', title: 'Items without a figure (spot, prepaid, or a price that could not be read) are not in the total' }, ' + items without a figure') : null),
         h('div', { class: 'muted cost-month' }, `≈ ${money(total * HOURS_PER_MONTH, cur, 0)} per month if it runs all ${HOURS_PER_MONTH} hours`),
         h('table', { class: 'mini cost-items', testid: 'plan-cost-items' },
-          h('tbody', null, items.map((it) => h('tr', { dataset: { kind: it.kind || '' } },
-            h('td', null, it.name, it.note ? h('div', { class: 'faint note' }, it.note) : null),
-            h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
-            h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur) : h('span', { class: 'faint' }, 'n/a')))))),
-        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.'),
-        cost.verified === false ? h('p', { class: 'faint cost-note' }, 'The price table has not been checked against AWS\'s live prices; compare with the AWS pricing pages.') : null));
+          h('tbody', null, (cost.items || []).map((it) => costRow(it, cur)))),
+        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.')));
+  }
+
+  // Where the figures came from and when hypd read them (each is kept a day).
+  function costSource(cost) {
+    const from = cost.source === 'aws-price-list' ? 'AWS Price List' : (cost.source || 'no source');
+    return h('span', { class: 'sub', testid: 'plan-cost-source', dataset: { source: cost.source || '', fetchedAt: cost.fetched_at || '' } },
+      cost.fetched_at ? [`${from} · read `, timeEl(cost.fetched_at)] : `${from} · no price could be read`);
+  }
+
+  function costRow(it, cur) {
+    const none = NO_FIGURE[it.basis];
+    const src = it.source;
+    return h('tr', { testid: `plan-cost-item-${it.kind}`, dataset: { kind: it.kind || '', basis: it.basis || '' } },
+      h('td', null, it.name,
+        it.note ? h('div', { class: 'faint note' }, it.note) : null,
+        src ? h('div', { class: 'faint note', testid: `plan-cost-sku-${it.kind}`, title: src.description || '' },
+          `${src.usage_type || src.service_code} · SKU ${src.sku}${src.effective_date ? ` · since ${src.effective_date.slice(0, 10)}` : ''}`) : null),
+      h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
+      h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur)
+        : badge(none ? none.label : 'no figure', { class: `plain ${it.basis === 'unknown' ? 'tone-red' : 'tone-amber'}`, title: none ? none.title : '', testid: `plan-cost-none-${it.kind}` })));
   }
 
   function preflightCard(pf) {
