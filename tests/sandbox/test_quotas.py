@@ -111,7 +111,9 @@ def test_network_quotas_for_ec2_and_vpc(quotas: Any) -> None:
         "L-0263D0A3")
 
 
-def test_unknown_quotas_list_nothing_and_bad_settings_are_refused(quotas: Any, ctl: SandboxControl) -> None:
+def test_unknown_quotas_list_nothing_and_bad_settings_are_refused(
+    quotas: Any, ctl: SandboxControl
+) -> None:
     assert quotas.list_service_quotas(ServiceCode="sagemaker", QuotaCode="L-00000000")[
         "Quotas"] == []
     for body in ({"quota_name": "no such quota", "value": 1},
