@@ -27,8 +27,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sandbox.gaps import GapContext, answers
-from sandbox.gaps.sagemaker_common import AwsError, handler, page
+from sandbox.gaps import AwsError, GapContext, answers, page
+from sandbox.gaps.sagemaker_model import RequestInvalid
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "price_list.json"
 ENDPOINT_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
@@ -72,7 +72,6 @@ def _matches(product: dict[str, Any], rule: dict[str, str]) -> bool:
 
 
 @answers("pricing", "GetProducts")
-@handler("pricing")
 def get_products(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     if ctx.call.region not in ENDPOINT_REGIONS:
         raise AwsError("UnknownEndpoint",
@@ -91,7 +90,7 @@ def get_products(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     found = [p for p in offered if all(_matches(p, rule) for rule in rules)]
     try:
         chunk, token = page(found, params, default=DEFAULT_PAGE)
-    except AwsError as exc:
+    except RequestInvalid as exc:  # the Price List names a bad token its own way
         raise AwsError("InvalidNextTokenException", exc.message) from exc
     answer: dict[str, Any] = {"FormatVersion": FORMAT_VERSION,
                               "PriceList": [json.dumps(p) for p in chunk]}
