@@ -99,6 +99,7 @@ export function rulesFrom(doc) {
       health: nodeQuery('health').enum,
       statuses: nodeQuery('status').enum,
       pageMax: nodeQuery('limit').maximum,
+      pageDefault: nodeQuery('limit').default,
       batchSize: nodeIds['x-hypd-batch-size'],
       maxPerAction: nodeIds.maxItems,
     },

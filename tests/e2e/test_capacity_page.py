@@ -226,16 +226,28 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             "data-current", "investigate")
         detail.get_by_test_id("node-detail-close").click()
 
-        # by group: every worker, and only workers
+        # by group: every worker, and only workers, in pages of 20 cut by cursor
         page.get_by_test_id("nodes-filter-health").select_option("")
         page.get_by_test_id("nodes-filter-group").select_option("workers")
         expect(page.get_by_test_id("nodes-total")).to_have_attribute("data-total", str(WORKERS))
-        expect(rows).to_have_count(WORKERS)
-        assert {rows.nth(i).get_attribute("data-group") for i in range(WORKERS)} == {"workers"}
+        with page.expect_response(lambda r: "limit=20" in r.url):
+            page.get_by_test_id("nodes-page-size").select_option("20")
+        expect(rows).to_have_count(20)
+        first_page = [rows.nth(i).get_attribute("data-id") for i in range(20)]
+        with page.expect_response(lambda r: "cursor=" in r.url) as paged:
+            page.get_by_test_id("nodes-next").click()
+        assert f"cursor={first_page[-1]}" in paged.value.url
+        expect(rows).to_have_count(WORKERS - 20)
+        second_page = [rows.nth(i).get_attribute("data-id") for i in range(WORKERS - 20)]
+        assert first_page + second_page == workers  # every worker once, in id order
+        assert {rows.nth(i).get_attribute("data-group") for i in range(WORKERS - 20)} == {"workers"}
+        expect(page.get_by_test_id("nodes-next")).to_be_disabled()
+        page.get_by_test_id("nodes-prev").click()
+        expect(rows.first).to_have_attribute("data-id", first_page[0])
 
-        # bulk: all 30 on the page → reboot: the confirmation says what happens to pods and
-        # how the nodes split into AWS's batches
-        page.get_by_test_id("nodes-select-page").check()
+        # bulk: every matching node, across pages → reboot: the confirmation says what
+        # happens to pods and how the nodes split into AWS's batches
+        page.get_by_test_id("nodes-select-all").click()
         expect(page.get_by_test_id("nodes-selected")).to_have_attribute("data-count", str(WORKERS))
         page.get_by_test_id("nodes-reboot").click()
         dialog = page.get_by_test_id("node-action-dialog")
@@ -244,11 +256,10 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         expect(dialog.get_by_test_id("node-action-batches")).to_have_attribute("data-count", "2")
         expect(dialog.get_by_test_id("node-action-batch-1")).to_have_attribute("data-count", "25")
         expect(dialog.get_by_test_id("node-action-batch-2")).to_have_attribute("data-count", "5")
-        listed = [rows.nth(i).get_attribute("data-id") for i in range(WORKERS)]
         with page.expect_request(lambda r: r.method == "POST"
                                  and r.url.endswith("/nodes/reboot")) as posted:
             dialog.get_by_test_id("node-action-dialog-confirm").click()
-        assert posted.value.post_data_json == {"node_ids": listed}
+        assert posted.value.post_data_json == {"node_ids": workers}
 
         # the progress panel: one step per batch, each readable, each reaching succeeded
         follow(page, "nodes.reboot")

@@ -9,7 +9,7 @@ import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { batches } from '../batches.js';
 
-export const ACTIONS = {
+const ACTIONS = {
   reboot: {
     verb: 'Reboot',
     does: 'The operating system restarts; the instance, its node id and its local disks stay.',
@@ -86,12 +86,8 @@ export function openNodeAction({ cluster, action, ids, signal }) {
       close();
       openOperation(reply);
     },
-    onError(err, errorEl) {
-      // 409: nodes in a state AWS would refuse ({id: state}); 422: unknown ids
-      const named = err.details && (err.details.nodes || err.details.unknown);
-      errorEl.textContent = err.message;
-      if (named && typeof named === 'object') errorEl.dataset.nodes = Object.keys(Array.isArray(named) ? Object.fromEntries(named.map((n) => [n, 1])) : named).join(' ');
-    },
+    // a refusal (409: a node in a state AWS would refuse; 422: an unknown id) names the
+    // nodes in its message, shown in the dialog's error line
   });
   modal.dlg.dataset.action = action;
   if (tooMany) modal.confirmBtn.disabled = true;

@@ -11,6 +11,7 @@ import { openNodeAction } from './node_actions.js';
 import { openNodeDetail } from './node_detail.js';
 
 const FILTERS = [['group', 'instance_group'], ['health', 'health'], ['status', 'status']];
+const PAGE_SIZES = [20, 50, 100, 200]; // offered, up to the API's largest page
 
 /** nodesCard({cluster, signal, query, path}) → {el, load(), setGroups(names), setSummary(nodes),
  * setRefused(reason)} */
@@ -19,6 +20,7 @@ export function nodesCard({ cluster, signal, query, path }) {
     filters: Object.fromEntries(FILTERS.map(([key]) => [key, query.get(key) || ''])),
     cursors: [null], // cursor of each page seen so far; the last is the current page's
     page: null, selected: new Set(), seq: 0, summary: null, refused: '',
+    limit: Math.min(Number(query.get('limit')) || rules.nodes.pageDefault, rules.nodes.pageMax),
   };
 
   const glance = h('div', { class: 'glance', testid: 'nodes-glance' });
@@ -35,6 +37,10 @@ export function nodesCard({ cluster, signal, query, path }) {
   const prevBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'nodes-prev', onclick: () => go(-1) }, '← Previous');
   const nextBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'nodes-next', onclick: () => go(1) }, 'Next →');
   const pageInfo = h('span', { class: 'sub', testid: 'nodes-page' });
+  const sizes = [...new Set([...PAGE_SIZES.filter((n) => n <= rules.nodes.pageMax), state.limit])].sort((a, b) => a - b);
+  const sizeSel = h('select', { testid: 'nodes-page-size', 'aria-label': 'Nodes per page' },
+    sizes.map((n) => h('option', { value: String(n) }, `${n} per page`)));
+  sizeSel.value = String(state.limit);
   const selCount = h('span', { class: 'sel-count', testid: 'nodes-selected', dataset: { count: '0' } });
   const selectAll = h('button', { type: 'button', class: 'btn btn-sm btn-ghost', testid: 'nodes-select-all', onclick: () => selectAllMatching() });
   const clearSel = h('button', { type: 'button', class: 'btn btn-sm btn-ghost', testid: 'nodes-clear', onclick: () => { state.selected.clear(); renderRows(); } }, 'Clear');
@@ -59,12 +65,18 @@ export function nodesCard({ cluster, signal, query, path }) {
           h('th', { class: 'sel' }, pageBox), h('th', null, 'Node'), h('th', null, 'Group'), h('th', null, 'Type'),
           h('th', null, 'Status'), h('th', null, 'Health'), h('th', null, 'Kubernetes'), h('th', null, 'Launched'))),
         tbody)),
-    h('div', { class: 'card-foot pager' }, pageInfo, h('span', { class: 'spacer' }), prevBtn, nextBtn));
+    h('div', { class: 'card-foot pager' }, pageInfo, h('span', { class: 'spacer' }), sizeSel, prevBtn, nextBtn));
 
   for (const [key] of FILTERS) {
     setSelectValue(sels[key], state.filters[key]);
     sels[key].addEventListener('change', () => setFilter(key, sels[key].value));
   }
+  sizeSel.addEventListener('change', () => {
+    state.limit = Number(sizeSel.value);
+    state.cursors = [null];
+    keepQuery();
+    load();
+  });
   pageBox.addEventListener('change', () => {
     for (const n of (state.page && state.page.items) || []) {
       if (pageBox.checked) state.selected.add(n.id); else state.selected.delete(n.id);
@@ -76,9 +88,14 @@ export function nodesCard({ cluster, signal, query, path }) {
     state.filters[key] = value;
     setSelectValue(sels[key], value);
     state.cursors = [null];
-    replaceQuery(path, state.filters);
+    keepQuery();
     setSummary(state.summary);
     load();
+  }
+
+  /** The filters and page size stay in the page's query (bookmarkable). */
+  function keepQuery() {
+    replaceQuery(path, { ...state.filters, limit: state.limit === rules.nodes.pageDefault ? '' : state.limit });
   }
 
   function params(cursor, limit) {
@@ -93,7 +110,7 @@ export function nodesCard({ cluster, signal, query, path }) {
     const seq = ++state.seq;
     const cursor = state.cursors[state.cursors.length - 1];
     try {
-      const page = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes?${params(cursor)}`, { signal });
+      const page = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes?${params(cursor, state.limit)}`, { signal });
       if (seq !== state.seq) return;
       state.page = page;
       render();
