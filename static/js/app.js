@@ -10,6 +10,7 @@ import * as discovery from './views/discovery.js';
 import * as clusters from './views/clusters.js';
 import * as clusterNew from './views/cluster_new.js';
 import * as cluster from './views/cluster.js';
+import * as audit from './views/audit.js';
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
@@ -20,6 +21,7 @@ const ROUTES = [
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },
   { re: /^\/discovery\/?$/, view: discovery, nav: 'discovery' },
+  { re: /^\/audit\/?$/, view: audit, nav: 'audit' },
 ];
 const DEFAULT_ROUTE = '#/operations';
 
@@ -96,6 +98,7 @@ function showUser(user) {
   role.className = `role role-${user.role}`;
   $('whoami').title = `Signed in as ${user.name} (${user.role})`;
   $('readonly-hint').hidden = user.role === 'operator';
+  $('nav-audit').hidden = user.role !== 'operator'; // the audit log is an operator's read
   document.body.dataset.role = user.role;
 }
 
