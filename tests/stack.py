@@ -166,6 +166,16 @@ class Stack:
         self.worker_proc = self._spawn("worker", ["worker", "--concurrency", "2",
                                                   "--loglevel", "WARNING"], env)
 
+    def spawn_worker(self, node: str, *args: str,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Another worker on this stack's Redis, named `node` (Celery's -n), logging to
+        `<node>.log`; `env` overrides settings for it; the caller stops it (`stop_process`)."""
+        return self._spawn(node, ["worker", "--hostname", node, *args], env)
+
+    @staticmethod
+    def stop_process(proc: subprocess.Popen) -> None:
+        _killpg(proc, signal.SIGKILL)
+
     def kill_worker(self) -> None:
         """SIGKILL the worker's whole process group: main process and pool children."""
         _killpg(self.worker_proc, signal.SIGKILL)

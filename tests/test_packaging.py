@@ -11,7 +11,6 @@ import yaml
 from app.cli import build_parser
 from tests.stack import REPO
 
-
 HYPD_SERVICES = ("web", "worker", "mcp")
 
 
