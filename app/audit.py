@@ -191,6 +191,8 @@ def entries(conn: redis.Redis, *, target: str | None = None, token: str | None =
 
 
 def _newest_first(conn: redis.Redis, before: str | None) -> Iterator[tuple[str, dict]]:
+    if before == "0-0":
+        return  # nothing is older (and Redis refuses an exclusive 0-0)
     upper = f"({before}" if before else "+"
     while True:
         page = conn.xrevrange(AUDIT_KEY, max=upper, min="-", count=PAGE)

@@ -8,7 +8,8 @@ OUTCOMES = ("accepted", "done", "refused", "failed")
 """accepted: an operation was made (or replayed); done: a change that needed none (an import,
 the active cluster, "no change"); refused: 4xx; failed: 5xx."""
 
-ENTRY_ID = r"^\d+-\d+$"
+ENTRY_ID = r"^\d{1,19}-\d{1,19}$"
+"""A Redis stream id (each part below 2**64, which Redis refuses beyond)."""
 
 
 class AuditEntrySchema(Schema):

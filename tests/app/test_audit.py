@@ -145,3 +145,12 @@ def test_the_log_is_bounded(redis_db, redis_url):
     assert 100 <= kept < 300 - 100
     newest = json.loads(redis_db.xrevrange("hypd:audit", count=1)[0][1]["data"])
     assert newest["target"] == "network/n299"
+
+
+def test_page_cursors_at_the_ends_answer_empty_or_422(stack, story):
+    """Found by the fuzzer: an exclusive `(0-0` is refused by Redis (was a 500)."""
+    assert _audit(stack, before="0-0") == {"items": [], "next_before": None}
+    assert _audit(stack, before="9999999999999999999-0")["items"]
+    with stack.client() as c:
+        assert c.get("/api/v1/audit",
+                      params={"before": "99999999999999999999-0"}).status_code == 422

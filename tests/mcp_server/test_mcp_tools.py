@@ -9,7 +9,7 @@ import pytest
 
 from mcp_server.routes import RouteBook, RouteBookError
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind, published
-from tests.mcp_server.mcp_fake_api import real_openapi
+from tests.mcp_server.mcp_fake_api import OPERATOR_READS, real_openapi
 
 BOUND = bind(RouteBook(real_openapi()))
 
@@ -66,7 +66,7 @@ def test_publication_follows_the_routes_declarations() -> None:
     assert read_only == {t.name for t in TOOLS if t.read_only}
     # a viewer gets the reads its role may call; the operator-only reads stay hidden
     operator_reads = {n for n, t in BOUND.items() if t.spec.read_only and t.needs == "operator"}
-    assert operator_reads == {"list_audit"}
+    assert operator_reads == OPERATOR_READS
     assert viewer == read_only - operator_reads
     # a dry run open to viewers makes its planning tool a viewer's; the create stays hidden
     assert "plan_cluster" in viewer and "create_cluster" not in viewer
