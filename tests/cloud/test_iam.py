@@ -274,3 +274,19 @@ def test_the_default_boundary_is_the_templates_in_the_callers_account(moto_aws, 
     monkeypatch.setenv("HYPD_REGION", "cn-north-1")
     assert roles.permissions_boundary() == (
         f"arn:aws-cn:iam::{ACCOUNT}:policy/hypd/hypd-role-boundary")
+
+
+def test_a_missing_boundary_is_a_clear_precondition_failure(iam):
+    """IAM refuses a role whose boundary policy does not exist (moto does not check: the
+    answer is IAM's, stubbed)."""
+    from botocore.stub import Stubber
+
+    spec = roles.eks_cluster_role("lab", REGION)
+    with Stubber(iam) as stub:
+        stub.add_client_error("get_role", "NoSuchEntity", http_status_code=404)
+        stub.add_client_error("create_role", "NoSuchEntity", http_status_code=404,
+                              service_message=f"Scope ARN: {BOUNDARY} does not exist")
+        with pytest.raises(roles.BoundaryMissing) as refused:
+            roles.ensure_role_spec(iam, spec)
+    assert refused.value.code == "precondition_failed" and refused.value.status == 412
+    assert BOUNDARY in refused.value.message and "HYPD_ROLE_BOUNDARY_ARN" in refused.value.message
