@@ -9,6 +9,8 @@ import collections
 import json
 import uuid
 
+import pytest
+
 from tests.stack import wait_until
 
 BATCH = 50
@@ -31,6 +33,7 @@ def _applying(stack, node: str) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.timeout(900)  # ~40 s on an idle 2-core machine; minutes on a crowded one
 def test_two_workers_drain_a_batch_and_no_step_runs_twice(stack):
     stack.wait_idle()
     before = stack.sandbox.counters()["by_action"]
