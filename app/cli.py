@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -188,8 +189,12 @@ def cmd_web(args: argparse.Namespace) -> int:
     _apply_flags(args)
     settings = Settings.from_env()
     settings.redis  # noqa: B018  (fail now, with the reason, if Redis is not configured)
+    from cloud.metrics_dir import prepare
+
+    prepare(settings, f"web-{socket.gethostname()}")
     argv = [
         sys.executable, "-m", "gunicorn",
+        "--config", "python:app.gunicorn_conf",
         "--bind", f"{settings.host}:{settings.port}",
         "--workers", str(args.workers),
         "--threads", str(args.threads),
@@ -206,10 +211,25 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     _apply_flags(args)
+    settings = Settings.from_env()
+    node = args.hostname or f"hypd@{socket.gethostname()}"
+    from cloud.metrics_dir import prepare
+
+    counted = prepare(settings, f"worker-{node}")  # before prometheus_client is imported
+    from cloud import logs, metrics
+
+    if settings.log_format == "json":
+        from celery.signals import setup_logging
+
+        logs.configure(settings, args.loglevel)
+        setup_logging.connect(lambda **_: None, weak=False)  # Celery keeps ours
+    if args.metrics_port is not None:
+        metrics.serve(settings, args.metrics_port, counted)
     from tasks.celery_app import worker_app
 
     worker_app().worker_main([
         "worker", "--loglevel", args.loglevel, "--concurrency", str(args.concurrency),
+        "--hostname", node,
         "--pool", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
     ])
     return 0
@@ -282,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(worker)
     worker.add_argument("--concurrency", type=int, default=4)
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("-n", "--hostname",
+                        help="node name, unique per worker (default hypd@<host>); several "
+                             "workers on one Redis need different ones")
+    worker.add_argument("--metrics-port", dest="metrics_port", type=int,
+                        help="also serve this worker's metrics on HYPD_HOST:<port> (for a "
+                             "worker on a machine without the web server)")
     worker.set_defaults(func=cmd_worker)
 
     mcp = sub.add_parser("mcp", help="the MCP server (stdio, or --http)")

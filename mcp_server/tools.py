@@ -577,7 +577,18 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+AUDIT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
+        description="Who changed what, and who was refused: every mutation and refusal, "
+        "newest first, with the token's name and role, the route, the target, the operation "
+        "and the outcome (accepted, done, refused, failed). Filter by target (e.g. cluster/lab, "
+        "which includes what is below it), token name or outcome; pass next_before as before "
+        "for older entries. Only operator tokens may read it. Read-only.",
+    ),
+)
+
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *NODE_TOOLS, *STORAGE_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

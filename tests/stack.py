@@ -4,6 +4,7 @@ can reach its control routes and its fault points)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,16 @@ TEST_ENV = {
     "HYPD_SANDBOX_SPEED": "1000",
     "HYPD_OPERATOR_TOKEN": OPERATOR_TOKEN,
     "HYPD_VIEWER_TOKEN": VIEWER_TOKEN,
+    "HYPD_LOG_FORMAT": "json",
 }
+
+
+RUNNING: list[Stack] = []
+"""Stacks started in this process (tests/conftest.py checks their IAM calls after each test)."""
+
+BOUNDARY_ARN = "arn:aws:iam::123456789012:policy/hypd/hypd-role-boundary"
+"""The boundary hypd's roles carry by default (HYPD_ROLE_BOUNDARY_ARN unset) in moto's
+account: the stack creates it from deploy/cloudformation.yaml, as the template would."""
 
 
 def free_port() -> int:
@@ -51,6 +61,13 @@ def wait_until(check, timeout: float = 30.0, interval: float = 0.05, what: str =
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def _tags(params: dict[str, Any]) -> dict[str, str]:
+    """Tags of a logged IAM call (query protocol: `Tags.member.N.Key` / `.Value`)."""
+    keys = {k.rsplit(".", 1)[0]: v for k, v in params.items()
+            if k.startswith("Tags.member.") and k.endswith(".Key")}
+    return {v: params.get(f"{k}.Value", "") for k, v in keys.items()}
 
 
 def _killpg(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
@@ -100,6 +117,10 @@ class Stack:
         self.local_aws = LocalAws(speed=float(TEST_ENV["HYPD_SANDBOX_SPEED"]))
         aws_url = self.local_aws.start()
         self.sandbox = SandboxControl(aws_url)
+        self._iam_seen = 0
+        self.product_roles: set[str] = set()
+        self._create_role_boundary(aws_url)
+        RUNNING.append(self)
 
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -120,6 +141,8 @@ class Stack:
         return self
 
     def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
         _killpg(self.web_proc, signal.SIGTERM)
         _killpg(self.worker_proc, signal.SIGKILL)
         _killpg(self.redis_proc, signal.SIGTERM)
@@ -143,6 +166,16 @@ class Stack:
         self.worker_proc = self._spawn("worker", ["worker", "--concurrency", "2",
                                                   "--loglevel", "WARNING"], env)
 
+    def spawn_worker(self, node: str, *args: str,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Another worker on this stack's Redis, named `node` (Celery's -n), logging to
+        `<node>.log`; `env` overrides settings for it; the caller stops it (`stop_process`)."""
+        return self._spawn(node, ["worker", "--hostname", node, *args], env)
+
+    @staticmethod
+    def stop_process(proc: subprocess.Popen) -> None:
+        _killpg(proc, signal.SIGKILL)
+
     def kill_worker(self) -> None:
         """SIGKILL the worker's whole process group: main process and pool children."""
         _killpg(self.worker_proc, signal.SIGKILL)
@@ -164,6 +197,61 @@ class Stack:
             return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
+
+    # the roles hypd creates ---------------------------------------------------------------
+
+    def _create_role_boundary(self, aws_url: str) -> None:
+        """What deploy/cloudformation.yaml makes before hypd runs (moto keeps it once per
+        process, whichever stack made it)."""
+        import boto3
+
+        from sandbox.local_aws import client_env
+        from tests.deploy.template import policy
+
+        env = client_env(aws_url, TEST_ENV["HYPD_REGION"])
+        iam = boto3.client("iam", endpoint_url=aws_url, region_name=env["AWS_REGION"],
+                           aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                           aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+        with suppress(iam.exceptions.EntityAlreadyExistsException):
+            iam.create_policy(PolicyName=BOUNDARY_ARN.rsplit("/", 1)[1], Path="/hypd/",
+                              PolicyDocument=json.dumps(policy("RoleBoundary")))
+
+    def role_problems(self) -> list[str]:
+        """What is wrong with the IAM roles the product created since the last look: every
+        one (a CreateRole tagged `hypd:managed-by=hypd`) must be under `/hypd/` with the
+        boundary, and every policy put on or attached to one must fit inside the boundary."""
+        from tests.deploy.template import boundary_misses, managed_documents
+
+        calls = self.sandbox.calls(service="iam", since=self._iam_seen)
+        if calls:
+            self._iam_seen = calls[-1]["seq"]
+        problems = []
+        documents: list[tuple[str, dict[str, Any]]] = []
+        managed = set()
+        for call in calls:
+            params, action = call["params"], call["action"]
+            if call["status"] >= 400:
+                continue
+            name = params.get("RoleName")
+            if action == "CreateRole" and "hypd" in _tags(params).get("hypd:managed-by", ""):
+                self.product_roles.add(name)
+                if params.get("Path") != "/hypd/":
+                    problems.append(f"role {name} created at path {params.get('Path')!r}")
+                if params.get("PermissionsBoundary") != BOUNDARY_ARN:
+                    problems.append(f"role {name} created with boundary "
+                                    f"{params.get('PermissionsBoundary')!r}")
+            elif name in self.product_roles and action == "PutRolePolicy":
+                documents.append((f"{name} {params['PolicyName']}",
+                                  json.loads(params["PolicyDocument"])))
+            elif name in self.product_roles and action == "AttachRolePolicy":
+                managed.add(params["PolicyArn"])
+            elif (name in self.product_roles
+                  and action in ("PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary")
+                  and params.get("PermissionsBoundary") != BOUNDARY_ARN):
+                problems.append(f"role {name}: {action} {params}")
+        misses = boundary_misses(documents + managed_documents(
+            {arn for arn in managed if ":iam::aws:policy/" in arn}))
+        return problems + [f"cut by the boundary: {miss}" for miss in misses]
 
     # clients --------------------------------------------------------------------------
 

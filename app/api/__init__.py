@@ -5,12 +5,14 @@ from __future__ import annotations
 from flask_smorest import Api
 
 from app.api import (
+    audit,
     auth,
     cluster_software,
     clusters,
     discovery,
     health,
     instance_groups,
+    metrics,
     networks,
     nodes,
     operations,
@@ -18,7 +20,8 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, nodes.blp, operations.blp)
+              instance_groups.blp, cluster_software.blp, nodes.blp, operations.blp, audit.blp,
+              metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

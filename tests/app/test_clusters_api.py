@@ -69,6 +69,24 @@ def test_pipeline_finishes_with_every_stage_visible(cluster):
     assert all(s["phase"] == "succeeded" for s in op["steps"])
 
 
+def test_the_clusters_roles_are_under_hypd_with_the_permissions_boundary(stack, cluster):
+    """Read back from IAM: what keeps hypd's own role from escalating through the roles it
+    creates (deploy/cloudformation.yaml allows CreateRole and PassRole only there)."""
+    from tests.stack import BOUNDARY_ARN
+
+    name, _, _ = cluster
+    iam = _client(stack, "iam")
+    roles = [r for r in iam.list_roles(PathPrefix="/hypd/")["Roles"]
+             if r["RoleName"].startswith(f"hypd-{name}-")]
+    assert {r["RoleName"].removeprefix(f"hypd-{name}-") for r in roles} == {
+        "eks-cluster", "hp-exec", "hp-cluster"}
+    for role in roles:
+        got = iam.get_role(RoleName=role["RoleName"])["Role"]
+        assert got["Path"] == "/hypd/"
+        assert got["Arn"].endswith(f":role/hypd/{role['RoleName']}")
+        assert got["PermissionsBoundary"]["PermissionsBoundaryArn"] == BOUNDARY_ARN
+
+
 def test_hyperpod_request_carried_recovery_provisioning_and_the_allocated_subnet(stack, cluster):
     name, op, since = cluster
     creates = [c for c in _calls(stack, "sagemaker", "CreateCluster", since)
@@ -77,7 +95,7 @@ def test_hyperpod_request_carried_recovery_provisioning_and_the_allocated_subnet
     request = creates[0]["params"]
     assert request["NodeRecovery"] == "Automatic"
     assert request["NodeProvisioningMode"] == "Continuous"
-    assert request["ClusterRole"].endswith(f"role/hypd-{name}-hp-cluster")
+    assert request["ClusterRole"].endswith(f"role/hypd/hypd-{name}-hp-cluster")
     group = request["InstanceGroups"][0]
     assert group["InstanceType"] == TYPE and group["InstanceCount"] == 2
     assert group["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
