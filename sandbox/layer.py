@@ -25,6 +25,7 @@ from sandbox.identify import Call, RestRoutes, identify
 from sandbox.kube import KubeRegistry
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
+from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.timing import Clock, Transitions
 
 # moto's own admin routes (reset, state manager, dashboard) pass straight through.
@@ -43,7 +44,8 @@ class LocalAwsApp:
         self._routes = RestRoutes()
         self._moto = DomainDispatcherApplication(create_backend_app)
         self.gap_state: dict[str, Any] = {}  # per gap module, keyed by its name
-        self.kubes = KubeRegistry()  # one local Kubernetes per EKS cluster (started on demand)
+        # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
+        self.kubes = KubeRegistry(attach=lambda kube: ClusterSimulator(kube, self._speed))
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions,
@@ -60,6 +62,9 @@ class LocalAwsApp:
         if path.startswith(_MOTO_ADMIN_PREFIXES):
             return self._forward(environ, body, "json").send(start_response)
         return self._aws_call(environ, body).send(start_response)
+
+    def _speed(self) -> float:
+        return self.clock.speed
 
     def close(self) -> None:
         """Let every held or stalled request go (the server is stopping)."""
