@@ -55,7 +55,10 @@ _SCALABLE = frozenset(
         ("", "replicationcontrollers"),
     }
 )
-_RETURNS_OBJECT_ON_DELETE = frozenset({("", "pods")})
+# kinds whose registry returns the deleted object (ReturnDeletedObject), not a Status
+_RETURNS_OBJECT_ON_DELETE = frozenset(
+    {("", "pods"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
+)
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
