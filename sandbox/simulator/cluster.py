@@ -41,7 +41,6 @@ from sandbox.simulator.pods import (
     PodRun,
     backoff_s,
     container_id,
-    image_ref,
     qos_class,
 )
 from sandbox.simulator.programs import Programs
@@ -50,6 +49,7 @@ log = logging.getLogger(__name__)
 
 WATCHED = frozenset({("", "pods"), ("", "nodes"), ("", "persistentvolumes"),
                      ("", "persistentvolumeclaims")})
+VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
 BINDER = "persistentvolume-controller"
@@ -91,37 +91,58 @@ class ClusterSimulator:
     async def _follow(self) -> None:
         queue = self.kube.subscribe()
         try:
-            self._reconcile()
+            self._reconcile(set(VOLUME_KINDS) | {"pods"})
             while True:
                 item = await queue.get()
+                if item is CLOSING:
+                    return
                 changed = self._relevant(item)
                 while not queue.empty():  # one reconcile for a burst of changes
                     more = queue.get_nowait()
                     if more is CLOSING:
                         return
-                    changed = changed or self._relevant(more)
-                if item is CLOSING:
-                    return
+                    changed |= self._relevant(more)
                 if changed:
-                    self._reconcile()
+                    self._reconcile(changed)
         except asyncio.CancelledError:
             pass
         finally:
             self.kube.unsubscribe(queue)
 
-    def _relevant(self, item: Any) -> bool:
+    def _relevant(self, item: Any) -> set[str]:
+        """The kind an event changed, if the controllers care."""
         if not isinstance(item, Event) or (item.group, item.plural) not in WATCHED:
-            return False
+            return set()
         if item.plural == "pods" and item.type == "DELETED":
             self._forget(str(_md(item.obj).get("uid")))
-        return True
+        return {item.plural}
 
-    def _reconcile(self) -> None:
-        for step in (self._bind_volumes, self._schedule, self._start_pods):
+    def _reconcile(self, changed: set[str]) -> None:
+        """Run the controllers a change concerns (node updates alone, frequent on a big
+        cluster, cost nothing while no pod waits)."""
+        steps = []
+        if changed & VOLUME_KINDS:
+            steps.append(self._bind_volumes)
+        if changed & {"pods", "nodes", "persistentvolumeclaims"}:
+            steps.append(self._pods)
+        for step in steps:
             try:
                 step()
             except Exception:  # a sandbox bug must not stop the controllers
                 log.exception("simulator: %s failed in %s", step.__name__, self.kube.name)
+
+    def _pods(self) -> None:
+        """Schedule what waits, then start what is bound to a node and not yet started."""
+        pods = self._list("pods")
+        waiting = [p for p in pods if self._unscheduled(p)]
+        unstarted = [p for p in pods if (p.get("spec") or {}).get("nodeName")
+                     and str(_md(p).get("uid")) not in self.runs]
+        if not waiting and not unstarted:
+            return
+        nodes = self._list("nodes")
+        if waiting:
+            self._schedule(pods, waiting, nodes)
+        self._start_pods(nodes)
 
     # --- store access ---------------------------------------------------------------------
 
@@ -208,17 +229,18 @@ class ClusterSimulator:
                 return "pod has unbound immediate PersistentVolumeClaims"
         return None
 
-    def _schedule(self) -> None:
-        pods = self._list("pods")
-        nodes = self._list("nodes")
+    @staticmethod
+    def _unscheduled(pod: dict[str, Any]) -> bool:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        return not (spec.get("nodeName") or _md(pod).get("deletionTimestamp")
+                    or status.get("phase", "Pending") != "Pending"
+                    or (spec.get("schedulerName") or SCHEDULER) != SCHEDULER)
+
+    def _schedule(self, pods: list[dict[str, Any]], waiting: list[dict[str, Any]],
+                  nodes: list[dict[str, Any]]) -> None:
         claims = {(_md(c).get("namespace"), _md(c).get("name")): c
                   for c in self._list("persistentvolumeclaims")}
-        for pod in sorted(pods, key=lambda p: _md(p).get("creationTimestamp") or ""):
-            spec, status = pod.get("spec") or {}, pod.get("status") or {}
-            if (spec.get("nodeName") or _md(pod).get("deletionTimestamp")
-                    or status.get("phase", "Pending") != "Pending"
-                    or (spec.get("schedulerName") or SCHEDULER) != SCHEDULER):
-                continue
+        for pod in sorted(waiting, key=lambda p: _md(p).get("creationTimestamp") or ""):
             problem = self._claims_problem(pod, claims)
             placement = (scheduling.Placement(None, f"0/{len(nodes)} nodes are available: "
                                                     f"{problem}.") if problem
@@ -257,8 +279,8 @@ class ClusterSimulator:
 
     # --- the kubelets ---------------------------------------------------------------------
 
-    def _start_pods(self) -> None:
-        nodes = {str(_md(n).get("name")): n for n in self._list("nodes")}
+    def _start_pods(self, node_list: list[dict[str, Any]]) -> None:
+        nodes = {str(_md(n).get("name")): n for n in node_list}
         for pod in self._list("pods"):
             md, spec, status = _md(pod), pod.get("spec") or {}, pod.get("status") or {}
             uid = str(md.get("uid"))
@@ -374,12 +396,10 @@ class ClusterSimulator:
     def _run_container(self, run: PodRun, c: ContainerRun) -> None:
         first = c.restart_count == 0 and c.state == "waiting" and not c.container_id
         if first:
-            image = image_ref(c.image)
             self._container_event(run, c, "Normal", "Pulling", f'Pulling image "{c.image}"')
             self._container_event(run, c, "Normal", "Pulled",
                                   f'Successfully pulled image "{c.image}" in '
-                                  f"{PULL_S:.0f}s ({PULL_S:.0f}s including waiting). "
-                                  f"Image size: {len(image) * 1000} bytes.")
+                                  f"{PULL_S:.0f}s ({PULL_S:.0f}s including waiting)")
         c.container_id = container_id(run.uid, c.name, c.restart_count)
         c.state, c.reason, c.message = "running", "", ""
         c.started_at, c.finished_at, c.exit_code = stamp(), None, None
