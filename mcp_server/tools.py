@@ -251,8 +251,10 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         name="get_kubeconfig", method="GET", path="/api/v1/clusters/{name}/kubeconfig",
         title="Get a kubeconfig",
         description="A kubeconfig for the cluster that authenticates with `aws eks get-token` "
-        "(the user's own AWS credentials decide what kubectl may do).",
-        notes={"name": "Name of the cluster."},
+        "(the user's own AWS credentials decide what kubectl may do). It is JSON, which "
+        "kubectl reads as it is; the same file as YAML is GET "
+        "/api/v1/clusters/{name}/kubeconfig?format=yaml (the dashboard's download).",
+        notes={"name": "Name of the cluster."}, hidden=("format",),
     ),
     ToolSpec(
         name="get_active_cluster", method="GET", path="/api/v1/active-cluster",

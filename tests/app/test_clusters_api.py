@@ -9,6 +9,7 @@ import uuid
 
 import boto3
 import pytest
+import yaml
 
 from tests.app.test_networks_api import _ec2
 from tests.stack import wait_until
@@ -164,6 +165,16 @@ def test_list_describe_kubeconfig_and_active(stack, cluster):
         kubeconfig = c.get(f"/api/v1/clusters/{name}/kubeconfig").json()["kubeconfig"]
         user = kubeconfig["users"][0]["user"]["exec"]
         assert user["command"] == "aws" and "get-token" in user["args"]
+        # the same kubeconfig as the file kubectl takes: ?format=yaml, or Accept
+        path = f"/api/v1/clusters/{name}/kubeconfig"
+        as_file = c.get(path, params={"format": "yaml"})
+        assert as_file.headers["content-type"].startswith("application/yaml"), as_file.text
+        assert f"kubeconfig-{name}.yaml" in as_file.headers["content-disposition"]
+        assert yaml.safe_load(as_file.text) == kubeconfig
+        accepted = c.get(path, headers={"Accept": "application/yaml"})
+        assert yaml.safe_load(accepted.text) == kubeconfig
+        assert c.get(path, params={"format": "json"}).json() == {"kubeconfig": kubeconfig}
+        assert c.get(path, params={"format": "xml"}).status_code == 422
         assert c.get("/api/v1/clusters/nope-nope").status_code == 404
     with stack.client("operator") as c:  # the create made it the creator's active cluster
         assert c.get("/api/v1/active-cluster").json() == {"name": name}
