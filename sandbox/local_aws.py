@@ -1,9 +1,10 @@
 """The local AWS: moto in server mode on 127.0.0.1, behind the sandbox's WSGI layer.
 
 moto runs inside this process (its backends are module globals), in a threaded werkzeug
-server on a daemon thread, so tests and `hypd sandbox` start it in a few milliseconds and can
-reach into moto's state when the timing rules need to. Other processes — the web app, Celery
-workers — reach it over HTTP through the environment from `client_env`.
+server on a daemon thread, so the timing rules and gaps can reach into moto's state. `hypd
+sandbox` runs one in a process of its own (`hypd up` and the test stack start that command);
+sandbox tests may start one in theirs. Other processes reach it over HTTP through the
+environment from `sandbox.env.client_env`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from typing import Any
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from sandbox.env import DEFAULT_REGION, HOST, UNSET_ENV, client_env
 from sandbox.layer import LocalAwsApp
 
-HOST = "127.0.0.1"  # loopback only: this server accepts any credentials
-DEFAULT_REGION = "us-west-2"
-# Variables that would send boto3 to a real profile; unset them in a sandboxed child.
-UNSET_ENV: tuple[str, ...] = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+__all__ = ["DEFAULT_REGION", "HOST", "UNSET_ENV", "LocalAws", "client_env"]
 
 
 class _QuietHandler(MotoRequestHandler):
@@ -102,21 +101,3 @@ def _load_aws_managed_policies() -> None:
 
     default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
 
-
-def client_env(url: str, region: str = DEFAULT_REGION) -> dict[str, str]:
-    """Environment that points boto3 in another process at the local AWS.
-
-    Fake credentials (moto accepts any) and no config files, so nothing from the developer's
-    real AWS setup can leak in; also unset `UNSET_ENV` in the child.
-    """
-    return {
-        "AWS_ENDPOINT_URL": url,
-        "AWS_ACCESS_KEY_ID": "AKIAHYPDSANDBOX00000",
-        "AWS_SECRET_ACCESS_KEY": "hypd-sandbox-secret-not-a-real-key",
-        "AWS_SESSION_TOKEN": "hypd-sandbox-session",
-        "AWS_DEFAULT_REGION": region,
-        "AWS_REGION": region,
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
