@@ -47,7 +47,7 @@ def cluster(stack):
     since = _last_seq(stack)
     op = _create(stack, _body(name, fsx={"storage_capacity_gib": 1200}))
     assert op["status"] == "succeeded", op
-    return {"name": name, "op": op, "since": since, "kube": stack.local_aws.app.kubes.get(name)}
+    return {"name": name, "op": op, "since": since, "kube": stack.kube(name)}
 
 
 def test_a_create_with_fsx_runs_the_fsx_step_in_the_storage_stage(stack, cluster):
@@ -120,7 +120,7 @@ def test_an_fsx_item_is_created_once_with_its_pv_and_pvc(stack, cluster):
 def test_removal_is_refused_while_a_running_pod_mounts_the_claim(stack, cluster):
     name, local = cluster["name"], cluster["kube"]
     pod = f"train-{uuid.uuid4().hex[:4]}"
-    local.put_object({
+    local.create_pod({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": pod, "namespace": "default"},
         "spec": {"containers": [{"name": "main", "image": "trainer",
