@@ -162,18 +162,16 @@ class Stack:
             return False
 
     def _sandbox_up(self) -> bool:
-        if self.sandbox_proc.poll() is not None:
-            raise AssertionError("the local AWS exited:\n" + self.log("sandbox"))
-        try:
-            return httpx.get(self.aws_url + "/_sandbox", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return self._answers(self.sandbox_proc, "sandbox", self.aws_url + "/_sandbox")
 
     def _web_up(self) -> bool:
-        if self.web_proc.poll() is not None:
-            raise AssertionError("web server exited:\n" + self.log("web"))
+        return self._answers(self.web_proc, "web", self.url + "/healthz")
+
+    def _answers(self, proc: subprocess.Popen, name: str, url: str) -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"{name} exited:\n" + self.log(name))
         try:
-            return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+            return httpx.get(url, timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 

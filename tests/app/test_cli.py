@@ -76,6 +76,19 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _make_network(base: str, auth: dict[str, str], name: str) -> dict:
+    """Create a network through REST and follow its operation to its end."""
+    reply = httpx.post(base + "/api/v1/networks", json={"name": name}, headers=auth, timeout=30)
+    assert reply.status_code == 202, reply.text
+    op = reply.json()["operation"]
+    for _ in range(30):
+        op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
+                       headers=auth, timeout=30).json()
+        if op["status"] in ("succeeded", "failed"):
+            break
+    return op
+
+
 def _log_lines(path: Path, source: str) -> list[str]:
     """The log's lines, each checked to carry its time and source: `<time> <source> | ...`."""
     lines = path.read_text(errors="replace").splitlines()
@@ -136,13 +149,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
                    what="the worker restart")
         # ... and the restarted worker runs operations
         auth = {"Authorization": f"Bearer {token}"}
-        op = httpx.post(base + "/api/v1/networks", json={"name": "after-restart"},
-                        headers=auth, timeout=30).json()["operation"]
-        for _ in range(30):
-            op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
-                           headers=auth, timeout=30).json()
-            if op["status"] in ("succeeded", "failed"):
-                break
+        op = _make_network(base, auth, "after-restart")
         assert op["status"] == "succeeded", op
 
         # the local AWS is a child too: restarted on the same URL, empty, and the user is told
@@ -156,15 +163,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         aws_url = next(line for line in err if "local AWS at " in line).split(
             "local AWS at ", 1)[1].split()[0]
         wait_until(lambda: _answers(aws_url + "/_sandbox"), 30, what="the restarted local AWS")
-        reply = httpx.post(base + "/api/v1/networks", json={"name": "after-aws-restart"},
-                           headers=auth, timeout=30)
-        assert reply.status_code == 202, reply.text
-        op = reply.json()["operation"]
-        for _ in range(30):
-            op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
-                           headers=auth, timeout=30).json()
-            if op["status"] in ("succeeded", "failed"):
-                break
+        op = _make_network(base, auth, "after-aws-restart")
         assert op["status"] == "succeeded", op
 
         descendants = _children(proc.pid)
