@@ -41,6 +41,7 @@ class LocalAws:
         self.app = LocalAwsApp(speed)
         self._port = port
         self._load_managed_policies = load_managed_policies
+        self._holds_policies = False
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -56,7 +57,8 @@ class LocalAws:
         if self._server is not None:
             return self.url
         if self._load_managed_policies:
-            _load_aws_managed_policies()
+            _managed_policies(+1)
+            self._holds_policies = True
         server = make_server(
             HOST, self._port, self.app, threaded=True, request_handler=_QuietHandler
         )
@@ -81,6 +83,9 @@ class LocalAws:
         if thread is not None:
             thread.join(timeout=5)
         self._server = self._thread = None
+        if self._holds_policies:
+            self._holds_policies = False
+            _managed_policies(-1)
 
     def __enter__(self) -> LocalAws:
         self.start()
@@ -90,14 +95,28 @@ class LocalAws:
         self.stop()
 
 
-def _load_aws_managed_policies() -> None:
-    """Have moto know AWS-managed IAM policies (AmazonEKSClusterPolicy, ...).
+_policies_lock = threading.Lock()
+_policies_users = 0
+_policies_before: dict[str, Any] = {}
+
+
+def _managed_policies(delta: int) -> None:
+    """Have moto know AWS-managed IAM policies (AmazonEKSClusterPolicy, ...) while a LocalAws
+    of this process runs (`delta` +1 at its start, -1 at its stop).
 
     The product attaches them to roles. moto reads this flag when it builds an account's IAM
-    backend (~0.6 s, once per account), so it must be set before the first IAM call.
-    Process-wide, like all moto state.
+    backend (~0.6 s, once per account), so it must be set before the first IAM call. The flag
+    is process-wide, like all moto state: left on, every later `mock_aws` reset in the same
+    process (twice per test) rebuilds every account's ~1,000 policies, so the last LocalAws to
+    stop puts it back as it found it.
     """
     from moto.core.config import default_user_config
 
-    default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
-
+    global _policies_users, _policies_before
+    with _policies_lock:
+        if delta > 0 and _policies_users == 0:
+            _policies_before = dict(default_user_config.get("iam") or {})
+            default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
+        _policies_users += delta
+        if delta < 0 and _policies_users == 0:
+            default_user_config["iam"] = _policies_before

@@ -7,6 +7,7 @@ through its control routes (`Stack.sandbox`)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -101,15 +102,11 @@ class Stack:
         self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
         wait_until(self._redis_up, 10, what="redis-server")
 
-        aws_port = free_port()
-        self.aws_url = f"http://127.0.0.1:{aws_port}"
-        self.sandbox = SandboxControl(self.aws_url)
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
-            **client_env(self.aws_url, TEST_ENV["HYPD_REGION"]),
             "HYPD_REDIS_URL": self.redis_url,
             "HYPD_PORT": str(port),
             "HYPD_HOST": "127.0.0.1",
@@ -117,8 +114,12 @@ class Stack:
             "HYPD_API_URL": self.url,
             "PYTHONUNBUFFERED": "1",
         }
-        self.sandbox_proc = self._spawn("sandbox", ["sandbox", "--aws-port", str(aws_port)])
-        wait_until(self._sandbox_up, 60, what="the local AWS")
+        # Port 0: the local AWS binds a free port itself and prints it (no window in which
+        # another process could take a port chosen for it).
+        self.sandbox_proc = self._spawn("sandbox", ["sandbox"])
+        self.aws_url = wait_until(self._sandbox_url, 60, what="the local AWS")
+        self.sandbox = SandboxControl(self.aws_url)
+        self.env.update(client_env(self.aws_url, TEST_ENV["HYPD_REGION"]))
         self.start_worker()
         self.web_proc = self._spawn("web", ["web", *self.web_args])
         wait_until(self._web_up, 30, what="web /healthz")
@@ -161,17 +162,18 @@ class Stack:
         except redis.RedisError:
             return False
 
-    def _sandbox_up(self) -> bool:
-        return self._answers(self.sandbox_proc, "sandbox", self.aws_url + "/_sandbox")
+    def _sandbox_url(self) -> str | None:
+        """The URL `hypd sandbox` prints once it serves (`export AWS_ENDPOINT_URL=...`)."""
+        if self.sandbox_proc.poll() is not None:
+            raise AssertionError("the local AWS exited:\n" + self.log("sandbox"))
+        found = re.search(r"^export AWS_ENDPOINT_URL=(\S+)$", self.log("sandbox"), re.M)
+        return found.group(1) if found else None
 
     def _web_up(self) -> bool:
-        return self._answers(self.web_proc, "web", self.url + "/healthz")
-
-    def _answers(self, proc: subprocess.Popen, name: str, url: str) -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"{name} exited:\n" + self.log(name))
+        if self.web_proc.poll() is not None:
+            raise AssertionError("web server exited:\n" + self.log("web"))
         try:
-            return httpx.get(url, timeout=1).status_code == 200
+            return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
