@@ -61,4 +61,6 @@ if [ "$what" = run ]; then
 fi
 # lint is part of the test command: a change that breaks it does not pass
 "$venv/bin/ruff" check .
-exec "$venv/bin/python" -m pytest -n 2 --dist loadfile "$@"
+# distributed by test: the local AWS runs in a process of its own, so no test process holds
+# the stack's moto state (docs/ARCHITECTURE.md, Sandbox control)
+exec "$venv/bin/python" -m pytest -n 2 --dist load "$@"

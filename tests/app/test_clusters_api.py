@@ -7,7 +7,6 @@ from __future__ import annotations
 import ipaddress
 import uuid
 
-import boto3
 import pytest
 import yaml
 
@@ -28,10 +27,7 @@ def _body(name: str, **extra) -> dict:
 
 
 def _client(stack, service: str):
-    return boto3.client(service, region_name="us-west-2",
-                        endpoint_url=stack.env["AWS_ENDPOINT_URL"],
-                        aws_access_key_id=stack.env["AWS_ACCESS_KEY_ID"],
-                        aws_secret_access_key=stack.env["AWS_SECRET_ACCESS_KEY"])
+    return stack.aws(service)
 
 
 def _create(stack, body: dict) -> dict:
@@ -135,8 +131,8 @@ def test_kubernetes_client_reached_the_local_cluster_over_tls_with_a_token(stack
     EKS token of a principal with an access policy: the PVC being there proves the panel's
     client got through both."""
     name = cluster[0]
-    local = stack.local_aws.app.kubes.get(name)
-    assert local is not None and local.url.startswith("https://127.0.0.1:")
+    local = stack.kube(name)
+    assert local.url.startswith("https://127.0.0.1:")
     claims = local.list_objects("v1", "PersistentVolumeClaim", namespace="default")
     assert [c["metadata"]["name"] for c in claims] == ["hypd-s3"]
     assert claims[0]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "hypd"
@@ -343,6 +339,8 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     name = _name("del")
     created = _create(stack, _body(name))
     assert created["status"] == "succeeded"
+    local = stack.kube(name)
+    assert local.serves()
     ec2 = _ec2(stack)
     bystander = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     other = cluster[0]
@@ -382,7 +380,7 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     assert [r for r in roles if r.startswith(f"hypd-{other}-")]
     tagged = ec2.describe_subnets(Filters=[{"Name": "tag:hypd:cluster", "Values": [name]}])
     assert tagged["Subnets"] == []
-    assert stack.local_aws.app.kubes.get(name) is None
+    assert not local.serves()  # its local Kubernetes went with it
 
 
 def test_imported_cluster_is_listed_and_deleting_it_leaves_aws_untouched(stack, cluster):

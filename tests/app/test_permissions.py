@@ -316,8 +316,10 @@ def test_a_viewer_reads_every_read_route(stack):
 # -- the MCP walk ---------------------------------------------------------------------------
 
 @pytest.mark.asyncio
-async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, targets,
-                                                                      mcp_http):
+async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, mcp_http,
+                                                                      targets):
+    """`mcp_http` before `targets`: the MCP server starts before the hold is armed, so its
+    start-up (seconds on a loaded machine) does not eat the held call's 30 s."""
     mutating = {t.name for t in TOOLS if t.mutating}
     arguments = {
         "create_network": {"name": "walk-mcp"},
