@@ -143,7 +143,7 @@ class GapAnswer:
     fn: Handler
 
     def run(self, ctx: GapContext) -> Reply:
-        model = getattr(self.fn, "__gap_model__", None) or model_name(self.service)
+        model = model_name(self.service)
         op = ctx.operation = service_model(model).operation_model(self.action)
         try:
             ctx.params = wire.request_params(op, ctx.call, ctx.environ, ctx.body)

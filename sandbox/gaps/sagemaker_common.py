@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-from sandbox.gaps import DEFAULT_PAGE, AwsError, Handler, page
+from sandbox.gaps import DEFAULT_PAGE, AwsError, page
 from sandbox.reply import Reply
 
-__all__ = ["DEFAULT_PAGE", "AwsError", "handler", "json_reply", "page", "shared_state",
+__all__ = ["DEFAULT_PAGE", "AwsError", "json_reply", "page", "shared_state",
            "validation"]
 
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -31,20 +30,6 @@ def json_reply(value: dict[str, Any]) -> Reply:
         json.dumps(value).encode(),
         [("Content-Type", JSON_CONTENT_TYPE), ("x-amzn-RequestId", str(uuid.uuid4()))],
     )
-
-
-def handler(service: str, model_service: str | None = None) -> Callable[[Handler], Handler]:
-    """The decorator gaps once stacked under `@answers`; the one request path
-    (`sandbox.gaps.GapAnswer.run`) now does what it did, so it only names the botocore
-    model where its name is not the signing name's (`handler("servicequotas",
-    "service-quotas")`). Kept so a module in that style works unchanged."""
-
-    def mark(fn: Handler) -> Handler:
-        if model_service:
-            fn.__gap_model__ = model_service  # type: ignore[attr-defined]
-        return fn
-
-    return mark
 
 
 def shared_state(app: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The one way to write a gap (`sandbox.gaps`): its request path for JSON-protocol and
-REST-JSON services, a module written in the earlier `@handler` style, and a reset that
-leaves no gap state behind."""
+REST-JSON services (input checked against botocore's model, output cut to its shape, errors in
+AWS's), and a reset that leaves no gap state behind."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from sandbox.gaps import AwsError, GapContext, answers
 from sandbox.gaps.eks_state import EKS
 from sandbox.gaps.fsx import FILE_SYSTEMS
 from sandbox.gaps.quotas import QUOTAS
-from sandbox.gaps.sagemaker_common import handler
 from sandbox.gaps.sagemaker_plans import PLANS
 from sandbox.gaps.sagemaker_state import HYPERPOD
 from sandbox.local_aws import LocalAws
@@ -38,11 +37,11 @@ def scratch_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gaps, "_ANSWERS", dict(gaps._ANSWERS))
 
 
-def test_a_gap_in_the_earlier_handler_style_still_answers(
+def test_a_json_protocol_gap_is_checked_and_answered_in_the_models_shapes(
     scratch_answers: None, client_factory: Any, control: SandboxControl
 ) -> None:
+    # signed "servicequotas", modelled as "service-quotas"
     @answers("servicequotas", "GetServiceQuota")
-    @handler("servicequotas", "service-quotas")
     def get_quota(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         if params["QuotaCode"] == "L-00000000":
             raise AwsError("NoSuchResourceException", "no such quota")
