@@ -180,11 +180,9 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
 
 
 def _label_health(stack, cluster: str, node_ids: list[str], value: str) -> None:
-    kube = stack.local_aws.app.kubes.get(cluster)
+    kube = stack.kube(cluster)
     for node_id in node_ids:
-        node = kube.get_object("v1", "Node", f"hyperpod-{node_id}")
-        node["metadata"]["labels"][HEALTH_LABEL] = value
-        kube.put_object(node)
+        kube.label_node(f"hyperpod-{node_id}", {HEALTH_LABEL: value})
     stack.redis().delete(f"hypd:cache:nodes:{cluster}")  # the listing's few-second cache
 
 
@@ -328,8 +326,8 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
     with stack.client("viewer") as c:
         spot = c.get(f"/api/v1/clusters/{cluster}/nodes",
                      params={"instance_group": "spot"}).json()["items"]
-    kube = stack.local_aws.app.kubes.get(cluster)
-    kube.put_object({"apiVersion": "v1", "kind": "Pod",
+    kube = stack.kube(cluster)
+    kube.create_pod({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": "scratch", "namespace": "default"},
                      "spec": {"nodeName": f"hyperpod-{spot[0]['id']}",
                               "containers": [{"name": "c", "image": "x"}]},
