@@ -9,6 +9,7 @@ from app.api import (
     cluster_software,
     clusters,
     discovery,
+    features,
     health,
     instance_groups,
     networks,
@@ -18,7 +19,8 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, nodes.blp, operations.blp)
+              instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
+              operations.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers, rewrites
+from sandbox.gaps import GapContext, answers, karpenter, rewrites
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
@@ -969,6 +969,8 @@ def _create_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         )
         if request.get("AutoScaling"):
             cluster.autoscaling_status = "Creating"
+            if request["AutoScaling"].get("Mode") == "Enable":
+                batch.effect(lambda: karpenter.install(hp.app, cluster.eks_name))
         hp.in_region(ctx.call.account, ctx.call.region)[name] = cluster
         operation = str(uuid.uuid4())
         cluster.event("Cluster", f"Cluster {name} is being created.", operation_id=operation)
@@ -1222,6 +1224,8 @@ def _update_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         cluster.request = copy.deepcopy(request)
         if "AutoScaling" in params:
             cluster.autoscaling_status = "InService"
+            if params["AutoScaling"].get("Mode") == "Enable":
+                batch.effect(lambda: karpenter.install(hp.app, cluster.eks_name))
         cluster.event(
             "Cluster", f"Cluster {cluster.name} is being updated.", operation_id=operation
         )

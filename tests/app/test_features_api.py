@@ -1,0 +1,259 @@
+"""Managed features through REST on the full stack: the actual state read from AWS and the
+cluster, the explicit diff, the identity chain of tiered checkpointing made and removed
+without residue, shared dependencies, one feature never touching another, and managed
+autoscaling's bounds as NodePools."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.app.featurekit import (
+    features,
+    get,
+    kube_api,
+    last_seq,
+    mutations_since,
+    oidc_providers,
+    patch,
+    role_names,
+    state,
+    toggle,
+)
+from tests.app.test_clusters_api import _body, _client, _create
+
+TRAINING_ADDON = "amazon-sagemaker-hyperpod-training-operator"
+INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    stack.wait_idle()
+    name = f"feat-{uuid.uuid4().hex[:5]}"
+    op = _create(stack, _body(name))
+    assert op["status"] == "succeeded", op
+    return name
+
+
+def _addons(stack, cluster: str) -> set[str]:
+    return set(_client(stack, "eks").list_addons(clusterName=cluster)["addons"])
+
+
+def _mutations(stack) -> int:
+    return sum(stack.sandbox.counters()["by_action"].values())
+
+
+def test_every_feature_is_read_from_the_cluster_and_starts_off(stack, cluster):
+    view = features(stack, cluster)
+    assert set(view["features"]) == {"training_operator", "inference_operator",
+                                     "tiered_checkpointing", "autoscaling", "observability",
+                                     "task_governance"}
+    assert {f["state"] for f in view["features"].values()} == {"off"}
+    # the base set the create installed is there, read from EKS and Kubernetes
+    assert view["dependencies"]["eks-pod-identity-agent"]["present"] is True
+    assert view["dependencies"]["hyperpod-health-monitoring-agent"]["status"] == "applied"
+    # cert-manager is pulled in by the operators only, and says so
+    assert view["dependencies"]["cert-manager"]["present"] is False
+    assert view["dependencies"]["cert-manager"]["needed_by"] == ["training_operator",
+                                                                 "inference_operator"]
+    assert view["oidc_provider"]["present"] is True
+    training = view["features"]["training_operator"]
+    assert training["identity"]["mechanism"] == "pod-identity"
+    assert [r["name"] for r in training["requires"]] == ["eks-pod-identity-agent",
+                                                         "cert-manager"]
+    assert view["features"]["tiered_checkpointing"]["identity"]["mechanism"] == "irsa"
+    scaling = view["features"]["autoscaling"]
+    assert "not general EC2 capacity" in scaling["note"]
+    assert scaling["groups"][0]["name"] == "workers"
+    assert scaling["groups"][0]["autoscaled"] is False
+
+
+def test_a_patch_that_matches_the_actual_state_makes_no_mutating_call(stack, cluster):
+    stack.wait_idle()
+    before, since = _mutations(stack), last_seq(stack)
+    reply = patch(stack, cluster, {"training_operator": {"enabled": False},
+                                   "tiered_checkpointing": {"enabled": False},
+                                   "autoscaling": {"enabled": False}})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["changed"] is False
+    assert _mutations(stack) == before
+    assert mutations_since(stack, since) == []
+
+
+def test_tiered_checkpointing_on_then_off_leaves_no_residue(stack, cluster):
+    stack.wait_idle()
+    roles_before = role_names(stack, cluster)
+    providers = oidc_providers(stack)
+    api = kube_api(stack, cluster)
+    op = toggle(stack, cluster, {"tiered_checkpointing": {"enabled": True,
+                                                          "memory_percent": 20}})
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "identity", "enable"]
+
+    # the chain: role with its trust scoped to the service account, the policy scoped to
+    # the cluster's bucket, the annotated service account, HyperPod's setting
+    role = f"hypd-{cluster}-ckpt"
+    iam = _client(stack, "iam")
+    found = iam.get_role(RoleName=role)["Role"]
+    [statement] = found["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Principal"]["Federated"] in providers
+    conditions = statement["Condition"]["StringEquals"]
+    assert any(v == "system:serviceaccount:default:hypd-tiered-checkpointing"
+               for k, v in conditions.items() if k.endswith(":sub"))
+    policy = iam.get_role_policy(RoleName=role, PolicyName="hypd-ckpt")["PolicyDocument"]
+    resources = {r for s in policy["Statement"] for r in s["Resource"]}
+    assert all(r.startswith(f"arn:aws:s3:::hypd-{cluster}-") for r in resources), resources
+    account = get(api, "v1", "ServiceAccount", "hypd-tiered-checkpointing", "default")
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == found["Arn"]
+    described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
+    assert described["TieredStorageConfig"] == {"Mode": "Enable",
+                                                "InstanceMemoryAllocationPercentage": 20}
+    view = features(stack, cluster)["features"]["tiered_checkpointing"]
+    assert view["state"] == "on" and view["memory_percent"] == 20
+    assert all(p["ok"] for p in view["parts"]), view["parts"]
+
+    op = toggle(stack, cluster, {"tiered_checkpointing": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["disable", "identity_off", "release"]
+    # nothing of the chain is left: no role (so no policy, no trust entry), no service
+    # account (so no annotation); the shared OIDC provider and the cluster's roles stay
+    assert role_names(stack, cluster) == roles_before
+    assert role not in role_names(stack, cluster)
+    assert get(api, "v1", "ServiceAccount", "hypd-tiered-checkpointing", "default") is None
+    assert not any("hypd-tiered-checkpointing" in str(a.get("metadata")) for a in
+                   _service_accounts(api))
+    described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
+    assert described["TieredStorageConfig"]["Mode"] == "Disable"
+    assert oidc_providers(stack) == providers
+    assert state(stack, cluster, "tiered_checkpointing") == "off"
+
+
+def _service_accounts(api) -> list[dict]:
+    from cloud import kube
+
+    return kube.list_objects(api, "v1", "ServiceAccount")
+
+
+def test_enabling_one_feature_never_touches_another(stack, cluster):
+    stack.wait_idle()
+    op = toggle(stack, cluster, {"training_operator": {"enabled": True}})
+    assert op["status"] == "succeeded", op
+    assert state(stack, cluster, "training_operator") == "on"
+    before = features(stack, cluster)["features"]["training_operator"]
+    since = last_seq(stack)
+
+    op = toggle(stack, cluster, {"inference_operator": {"enabled": True}})
+    assert op["status"] == "succeeded", op
+    touched = mutations_since(stack, since)
+    assert touched, "enabling the inference operator changed nothing"
+    training_role = f"hypd-{cluster}-training-op"
+    for call in touched:
+        params = call["params"]
+        assert params.get("addonName") not in (TRAINING_ADDON, "cert-manager",
+                                               "eks-pod-identity-agent"), call
+        assert params.get("RoleName") != training_role, call
+        assert call["action"] not in ("CreatePodIdentityAssociation",
+                                      "DeletePodIdentityAssociation"), call
+    after = features(stack, cluster)["features"]["training_operator"]
+    assert after == before
+    assert state(stack, cluster, "inference_operator") == "on"
+    addon = _client(stack, "eks").describe_addon(clusterName=cluster,
+                                                 addonName=INFERENCE_ADDON)["addon"]
+    assert addon["serviceAccountRoleArn"].endswith(f"role/hypd-{cluster}-inference-op")
+
+
+def test_disabling_a_feature_keeps_a_dependency_another_still_needs(stack, cluster):
+    stack.wait_idle()
+    for feature in ("training_operator", "inference_operator"):
+        if state(stack, cluster, feature) != "on":
+            assert toggle(stack, cluster, {feature: {"enabled": True}})["status"] == "succeeded"
+    assert "cert-manager" in _addons(stack, cluster)
+
+    op = toggle(stack, cluster, {"training_operator": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    release = next(s for s in op["steps"] if s["name"] == "release")
+    assert release["resources"]["removed"] == []
+    assert "cert-manager" in release["resources"]["kept"]
+    assert release["resources"]["still_needed_by"] == ["inference_operator"]
+    present = _addons(stack, cluster)
+    assert "cert-manager" in present and TRAINING_ADDON not in present
+    assert f"hypd-{cluster}-training-op" not in role_names(stack, cluster)
+    assert "eks-pod-identity-agent" in present  # the base set is never released
+
+    # the last feature that needed it gone, cert-manager goes too
+    op = toggle(stack, cluster, {"inference_operator": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    assert "cert-manager" not in _addons(stack, cluster)
+    assert "eks-pod-identity-agent" in _addons(stack, cluster)
+
+
+def test_a_request_changing_two_features_or_naming_an_unknown_group_is_refused(stack,
+                                                                             cluster):
+    stack.wait_idle()
+    before = _mutations(stack)
+    two = patch(stack, cluster, {"training_operator": {"enabled": True},
+                                 "observability": {"enabled": True}})
+    assert two.status_code == 422, two.text
+    assert "one feature per request" in two.json()["error"]["message"]
+    unknown = patch(stack, cluster, {"autoscaling": {"enabled": True,
+                                                     "groups": {"nope": {"max": 2}}}})
+    assert unknown.status_code == 422, unknown.text
+    assert "nope" in unknown.json()["error"]["message"]
+    inverted = patch(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
+        "workers": {"min": 3, "max": 2}}}})
+    assert inverted.status_code == 422, inverted.text
+    options_off = patch(stack, cluster, {"tiered_checkpointing": {"enabled": False,
+                                                                  "memory_percent": 10}})
+    assert options_off.status_code == 422, options_off.text
+    typo = patch(stack, cluster, {"training_operater": {"enabled": True}})
+    assert typo.status_code == 422, typo.text
+    viewer = patch(stack, cluster, {"training_operator": {"enabled": True}}, token="viewer")
+    assert viewer.status_code == 403, viewer.text
+    assert _mutations(stack) == before
+
+
+def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, cluster):
+    stack.wait_idle()
+    op = toggle(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
+        "workers": {"min": 0, "max": 3}}}})
+    assert op["status"] == "succeeded", op
+    described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
+    assert described["AutoScaling"]["Mode"] == "Enable"
+    assert described["AutoScaling"]["AutoScalerType"] == "Karpenter"
+    assert described["ClusterRole"].endswith(f"role/hypd-{cluster}-hp-cluster")
+    api = kube_api(stack, cluster)
+    pool = get(api, "karpenter.sh/v1", "NodePool", "hypd-workers")
+    assert pool["spec"]["limits"] == {"nodes": "3"}
+    assert pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "hypd-workers"
+    node_class = get(api, "karpenter.sagemaker.amazonaws.com/v1", "HyperpodNodeClass",
+                     "hypd-workers")
+    assert node_class["spec"] == {"instanceGroups": ["workers"]}
+    [group] = features(stack, cluster)["features"]["autoscaling"]["groups"]
+    assert (group["autoscaled"], group["min"], group["max"]) == (True, 0, 3)
+    assert group["current"] is not None
+
+    # only max given: min stays; a minimum adds the static pool
+    op = toggle(stack, cluster, {"autoscaling": {"groups": {"workers": {"min": 1}}}})
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "identity", "enable",
+                                                "node_pools"]
+    floor = get(api, "karpenter.sh/v1", "NodePool", "hypd-workers-min")
+    assert floor["spec"]["replicas"] == 1
+    assert get(api, "karpenter.sh/v1", "NodePool", "hypd-workers")["spec"]["limits"] == {
+        "nodes": "2"}
+    [group] = features(stack, cluster)["features"]["autoscaling"]["groups"]
+    assert (group["min"], group["max"]) == (1, 3)
+    again = patch(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
+        "workers": {"min": 1, "max": 3}}}})
+    assert again.status_code == 200 and again.json()["changed"] is False
+
+    op = toggle(stack, cluster, {"autoscaling": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    assert get(api, "karpenter.sh/v1", "NodePool", "hypd-workers") is None
+    assert get(api, "karpenter.sh/v1", "NodePool", "hypd-workers-min") is None
+    described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
+    assert described["AutoScaling"]["Mode"] == "Disable"
+    # the cluster's own ClusterRole is shared: it stays
+    assert f"hypd-{cluster}-hp-cluster" in role_names(stack, cluster)
