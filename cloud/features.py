@@ -77,15 +77,17 @@ class Snapshot:
     bounds: dict[str, autoscaling.Bounds]
 
 
-def snapshot(src: Sources, everything: bool = True) -> Snapshot:
-    """`everything`: the base set too; otherwise only the managed features and what they
-    require (the cluster page's summary)."""
+def relevant() -> list[Dependency]:
+    """The managed features' entries and what they need, in install order: all a features
+    view reads (the rest of the base set is the cluster create's business)."""
+    names = {d.name for f in dependencies.toggles() for d in
+             (*dependencies.entries(f), *dependencies.requirements(f))}
+    return [d for d in dependencies.catalog() if d.name in names]
+
+
+def snapshot(src: Sources) -> Snapshot:
     cluster = src.facts.cluster
-    toggles = dependencies.toggles()
-    relevant = {d.name for f in toggles for d in
-                (*dependencies.entries(f), *dependencies.requirements(f))}
-    kinds = [d for d in dependencies.catalog() if d.kind in (ADDON, MANIFESTS)
-             and (everything or d.name in relevant)]
+    kinds = [d for d in relevant() if d.kind in (ADDON, MANIFESTS)]
     bounds: dict[str, autoscaling.Bounds] = {}
     if src.api is not None:
         bounds = autoscaling.read(src.api)
@@ -117,7 +119,7 @@ def _entry_parts(dep: Dependency, src: Sources, snap: Snapshot) -> list[dict[str
     parts: list[dict[str, Any]] = []
     role_arn = None
     if dep.identity is not None:
-        chain = identity.state(src.iam, src.api, dep, src.facts)
+        chain = identity.state(src.iam, src.api, dep, src.facts, snap.oidc_provider)
         role = chain["role"]
         role_arn = role["arn"]
         ok = role["present"] and role["trust_ok"] and role["policy_ok"]
@@ -247,15 +249,14 @@ def autoscaled_groups(snap: Snapshot) -> list[dict[str, Any]]:
     return out
 
 
-def read(src: Sources, everything: bool = True) -> dict[str, Any]:
-    """Every managed feature, the dependencies outside them (base set and what features
-    pull in, each with the features that need it; without `everything`, only the latter)
-    and the shared OIDC provider."""
-    snap = snapshot(src, everything)
+def read(src: Sources) -> dict[str, Any]:
+    """Every managed feature, what they need from outside themselves (each with the features
+    that need it) and the shared OIDC provider."""
+    snap = snapshot(src)
     toggles = dependencies.toggles()
     deps = {}
-    for dep in dependencies.catalog():
-        if dep.feature in toggles or (not everything and dep.enabled):
+    for dep in relevant():
+        if dep.feature in toggles:
             continue
         deps[dep.name] = {**_requirement(dep, snap),
                           "needed_by": dependencies.needed_by(dep.name)}

@@ -403,14 +403,13 @@ def role_arn(account: str, name: str, region: str) -> str:
 
 
 def role_state(iam: Any, name: str) -> dict[str, Any] | None:
-    """{arn, trust, policies: {name: document}, tags} of a role, or None when absent: what
-    a feature's state is read from."""
+    """{arn, trust, policies: {name: document}} of a role, or None when absent: what a
+    feature's state is read from."""
     role = _get_role(iam, name)
     if role is None:
         return None
     return {"arn": role["Arn"], "trust": _policy_doc(role.get("AssumeRolePolicyDocument")),
-            "policies": {p: _inline_policy(iam, name, p) for p in _inline_names(iam, name)},
-            "tags": _role_tags(iam, name)}
+            "policies": {p: _inline_policy(iam, name, p) for p in _inline_names(iam, name)}}
 
 
 # ---------------------------------------------------------------------------------------

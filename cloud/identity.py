@@ -77,8 +77,9 @@ def oidc_provider(iam_client: Any, facts: ClusterFacts, create: bool) -> str | N
 
 
 def role_spec(iam_client: Any, dep: Dependency, facts: ClusterFacts,
-              create: bool = True) -> iam.RoleSpec:
-    """The role `dep`'s consumer runs as, exactly as hypd makes it."""
+              create: bool = True, provider: str | None = None) -> iam.RoleSpec:
+    """The role `dep`'s consumer runs as, exactly as hypd makes it (`provider`: the OIDC
+    provider's ARN when the caller has it already)."""
     identity = dep.identity
     if identity is None:
         raise ValueError(f"{dep.name} has no identity")
@@ -87,7 +88,7 @@ def role_spec(iam_client: Any, dep: Dependency, facts: ClusterFacts,
     if identity.mechanism == POD_IDENTITY:
         trust = iam.pod_identity_trust(facts.account, facts.eks_cluster_arn)
     elif identity.mechanism == IRSA:
-        provider = oidc_provider(iam_client, facts, create) or ""
+        provider = provider or oidc_provider(iam_client, facts, create) or ""
         trust = iam.irsa_trust(provider, facts.oidc_issuer or "", identity.namespace or "",
                                identity.service_account or "")
     else:  # pragma: no cover - the data is validated on load
@@ -159,8 +160,8 @@ def remove(iam_client: Any, api: ApiClient | None, dep: Dependency,
 # -- state -----------------------------------------------------------------------------------
 
 
-def state(iam_client: Any, api: ApiClient | None, dep: Dependency,
-          facts: ClusterFacts) -> dict[str, Any]:
+def state(iam_client: Any, api: ApiClient | None, dep: Dependency, facts: ClusterFacts,
+          provider: str | None = None) -> dict[str, Any]:
     """Where the chain stands, read from IAM and Kubernetes: {role: {name, present, arn,
     trust_ok, policy_ok}, service_account: {name, present, annotated} | None}."""
     name = role_name(dep, facts.cluster)
@@ -169,7 +170,7 @@ def state(iam_client: Any, api: ApiClient | None, dep: Dependency,
                             "arn": found["arn"] if found else None,
                             "trust_ok": False, "policy_ok": False}
     if found is not None:
-        spec = role_spec(iam_client, dep, facts, create=False)
+        spec = role_spec(iam_client, dep, facts, create=False, provider=provider)
         role["trust_ok"] = found["trust"] == spec.trust
         role["policy_ok"] = all(found["policies"].get(k) == v for k, v in spec.inline.items())
     account = None

@@ -154,7 +154,7 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
         "instance_groups": described["instance_groups"] if described else [],
         "nodes": {**(described["node_counts"] if described else {"total": 0, "by_status": {}}),
                   "by_health": node_health(ref.name, ref.region, found)},
-        "features": features.summary(features_model.read(ref, everything=False)),
+        "features": features.summary(features_model.read(ref)),
         "events": described["events"] if described else [],
     }
 

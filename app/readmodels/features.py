@@ -41,17 +41,16 @@ def running(cluster: str) -> dict[str, str]:
             for op in live_operations(context.redis_conn(), f"cluster/{cluster}/feature/")}
 
 
-def read(ref: ClusterRef, everything: bool = True) -> dict[str, Any]:
-    """The features view (FeaturesSchema); without `everything`, the base set's
-    dependencies are left out (the cluster page). A cluster without EKS yet has every
-    feature off."""
+def read(ref: ClusterRef) -> dict[str, Any]:
+    """The features view (FeaturesSchema). A cluster without EKS yet has every feature
+    off."""
     if ref.eks is None:
         view = features.empty()
     else:
         try:
-            view = features.read(sources(ref), everything)
+            view = features.read(sources(ref))
         except kube.KubeError:
-            view = features.read(_without_kubernetes(sources(ref)), everything)
+            view = features.read(_without_kubernetes(sources(ref)))
     busy = running(ref.name)
     for name, feature in view["features"].items():
         feature["operation_id"] = busy.get(name)

@@ -130,6 +130,7 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
          {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1}),
         ("PATCH", "/api/v1/clusters/walk-c/instance-groups/workers", {"instance_count": 3}),
         ("POST", "/api/v1/clusters/walk-c/software-update", {}),
+        ("PATCH", "/api/v1/clusters/walk-c/features", {"training_operator": {"enabled": True}}),
         ("POST", "/api/v1/clusters/walk-c/kubernetes-version", {"version": "1.33"}),
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         *[("POST", f"/api/v1/clusters/walk-c/nodes/{action}", {"node_ids": [WALK_NODE]})
