@@ -257,3 +257,50 @@ def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, 
     assert described["AutoScaling"]["Mode"] == "Disable"
     # the cluster's own ClusterRole is shared: it stays
     assert f"hypd-{cluster}-hp-cluster" in role_names(stack, cluster)
+
+
+def _group_counts(stack, cluster: str, group: str) -> tuple[int, int]:
+    described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
+    found = next(g for g in described["InstanceGroups"] if g["InstanceGroupName"] == group)
+    return found["CurrentCount"], found["TargetCount"]
+
+
+def _burst_pod(index: int) -> dict:
+    gpu = {"nvidia.com/gpu": "1"}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"burst-{index}", "namespace": "default"},
+            "spec": {"nodeSelector": {"karpenter.sh/nodepool": "hypd-workers"},
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": gpu, "limits": gpu}}]}}
+
+
+def test_a_group_scaled_from_zero_goes_up_to_max_for_pending_pods_and_back_to_min(stack,
+                                                                                 cluster):
+    from cloud import kube
+    from tests.stack import wait_until
+
+    stack.wait_idle()
+    op = toggle(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
+        "workers": {"min": 0, "max": 2}}}})
+    assert op["status"] == "succeeded", op
+    # Karpenter owns the group now: with nothing pending it goes to zero
+    wait_until(lambda: _group_counts(stack, cluster, "workers") == (0, 0), 60,
+               what="workers scaled to zero")
+    api = kube_api(stack, cluster)
+    for index in range(3):  # three single-GPU pods; a g5.8xlarge has one GPU
+        kube.server_side_apply(api, _burst_pod(index))
+    wait_until(lambda: _group_counts(stack, cluster, "workers") == (2, 2), 60,
+               what="workers scaled up to its maximum")
+    [group] = features(stack, cluster)["features"]["autoscaling"]["groups"]
+    assert (group["min"], group["max"], group["current"]) == (0, 2, 2)
+    assert _group_counts(stack, cluster, "workers")[1] == 2  # never beyond the maximum
+    for index in range(3):  # the pods end
+        kube.delete_object(api, "v1", "Pod", f"burst-{index}", "default")
+    wait_until(lambda: _group_counts(stack, cluster, "workers") == (0, 0), 60,
+               what="workers back to its minimum")
+    # a minimum keeps nodes without any pod
+    assert toggle(stack, cluster, {"autoscaling": {"groups": {"workers": {"min": 1}}}})[
+        "status"] == "succeeded"
+    wait_until(lambda: _group_counts(stack, cluster, "workers") == (1, 1), 60,
+               what="workers at its new minimum")
+    assert toggle(stack, cluster, {"autoscaling": {"enabled": False}})["status"] == "succeeded"
