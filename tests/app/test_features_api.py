@@ -304,3 +304,31 @@ def test_a_group_scaled_from_zero_goes_up_to_max_for_pending_pods_and_back_to_mi
     wait_until(lambda: _group_counts(stack, cluster, "workers") == (1, 1), 60,
                what="workers at its new minimum")
     assert toggle(stack, cluster, {"autoscaling": {"enabled": False}})["status"] == "succeeded"
+
+
+@pytest.mark.asyncio
+async def test_an_agent_reads_and_toggles_features_over_mcp(stack, cluster):
+    from tests.mcp_server.test_mcp_e2e import _follow, _stdio
+
+    stack.wait_idle()
+    async with _stdio(stack, stack.operator_token) as client:
+        read = await client.call_tool("get_features", {"cluster": cluster})
+        assert not read.is_error, read.content[0].text
+        assert read.structured_content["features"]["observability"]["state"] == "off"
+        reply = (await client.call_tool("update_features", {
+            "cluster": cluster, "observability": {"enabled": True}})).structured_content
+        assert reply["status_tool"] == "wait_operation"
+        done = await _follow(client, reply)
+        assert done["operation"]["status"] == "succeeded", done
+        again = (await client.call_tool("update_features", {
+            "cluster": cluster, "observability": {"enabled": True}})).structured_content
+        assert again["changed"] is False and again["status_tool"] is None
+        refused = await client.call_tool("update_features", {
+            "cluster": cluster, "autoscaling": {"enabled": True, "groups": {
+                "workers": {"min": 3, "max": 2}}}})
+        assert refused.is_error and "validation_failed" in refused.content[0].text
+        off = (await client.call_tool("update_features", {
+            "cluster": cluster, "observability": {"enabled": False}})).structured_content
+        assert (await _follow(client, off))["operation"]["status"] == "succeeded"
+    assert state(stack, cluster, "observability") == "off"
+    assert f"hypd-{cluster}-observability" not in role_names(stack, cluster)
