@@ -1,7 +1,8 @@
 // The API's rules for what a user may enter, read once from its OpenAPI document (public,
 // made from the same schemas that validate every request), so the dashboard keeps no copies
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
-// default CIDR, count bounds. Labels and hints stay here; they are presentation.
+// default CIDR, count bounds, feature option bounds. Labels and hints stay here; they are
+// presentation.
 
 export let rules = null;
 
@@ -77,5 +78,9 @@ export function rulesFrom(doc) {
     vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),
     subnetId: new RegExp(resolve(field('ExistingVpc', 'subnet_ids').items).pattern),
     stages: pathParam('/api/v1/clusters/{name}/stages/{stage}/run', 'post', 'stage').enum,
+    memoryPercent: { min: field('TieredCheckpointingPatch', 'memory_percent').minimum,
+      max: field('TieredCheckpointingPatch', 'memory_percent').maximum },
+    groupBounds: { min: field('GroupBounds', 'min').minimum, max: field('GroupBounds', 'max').maximum,
+      maxMin: field('GroupBounds', 'max').minimum },
   };
 }

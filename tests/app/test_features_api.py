@@ -320,8 +320,10 @@ async def test_an_agent_reads_and_toggles_features_over_mcp(stack, cluster):
         assert reply["status_tool"] == "wait_operation"
         done = await _follow(client, reply)
         assert done["operation"]["status"] == "succeeded", done
+        # asked again (a new request, not a retry of the first): nothing to do
         again = (await client.call_tool("update_features", {
-            "cluster": cluster, "observability": {"enabled": True}})).structured_content
+            "cluster": cluster, "observability": {"enabled": True},
+            "idempotency_key": uuid.uuid4().hex})).structured_content
         assert again["changed"] is False and again["status_tool"] is None
         refused = await client.call_tool("update_features", {
             "cluster": cluster, "autoscaling": {"enabled": True, "groups": {

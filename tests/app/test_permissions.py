@@ -292,6 +292,7 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, t
         "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
         "update_cluster_software": {"name": "walk-c"},
         "upgrade_kubernetes": {"name": "walk-c", "version": "1.33"},
+        "update_features": {"cluster": "walk-c", "training_operator": {"enabled": True}},
         **{f"{action}_nodes": {"cluster": "walk-c", "node_ids": [WALK_NODE]}
            for action in ("reboot", "replace", "delete")},
         "cancel_operation": {"operation_id": targets["running"]},

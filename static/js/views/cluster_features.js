@@ -7,6 +7,7 @@
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { TERMINAL } from '../feed.js';
+import { rules } from '../rules.js';
 
 const LABELS = {
   training_operator: 'Training operator',
@@ -166,7 +167,7 @@ export function mountFeatures(box, ctx, name) {
     const value = 'memory_percent' in t ? t.memory_percent : feature.memory_percent;
     return h('div', { class: 'adv-option' }, h('span', { class: 'sub' }, 'Memory for checkpoints (%)'),
       guard(h('input', {
-        type: 'number', min: 1, max: 100, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
+        type: 'number', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
         oninput: (e) => touch(f, 'memory_percent', e.target.value === '' ? null : Number(e.target.value)),
       })));
   }
@@ -180,7 +181,8 @@ export function mountFeatures(box, ctx, name) {
       h('tbody', null, groups.map((g) => {
         const b = { ...(g.autoscaled ? { min: g.min, max: g.max } : {}), ...(touchedGroups[g.name] || {}) };
         const input = (key) => guard(h('input', {
-          type: 'number', min: key === 'min' ? 0 : 1, testid: `as-${key}-${g.name}`, value: b[key] ?? '',
+          type: 'number', min: key === 'min' ? rules.groupBounds.min : rules.groupBounds.maxMin, max: rules.groupBounds.max,
+          testid: `as-${key}-${g.name}`, value: b[key] ?? '',
           disabled: !g.eligible, placeholder: g.autoscaled ? '' : (key === 'min' ? '0' : '—'),
           oninput: (e) => touch(f, key, e.target.value === '' ? null : Number(e.target.value), g.name),
         }));
