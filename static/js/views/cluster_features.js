@@ -130,7 +130,10 @@ export function mountFeatures(box, ctx, name) {
     const v = state.view;
     if (!v) return;
     clear(list);
-    for (const [f, feature] of Object.entries(v.features)) list.appendChild(row(f, feature));
+    // the API's order is alphabetical (JSON keys); show the known ones in the panel's order
+    const order = [...Object.keys(LABELS).filter((f) => f in v.features),
+      ...Object.keys(v.features).filter((f) => !(f in LABELS))];
+    for (const f of order) list.appendChild(row(f, v.features[f]));
     renderActions();
   }
 
