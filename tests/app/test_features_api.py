@@ -130,6 +130,36 @@ def test_tiered_checkpointing_on_then_off_leaves_no_residue(stack, cluster):
     assert state(stack, cluster, "tiered_checkpointing") == "off"
 
 
+def test_a_half_made_chain_is_finished_or_removed_by_the_same_toggle(stack, cluster):
+    stack.wait_idle()
+    role = f"hypd-{cluster}-ckpt"
+    api = kube_api(stack, cluster)
+    since = last_seq(stack)
+    for then in (True, False):
+        # AWS refuses the last part: the role and the service account are made, the setting
+        # is not — a half-made chain, shown as such
+        stack.sandbox.add_fault("sagemaker", "UpdateCluster", "error",
+                                code="ValidationException", message="refused by the test")
+        op = toggle(stack, cluster, {"tiered_checkpointing": {"enabled": True}})
+        assert op["status"] == "failed" and op["error"]["step"] == "enable", op
+        view = features(stack, cluster)["features"]["tiered_checkpointing"]
+        assert view["state"] == "partial"
+        assert {p["kind"]: p["present"] for p in view["parts"]} == {
+            "iam_role": True, "service_account": True, "hyperpod_setting": False}
+        op = toggle(stack, cluster, {"tiered_checkpointing": {"enabled": then}})
+        assert op["status"] == "succeeded", op
+        assert state(stack, cluster, "tiered_checkpointing") == ("on" if then else "off")
+        if then:  # finished: the role made by the failed attempt was adopted, not made again
+            created = [c for c in stack.sandbox.calls(action="CreateRole", since=since)
+                       if c["params"]["RoleName"] == role and c["status"] == 200]
+            assert len(created) == 1
+            assert toggle(stack, cluster, {"tiered_checkpointing": {"enabled": False}})[
+                "status"] == "succeeded"
+    # removed: nothing of the chain left
+    assert role not in role_names(stack, cluster)
+    assert get(api, "v1", "ServiceAccount", "hypd-tiered-checkpointing", "default") is None
+
+
 def _service_accounts(api) -> list[dict]:
     from cloud import kube
 
