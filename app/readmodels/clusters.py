@@ -22,6 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from app import context
 from app.errors import ApiError
 from app.readmodels import features as features_model
@@ -154,9 +156,18 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
         "instance_groups": described["instance_groups"] if described else [],
         "nodes": {**(described["node_counts"] if described else {"total": 0, "by_status": {}}),
                   "by_health": node_health(ref.name, ref.region, found)},
-        "features": features.summary(features_model.read(ref)),
+        "features": features_summary(ref),
         "events": described["events"] if described else [],
     }
+
+
+def features_summary(ref: ClusterRef) -> dict[str, Any] | None:
+    """Each managed feature's state as it is now (None when AWS or the cluster cannot be
+    read this moment: the page stays up; the features route reports the error itself)."""
+    try:
+        return features.summary(features_model.read(ref))
+    except (ClientError, BotoCoreError, kube.KubeError, OSError):
+        return None
 
 
 def node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[str, int] | None:
