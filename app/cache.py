@@ -1,4 +1,5 @@
-"""Short-lived read caches in Redis, so repeated looks at slow-changing AWS facts are fast."""
+"""Read caches in Redis, so repeated looks at slow-changing AWS facts are fast: seconds for a
+node listing, minutes for instance types, a day for list prices."""
 
 from __future__ import annotations
 

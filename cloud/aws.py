@@ -63,9 +63,12 @@ _sessions: dict[str, boto3.session.Session] = {}
 _clients: dict[tuple[Any, ...], Any] = {}
 
 
-def client(service: str, region: str | None = None, settings: Settings | None = None) -> Any:
+def client(service: str, region: str | None = None, settings: Settings | None = None, *,
+           max_attempts: int = MAX_ATTEMPTS, read_timeout_s: float = READ_TIMEOUT_S) -> Any:
     """A boto3 client for `service` in `region` (default: the settings' region).
 
+    `max_attempts` and `read_timeout_s` are for callers that answer a person waiting (a dry
+    run's prices): they would rather say "unknown" soon than retry for half a minute.
     Raises `SettingsError` in sandbox mode when the endpoint is not a loopback address.
     """
     settings = settings or Settings.from_env()
@@ -73,15 +76,21 @@ def client(service: str, region: str | None = None, settings: Settings | None = 
     sandbox = settings.aws_mode == "sandbox"
     endpoint = sandbox_endpoint(service) if sandbox else None
     # boto3 reads the endpoint variables when it builds a client: they are part of the key
-    key = (settings.aws_mode, service, region, endpoint or configured_endpoint(service)[1])
+    key = (settings.aws_mode, service, region, endpoint or configured_endpoint(service)[1],
+           max_attempts, read_timeout_s)
     with _lock:
         _drop_cache_after_fork()
         cached = _clients.get(key)
         if cached is None:
             session = _session(settings.aws_mode)
+            config = _CONFIG
+            if (max_attempts, read_timeout_s) != (MAX_ATTEMPTS, READ_TIMEOUT_S):
+                config = _CONFIG.merge(Config(
+                    retries={"mode": "standard", "total_max_attempts": max_attempts},
+                    read_timeout=read_timeout_s))
             # sandbox: pinned to the endpoint just checked, whatever else the config says
             cached = session.client(service, region_name=region, endpoint_url=endpoint,
-                                    config=_CONFIG)
+                                    config=config)
             _clients[key] = cached
         return cached
 

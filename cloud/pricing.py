@@ -1,6 +1,6 @@
-"""Hourly cost estimate of a cluster plan, from the price table kept as data.
+"""Hourly cost of a cluster plan, from the AWS Price List API — never from a table of ours.
 
-`estimate(plan)` prices what a dry run would make:
+`estimate(plan, quote)` prices what a dry run would make:
 
     plan = {
         "region": "us-west-2",
@@ -10,111 +10,331 @@
         "nat_gateways": 1,           # default 0: an existing VPC brings its own
     }
 
-Each item says what it is, how many, the unit price and the hourly total — or `None` with a
-note when the table has no honest figure (spot prices move, a training plan is paid up front,
-a type or region missing from the table). `hourly_usd` sums the known items; `complete` says
-whether every item was priced. The table (`cloud/data/prices.yaml`) carries its `as_of` date
-and sources; everything here is an estimate, never a bill.
+`quote(product)` answers one product's price: `PriceList(client).quote`, which the app wraps in
+its Redis cache (cloud/ keeps no cache of its own). Where each price is in the Price List
+(`GetProducts`, filtered by the cluster's `regionCode` and a usage type, then the usage type
+checked exactly — after its region prefix — so that look-alikes such as training, hosting,
+reserved-cluster or NAT data-processing products are never taken for the price):
+
+- HyperPod instances, on-demand: service `AmazonSageMaker`, usage type
+  `<region prefix>-Cluster:<ml type>` (e.g. `USW2-Cluster:ml.g5.8xlarge`; the product's
+  `instanceType` is `ml.g5.8xlarge-Cluster`, its `component` `Cluster`);
+- the EKS control plane (standard support): `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`;
+- a NAT gateway's hour: `AmazonEC2`, `[<prefix>-]NatGateway-Hours` (data processed is billed
+  per GB and is not in the estimate).
+
+Each item names where its figure came from (`source`: SKU, offer term, rate code, usage type,
+the price's effective date, the offer's publication date, when hypd fetched it) or says why it
+has none (`basis`):
+- `list-price`: the on-demand hourly list price;
+- `spot`: HyperPod spot capacity is billed at a price that moves, and the Price List carries
+  no fixed HyperPod spot rate — no figure; the on-demand list price is given for comparison;
+- `training-plan`: reserved by a training plan, paid up front when the plan was bought — no
+  hourly figure;
+- `unknown`: the Price List could not be read (failing, throttled, access denied) or has no
+  such product. Never a guess.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from pathlib import Path
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-import yaml
+from botocore.exceptions import BotoCoreError, ClientError
 
+from cloud import aws
 from cloud.capacity import ON_DEMAND, SPOT, TRAINING_PLAN
+from cloud.errors import Refusal
+from cloud.settings import Settings
 
-PRICES_FILE = Path(__file__).parent / "data" / "prices.yaml"
+SOURCE = "aws-price-list"
+CURRENCY = "USD"
+FORMAT_VERSION = "aws_v1"
+PAGE_SIZE = 100
+MAX_ATTEMPTS = 2
+READ_TIMEOUT_S = 10.0
+"""A dry run is answered to a person waiting: one retry, and a price rather unknown than late."""
+
+LIST_PRICE = "list-price"
+UNKNOWN = "unknown"
+BASES = (LIST_PRICE, SPOT, TRAINING_PLAN, UNKNOWN)
+
+HYPERPOD_INSTANCES = "hyperpod_instances"
+EKS_CONTROL_PLANE = "eks_control_plane"
+NAT_GATEWAY = "nat_gateway"
+KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, NAT_GATEWAY)
+
+_HOURLY_UNITS = frozenset({"hrs", "hr", "hours", "hour"})
+_ACCESS_DENIED = ("AccessDenied", "AccessDeniedException")
 
 
-@functools.lru_cache(maxsize=4)
-def price_table(path: Path = PRICES_FILE) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+class PriceListUnavailable(Refusal):
+    """The Price List could not be read (failing, throttled, access denied, an answer hypd
+    cannot read). The estimate turns it into "price unknown"; it never fails a dry run."""
+
+    default_code = "upstream_error"
+    retryable = True
 
 
-def on_demand_price(region: str, instance_type: str,
-                    table: Mapping[str, Any] | None = None) -> float | None:
-    """The table's HyperPod on-demand hourly price, or None when it has none."""
-    table = table if table is not None else price_table()
-    rates = (table.get("hyperpod_on_demand") or {}).get(region) or {}
-    price = rates.get(instance_type)
-    return float(price) if price is not None else None
+@dataclass(frozen=True)
+class Product:
+    """One thing with an hourly list price, and how to find it in the Price List."""
+
+    service_code: str
+    region: str
+    usage_type: str
+    """The usage type after its region prefix, e.g. `Cluster:ml.g5.8xlarge`."""
+    what: str
+    """For notes: "HyperPod ml.g5.8xlarge on-demand"."""
+
+    @property
+    def cache_key(self) -> str:
+        return f"price:v1:{self.service_code}:{self.region}:{self.usage_type}"
+
+    def filters(self) -> list[dict[str, str]]:
+        return [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": self.region},
+                {"Type": "CONTAINS", "Field": "usagetype", "Value": self.usage_type}]
+
+    def matches(self, usage_type: str) -> bool:
+        """`USW2-Cluster:ml.g5.8xlarge` or (us-east-1, some services) the bare usage type;
+        never `USW2-ReservedCluster:...` or `USW2-NatGateway-Bytes`."""
+        return re.fullmatch(r"(?:[A-Z0-9]+-)?" + re.escape(self.usage_type), usage_type) \
+            is not None
 
 
-def estimate(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    table = table if table is not None else price_table()
+def hyperpod_instance(region: str, instance_type: str) -> Product:
+    return Product("AmazonSageMaker", region, f"Cluster:{instance_type}",
+                   f"HyperPod {instance_type} on-demand")
+
+
+def eks_control_plane(region: str) -> Product:
+    return Product("AmazonEKS", region, "AmazonEKS-Hours:perCluster", "EKS control plane hour")
+
+
+def nat_gateway(region: str) -> Product:
+    return Product("AmazonEC2", region, "NatGateway-Hours", "NAT gateway hour")
+
+
+Quote = dict[str, Any]
+"""{"usd_per_hour": float | None, "note": str | None, "fetched_at": iso, "source": {...} |
+None}: JSON, so the app can cache it as it is."""
+
+
+def client(settings: Settings | None = None) -> Any:
+    """The Price List client: at the pricing endpoint's region, not the cluster's."""
+    settings = settings or Settings.from_env()
+    return aws.client("pricing", region=settings.pricing_region, settings=settings,
+                      max_attempts=MAX_ATTEMPTS, read_timeout_s=READ_TIMEOUT_S)
+
+
+class PriceList:
+    """Quotes from the Price List for one estimate. After a failure it asks no more: the
+    service is failing, and each further call would only make the person wait again."""
+
+    def __init__(self, pricing_client: Any, now: Callable[[], datetime] | None = None) -> None:
+        self._client = pricing_client
+        self._now = now or (lambda: datetime.now(UTC))
+        self.failure: PriceListUnavailable | None = None
+
+    def quote(self, product: Product) -> Quote:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            documents = list(self._documents(product))
+            return quote_from(documents, product, _iso(self._now()))
+        except (ClientError, BotoCoreError) as exc:
+            self.failure = PriceListUnavailable(_reason(exc))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            self.failure = PriceListUnavailable(
+                f"the AWS Price List answered something hypd cannot read ({exc})")
+        raise self.failure
+
+    def _documents(self, product: Product) -> Iterable[Mapping[str, Any]]:
+        pages = self._client.get_paginator("get_products").paginate(
+            ServiceCode=product.service_code, Filters=product.filters(),
+            FormatVersion=FORMAT_VERSION, PaginationConfig={"PageSize": PAGE_SIZE})
+        for page in pages:
+            for entry in page.get("PriceList") or ():
+                # the API answers each product as a JSON string
+                yield json.loads(entry) if isinstance(entry, str) else entry
+
+
+def quote_from(documents: Iterable[Mapping[str, Any]], product: Product,
+               fetched_at: str) -> Quote:
+    """The product's on-demand hourly USD price among Price List documents: one figure with
+    its source, or none with the reason (absent; several different figures)."""
+    found = []
+    for document in documents:
+        attributes = document["product"].get("attributes") or {}
+        if not product.matches(str(attributes.get("usagetype", ""))):
+            continue
+        for term, dimension in _hourly_rates(document):
+            found.append((document, term, dimension))
+    where = (f"{product.service_code}, usage type *{product.usage_type}, "
+             f"region {product.region}")
+    if not found:
+        return {"usd_per_hour": None, "fetched_at": fetched_at, "source": None,
+                "note": f"the AWS Price List has no on-demand hourly price for {product.what} "
+                        f"({where})"}
+    figures = sorted({float(d["pricePerUnit"][CURRENCY]) for _, _, d in found})
+    if len(figures) > 1:
+        return {"usd_per_hour": None, "fetched_at": fetched_at, "source": None,
+                "note": f"the AWS Price List has {len(figures)} different hourly prices for "
+                        f"{product.what} ({where}: {', '.join(f'{f:g}' for f in figures)}); "
+                        "hypd does not pick one"}
+    document, term, dimension = min(found, key=lambda f: f[0]["product"]["sku"])
+    attributes = document["product"].get("attributes") or {}
+    return {
+        "usd_per_hour": figures[0],
+        "fetched_at": fetched_at,
+        "note": None,
+        "source": {
+            "name": SOURCE,
+            "service_code": product.service_code,
+            "sku": document["product"]["sku"],
+            "offer_term_code": term.get("offerTermCode"),
+            "rate_code": dimension.get("rateCode"),
+            "usage_type": attributes.get("usagetype"),
+            "description": dimension.get("description"),
+            "effective_date": term.get("effectiveDate"),
+            "publication_date": document.get("publicationDate"),
+            "fetched_at": fetched_at,
+        },
+    }
+
+
+def _hourly_rates(document: Mapping[str, Any]) -> Iterable[tuple[Mapping, Mapping]]:
+    """(term, price dimension) of each on-demand USD per-hour rate, first tier only."""
+    for term in ((document.get("terms") or {}).get("OnDemand") or {}).values():
+        for dimension in (term.get("priceDimensions") or {}).values():
+            if str(dimension.get("unit", "")).lower() not in _HOURLY_UNITS:
+                continue
+            if CURRENCY not in (dimension.get("pricePerUnit") or {}):
+                continue
+            if str(dimension.get("beginRange", "0")) not in ("0", "0.0"):
+                continue
+            yield term, dimension
+
+
+def _reason(exc: Exception) -> str:
+    code = aws.error_code(exc)
+    if code in _ACCESS_DENIED:
+        return (f"the AWS Price List refused hypd's credentials ({code}); its role needs "
+                "pricing:GetProducts")
+    if code in aws.THROTTLING_CODES:
+        return f"the AWS Price List is throttling hypd ({code}); try the plan again shortly"
+    if isinstance(exc, ClientError):
+        message = exc.response.get("Error", {}).get("Message") or ""
+        return f"the AWS Price List answered {code}: {message}".rstrip(": ")
+    return f"the AWS Price List could not be reached ({type(exc).__name__}: {exc})"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------------------
+# the estimate
+# ---------------------------------------------------------------------------------------
+
+def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote]) -> dict[str, Any]:
+    """The plan's hourly estimate: every item priced by `quote`, or said to be unpriced."""
     region = plan.get("region")
     if not region:
         raise ValueError("a plan to price names its region")
     items: list[dict[str, Any]] = []
     for group in plan.get("instance_groups") or ():
-        items.append(_instances(region, group, table))
+        items.append(_instances(region, group, quote))
     if plan.get("eks_control_plane", True):
-        price = table.get("eks_control_plane_hourly")
-        items.append(_item("EKS control plane", "eks_control_plane", 1,
-                           float(price) if price is not None else None,
-                           None if price is not None else "no EKS price on file"))
+        items.append(_listed("EKS control plane", EKS_CONTROL_PLANE, 1,
+                             eks_control_plane(region), quote))
     nat = int(plan.get("nat_gateways") or 0)
     if nat:
-        price = (table.get("nat_gateway_hourly") or {}).get(region)
-        items.append(_item("NAT gateway", "nat_gateway", nat,
-                           float(price) if price is not None else None,
-                           "hourly charge only; data processed is billed per GB" if price
-                           is not None else f"no NAT gateway price on file for {region}"))
+        item = _listed("NAT gateway", NAT_GATEWAY, nat, nat_gateway(region), quote)
+        if item["basis"] == LIST_PRICE:
+            item["note"] = "hourly charge only; data processed is billed per GB"
+        items.append(item)
     known = [i["hourly_usd"] for i in items if i["hourly_usd"] is not None]
+    complete = len(known) == len(items)
+    fetched = sorted(i["source"]["fetched_at"] for i in items if i.get("source"))
     return {
         "hourly_usd": round(sum(known), 4),
-        "complete": len(known) == len(items),
-        "currency": table.get("currency", "USD"),
-        "as_of": str(table.get("as_of")),
-        "verified": bool(table.get("verified", False)),
+        "complete": complete,
+        "currency": CURRENCY,
+        "source": SOURCE,
+        "fetched_at": fetched[0] if fetched else None,
         "items": items,
-        "note": ("Estimate from hypd's price table (list prices as of "
-                 f"{table.get('as_of')}); not a bill. "
-                 + ("" if len(known) == len(items)
-                    else "Items without a price are not in the total. ")
-                 + "Data transfer, storage and taxes are not included."),
-        "sources": dict(table.get("sources") or {}),
+        "note": ("Estimate from AWS's on-demand list prices (the AWS Price List); not a bill. "
+                 + ("" if complete else "Items without a price are not in the total. ")
+                 + "Discounts, Savings Plans, data transfer, storage and taxes are not "
+                   "included."),
     }
 
 
-def _instances(region: str, group: Mapping[str, Any], table: Mapping[str, Any]) -> dict:
+def _instances(region: str, group: Mapping[str, Any],
+               quote: Callable[[Product], Quote]) -> dict[str, Any]:
     instance_type = group.get("instance_type")
     count = int(group.get("count") or 0)
     capacity = group.get("capacity_type") or ON_DEMAND
-    label = f"HyperPod {instance_type}" + (f" ({group['name']})" if group.get("name") else "")
+    name = f"HyperPod {instance_type}" + (f" ({group['name']})" if group.get("name") else "")
+    product = hyperpod_instance(region, str(instance_type))
     if capacity == ON_DEMAND:
-        price = on_demand_price(region, instance_type, table)
-        note = None if price is not None else f"no price on file for {instance_type} in {region}"
-        return _item(label, "hyperpod_instances", count, price, note, capacity)
-    if capacity == SPOT:
-        reference = on_demand_price(region, instance_type, table)
-        note = "spot capacity is billed at the current spot price, which moves: no fixed figure"
-        if reference is not None:
-            note += f" (on-demand would be {reference:g} USD per instance-hour)"
-        return _item(label, "hyperpod_instances", count, None, note, capacity)
-    if capacity == TRAINING_PLAN:
-        return _item(label, "hyperpod_instances", count, None,
+        item = _listed(name, HYPERPOD_INSTANCES, count, product, quote)
+    elif capacity == SPOT:
+        item = _item(name, HYPERPOD_INSTANCES, count, SPOT, None, None)
+        reference = _quote_or_unknown(product, quote)
+        note = ("spot capacity is billed at the current spot price, which moves; the AWS "
+                "Price List has no fixed HyperPod spot rate, so there is no figure")
+        if reference["usd_per_hour"] is not None:
+            item["on_demand_unit_usd"] = reference["usd_per_hour"]
+            item["source"] = reference["source"]
+            note += (f" (on-demand would be {reference['usd_per_hour']:g} USD per "
+                     "instance-hour)")
+        item["note"] = note
+    elif capacity == TRAINING_PLAN:
+        item = _item(name, HYPERPOD_INSTANCES, count, TRAINING_PLAN, None,
                      "reserved by a training plan, paid up front when the plan was bought "
-                     "(see the plan's UpfrontFee): no hourly charge here", capacity)
-    raise ValueError(f"unknown capacity type {capacity!r}")
+                     "(see the plan's UpfrontFee): no hourly charge here")
+    else:
+        raise ValueError(f"unknown capacity type {capacity!r}")
+    item["capacity_type"] = capacity
+    return item
 
 
-def _item(name: str, kind: str, quantity: int, unit: float | None, note: str | None,
-          capacity_type: str | None = None) -> dict[str, Any]:
-    item = {
+def _listed(name: str, kind: str, quantity: int, product: Product,
+            quote: Callable[[Product], Quote]) -> dict[str, Any]:
+    """An item at its list price, or unknown with the reason."""
+    found = _quote_or_unknown(product, quote)
+    unit = found["usd_per_hour"]
+    if unit is None:
+        item = _item(name, kind, quantity, UNKNOWN, None, f"price unknown: {found['note']}")
+    else:
+        item = _item(name, kind, quantity, LIST_PRICE, unit, found["note"])
+    item["source"] = found["source"]
+    return item
+
+
+def _quote_or_unknown(product: Product, quote: Callable[[Product], Quote]) -> Quote:
+    try:
+        return quote(product)
+    except PriceListUnavailable as exc:
+        return {"usd_per_hour": None, "source": None, "fetched_at": None,
+                "note": exc.message}
+
+
+def _item(name: str, kind: str, quantity: int, basis: str, unit: float | None,
+          note: str | None) -> dict[str, Any]:
+    return {
         "name": name,
         "kind": kind,
         "quantity": quantity,
+        "basis": basis,
         "unit_usd": unit,
         "hourly_usd": round(unit * quantity, 4) if unit is not None else None,
         "note": note,
+        "source": None,
     }
-    if capacity_type:
-        item["capacity_type"] = capacity_type
-    return item

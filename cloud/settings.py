@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 AWS_MODES = ("sandbox", "aws")
+PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
+"""Where AWS serves the Price List API (GetProducts); any of them prices every region."""
 
 
 class SettingsError(ValueError):
@@ -48,6 +50,8 @@ class Settings:
     the time after which a dead worker's operation is picked up again by the sweeper."""
     api_url: str = "http://127.0.0.1:3099"
     token: str | None = None
+    pricing_region: str = "us-east-1"
+    """The Price List API endpoint's region: the client's, not the priced cluster's."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -76,11 +80,16 @@ class Settings:
             lease_s=_float(env, "HYPD_LEASE_S", 15.0),
             api_url=(env.get("HYPD_API_URL") or "http://127.0.0.1:3099").rstrip("/"),
             token=env.get("HYPD_TOKEN") or None,
+            pricing_region=env.get("HYPD_PRICING_REGION") or "us-east-1",
         )
         settings.check()
         return settings
 
     def check(self) -> None:
+        if self.pricing_region not in PRICE_LIST_REGIONS:
+            raise SettingsError(
+                f"HYPD_PRICING_REGION must be one of {', '.join(PRICE_LIST_REGIONS)} (AWS "
+                f"serves the Price List API only there), got {self.pricing_region!r}")
         if self.sandbox_speed <= 0:
             raise SettingsError("HYPD_SANDBOX_SPEED must be above 0")
         if not 0 < self.poll_min_s <= self.poll_max_s:

@@ -202,8 +202,11 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         name="plan_cluster", method="POST", path="/api/v1/clusters",
         fixed_query={"dry_run": "true"}, title="Plan a cluster (dry run)",
         description="What create_cluster would make (every stage, step and resource), an "
-        "hourly cost estimate and the quota/reservation preflight, changing nothing. Show "
-        "this to the user before create_cluster.",
+        "hourly cost estimate and the quota/reservation preflight, changing nothing. The cost "
+        "comes from AWS's on-demand list prices (the AWS Price List): each item names its "
+        "source (SKU, when it was read); basis spot or training-plan has no hourly figure, "
+        "and unknown means the price could not be read — say so, never fill in a figure. "
+        "Show this to the user before create_cluster.",
         notes=_CLUSTER_NOTES,
     ),
     ToolSpec(

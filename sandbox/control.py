@@ -123,9 +123,11 @@ class SandboxControl:
         """{"by_action": {"ec2:CreateVpc": n}, "by_resource": {id: {"ec2:CreateTags": n}}}."""
         return self._request("GET", "/counters")
 
-    def reset(self) -> None:
-        """Clear faults, holds, the call log and counters (AWS state stays)."""
-        self._request("POST", "/reset")
+    def reset(self, aws: bool = False) -> None:
+        """Clear faults, holds, the call log and counters; with `aws`, AWS state too: moto's
+        and every gap's (HyperPod, FSx, EKS add-ons and access, quotas, training plans, local
+        Kubernetes clusters, pending timed changes) — what `POST /moto-api/reset` does."""
+        self._request("POST", "/reset", {"aws": True} if aws else None)
 
     def advance_clock(self, seconds: float) -> dict[str, Any]:
         """Jump simulated time forward and apply the state changes now due."""
@@ -193,26 +195,9 @@ class SandboxControl:
         return self._request("POST", "/training-plans", body)
 
     def training_plans(self) -> dict[str, Any]:
-        """{"training_plans": [...], "offerings": [...]} declared so far."""
+        """{"training_plans": [...]} declared so far."""
         return self._request("GET", "/training-plans")
 
     def clear_training_plans(self) -> None:
-        """Forget every declared training plan and offering."""
+        """Forget every declared training plan."""
         self._request("DELETE", "/training-plans")
-
-    def add_training_plan_offering(
-        self,
-        instance_type: str,
-        count: int,
-        availability_zone: str,
-        start: str | float | None = None,
-        duration_hours: float | None = None,
-        region: str | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        """Declare an offering SearchTrainingPlanOfferings will find."""
-        body: dict[str, Any] = {"instance_type": instance_type, "count": count,
-                                "availability_zone": availability_zone}
-        extras = {"start": start, "duration_hours": duration_hours, "region": region, **extra}
-        body.update({k: v for k, v in extras.items() if v is not None})
-        return self._request("POST", "/training-plan-offerings", body)

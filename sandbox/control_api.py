@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from werkzeug.wrappers import Request
@@ -33,9 +33,8 @@ class Controls:
     log: CallLog
     clock: Clock
     transitions: Transitions
-    # The gap modules' per-local-AWS state (the layer passes its `gap_state`; without it the
-    # Controls keep their own dict and the gaps find it: sandbox.gaps.sagemaker_common).
-    gap_state: dict[str, Any] = field(default_factory=dict)
+    # The LocalAwsApp: its gaps' state (quotas, training plans) and its AWS reset.
+    app: Any = None
 
 
 class _BadRequest(Exception):
@@ -131,10 +130,15 @@ def _counters(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 
 
 def _reset(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    wipe_aws = _body(r).get("aws", False)
+    if not isinstance(wipe_aws, bool):
+        raise _BadRequest("aws must be true or false")
     c.faults.clear()
     c.holds.clear()
     c.log.clear()
-    return Reply.json({"reset": True})
+    if wipe_aws:
+        c.app.reset_aws()
+    return Reply.json({"reset": True, "aws": wipe_aws})
 
 
 def _advance(c: Controls, r: Request, m: re.Match[str]) -> Reply:
@@ -150,7 +154,7 @@ def _set_quota(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     from sandbox.gaps import quotas
 
     try:
-        return Reply.json(quotas.control_set(c.gap_state, _body(r)))
+        return Reply.json(quotas.control_set(c.app, _body(r)))
     except quotas.QuotaControlError as exc:
         raise _BadRequest(str(exc)) from exc
 
@@ -161,7 +165,7 @@ def _list_quotas(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     overridden = r.args.get("overridden", "").lower() in ("1", "true", "yes")
     return Reply.json(
         quotas.control_list(
-            c.gap_state, r.args.get("service_code") or None, r.args.get("region") or None,
+            c.app, r.args.get("service_code") or None, r.args.get("region") or None,
             overridden,
         )
     )
@@ -170,7 +174,7 @@ def _list_quotas(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 def _reset_quotas(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     from sandbox.gaps import quotas
 
-    quotas.control_reset(c.gap_state)
+    quotas.control_reset(c.app)
     return Reply.json({"quotas": []})
 
 
@@ -178,7 +182,7 @@ def _add_training_plan(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     from sandbox.gaps import sagemaker_plans
 
     try:
-        return Reply.json(sagemaker_plans.control_add_plan(c.gap_state, _body(r)), 201)
+        return Reply.json(sagemaker_plans.control_add_plan(c.app, _body(r)), 201)
     except sagemaker_plans.PlanControlError as exc:
         raise _BadRequest(str(exc)) from exc
 
@@ -186,23 +190,14 @@ def _add_training_plan(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 def _list_training_plans(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     from sandbox.gaps import sagemaker_plans
 
-    return Reply.json(sagemaker_plans.control_list_plans(c.gap_state))
+    return Reply.json(sagemaker_plans.control_list_plans(c.app))
 
 
 def _clear_training_plans(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     from sandbox.gaps import sagemaker_plans
 
-    sagemaker_plans.control_clear_plans(c.gap_state)
-    return Reply.json({"training_plans": [], "offerings": []})
-
-
-def _add_plan_offering(c: Controls, r: Request, m: re.Match[str]) -> Reply:
-    from sandbox.gaps import sagemaker_plans
-
-    try:
-        return Reply.json(sagemaker_plans.control_add_offering(c.gap_state, _body(r)), 201)
-    except sagemaker_plans.PlanControlError as exc:
-        raise _BadRequest(str(exc)) from exc
+    sagemaker_plans.control_clear_plans(c.app)
+    return Reply.json({"training_plans": []})
 
 
 _Handler = Callable[[Controls, Request, "re.Match[str]"], Reply]
@@ -228,7 +223,6 @@ ROUTES: list[tuple[str, str, _Handler]] = [
     ("GET", r"/training-plans", _list_training_plans),
     ("POST", r"/training-plans", _add_training_plan),
     ("DELETE", r"/training-plans", _clear_training_plans),
-    ("POST", r"/training-plan-offerings", _add_plan_offering),
 ]
 _COMPILED = [(method, re.compile(PREFIX + path + "/?"), fn) for method, path, fn in ROUTES]
 

@@ -84,7 +84,7 @@ class RestRoutes:
             return self._tables[signing_name]
 
     def _build(self, signing_name: str) -> tuple[str, list[_Route]]:
-        name = _MODEL_ALIASES.get(signing_name, signing_name)
+        name = model_name(signing_name)
         try:
             model = self._session.get_service_model(name)
         except Exception:  # unknown to botocore: nothing to match against
@@ -117,6 +117,11 @@ class RestRoutes:
             ) and all(h in headers for h in route.headers):
                 return protocol, route.action, dict(zip(route.labels, found.groups(), strict=True))
         return protocol, UNKNOWN, {}
+
+
+def model_name(signing_name: str) -> str:
+    """The name of botocore's model of the service signed as `signing_name`."""
+    return _MODEL_ALIASES.get(signing_name, signing_name)
 
 
 def _compile(operation: OperationModel) -> _Route:

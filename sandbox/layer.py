@@ -29,6 +29,8 @@ from sandbox.timing import Clock, Transitions
 
 # moto's own admin routes (reset, state manager, dashboard) pass straight through.
 _MOTO_ADMIN_PREFIXES = ("/moto-api", "/favicon.ico")
+# ... except moto's reset, which must take the gaps' state with it (`reset_aws`).
+_MOTO_RESET = "/moto-api/reset"
 
 
 class LocalAwsApp:
@@ -42,12 +44,11 @@ class LocalAwsApp:
         self.log = CallLog()
         self._routes = RestRoutes()
         self._moto = DomainDispatcherApplication(create_backend_app)
-        self.gap_state: dict[str, Any] = {}  # per gap module, keyed by its name
+        self.gap_state: dict[str, Any] = {}  # each gap's declared state (sandbox.gaps.GapState)
         self.kubes = KubeRegistry()  # one local Kubernetes per EKS cluster (started on demand)
         gaps.load()
         self._controls = control_api.Controls(
-            self.faults, self.holds, self.log, self.clock, self.transitions,
-            gap_state=self.gap_state,
+            self.faults, self.holds, self.log, self.clock, self.transitions, app=self
         )
 
     def __call__(
@@ -57,9 +58,19 @@ class LocalAwsApp:
         if path == control_api.PREFIX or path.startswith(control_api.PREFIX + "/"):
             return control_api.handle(self._controls, environ).send(start_response)
         body = get_input_stream(environ).read()
+        if path == _MOTO_RESET and environ.get("REQUEST_METHOD") == "POST":
+            self.reset_aws()
+            return Reply.json({"status": "ok"}).send(start_response)
         if path.startswith(_MOTO_ADMIN_PREFIXES):
-            return self._forward(environ, body, "json").send(start_response)
+            return self.forward_to_moto(environ, body, "json").send(start_response)
         return self._aws_call(environ, body).send(start_response)
+
+    def reset_aws(self) -> None:
+        """Wipe AWS state: moto's (process-wide, as moto's own reset does) and every gap's."""
+        from moto.moto_api._internal.models import moto_api_backend
+
+        moto_api_backend.reset()
+        gaps.reset(self)
 
     def close(self) -> None:
         """Let every held or stalled request go (the server is stopping)."""
@@ -76,11 +87,11 @@ class LocalAwsApp:
             self.log.record(call, reply.status, [], fault=fault.kind)
             return reply
         hold = self.holds.take(call.service, call.action)
-        ctx = gaps.GapContext(call, environ, body, self)
         answer = gaps.answer_for(call.key)
-        reply = answer(ctx) if answer else self._forward(environ, body, call.protocol)
-        for rewrite in gaps.rewrites_for(call.key):
-            reply = rewrite(ctx, reply)
+        if answer is not None:
+            reply = answer.run(gaps.GapContext(call, environ, body, self))
+        else:
+            reply = self.forward_to_moto(environ, body, call.protocol)
         reply = self.transitions.after_call(call, reply)
         ids = resource_ids(call.service, call.action, call.params, reply.body)
         seq = self.log.record(call, reply.status, ids)
@@ -96,8 +107,8 @@ class LocalAwsApp:
             call.protocol, fault.status or status, fault.code or code, fault.message or message
         )
 
-    def _forward(self, environ: dict[str, Any], body: bytes, protocol: str) -> Reply:
-        """Let moto answer, reading its whole answer into memory."""
+    def forward_to_moto(self, environ: dict[str, Any], body: bytes, protocol: str) -> Reply:
+        """Let moto answer, reading its whole answer into memory (gaps: `GapContext.moto`)."""
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         captured: dict[str, Any] = {}

@@ -77,6 +77,11 @@ class Timeline:
                 ran += 1
         return ran
 
+    def clear(self) -> None:
+        """Drop every change not yet due (AWS state was reset: they would act on nothing)."""
+        with self._lock:
+            self._due.clear()
+
     def pending(self) -> int:
         """Changes not yet due."""
         with self._lock:

@@ -119,10 +119,75 @@ class ClusterListSchema(Schema):
     items = fields.List(fields.Nested(ClusterSchema))
 
 
+PRICE_BASES = ("list-price", "spot", "training-plan", "unknown")
+COST_KINDS = ("hyperpod_instances", "eks_control_plane", "nat_gateway")
+
+
+class PriceSourceSchema(Schema):
+    """Where a figure came from: one product and rate of the AWS Price List, and when."""
+
+    name = fields.String(required=True, validate=validate.OneOf(("aws-price-list",)),
+                         metadata={"description": "aws-price-list: AWS's Price List API "
+                                                  "(GetProducts)"})
+    service_code = fields.String(required=True,
+                                 metadata={"description": "e.g. AmazonSageMaker, AmazonEKS"})
+    sku = fields.String(required=True)
+    offer_term_code = fields.String(allow_none=True,
+                                    metadata={"description": "the on-demand offer term"})
+    rate_code = fields.String(allow_none=True)
+    usage_type = fields.String(allow_none=True,
+                               metadata={"description": "e.g. USW2-Cluster:ml.g5.8xlarge"})
+    description = fields.String(allow_none=True,
+                                metadata={"description": "the rate as AWS words it"})
+    effective_date = fields.String(allow_none=True,
+                                   metadata={"description": "since when AWS charges this rate"})
+    publication_date = fields.String(allow_none=True,
+                                     metadata={"description": "when AWS published the offer"})
+    fetched_at = fields.String(required=True,
+                               metadata={"description": "when hypd read it (ISO 8601 UTC); "
+                                                        "kept for a day"})
+
+
+class CostItemSchema(Schema):
+    name = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(COST_KINDS))
+    quantity = fields.Integer(required=True)
+    capacity_type = fields.String(validate=validate.OneOf(CAPACITY_TYPES),
+                                  metadata={"description": "instances only"})
+    basis = fields.String(
+        required=True, validate=validate.OneOf(PRICE_BASES),
+        metadata={"description": "list-price: priced from the source; spot: no fixed price "
+                                 "(spot prices move); training-plan: paid up front, no hourly "
+                                 "charge; unknown: the price could not be had (see note)"})
+    unit_usd = fields.Float(required=True, allow_none=True,
+                            metadata={"description": "per unit and hour; null: no figure"})
+    hourly_usd = fields.Float(required=True, allow_none=True)
+    on_demand_unit_usd = fields.Float(
+        metadata={"description": "spot only: the on-demand list price, for comparison"})
+    note = fields.String(required=True, allow_none=True)
+    source = fields.Nested(PriceSourceSchema, required=True, allow_none=True,
+                           metadata={"description": "where unit_usd (for spot: "
+                                                    "on_demand_unit_usd) came from"})
+
+
+class CostSchema(Schema):
+    hourly_usd = fields.Float(required=True,
+                              metadata={"description": "sum of the items with a figure"})
+    complete = fields.Boolean(required=True,
+                              metadata={"description": "every item has a figure"})
+    currency = fields.String(required=True)
+    source = fields.String(required=True, validate=validate.OneOf(("aws-price-list",)))
+    fetched_at = fields.String(required=True, allow_none=True,
+                               metadata={"description": "when the oldest figure was read "
+                                                        "from the source; null when none was"})
+    items = fields.List(fields.Nested(CostItemSchema), required=True)
+    note = fields.String(required=True)
+
+
 class PlanSchema(Schema):
     dry_run = fields.Boolean(required=True)
     plan = fields.List(fields.Dict(), required=True)
-    cost = fields.Dict(required=True)
+    cost = fields.Nested(CostSchema, required=True)
     preflight = fields.Dict(required=True)
 
 

@@ -32,13 +32,21 @@ def _pattern(shape: str) -> re.Pattern[str]:
     return re.compile(f"^(?:{_model().shape_for(shape).metadata['pattern']})$")
 
 
+def _node_ids_limit(operation: str) -> int:
+    return int(_model().operation_model(operation).input_shape.members["NodeIds"]
+               .metadata["max"])
+
+
 NODE_ID_RE = _pattern("ClusterNodeId")
 GROUP_NAME_RE = _pattern("ClusterInstanceGroupName")
 INSTANCE_STATUSES = tuple(_model().shape_for("ClusterInstanceStatus").enum)
-MAX_NODE_IDS = max(int(_model().operation_model(op).input_shape.members["NodeIds"]
-                       .metadata["max"]) for op in BATCH_OPERATIONS)
+MAX_NODE_IDS = max(_node_ids_limit(op) for op in BATCH_OPERATIONS)
 """The most ids any node batch call takes (BatchDeleteClusterNodes'); hypd sends them in
 batches of the smallest call's limit."""
+BATCH_SIZE = min(_node_ids_limit(op) for op in BATCH_OPERATIONS)
+"""Ids per batch call (cloud.nodes.batch_size() reads the same): published in the OpenAPI
+document (`x-hypd-batch-size` on `node_ids`) so a client can show how a request will be
+split before sending it."""
 
 
 def NodeId(**kwargs: Any) -> fields.String:
@@ -135,7 +143,10 @@ class NodeDetailSchema(NodeSchema):
 class NodeActionSchema(Schema):
     node_ids = fields.List(NodeId(), required=True,
                            validate=validate.Length(min=1, max=MAX_NODE_IDS),
-                           metadata={"description": "the nodes, each once"})
+                           metadata={"description": "the nodes, each once; sent to AWS in "
+                                                    f"batches of {BATCH_SIZE}, one after "
+                                                    "the other",
+                                     "x-hypd-batch-size": BATCH_SIZE})
 
     @validates("node_ids")
     def _once(self, value: list[str], **_: object) -> None:

@@ -62,7 +62,16 @@ def test_agent_config_auto_allows_only_read_tools_and_playbooks_name_real_tools(
     assert matched, "the allow-list matches no tool"
     assert all(names[n].read_only for n in matched), [n for n in matched
                                                       if not names[n].read_only]
+    verbs = {n.split("_")[0] for n in names if "_" in n}
     for playbook in (REPO / "skills").glob("*.md"):
-        header = playbook.read_text().split("\n## ")[0]
-        for tool in re.findall(r"`([a-z_]+)`", header.split("Tools:", 1)[-1].split("\n\n")[0]):
+        text = playbook.read_text()
+        header = text.split("\n## ")[0]
+        listed = re.findall(r"`([a-z_]+)`", header.split("Tools:", 1)[-1].split("\n\n")[0])
+        for tool in listed:
             assert tool in names, (playbook.name, tool)
+        # every tool-like name anywhere in it (a tool's verb, then `_`) is a real tool, and
+        # a playbook with a Tools: line lists every tool it names
+        for word in set(re.findall(r"`([a-z]+_[a-z_]+)`", text)):
+            if word.split("_")[0] in verbs:
+                assert word in names, (playbook.name, word)
+                assert "Tools:" not in header or word in listed, (playbook.name, word)

@@ -1,15 +1,22 @@
 """What a cluster create would do and cost: the reply of `POST /clusters?dry_run=true`.
 
 The plan lists the very steps the create would record (`tasks.clusters.create_steps`), so a
-dry run cannot promise a step the operation does not have.
+dry run cannot promise a step the operation does not have. Its cost is priced from the AWS
+Price List (`cloud.pricing`); each price is kept in the Redis read cache for a day, so a second
+plan in that day asks AWS nothing, and a price the Price List could not give is not kept (the
+next plan asks again).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from app import context
+from app.cache import cached
 from cloud import eks, hyperpod, networks, pricing
 from tasks import clusters
+
+PRICE_CACHE_S = 24 * 3600
 
 
 def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
@@ -53,11 +60,17 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
 
 
 def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
-    """The hourly estimate: the first instance group, and a NAT gateway for a new network."""
+    """The hourly estimate: the first instance group, the EKS control plane, and a NAT
+    gateway for a new network."""
+    price_list = pricing.PriceList(pricing.client(context.settings()))
+
+    def quote(product: pricing.Product) -> pricing.Quote:
+        return cached(product.cache_key, PRICE_CACHE_S, lambda: price_list.quote(product))
+
     return pricing.estimate({
         "region": region,
         "instance_groups": [{"instance_type": body["instance_type"],
                              "count": body["instance_count"],
                              "capacity_type": body.get("capacity_type") or "on-demand"}],
         "nat_gateways": 0 if body.get("existing_vpc") else 1,
-    })
+    }, quote)

@@ -17,11 +17,19 @@ import uuid
 from typing import Any
 
 from sandbox.gaps import GapContext, answers
-from sandbox.gaps.eks_model import EksError, in_use, invalid, invalid_request, not_found, request
-from sandbox.gaps.eks_state import ClusterRecord, arn, existing, now, ok, page, state
+from sandbox.gaps.eks_state import (
+    ClusterRecord,
+    arn,
+    existing,
+    in_use,
+    invalid,
+    invalid_request,
+    not_found,
+    now,
+    state,
+)
 from sandbox.kube import access as policies
 from sandbox.kube import identity
-from sandbox.reply import Reply
 
 ENTRY_TYPES = (
     "STANDARD",
@@ -44,13 +52,6 @@ _NODE_USERNAMES = {
 }
 _STANDARD_ONLY = 'This operation can only be performed on Access Entries with a type of "STANDARD".'
 _NOT_FOUND_ENTRY = "The specified access entry resource could not be found."
-
-
-def _handle(ctx: GapContext, fn: Any) -> Reply:
-    try:
-        return fn(ctx, request(ctx))  # type: ignore[no-any-return]
-    except EksError as exc:
-        return exc.reply()
 
 
 def _api_mode(rec: ClusterRecord) -> None:
@@ -150,7 +151,6 @@ def add_entry(
         "type": entry_type,
     }
     rec.access_entries[principal] = entry
-    rec.tags[entry["accessEntryArn"]] = dict(tags or {})
     _sync(ctx, rec, principal)
     return entry
 
@@ -193,208 +193,116 @@ def _check_names(username: str | None, groups: list[str] | None) -> None:
 
 
 @answers("eks", "CreateAccessEntry")
-def create_access_entry(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        principal = p["principalArn"]
-        entry_type = p.get("type") or "STANDARD"
-        token = p.get("clientRequestToken")
-        with state(ctx).lock:
-            if (
-                token
-                and rec.tokens.get(("access-entry", token)) == principal
-                and principal in rec.access_entries
-            ):
-                return ok({"accessEntry": rec.access_entries[principal]})
-            rec.require_active()
-            _api_mode(rec)
-            if entry_type not in ENTRY_TYPES:
-                raise invalid(
-                    f"Value '{entry_type}' at 'type' failed to satisfy constraint: Member must "
-                    f"satisfy enum value set: [{', '.join(ENTRY_TYPES)}]"
-                )
-            if not _PRINCIPAL.match(principal):
-                raise invalid(
-                    f"The specified principalArn is invalid: {principal} is not an IAM role or "
-                    "user ARN."
-                )
-            if not _principal_exists(ctx, principal):
-                raise invalid(f"The specified principal {principal} does not exist.")
-            if entry_type != "STANDARD" and (p.get("kubernetesGroups") or p.get("username")):
-                raise invalid(
-                    "kubernetesGroups and username can't be set for an access entry of type "
-                    f"{entry_type}."
-                )
-            _check_names(p.get("username"), p.get("kubernetesGroups"))
-            if principal in rec.access_entries:
-                raise in_use(
-                    "The specified access entry resource is already in use on this cluster."
-                )
-            entry = add_entry(
-                ctx,
-                rec,
-                principal,
-                entry_type,
-                p.get("username"),
-                p.get("kubernetesGroups"),
-                p.get("tags"),
+def create_access_entry(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    principal = p["principalArn"]
+    entry_type = p.get("type") or "STANDARD"
+    with state(ctx).lock:
+        made = rec.replay("access-entry", p, rec.access_entries)
+        if made is not None and made["principalArn"] == principal:
+            return {"accessEntry": made}
+        rec.require_active()
+        _api_mode(rec)
+        if entry_type not in ENTRY_TYPES:
+            raise invalid(
+                f"Value '{entry_type}' at 'type' failed to satisfy constraint: Member must "
+                f"satisfy enum value set: [{', '.join(ENTRY_TYPES)}]"
             )
-            if token:
-                rec.tokens[("access-entry", token)] = principal
-            return ok({"accessEntry": entry})
-
-    return _handle(ctx, run)
+        if not _PRINCIPAL.match(principal):
+            raise invalid(
+                f"The specified principalArn is invalid: {principal} is not an IAM role or "
+                "user ARN."
+            )
+        if not _principal_exists(ctx, principal):
+            raise invalid(f"The specified principal {principal} does not exist.")
+        if entry_type != "STANDARD" and (p.get("kubernetesGroups") or p.get("username")):
+            raise invalid(
+                "kubernetesGroups and username can't be set for an access entry of type "
+                f"{entry_type}."
+            )
+        _check_names(p.get("username"), p.get("kubernetesGroups"))
+        if principal in rec.access_entries:
+            raise in_use("The specified access entry resource is already in use on this cluster.")
+        entry = add_entry(
+            ctx,
+            rec,
+            principal,
+            entry_type,
+            p.get("username"),
+            p.get("kubernetesGroups"),
+            p.get("tags"),
+        )
+        rec.remember("access-entry", p, principal)
+        return {"accessEntry": entry}
 
 
 @answers("eks", "DescribeAccessEntry")
-def describe_access_entry(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        return ok({"accessEntry": _entry(rec, p["principalArn"])})
-
-    return _handle(ctx, run)
+def describe_access_entry(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    return {"accessEntry": _entry(rec, p["principalArn"])}
 
 
 @answers("eks", "ListAccessEntries")
-def list_access_entries(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        wanted = p.get("associatedPolicyArn")
-        names = [
-            principal
-            for principal in rec.access_entries
-            if wanted is None or wanted in rec.access_policies.get(principal, {})
-        ]
-        chunk, token = page(names, p)
-        body: dict[str, Any] = {"accessEntries": chunk}
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
-
-
-@answers("eks", "UpdateAccessEntry")
-def update_access_entry(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            entry = _entry(rec, p["principalArn"])
-            if entry["type"] != "STANDARD" and (p.get("kubernetesGroups") or p.get("username")):
-                raise invalid(_STANDARD_ONLY)
-            _check_names(p.get("username"), p.get("kubernetesGroups"))
-            if p.get("kubernetesGroups") is not None:
-                entry["kubernetesGroups"] = list(p["kubernetesGroups"])
-            if p.get("username") is not None:
-                entry["username"] = p["username"]
-            entry["modifiedAt"] = now()
-            _sync(ctx, rec, p["principalArn"])
-            return ok({"accessEntry": entry})
-
-    return _handle(ctx, run)
+def list_access_entries(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    wanted = p.get("associatedPolicyArn")
+    names = [
+        principal
+        for principal in rec.access_entries
+        if wanted is None or wanted in rec.access_policies.get(principal, {})
+    ]
+    return ctx.page(names, "accessEntries", default=100)
 
 
 @answers("eks", "DeleteAccessEntry")
-def delete_access_entry(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            entry = _entry(rec, p["principalArn"])
-            del rec.access_entries[p["principalArn"]]
-            rec.access_policies.pop(p["principalArn"], None)
-            rec.tags.pop(entry["accessEntryArn"], None)
-            _sync(ctx, rec, p["principalArn"])
-        return ok({})
-
-    return _handle(ctx, run)
+def delete_access_entry(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    with state(ctx).lock:
+        _entry(rec, p["principalArn"])
+        del rec.access_entries[p["principalArn"]]
+        rec.access_policies.pop(p["principalArn"], None)
+        _sync(ctx, rec, p["principalArn"])
+    return {}
 
 
 @answers("eks", "AssociateAccessPolicy")
-def associate_access_policy(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            entry = _entry(rec, p["principalArn"])
-            if entry["type"] != "STANDARD":
-                raise invalid(_STANDARD_ONLY)
-            if p["policyArn"] not in policies.KNOWN_POLICIES:
-                raise not_found(f"The specified policy {p['policyArn']} could not be found.")
-            scope = p["accessScope"]
-            kind = scope.get("type")
-            if kind not in ("cluster", "namespace"):
-                raise invalid(
-                    f"Value '{kind}' at 'accessScope.type' failed to satisfy constraint: Member "
-                    "must satisfy enum value set: [cluster, namespace]"
-                )
-            if kind == "namespace" and not scope.get("namespaces"):
-                raise invalid(
-                    "namespaces must be specified when the access scope type is namespace."
-                )
-            if kind == "cluster" and scope.get("namespaces"):
-                raise invalid(
-                    "namespaces can't be specified when the access scope type is cluster."
-                )
-            assoc = associate(ctx, rec, p["principalArn"], p["policyArn"], scope)
-            return ok(
-                {
-                    "clusterName": rec.name,
-                    "principalArn": p["principalArn"],
-                    "associatedAccessPolicy": assoc,
-                }
+def associate_access_policy(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    with state(ctx).lock:
+        entry = _entry(rec, p["principalArn"])
+        if entry["type"] != "STANDARD":
+            raise invalid(_STANDARD_ONLY)
+        if p["policyArn"] not in policies.KNOWN_POLICIES:
+            raise not_found(f"The specified policy {p['policyArn']} could not be found.")
+        scope = p["accessScope"]
+        kind = scope.get("type")
+        if kind not in ("cluster", "namespace"):
+            raise invalid(
+                f"Value '{kind}' at 'accessScope.type' failed to satisfy constraint: Member "
+                "must satisfy enum value set: [cluster, namespace]"
             )
-
-    return _handle(ctx, run)
-
-
-@answers("eks", "DisassociateAccessPolicy")
-def disassociate_access_policy(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            _entry(rec, p["principalArn"])
-            held = rec.access_policies.get(p["principalArn"], {})
-            if p["policyArn"] not in held:
-                raise not_found(
-                    f"The specified policy {p['policyArn']} is not associated with the access "
-                    "entry."
-                )
-            del held[p["policyArn"]]
-            _sync(ctx, rec, p["principalArn"])
-        return ok({})
-
-    return _handle(ctx, run)
+        if kind == "namespace" and not scope.get("namespaces"):
+            raise invalid("namespaces must be specified when the access scope type is namespace.")
+        if kind == "cluster" and scope.get("namespaces"):
+            raise invalid("namespaces can't be specified when the access scope type is cluster.")
+        assoc = associate(ctx, rec, p["principalArn"], p["policyArn"], scope)
+        return {
+            "clusterName": rec.name,
+            "principalArn": p["principalArn"],
+            "associatedAccessPolicy": assoc,
+        }
 
 
 @answers("eks", "ListAssociatedAccessPolicies")
-def list_associated_access_policies(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        _entry(rec, p["principalArn"])
-        items = list(rec.access_policies.get(p["principalArn"], {}).values())
-        chunk, token = page(items, p)
-        body: dict[str, Any] = {
-            "clusterName": rec.name,
-            "principalArn": p["principalArn"],
-            "associatedAccessPolicies": chunk,
-        }
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
-
-
-@answers("eks", "ListAccessPolicies")
-def list_access_policies(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        items = [{"name": a.rsplit("/", 1)[-1], "arn": a} for a in sorted(policies.KNOWN_POLICIES)]
-        chunk, token = page(items, p)
-        body: dict[str, Any] = {"accessPolicies": chunk}
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
+def list_associated_access_policies(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    _entry(rec, p["principalArn"])
+    items = list(rec.access_policies.get(p["principalArn"], {}).values())
+    return {
+        "clusterName": rec.name,
+        "principalArn": p["principalArn"],
+        **ctx.page(items, "associatedAccessPolicies", default=100),
+    }
 
 
 # --- pod identity associations -----------------------------------------------------------
@@ -444,110 +352,61 @@ def add_association(
     if owner_arn:
         association["ownerArn"] = owner_arn
     rec.pod_identities[association_id] = association
-    rec.tags[association["associationArn"]] = dict(tags or {})
     return association
 
 
 @answers("eks", "CreatePodIdentityAssociation")
-def create_pod_identity_association(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        token = p.get("clientRequestToken")
-        with state(ctx).lock:
-            known = rec.tokens.get(("pod-identity", token)) if token else None
-            if known and known in rec.pod_identities:
-                return ok({"association": rec.pod_identities[known]})
-            rec.require_active()
-            if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$", p["roleArn"]):
-                raise invalid(f"The roleArn {p['roleArn']} is not a valid IAM role ARN.")
-            extra = {
-                k: p[k]
-                for k in ("disableSessionTags", "targetRoleArn", "policy")
-                if p.get(k) is not None
-            }
-            association = add_association(
-                ctx,
-                rec,
-                p["namespace"],
-                p["serviceAccount"],
-                p["roleArn"],
-                p.get("tags"),
-                extra=extra,
-            )
-            if token:
-                rec.tokens[("pod-identity", token)] = association["associationId"]
-            return ok({"association": association})
-
-    return _handle(ctx, run)
+def create_pod_identity_association(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    with state(ctx).lock:
+        made = rec.replay("pod-identity", p, rec.pod_identities)
+        if made is not None:
+            return {"association": made}
+        rec.require_active()
+        if not re.match(r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$", p["roleArn"]):
+            raise invalid(f"The roleArn {p['roleArn']} is not a valid IAM role ARN.")
+        optional = ("disableSessionTags", "targetRoleArn", "policy")
+        extra = {k: p[k] for k in optional if p.get(k) is not None}
+        association = add_association(
+            ctx,
+            rec,
+            p["namespace"],
+            p["serviceAccount"],
+            p["roleArn"],
+            p.get("tags"),
+            extra=extra,
+        )
+        rec.remember("pod-identity", p, association["associationId"])
+        return {"association": association}
 
 
 @answers("eks", "DescribePodIdentityAssociation")
-def describe_pod_identity_association(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        return ok({"association": _association(rec, p["associationId"])})
-
-    return _handle(ctx, run)
-
-
-@answers("eks", "UpdatePodIdentityAssociation")
-def update_pod_identity_association(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            association = _association(rec, p["associationId"])
-            for key in ("roleArn", "disableSessionTags", "targetRoleArn", "policy"):
-                if p.get(key) is not None:
-                    association[key] = p[key]
-            association["modifiedAt"] = now()
-            return ok({"association": association})
-
-    return _handle(ctx, run)
+def describe_pod_identity_association(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    return {"association": _association(rec, p["associationId"])}
 
 
 @answers("eks", "DeletePodIdentityAssociation")
-def delete_pod_identity_association(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            association = _association(rec, p["associationId"])
-            if association.get("ownerArn"):
-                raise invalid_request(
-                    f"The association {p['associationId']} is owned by {association['ownerArn']}; "
-                    "delete it through its owner."
-                )
-            del rec.pod_identities[p["associationId"]]
-            rec.tags.pop(association["associationArn"], None)
-            return ok({"association": association})
-
-    return _handle(ctx, run)
+def delete_pod_identity_association(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    with state(ctx).lock:
+        association = _association(rec, p["associationId"])
+        if association.get("ownerArn"):
+            raise invalid_request(
+                f"The association {p['associationId']} is owned by {association['ownerArn']}; "
+                "delete it through its owner."
+            )
+        del rec.pod_identities[p["associationId"]]
+        return {"association": association}
 
 
 @answers("eks", "ListPodIdentityAssociations")
-def list_pod_identity_associations(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        items = [
-            {
-                k: a[k]
-                for k in (
-                    "clusterName",
-                    "namespace",
-                    "serviceAccount",
-                    "associationArn",
-                    "associationId",
-                    "ownerArn",
-                )
-                if k in a
-            }
-            for a in rec.pod_identities.values()
-            if (p.get("namespace") in (None, a["namespace"]))
-            and (p.get("serviceAccount") in (None, a["serviceAccount"]))
-        ]
-        chunk, token = page(items, p)
-        body: dict[str, Any] = {"associations": chunk}
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
+def list_pod_identity_associations(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    items = [
+        a
+        for a in rec.pod_identities.values()
+        if p.get("namespace") in (None, a["namespace"])
+        and p.get("serviceAccount") in (None, a["serviceAccount"])
+    ]
+    return ctx.page(items, "associations", default=100)

@@ -19,28 +19,25 @@ import yaml
 from sandbox.gaps import GapContext, answers
 from sandbox.gaps.eks_access import add_association
 from sandbox.gaps.eks_addons import BY_NAME, CATALOGUE, Addon, describe
-from sandbox.gaps.eks_model import EksError, in_use, invalid, not_found, request
-from sandbox.gaps.eks_state import ClusterRecord, arn, existing, now, ok, page, record, state
-from sandbox.reply import Reply
+from sandbox.gaps.eks_state import (
+    ClusterRecord,
+    arn,
+    existing,
+    in_use,
+    invalid,
+    new_update,
+    not_found,
+    now,
+    state,
+)
 
 ADDON_CREATING_S = 90.0
 ADDON_UPDATING_S = 60.0
 ADDON_DELETING_S = 60.0
 
 
-def _handle(ctx: GapContext, fn: Any) -> Reply:
-    try:
-        return fn(ctx, request(ctx))  # type: ignore[no-any-return]
-    except EksError as exc:
-        return exc.reply()
-
-
 def _after(ctx: GapContext, seconds: float, change: Any) -> None:
     ctx.app.transitions.timeline.after(seconds, change)
-
-
-def _public(addon: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in addon.items() if not k.startswith("_")}
 
 
 def _spec(name: str, kubernetes_version: str) -> Addon:
@@ -159,7 +156,7 @@ def _becomes(
     """A timed change: CREATING/UPDATING → ACTIVE (or DEGRADED) for this very add-on."""
 
     def change() -> None:
-        with app.gap_state["eks"].lock:
+        with state(app).lock:
             addon = rec.addons.get(name)
             if addon is None or addon["_id"] != addon_id or addon["status"] != status:
                 return
@@ -176,16 +173,13 @@ def _becomes(
 
 def _gone(app: Any, rec: ClusterRecord, name: str, addon_id: str, preserve: bool) -> Any:
     def change() -> None:
-        with app.gap_state["eks"].lock:
+        with state(app).lock:
             addon = rec.addons.get(name)
             if addon is None or addon["_id"] != addon_id or addon["status"] != "DELETING":
                 return
             del rec.addons[name]
-            rec.tags.pop(addon["addonArn"], None)
             for association_id in addon.get("_associations", []):
-                found = rec.pod_identities.pop(association_id, None)
-                if found:
-                    rec.tags.pop(found["associationArn"], None)
+                rec.pod_identities.pop(association_id, None)
             if not preserve:
                 _remove_objects(app, rec, BY_NAME[name])
 
@@ -209,198 +203,135 @@ def _addon(rec: ClusterRecord, name: str) -> dict[str, Any]:
 
 
 @answers("eks", "CreateAddon")
-def create_addon(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        name = p["addonName"]
-        token = p.get("clientRequestToken")
-        with state(ctx).lock:
-            if token and rec.tokens.get(("addon", token)) == name and name in rec.addons:
-                return ok({"addon": _public(rec.addons[name])})
-            if name in rec.addons:
-                raise in_use("Addon already exists.")
-            rec.require_active()
-            spec = _spec(name, rec.kubernetes_version)
-            version = _version(spec, p.get("addonVersion"), rec.kubernetes_version)
-            _configuration(p.get("configurationValues"))
-            addon_arn = arn(ctx, "addon", rec.name, name, str(uuid.uuid4()))
-            associations = []
-            for item in p.get("podIdentityAssociations") or []:
-                association = add_association(
-                    ctx,
-                    rec,
-                    spec.namespace,
-                    item["serviceAccount"],
-                    item["roleArn"],
-                    owner_arn=addon_arn,
-                )
-                associations.append(association)
-            stamp = now()
-            addon: dict[str, Any] = {
-                "addonName": name,
-                "clusterName": rec.name,
-                "status": "CREATING",
-                "addonVersion": version,
-                "health": {"issues": []},
-                "addonArn": addon_arn,
-                "createdAt": stamp,
-                "modifiedAt": stamp,
-                "tags": dict(p.get("tags") or {}),
-                "publisher": spec.publisher,
-                "owner": spec.owner,
-                "podIdentityAssociations": [a["associationArn"] for a in associations],
-                "_id": uuid.uuid4().hex,
-                "_associations": [a["associationId"] for a in associations],
-            }
-            for key in ("serviceAccountRoleArn", "configurationValues", "namespaceConfig"):
-                if p.get(key) is not None:
-                    addon[key] = p[key]
-            rec.addons[name] = addon
-            rec.tags[addon_arn] = dict(p.get("tags") or {})
-            if token:
-                rec.tokens[("addon", token)] = name
-            answer = ok({"addon": _public(addon)})
-        # scheduled outside the lock: due changes run under the timeline's lock and take ours
-        _after(ctx, ADDON_CREATING_S, _becomes(ctx.app, rec, name, addon["_id"], "CREATING"))
-        return answer
-
-    return _handle(ctx, run)
+def create_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    name = p["addonName"]
+    with state(ctx).lock:
+        made = rec.replay("addon", p, rec.addons)
+        if made is not None and made["addonName"] == name:
+            return {"addon": dict(made)}
+        if name in rec.addons:
+            raise in_use("Addon already exists.")
+        rec.require_active()
+        spec = _spec(name, rec.kubernetes_version)
+        version = _version(spec, p.get("addonVersion"), rec.kubernetes_version)
+        _configuration(p.get("configurationValues"))
+        addon_arn = arn(ctx, "addon", rec.name, name, str(uuid.uuid4()))
+        associations = [
+            add_association(
+                ctx, rec, spec.namespace, item["serviceAccount"], item["roleArn"],
+                owner_arn=addon_arn,
+            )
+            for item in p.get("podIdentityAssociations") or []
+        ]
+        stamp = now()
+        addon: dict[str, Any] = {
+            "addonName": name,
+            "clusterName": rec.name,
+            "status": "CREATING",
+            "addonVersion": version,
+            "health": {"issues": []},
+            "addonArn": addon_arn,
+            "createdAt": stamp,
+            "modifiedAt": stamp,
+            "tags": dict(p.get("tags") or {}),
+            "publisher": spec.publisher,
+            "owner": spec.owner,
+            "podIdentityAssociations": [a["associationArn"] for a in associations],
+            "_id": uuid.uuid4().hex,
+            "_associations": [a["associationId"] for a in associations],
+        }
+        for key in ("serviceAccountRoleArn", "configurationValues", "namespaceConfig"):
+            if p.get(key) is not None:
+                addon[key] = p[key]
+        rec.addons[name] = addon
+        rec.remember("addon", p, name)
+        answer = {"addon": dict(addon)}
+    # scheduled outside the lock: due changes run under the timeline's lock and take ours
+    _after(ctx, ADDON_CREATING_S, _becomes(ctx.app, rec, name, addon["_id"], "CREATING"))
+    return answer
 
 
 @answers("eks", "DescribeAddon")
-def describe_addon(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        with state(ctx).lock:
-            _current(ctx, rec)
-            return ok({"addon": _public(_addon(rec, p["addonName"]))})
-
-    return _handle(ctx, run)
+def describe_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    with state(ctx).lock:
+        _current(ctx, rec)
+        return {"addon": dict(_addon(rec, p["addonName"]))}
 
 
 @answers("eks", "ListAddons")
-def list_addons(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        chunk, token = page(sorted(rec.addons), p)
-        body: dict[str, Any] = {"addons": chunk}
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
+def list_addons(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    return ctx.page(sorted(rec.addons), "addons", default=100)
 
 
 @answers("eks", "UpdateAddon")
-def update_addon(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        name = p["addonName"]
-        token = p.get("clientRequestToken")
-        with state(ctx).lock:
-            if token and ("addon-update", token) in rec.tokens:
-                return ok({"update": rec.updates[rec.tokens[("addon-update", token)]]})
-            addon = _addon(rec, name)
-            if addon["status"] in ("CREATING", "UPDATING", "DELETING"):
-                raise in_use(
-                    f"Addon {name} is in {addon['status']} state and can't be updated now."
-                )
-            spec = _spec(name, rec.kubernetes_version)
-            params: list[dict[str, str]] = []
-            if p.get("addonVersion") is not None:
-                addon["addonVersion"] = _version(spec, p["addonVersion"], rec.kubernetes_version)
-                params.append({"type": "AddonVersion", "value": addon["addonVersion"]})
-            if p.get("serviceAccountRoleArn") is not None:
-                addon["serviceAccountRoleArn"] = p["serviceAccountRoleArn"]
-                params.append(
-                    {"type": "ServiceAccountRoleArn", "value": p["serviceAccountRoleArn"]}
-                )
-            if p.get("configurationValues") is not None:
-                _configuration(p["configurationValues"])
-                addon["configurationValues"] = p["configurationValues"]
-                params.append({"type": "ConfigurationValues", "value": p["configurationValues"]})
-            if p.get("resolveConflicts") is not None:
-                params.append({"type": "ResolveConflicts", "value": p["resolveConflicts"]})
-            update_id = str(uuid.uuid4())
-            update = {
-                "id": update_id,
-                "status": "InProgress",
-                "type": "AddonUpdate",
-                "params": params,
-                "createdAt": now(),
-                "errors": [],
-            }
-            rec.updates[update_id] = update
-            if token:
-                rec.tokens[("addon-update", token)] = update_id
-            addon["status"] = "UPDATING"
-            addon["modifiedAt"] = now()
-            answer = ok({"update": update})
-        _after(
-            ctx, ADDON_UPDATING_S, _becomes(ctx.app, rec, name, addon["_id"], "UPDATING", update_id)
-        )
-        return answer
-
-    return _handle(ctx, run)
+def update_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    name = p["addonName"]
+    with state(ctx).lock:
+        made = rec.replay("addon-update", p, rec.updates)
+        if made is not None:
+            return {"update": dict(made)}
+        addon = _addon(rec, name)
+        if addon["status"] in ("CREATING", "UPDATING", "DELETING"):
+            raise in_use(f"Addon {name} is in {addon['status']} state and can't be updated now.")
+        spec = _spec(name, rec.kubernetes_version)
+        params: list[dict[str, str]] = []
+        if p.get("addonVersion") is not None:
+            addon["addonVersion"] = _version(spec, p["addonVersion"], rec.kubernetes_version)
+            params.append({"type": "AddonVersion", "value": addon["addonVersion"]})
+        if p.get("serviceAccountRoleArn") is not None:
+            addon["serviceAccountRoleArn"] = p["serviceAccountRoleArn"]
+            params.append({"type": "ServiceAccountRoleArn", "value": p["serviceAccountRoleArn"]})
+        if p.get("configurationValues") is not None:
+            _configuration(p["configurationValues"])
+            addon["configurationValues"] = p["configurationValues"]
+            params.append({"type": "ConfigurationValues", "value": p["configurationValues"]})
+        if p.get("resolveConflicts") is not None:
+            params.append({"type": "ResolveConflicts", "value": p["resolveConflicts"]})
+        update = new_update(rec, "AddonUpdate", params, p, addon=name)
+        addon["status"] = "UPDATING"
+        addon["modifiedAt"] = now()
+        answer = {"update": dict(update)}
+    _after(
+        ctx, ADDON_UPDATING_S, _becomes(ctx.app, rec, name, addon["_id"], "UPDATING", update["id"])
+    )
+    return answer
 
 
 @answers("eks", "DeleteAddon")
-def delete_addon(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = existing(ctx, p["clusterName"])
-        name = p["addonName"]
-        with state(ctx).lock:
-            addon = _addon(rec, name)
-            starting = addon["status"] != "DELETING"
-            if starting:
-                addon["status"] = "DELETING"
-                addon["modifiedAt"] = now()
-            answer = ok({"addon": _public(addon)})
+def delete_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    rec = existing(ctx, p["clusterName"])
+    name = p["addonName"]
+    with state(ctx).lock:
+        addon = _addon(rec, name)
+        starting = addon["status"] != "DELETING"
         if starting:
-            _after(
-                ctx,
-                ADDON_DELETING_S,
-                _gone(ctx.app, rec, name, addon["_id"], bool(p.get("preserve"))),
-            )
-        return answer
-
-    return _handle(ctx, run)
+            addon["status"] = "DELETING"
+            addon["modifiedAt"] = now()
+        answer = {"addon": dict(addon)}
+    if starting:
+        _after(
+            ctx, ADDON_DELETING_S, _gone(ctx.app, rec, name, addon["_id"], bool(p.get("preserve")))
+        )
+    return answer
 
 
 @answers("eks", "DescribeAddonVersions")
-def describe_addon_versions(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        items = []
-        for spec in CATALOGUE:
-            if p.get("addonName") not in (None, spec.name):
-                continue
-            if p.get("types") and spec.type not in p["types"]:
-                continue
-            if p.get("publishers") and spec.publisher not in p["publishers"]:
-                continue
-            if p.get("owners") and spec.owner not in p["owners"]:
-                continue
-            item = describe(spec, p.get("kubernetesVersion"))
-            if item is not None:
-                items.append(item)
-        chunk, token = page(items, p)
-        body: dict[str, Any] = {"addons": chunk}
-        if token:
-            body["nextToken"] = token
-        return ok(body)
-
-    return _handle(ctx, run)
-
-
-@answers("eks", "DescribeUpdate")
-def describe_update(ctx: GapContext) -> Reply:
-    def run(ctx: GapContext, p: dict[str, Any]) -> Reply:
-        rec = record(ctx, p["name"])
-        if rec is None:
-            raise not_found(f"No cluster found for name: {p['name']}.")
-        update = rec.updates.get(p["updateId"])
-        if update is None:
-            raise not_found(f"No update found for ID: {p['updateId']}")
-        return ok({"update": update})
-
-    return _handle(ctx, run)
+def describe_addon_versions(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
+    items = []
+    for spec in CATALOGUE:
+        if p.get("addonName") not in (None, spec.name):
+            continue
+        if p.get("types") and spec.type not in p["types"]:
+            continue
+        if p.get("publishers") and spec.publisher not in p["publishers"]:
+            continue
+        if p.get("owners") and spec.owner not in p["owners"]:
+            continue
+        item = describe(spec, p.get("kubernetesVersion"))
+        if item is not None:
+            items.append(item)
+    return ctx.page(items, "addons", default=100)

@@ -1,26 +1,40 @@
 """What the sandbox keeps about each EKS cluster beside moto's model: the fields moto drops
-(accessConfig, a per-cluster OIDC issuer), and the add-ons, access entries, access policies
-and pod identity associations moto does not implement. Kept on the LocalAwsApp
-(`app.gap_state["eks"]`), one record per (account, region, cluster name), tied to moto's
-cluster object: a record whose cluster moto no longer has (deleted, or moto reset) is
-dropped with its local Kubernetes.
+(accessConfig, a per-cluster OIDC issuer, the version once upgraded), and the add-ons, access
+entries, access policies, pod identity associations and updates moto does not implement.
+Kept on the LocalAwsApp (the gap state `EKS`), one record per (account, region, cluster name),
+tied to moto's cluster object: a record whose cluster moto no longer has (deleted, or moto
+reset) is dropped with its local Kubernetes. Also EKS's errors, as the gap raises them.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import secrets
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.gaps import GapContext
-from sandbox.gaps.eks_model import EksError, invalid_request, not_found
-from sandbox.reply import Reply
+from sandbox.gaps import AwsError, GapContext, GapState
 
 DEFAULT_KUBERNETES_VERSION = "1.33"
+
+
+def invalid(message: str) -> AwsError:
+    return AwsError("InvalidParameterException", message)
+
+
+def not_found(message: str) -> AwsError:
+    return AwsError("ResourceNotFoundException", message, 404)
+
+
+def in_use(message: str) -> AwsError:
+    return AwsError("ResourceInUseException", message, 409)
+
+
+def invalid_request(message: str) -> AwsError:
+    return AwsError("InvalidRequestException", message)
 
 
 @dataclass
@@ -37,9 +51,8 @@ class ClusterRecord:
     access_entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # principal → entry
     access_policies: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     pod_identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → association
-    updates: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → add-on update
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → update
     tokens: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, token) → id
-    tags: dict[str, dict[str, str]] = field(default_factory=dict)  # arn → tags
 
     @property
     def status(self) -> str:
@@ -48,6 +61,18 @@ class ClusterRecord:
     @property
     def issuer(self) -> str:
         return f"https://oidc.eks.{self.region}.amazonaws.com/id/{self.issuer_id}"
+
+    def replay(self, kind: str, request: dict[str, Any], made: dict[str, Any]) -> Any | None:
+        """What an earlier request of `kind` with this request's `clientRequestToken` made, if
+        `made` (where such things are kept, by key) still holds it."""
+        token = request.get("clientRequestToken")
+        key = self.tokens.get((kind, token)) if token else None
+        return made.get(key) if key is not None else None
+
+    def remember(self, kind: str, request: dict[str, Any], key: str) -> None:
+        """Answer a later request of `kind` with this request's token by what `key` names."""
+        if request.get("clientRequestToken"):
+            self.tokens[(kind, request["clientRequestToken"])] = key
 
     def require_active(self) -> None:
         if self.status != "ACTIVE":
@@ -60,8 +85,12 @@ class EksState:
         self.clusters: dict[tuple[str, str, str], ClusterRecord] = {}
 
 
-def state(ctx: GapContext) -> EksState:
-    return ctx.app.gap_state.setdefault("eks", EksState())  # type: ignore[no-any-return]
+EKS: GapState[EksState] = GapState("eks", lambda app: EksState())
+
+
+def state(owner: Any) -> EksState:
+    """The EKS records of a local AWS (`owner`: the app, or a GapContext on it)."""
+    return EKS.of(owner)
 
 
 def backend(ctx: GapContext) -> Any:
@@ -113,13 +142,6 @@ def existing(ctx: GapContext, name: str) -> ClusterRecord:
     return rec
 
 
-def drop(ctx: GapContext, rec: ClusterRecord) -> None:
-    st = state(ctx)
-    with st.lock:
-        if st.clusters.get((rec.account, rec.region, rec.name)) is rec:
-            del st.clusters[(rec.account, rec.region, rec.name)]
-
-
 def arn(ctx: GapContext, kind: str, *parts: str) -> str:
     return f"arn:aws:eks:{ctx.call.region}:{ctx.call.account}:{kind}/" + "/".join(parts)
 
@@ -128,48 +150,32 @@ def now() -> float:
     return round(time.time(), 3)
 
 
-def ok(value: Any, status: int = 200) -> Reply:
-    return Reply.json(value, status)
-
-
-def forward(
-    ctx: GapContext, method: str | None = None, path: str | None = None, body: bytes | None = None
-) -> Reply:
-    """Let moto answer this request, or another one on the same connection details.
-
-    (The layer's forwarder is the one way into moto; gap answers that build on moto's state
-    use it rather than a second copy of the dispatch.)
-    """
-    environ = dict(ctx.environ)
-    payload = ctx.body if body is None else body
-    if method is not None:
-        environ["REQUEST_METHOD"] = method
-    if path is not None:
-        environ["PATH_INFO"] = environ["RAW_URI"] = environ["REQUEST_URI"] = path
-        environ["QUERY_STRING"] = ""
-    environ["wsgi.input"] = io.BytesIO(payload)
-    return ctx.app._forward(environ, payload, "rest-json")  # type: ignore[no-any-return]
+def new_update(
+    rec: ClusterRecord,
+    kind: str,
+    params: list[dict[str, str]],
+    request: dict[str, Any],
+    addon: str | None = None,
+) -> dict[str, Any]:
+    """A new InProgress update of the cluster (`addon`: of that add-on), as DescribeUpdate
+    shows it; the request's `clientRequestToken`, if any, answers it again (call under the
+    lock)."""
+    update = {
+        "id": str(uuid.uuid4()),
+        "status": "InProgress",
+        "type": kind,
+        "params": params,
+        "createdAt": now(),
+        "errors": [],
+        "_addon": addon,
+    }
+    rec.updates[update["id"]] = update
+    rec.remember("addon-update" if addon else "cluster-update", request, update["id"])
+    return update
 
 
 def moto_cluster_json(ctx: GapContext, name: str) -> dict[str, Any]:
-    reply = forward(ctx, "GET", f"/clusters/{name}", b"")
+    reply = ctx.moto("GET", f"/clusters/{name}", b"")
     if reply.status >= 400:
-        raise EksError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404)
+        raise not_found(f"No cluster found for name: {name}.")
     return json.loads(reply.body)["cluster"]  # type: ignore[no-any-return]
-
-
-def page(items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
-    """One page of a list (maxResults/nextToken as EKS pages: an opaque token)."""
-    start = 0
-    token = params.get("nextToken")
-    if token:
-        try:
-            start = int(token)
-        except ValueError as exc:
-            from sandbox.gaps.eks_model import invalid
-
-            raise invalid("The nextToken is not valid.") from exc
-    size = int(params.get("maxResults") or 100)
-    chunk = items[start : start + size]
-    following = start + size
-    return chunk, (str(following) if following < len(items) else None)

@@ -17,9 +17,8 @@ so this gap answers the Lustre calls itself:
 - DescribeFileSystems: by ids (`FileSystemNotFound` for an unknown one) or all, paged.
 - DeleteFileSystem: refused while CREATING or UPDATING; DELETING for `FSX_DELETING_S`, then
   gone (DescribeFileSystems then answers `FileSystemNotFound`).
-- TagResource, UntagResource, ListTagsForResource on these file systems' ARNs.
 
-State lives on the local AWS (`app.gap_state["fsx"]`); timed changes go on the layer's
+State lives on the local AWS (the gap state `FILE_SYSTEMS`); timed changes go on the layer's
 timeline, scheduled only after this module's lock is released (a timeline change takes the
 lock, and the timeline holds its own lock while changes run).
 """
@@ -35,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sandbox.gaps import GapContext, answers
-from sandbox.gaps.sagemaker_common import AwsError, handler, page, security_group, subnet
+from sandbox.gaps import AwsError, GapContext, GapState, answers
+from sandbox.gaps.sagemaker_common import security_group, subnet
 
 STATE_KEY = "fsx"
 
@@ -63,8 +62,11 @@ class FsxState:
     tokens: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
 
 
+FILE_SYSTEMS: GapState[FsxState] = GapState(STATE_KEY, lambda app: FsxState())
+
+
 def state(ctx: GapContext) -> FsxState:
-    return ctx.app.gap_state.setdefault(STATE_KEY, FsxState())  # type: ignore[no-any-return]
+    return FILE_SYSTEMS.of(ctx)
 
 
 def _bad(message: str) -> AwsError:
@@ -181,7 +183,6 @@ def _gone(fsx: FsxState, key: tuple[str, str, str]) -> Any:
 
 
 @answers("fsx", "CreateFileSystem")
-@handler("fsx")
 def create_file_system(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     if params["FileSystemType"] != "LUSTRE":
         raise _bad("The local AWS answers FSx for Lustre only (FileSystemType LUSTRE).")
@@ -237,7 +238,6 @@ def create_file_system(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any
 
 
 @answers("fsx", "DescribeFileSystems")
-@handler("fsx")
 def describe_file_systems(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     fsx = state(ctx)
     account, region = ctx.call.account, ctx.call.region
@@ -251,15 +251,10 @@ def describe_file_systems(ctx: GapContext, params: dict[str, Any]) -> dict[str, 
         systems = [mine[i] for i in wanted]
     else:
         systems = sorted(mine.values(), key=lambda s: s["CreationTime"])
-    chunk, token = page(systems, params)
-    answer: dict[str, Any] = {"FileSystems": chunk}
-    if token:
-        answer["NextToken"] = token
-    return answer
+    return ctx.page(systems, "FileSystems")
 
 
 @answers("fsx", "DeleteFileSystem")
-@handler("fsx")
 def delete_file_system(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     fsx = state(ctx)
     key = (ctx.call.account, ctx.call.region, params["FileSystemId"])
@@ -275,44 +270,3 @@ def delete_file_system(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any
     if started:
         ctx.app.transitions.timeline.after(FSX_DELETING_S, _gone(fsx, key))
     return {"FileSystemId": key[2], "Lifecycle": "DELETING", "LustreResponse": {}}
-
-
-def _by_arn(ctx: GapContext, arn: str) -> dict[str, Any]:
-    """The file system with this ARN (call under the lock)."""
-    for (account, region, _), system in state(ctx).systems.items():
-        if (account, region) == (ctx.call.account, ctx.call.region) and \
-                system["ResourceARN"] == arn:
-            return system
-    raise AwsError("ResourceNotFound", f"Resource {arn} does not exist.")
-
-
-@answers("fsx", "TagResource")
-@handler("fsx")
-def tag_resource(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    with state(ctx).lock:
-        system = _by_arn(ctx, params["ResourceARN"])
-        tags = {t["Key"]: t["Value"] for t in system["Tags"]}
-        tags.update({t["Key"]: t["Value"] for t in params["Tags"]})
-        system["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
-    return {}
-
-
-@answers("fsx", "UntagResource")
-@handler("fsx")
-def untag_resource(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    with state(ctx).lock:
-        system = _by_arn(ctx, params["ResourceARN"])
-        system["Tags"] = [t for t in system["Tags"] if t["Key"] not in params["TagKeys"]]
-    return {}
-
-
-@answers("fsx", "ListTagsForResource")
-@handler("fsx")
-def list_tags_for_resource(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    with state(ctx).lock:
-        tags = [dict(t) for t in _by_arn(ctx, params["ResourceARN"])["Tags"]]
-    chunk, token = page(tags, params)
-    answer: dict[str, Any] = {"Tags": chunk}
-    if token:
-        answer["NextToken"] = token
-    return answer

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sandbox import autoscaler
+from sandbox.gaps import GapState
 from sandbox.gaps.eks_addons import Crd
-from sandbox.gaps.sagemaker_common import shared_state
+from sandbox.gaps.sagemaker_state import hyperpod
 from sandbox.simulator import instance_info
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,6 @@ CRDS = (
 )
 TICK_S = 10.0
 MIN_REAL_TICK_S = 0.05
-STATE_KEY = "karpenter"
 SKIPPED_GROUPS = ("Creating", "Deleting", "Failed")
 
 Scale = Callable[[Any, Any, str, int], None]
@@ -60,27 +60,27 @@ def install(app: Any, eks_cluster: str | None) -> None:
 def enable(hp: Any, eks_cluster: str | None, scale: Scale) -> None:
     """AutoScaling was turned on for a cluster: its CRDs, and Karpenter running."""
     install(hp.app, eks_cluster)
-    state = shared_state(hp.app)
-    with _CREATE_LOCK:
-        karpenter = state.get(STATE_KEY)
-        if karpenter is None:
-            karpenter = state[STATE_KEY] = Karpenter(hp, scale)
-    karpenter.ensure_running()
-
-
-_CREATE_LOCK = threading.Lock()
+    KARPENTER.of(hp.app).ensure_running(scale)
 
 
 class Karpenter:
-    def __init__(self, hp: Any, scale: Scale) -> None:
-        self.hp = hp
-        self.scale = scale
+    """One local AWS's Karpenter: its thread, and since when each group has had nodes it no
+    longer needs."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.scale: Scale | None = None
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.surplus_since: dict[tuple[str, str], float] = {}
 
-    def ensure_running(self) -> None:
+    @property
+    def hp(self) -> Any:
+        return hyperpod(self.app)
+
+    def ensure_running(self, scale: Scale) -> None:
         with self.lock:
+            self.scale = scale
             if self.thread is not None and self.thread.is_alive():
                 return
             self.thread = threading.Thread(target=self._run, name="sandbox-karpenter",
@@ -88,9 +88,11 @@ class Karpenter:
             self.thread.start()
 
     def _run(self) -> None:
-        interval = max(MIN_REAL_TICK_S, TICK_S / self.hp.app.clock.speed)
+        interval = max(MIN_REAL_TICK_S, TICK_S / self.app.clock.speed)
         while True:
             time.sleep(interval)
+            if KARPENTER.peek(self.app) is not self:  # the local AWS was reset
+                return
             try:
                 if self.tick():
                     continue
@@ -103,8 +105,9 @@ class Karpenter:
                     return
 
     def _enabled(self) -> list[Any]:
-        with self.hp.lock:
-            return [c for clusters in self.hp.clusters.values() for c in clusters.values()
+        hp = self.hp
+        with hp.lock:
+            return [c for clusters in hp.clusters.values() for c in clusters.values()
                     if (c.request.get("AutoScaling") or {}).get("Mode") == "Enable"
                     and c.eks_name]
 
@@ -117,7 +120,7 @@ class Karpenter:
         return bool(clusters)
 
     def _reconcile(self, cluster: Any) -> None:
-        kube = self.hp.app.kubes.get(cluster.eks_name)
+        kube = self.app.kubes.get(cluster.eks_name)
         if kube is None:
             return
         plans = autoscaler.plans(kube.list_objects(*autoscaler.NODEPOOL),
@@ -126,7 +129,7 @@ class Karpenter:
             return
         pods = kube.list_objects("v1", "Pod")
         nodes = kube.list_objects("v1", "Node")
-        now = self.hp.app.clock.now()
+        now = self.app.clock.now()
         for name, plan in plans.items():
             with self.hp.lock:
                 group = cluster.groups.get(name)
@@ -142,14 +145,20 @@ class Karpenter:
                                              info.memory_mib, info.gpus, info.max_pods)
             want = autoscaler.desired(plan, needed)
             key = (cluster.arn, name)
+            scale = self.scale
+            if scale is None:
+                return
             if want > target:
                 self.surplus_since.pop(key, None)
-                self.scale(self.hp, cluster, name, want)
+                scale(self.hp, cluster, name, want)
             elif want < target:
                 since = self.surplus_since.setdefault(key, now)
                 after = plan.consolidate_after_s
                 if after is not None and now - since >= after:
                     self.surplus_since.pop(key, None)
-                    self.scale(self.hp, cluster, name, want)
+                    scale(self.hp, cluster, name, want)
             else:
                 self.surplus_since.pop(key, None)
+
+
+KARPENTER: GapState[Karpenter] = GapState("karpenter", Karpenter)

@@ -1,9 +1,9 @@
 """Service Quotas for SageMaker HyperPod (and the EC2/VPC quotas a cluster's network needs).
 
 moto 5.2 knows no SageMaker quotas, so a preflight check could not find "ml.p5.48xlarge for
-cluster usage" at all. This gap answers GetServiceQuota, ListServiceQuotas,
-GetAWSDefaultServiceQuota and ListAWSDefaultServiceQuotas for the service codes `sagemaker`,
-`ec2` and `vpc` from the table below; other service codes go to moto unchanged.
+cluster usage" at all. This gap answers ListServiceQuotas and ListAWSDefaultServiceQuotas
+(what the preflight reads) for the service codes `sagemaker`, `ec2` and `vpc` from the table
+below; other service codes go to moto unchanged.
 
 Quota names are AWS's. Codes are AWS's where known (recorded from real accounts: see
 sandbox/README.md); the other per-instance-type codes are minted deterministically
@@ -20,13 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.gaps import GapContext, rewrites
-from sandbox.gaps.sagemaker_common import (
-    AwsError,
-    handler,
-    page,
-    shared_state,
-)
+from sandbox.gaps import GapContext, GapState, answers
 from sandbox.gaps.sagemaker_model import shape_named
 from sandbox.reply import Reply
 
@@ -243,12 +237,7 @@ class QuotaBook:
         ]
 
 
-def book(state: dict[str, Any]) -> QuotaBook:
-    """The quota book kept in one local AWS's shared gap state."""
-    found = state.get(STATE_KEY)
-    if found is None:
-        found = state.setdefault(STATE_KEY, QuotaBook())
-    return found
+QUOTAS: GapState[QuotaBook] = GapState(STATE_KEY, lambda app: QuotaBook())
 
 
 def applied(app: Any, region: str, service_code: str, name: str) -> float | None:
@@ -256,7 +245,7 @@ def applied(app: Any, region: str, service_code: str, name: str) -> float | None
     quota = table().find(service_code, name=name)
     if quota is None:
         return None
-    return book(shared_state(app)).value(quota, region)
+    return QUOTAS.of(app).value(quota, region)
 
 
 # --- control routes (called by sandbox.control_api) ----------------------------------------
@@ -266,7 +255,7 @@ class QuotaControlError(ValueError):
     pass
 
 
-def control_set(state: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def control_set(app: Any, body: dict[str, Any]) -> dict[str, Any]:
     """Set one quota's applied value: {"service_code", "quota_name"|"quota_code", "value",
     "region"?} (no region: every region)."""
     service_code = body.get("service_code") or "sagemaker"
@@ -278,14 +267,14 @@ def control_set(state: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         wanted = body.get("quota_code") or body.get("quota_name")
         raise QuotaControlError(f"no quota {wanted!r} for service code {service_code!r}")
     region = body.get("region")
-    book(state).set(quota, float(value), region)
-    return {**_quota_view(quota, book(state).value(quota, region or "*")), "region": region}
+    QUOTAS.of(app).set(quota, float(value), region)
+    return {**_quota_view(quota, QUOTAS.of(app).value(quota, region or "*")), "region": region}
 
 
 def control_list(
-    state: dict[str, Any], service_code: str | None, region: str | None, overridden: bool
+    app: Any, service_code: str | None, region: str | None, overridden: bool
 ) -> dict[str, Any]:
-    quotas_book = book(state)
+    quotas_book = QUOTAS.of(app)
     if overridden:
         return {"quotas": quotas_book.overrides()}
     services = [service_code] if service_code else sorted(table().by_service)
@@ -296,8 +285,8 @@ def control_list(
     return {"quotas": items, "overrides": quotas_book.overrides()}
 
 
-def control_reset(state: dict[str, Any]) -> None:
-    book(state).clear()
+def control_reset(app: Any) -> None:
+    QUOTAS.of(app).clear()
 
 
 def _quota_view(quota: QuotaDef, value: float) -> dict[str, Any]:
@@ -334,74 +323,26 @@ def _quota(ctx: GapContext, quota: QuotaDef, value: float) -> dict[str, Any]:
     return answer
 
 
-def _lookup(params: dict[str, Any]) -> QuotaDef:
-    quota = table().find(params["ServiceCode"], code=params["QuotaCode"])
-    if quota is None:
-        raise AwsError(
-            "NoSuchResourceException",
-            f"The request failed because the specified quota {params['QuotaCode']} "
-            f"of service {params['ServiceCode']} does not exist.",
-        )
-    return quota
-
-
-@handler("servicequotas", "service-quotas")
-def _get_service_quota(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    quota = _lookup(params)
-    value = book(shared_state(ctx.app)).value(quota, ctx.call.region)
-    return {"Quota": _quota(ctx, quota, value)}
-
-
-@handler("servicequotas", "service-quotas")
-def _get_default_quota(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    quota = _lookup(params)
-    return {"Quota": _quota(ctx, quota, quota.default)}
-
-
-def _list(ctx: GapContext, params: dict[str, Any], applied_values: bool) -> dict[str, Any]:
-    quotas = table().by_service[params["ServiceCode"]]
+def _list(ctx: GapContext, params: dict[str, Any], applied_values: bool) -> dict[str, Any] | Reply:
+    quotas = table().by_service.get(params["ServiceCode"])
+    if quotas is None:  # a service code the table does not model: moto's answer
+        return ctx.moto()
     if params.get("QuotaCode"):
         quotas = [q for q in quotas if q.code == params["QuotaCode"]]
-    quota_book = book(shared_state(ctx.app))
-    chunk, token = page(quotas, params, default=100)
-    items = [
-        _quota(ctx, q, quota_book.value(q, ctx.call.region) if applied_values else q.default)
-        for q in chunk
-    ]
-    answer: dict[str, Any] = {"Quotas": items}
-    if token:
-        answer["NextToken"] = token
-    return answer
+    quota_book = QUOTAS.of(ctx)
+    return ctx.page(
+        [_quota(ctx, q, quota_book.value(q, ctx.call.region) if applied_values else q.default)
+         for q in quotas],
+        "Quotas",
+        default=100,
+    )
 
 
-@handler("servicequotas", "service-quotas")
-def _list_service_quotas(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
+@answers("servicequotas", "ListServiceQuotas")
+def list_service_quotas(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any] | Reply:
     return _list(ctx, params, applied_values=True)
 
 
-@handler("servicequotas", "service-quotas")
-def _list_default_quotas(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
+@answers("servicequotas", "ListAWSDefaultServiceQuotas")
+def list_default_quotas(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any] | Reply:
     return _list(ctx, params, applied_values=False)
-
-
-def _modelled(ctx: GapContext) -> bool:
-    return str(ctx.call.params.get("ServiceCode", "")) in table().by_service
-
-
-def _ours_or_moto(answer: Any) -> Any:
-    """A rewrite: answer service codes the table models; leave the others to moto."""
-
-    def rewrite(ctx: GapContext, reply: Reply) -> Reply:
-        return answer(ctx) if _modelled(ctx) else reply
-
-    rewrite.__name__ = f"rewrite{answer.__name__}"
-    return rewrite
-
-
-for _action, _answer in (
-    ("GetServiceQuota", _get_service_quota),
-    ("GetAWSDefaultServiceQuota", _get_default_quota),
-    ("ListServiceQuotas", _list_service_quotas),
-    ("ListAWSDefaultServiceQuotas", _list_default_quotas),
-):
-    rewrites("servicequotas", _action)(_ours_or_moto(_answer))

@@ -6,9 +6,8 @@ batch calls. The product depends on all of that, so this gap answers the whole H
 cluster API from its own state (`sagemaker_state`): CreateCluster, DescribeCluster,
 ListClusters, UpdateCluster, DeleteCluster, ListClusterNodes, DescribeClusterNode,
 BatchAddClusterNodes, BatchDeleteClusterNodes, BatchRebootClusterNodes,
-BatchReplaceClusterNodes, UpdateClusterSoftware, StartClusterHealthCheck, ListClusterEvents,
-DescribeClusterEvent, and AddTags/ListTags/DeleteTags for cluster ARNs (other ARNs stay
-moto's).
+BatchReplaceClusterNodes, UpdateClusterSoftware, ListClusterEvents, and ListTags for cluster
+ARNs (other ARNs stay moto's).
 
 Every request is checked against botocore's model first, then against the rest of the local
 AWS as AWS checks it: the EKS cluster must exist and be ACTIVE, subnets and security groups
@@ -28,18 +27,15 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers, karpenter, rewrites
+from sandbox.gaps import GapContext, answers, karpenter
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
     eks_cluster,
-    handler,
     iam_role,
-    page,
     s3_bucket,
     s3_object_exists,
     security_group,
-    shared_state,
     split_s3_uri,
     subnet,
     validation,
@@ -68,6 +64,7 @@ from sandbox.gaps.sagemaker_state import (
     mint_instance_id,
     now,
 )
+from sandbox.reply import Reply
 from sandbox.simulator import DeepHealthCheck, Health, NodeView, instance_info
 
 SERVICE = "sagemaker"
@@ -348,7 +345,7 @@ def _check_plan(
     instance_type: str,
     cluster_name: str,
 ) -> str:
-    book = plan_book(shared_state(ctx.app))
+    book = plan_book(ctx)
     arn = spec["TrainingPlanArn"]
     with book.lock:
         plan = book.find(ctx.call.account, ctx.call.region, arn)
@@ -671,7 +668,6 @@ def _launch_failed(hp: HyperPod, batch: Batch, cluster: Cluster, node: Node, rea
         level="Error",
         group=node.group,
         instance_id=node.instance_id,
-        metadata={"Instance": {"FailureMessage": reason}},
     )
     if cluster.continuous or cluster.status != ClusterStatus.CREATING:
         return
@@ -686,12 +682,7 @@ def _launch_failed(hp: HyperPod, batch: Batch, cluster: Cluster, node: Node, rea
         _unsync(hp, batch, cluster, other)
         hp.release_ips(other)
         del cluster.nodes[other.instance_id]
-    cluster.event(
-        "Cluster",
-        f"Cluster creation failed: {reason}",
-        level="Error",
-        metadata={"Cluster": {"FailureMessage": reason}},
-    )
+    cluster.event("Cluster", f"Cluster creation failed: {reason}", level="Error")
 
 
 def _shutdown(
@@ -738,7 +729,7 @@ def _current_count(cluster: Cluster, group: Group) -> int:
 
 
 def _plan_status(ctx: GapContext, arn: str) -> str | None:
-    book = plan_book(shared_state(ctx.app))
+    book = plan_book(ctx)
     with book.lock:
         plan = book.find(ctx.call.account, ctx.call.region, arn)
     return plan.status if plan else None
@@ -917,7 +908,6 @@ def _new_group(spec: dict[str, Any], placement: dict[str, str]) -> Group:
 
 
 @answers(SERVICE, "CreateCluster")
-@handler(SERVICE)
 def _create_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     name = params["ClusterName"]
@@ -1005,7 +995,6 @@ def _cluster_ready(cluster: Cluster) -> None:
 
 
 @answers(SERVICE, "DescribeCluster")
-@handler(SERVICE)
 def _describe_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     with hp.lock:
@@ -1013,7 +1002,6 @@ def _describe_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]
 
 
 @answers(SERVICE, "ListClusters")
-@handler(SERVICE)
 def _list_clusters(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     after = parse_time(params.get("CreationTimeAfter"))
@@ -1038,33 +1026,24 @@ def _list_clusters(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
             key=(lambda c: c.name) if by_name else (lambda c: c.created),
             reverse=params.get("SortOrder") == "Descending",
         )
-        chunk, token = page(clusters, params)
-        summaries = []
-        for c in chunk:
-            summary = {
-                "ClusterArn": c.arn,
-                "ClusterName": c.name,
-                "CreationTime": c.created,
-                "ClusterStatus": str(c.status),
-            }
-            plans = sorted(
-                {
-                    g.spec["TrainingPlanArn"]
-                    for g in c.groups.values()
-                    if g.spec.get("TrainingPlanArn")
-                }
-            )
-            if plans:
-                summary["TrainingPlanArns"] = plans
-            summaries.append(summary)
-    answer: dict[str, Any] = {"ClusterSummaries": summaries}
-    if token:
-        answer["NextToken"] = token
-    return answer
+        return ctx.page(clusters, "ClusterSummaries", render=_cluster_summary)
+
+
+def _cluster_summary(cluster: Cluster) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "ClusterArn": cluster.arn,
+        "ClusterName": cluster.name,
+        "CreationTime": cluster.created,
+        "ClusterStatus": str(cluster.status),
+    }
+    groups = cluster.groups.values()
+    plans = sorted({g.spec["TrainingPlanArn"] for g in groups if g.spec.get("TrainingPlanArn")})
+    if plans:
+        summary["TrainingPlanArns"] = plans
+    return summary
 
 
 @answers(SERVICE, "DeleteCluster")
-@handler(SERVICE)
 def _delete_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1163,7 +1142,6 @@ def karpenter_scale(hp: HyperPod, cluster: Cluster, group_name: str, target: int
 
 
 @answers(SERVICE, "UpdateCluster")
-@handler(SERVICE)
 def _update_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     if params.get("RestrictedInstanceGroups"):
@@ -1334,7 +1312,6 @@ def _update_done(cluster: Cluster, token: str) -> None:
 
 
 @answers(SERVICE, "ListClusterNodes")
-@handler(SERVICE)
 def _list_cluster_nodes(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     after = parse_time(params.get("CreationTimeAfter"))
@@ -1354,18 +1331,15 @@ def _list_cluster_nodes(ctx: GapContext, params: dict[str, Any]) -> dict[str, An
             key=(lambda n: n.instance_id) if by_name else (lambda n: n.launch_time),
             reverse=params.get("SortOrder") == "Descending",
         )
-        chunk, token = page(nodes, params)
-        summaries = [
-            _node_summary(cluster, n, bool(params.get("IncludeNodeLogicalIds"))) for n in chunk
-        ]
-    answer: dict[str, Any] = {"ClusterNodeSummaries": summaries}
-    if token:
-        answer["NextToken"] = token
-    return answer
+        logical_ids = bool(params.get("IncludeNodeLogicalIds"))
+        return ctx.page(
+            nodes,
+            "ClusterNodeSummaries",
+            render=lambda n: _node_summary(cluster, n, logical_ids),
+        )
 
 
 @answers(SERVICE, "DescribeClusterNode")
-@handler(SERVICE)
 def _describe_cluster_node(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     if not params.get("NodeId") and not params.get("NodeLogicalId"):
@@ -1441,7 +1415,6 @@ def _batch_nodes(
 
 
 @answers(SERVICE, "BatchDeleteClusterNodes")
-@handler(SERVICE)
 def _batch_delete(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1471,7 +1444,6 @@ def _batch_delete(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @answers(SERVICE, "BatchRebootClusterNodes")
-@handler(SERVICE)
 def _batch_reboot(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1513,7 +1485,6 @@ def _batch_reboot(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @answers(SERVICE, "BatchReplaceClusterNodes")
-@handler(SERVICE)
 def _batch_replace(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1539,7 +1510,6 @@ def _batch_replace(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @answers(SERVICE, "BatchAddClusterNodes")
-@handler(SERVICE)
 def _batch_add(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1629,7 +1599,6 @@ def _batch_add(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @answers(SERVICE, "UpdateClusterSoftware")
-@handler(SERVICE)
 def _update_software(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
 
@@ -1690,53 +1659,6 @@ def _update_software(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     return hp.run(update)
 
 
-@answers(SERVICE, "StartClusterHealthCheck")
-@handler(SERVICE)
-def _start_health_check(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    hp = _state(ctx)
-
-    def start(batch: Batch) -> dict[str, Any]:
-        cluster = _cluster(hp, ctx, params["ClusterName"])
-        if cluster.status != ClusterStatus.IN_SERVICE:
-            raise _conflict(f"Cluster {cluster.name} is {cluster.status}.")
-        chosen: list[Node] = []
-        for config in params["DeepHealthCheckConfigurations"]:
-            name = config["InstanceGroupName"]
-            if name not in cluster.groups:
-                raise validation(f"DeepHealthCheckConfigurations: no instance group {name}.")
-            ids = config.get("InstanceIds")
-            for node in cluster.nodes_of(name):
-                if ids and node.instance_id not in ids:
-                    continue
-                if node.status != NodeStatus.RUNNING:
-                    raise validation(
-                        f"Instance {node.instance_id} is {node.status}; deep health "
-                        "checks start on Running instances only."
-                    )
-                chosen.append(node)
-        for node in chosen:
-            node.status = NodeStatus.DEEP_HEALTH_CHECK
-            node.health = Health.UNSCHEDULABLE
-            node.deep_health_check = DeepHealthCheck.IN_PROGRESS
-            epoch = node.bump()
-            _sync(hp, batch, cluster, node)
-            instance_id = node.instance_id
-
-            def passed(b: Batch, instance_id: str = instance_id, epoch: int = epoch) -> None:
-                back = _live_node(hp, cluster, instance_id, epoch, NodeStatus.DEEP_HEALTH_CHECK)
-                if back is None:
-                    return
-                back.status = NodeStatus.RUNNING
-                back.health = Health.SCHEDULABLE
-                back.deep_health_check = DeepHealthCheck.PASSED
-                _sync(hp, b, cluster, back)
-
-            batch.after(DEEP_HEALTH_CHECK_S, passed)
-        return {"ClusterArn": cluster.arn}
-
-    return hp.run(start)
-
-
 def _event_summary(cluster: Cluster, event: Any) -> dict[str, Any]:
     summary = {
         "EventId": event.event_id,
@@ -1757,7 +1679,6 @@ def _event_summary(cluster: Cluster, event: Any) -> dict[str, Any]:
 
 
 @answers(SERVICE, "ListClusterEvents")
-@handler(SERVICE)
 def _list_events(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
     after = parse_time(params.get("EventTimeAfter"))
@@ -1777,88 +1698,20 @@ def _list_events(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         events.sort(
             key=lambda e: e.time, reverse=params.get("SortOrder", "Descending") == "Descending"
         )
-        chunk, token = page(events, params)
-        answer: dict[str, Any] = {"Events": [_event_summary(cluster, e) for e in chunk]}
-    if token:
-        answer["NextToken"] = token
-    return answer
-
-
-@answers(SERVICE, "DescribeClusterEvent")
-@handler(SERVICE)
-def _describe_event(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    hp = _state(ctx)
-    with hp.lock:
-        cluster = _cluster(hp, ctx, params["ClusterName"])
-        event = next((e for e in cluster.events if e.event_id == params["EventId"]), None)
-        if event is None:
-            raise AwsError(
-                "ResourceNotFound",
-                f"Event {params['EventId']} not found in cluster {cluster.name}.",
-            )
-        details = _event_summary(cluster, event)
-        if event.metadata:
-            details["EventDetails"] = {"EventMetadata": event.metadata}
-        return {"EventDetails": details}
+        return ctx.page(events, "Events", render=lambda e: _event_summary(cluster, e))
 
 
 # --- tags on cluster ARNs (other SageMaker resources stay moto's) -------------------------
 
 
-def _tagged_cluster(ctx: GapContext) -> Cluster | None:
-    arn = str(ctx.call.params.get("ResourceArn", ""))
+@answers(SERVICE, "ListTags")
+def _list_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any] | Reply:
+    arn = params["ResourceArn"]
     if CLUSTER_ARN.fullmatch(arn) is None:
-        return None
+        return ctx.moto()
     hp = _state(ctx)
     with hp.lock:
         cluster = hp.find_by_arn(arn)
-    if cluster is None:
-        raise AwsError("ResourceNotFound", f"Resource {arn} not found.")
-    return cluster
-
-
-def _tag_rewrite(action: Any) -> Any:
-    def rewrite(ctx: GapContext, reply: Any) -> Any:
-        arn = str(ctx.call.params.get("ResourceArn", ""))
-        if CLUSTER_ARN.fullmatch(arn) is None:
-            return reply
-        return action(ctx)
-
-    rewrite.__name__ = f"rewrite{action.__name__}"
-    return rewrite
-
-
-@handler(SERVICE)
-def _add_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    cluster = _tagged_cluster(ctx)
-    assert cluster is not None
-    hp = _state(ctx)
-    with hp.lock:
-        tags = {t["Key"]: t["Value"] for t in cluster.tags}
-        tags.update({t["Key"]: t["Value"] for t in params["Tags"]})
-        if len(tags) > 50:
-            raise validation(f"Tags: a resource can have at most 50 tags ({len(tags)} asked).")
-        cluster.tags = [{"Key": k, "Value": v} for k, v in tags.items()]
-        return {"Tags": params["Tags"]}
-
-
-@handler(SERVICE)
-def _list_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    cluster = _tagged_cluster(ctx)
-    assert cluster is not None
-    with _state(ctx).lock:
+        if cluster is None:
+            raise AwsError("ResourceNotFound", f"Resource {arn} not found.")
         return {"Tags": list(cluster.tags)}
-
-
-@handler(SERVICE)
-def _delete_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    cluster = _tagged_cluster(ctx)
-    assert cluster is not None
-    with _state(ctx).lock:
-        cluster.tags = [t for t in cluster.tags if t["Key"] not in params["TagKeys"]]
-    return {}
-
-
-rewrites(SERVICE, "AddTags")(_tag_rewrite(_add_tags))
-rewrites(SERVICE, "ListTags")(_tag_rewrite(_list_tags))
-rewrites(SERVICE, "DeleteTags")(_tag_rewrite(_delete_tags))

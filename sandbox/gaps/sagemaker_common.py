@@ -1,4 +1,4 @@
-"""What the SageMaker and Service Quotas gaps share: replies, errors, state, and moto look-ups.
+"""What the SageMaker, FSx and Service Quotas gaps share: errors, paging, and moto look-ups.
 
 The gaps check a request against the rest of the local AWS the way AWS does — the role must
 exist in IAM, the bucket in S3, the subnets and security groups in EC2, the EKS cluster in EKS —
@@ -7,34 +7,18 @@ by reading moto's in-process models (the layer runs moto in this process).
 
 from __future__ import annotations
 
-import base64
 import json
-import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.errors import error_reply
-from sandbox.gaps import GapContext
-from sandbox.gaps.sagemaker_model import RequestInvalid, output, validate
+from sandbox.gaps import DEFAULT_PAGE, AwsError, Handler, page
 from sandbox.reply import Reply
 
-log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_PAGE", "AwsError", "handler", "json_reply", "page", "shared_state",
+           "validation"]
 
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
-# Lists page at this size unless the request asks for another, so code that ignores NextToken
-# fails here rather than first in production.
-DEFAULT_PAGE = 10
-
-
-class AwsError(Exception):
-    """An AWS error answer: code (as botocore matches it), message, HTTP status."""
-
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
 
 
 def validation(message: str) -> AwsError:
@@ -49,68 +33,23 @@ def json_reply(value: dict[str, Any]) -> Reply:
     )
 
 
-def handler(
-    service: str, model_service: str | None = None
-) -> Callable[[Callable[[GapContext, dict[str, Any]], dict[str, Any]]], Callable[..., Reply]]:
-    """Wrap `fn(ctx, params) -> answer` into a gap answer: validate against botocore's model,
-    turn AwsError into AWS's error reply, and cut the answer to the output shape."""
-    model_name = model_service or service
+def handler(service: str, model_service: str | None = None) -> Callable[[Handler], Handler]:
+    """The decorator gaps once stacked under `@answers`; the one request path
+    (`sandbox.gaps.GapAnswer.run`) now does what it did, so it only names the botocore
+    model where its name is not the signing name's (`handler("servicequotas",
+    "service-quotas")`). Kept so a module in that style works unchanged."""
 
-    def wrap(fn: Callable[[GapContext, dict[str, Any]], dict[str, Any]]) -> Callable[..., Reply]:
-        def answer(ctx: GapContext) -> Reply:
-            params = ctx.call.params
-            try:
-                validate(model_name, ctx.call.action, params)
-                value = fn(ctx, params)
-            except RequestInvalid as exc:
-                return error_reply(ctx.call.protocol, 400, exc.code, exc.message)
-            except AwsError as exc:
-                return error_reply(ctx.call.protocol, exc.status, exc.code, exc.message)
-            except Exception as exc:  # a sandbox bug: say so in AWS's shape, not as HTML
-                log.exception("sandbox: %s:%s failed", service, ctx.call.action)
-                message = f"local AWS (sandbox gap) failed: {type(exc).__name__}: {exc}"
-                return error_reply(ctx.call.protocol, 500, "InternalFailure", message)
-            return json_reply(output(model_name, ctx.call.action, value))
+    def mark(fn: Handler) -> Handler:
+        if model_service:
+            fn.__gap_model__ = model_service  # type: ignore[attr-defined]
+        return fn
 
-        answer.__name__ = fn.__name__
-        answer.__doc__ = fn.__doc__
-        return answer
-
-    return wrap
+    return mark
 
 
 def shared_state(app: Any) -> dict[str, Any]:
-    """The per-local-AWS dict that gap handlers and the `/_sandbox` control routes share.
-
-    The control routes see the layer's `Controls`, not the app; the layer gives Controls its
-    `gap_state` (then both are the app's one dict). A layer that does not yet pass it still
-    works: Controls then holds its own dict, and gap handlers find it through the app.
-    """
-    controls = getattr(app, "_controls", None)
-    state = getattr(controls, "gap_state", None)
-    if isinstance(state, dict):
-        return state
-    return app.gap_state
-
-
-# --- paging ---------------------------------------------------------------------------------
-
-
-def page(
-    items: list[Any], params: dict[str, Any], default: int = DEFAULT_PAGE
-) -> tuple[list[Any], str | None]:
-    """One page of `items` and the token for the next (None at the end)."""
-    start = 0
-    token = params.get("NextToken")
-    if token:
-        try:
-            start = int(base64.b64decode(token.encode()).decode())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise validation(f"Invalid pagination token {token!r}.") from exc
-    size = int(params.get("MaxResults") or default)
-    chunk = items[start : start + size]
-    end = start + size
-    return chunk, (base64.b64encode(str(end).encode()).decode() if end < len(items) else None)
+    """The per-local-AWS dict every gap's state lives in (see `sandbox.gaps.GapState`)."""
+    return app.gap_state  # type: ignore[no-any-return]
 
 
 # --- moto look-ups --------------------------------------------------------------------------

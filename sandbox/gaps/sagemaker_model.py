@@ -175,7 +175,12 @@ class RequestInvalid(Exception):
 
 def validate(service: str, action: str, params: dict[str, Any]) -> None:
     """Raise RequestInvalid if `params` break the input shape of service:action."""
-    shape = operation(service, action).input_shape
+    check_input(operation(service, action), params)
+
+
+def check_input(op: OperationModel, params: dict[str, Any]) -> None:
+    """Raise RequestInvalid if `params` break the operation's input shape."""
+    shape = op.input_shape
     if shape is None:
         return
     checker = _Checker()

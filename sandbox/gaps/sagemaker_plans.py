@@ -1,9 +1,8 @@
 """SageMaker training plans: reservations a test or demo declares, read back through the API.
 
 Nobody can buy a training plan in the sandbox; a test says which plans the account holds
-(`POST /_sandbox/training-plans`) and which offerings a search would find
-(`POST /_sandbox/training-plan-offerings`). ListTrainingPlans, DescribeTrainingPlan and
-SearchTrainingPlanOfferings answer from that, shaped by botocore's model; the HyperPod gap
+(`POST /_sandbox/training-plans`). ListTrainingPlans and DescribeTrainingPlan answer from that,
+shaped by botocore's model; the HyperPod gap
 checks an instance group's `TrainingPlanArn` against it (the plan must exist, be `Active` or
 `Scheduled`, reserve the group's instance type in the group's availability zone, and have
 room for the group's count).
@@ -20,8 +19,7 @@ from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from sandbox.gaps import GapContext, answers
-from sandbox.gaps.sagemaker_common import AwsError, handler, page, shared_state
+from sandbox.gaps import AwsError, GapContext, GapState, answers
 from sandbox.gaps.sagemaker_model import parse_time, shape_named
 
 STATE_KEY = "training_plans"
@@ -86,23 +84,9 @@ class Plan:
 
 
 @dataclass
-class Offering:
-    offering_id: str
-    instance_type: str
-    count: int
-    availability_zone: str
-    start: datetime
-    end: datetime
-    upfront_fee: str
-    target_resources: list[str]
-    region: str
-
-
-@dataclass
 class PlanBook:
     lock: threading.RLock = field(default_factory=threading.RLock)
     plans: dict[tuple[str, str], dict[str, Plan]] = field(default_factory=dict)
-    offerings: list[Offering] = field(default_factory=list)
 
     def in_region(self, account: str, region: str) -> dict[str, Plan]:
         return self.plans.setdefault((account, region), {})
@@ -114,11 +98,12 @@ class PlanBook:
         return plans.get(name_or_arn)
 
 
-def plan_book(state: dict[str, Any]) -> PlanBook:
-    found = state.get(STATE_KEY)
-    if found is None:
-        found = state.setdefault(STATE_KEY, PlanBook())
-    return found
+PLANS: GapState[PlanBook] = GapState(STATE_KEY, lambda app: PlanBook())
+
+
+def plan_book(owner: Any) -> PlanBook:
+    """The training plans of a local AWS (`owner`: the app, or a GapContext on it)."""
+    return PLANS.of(owner)
 
 
 # --- control routes ------------------------------------------------------------------------
@@ -156,7 +141,7 @@ def _common(body: dict[str, Any]) -> tuple[str, int, str, datetime, datetime]:
     return instance_type, count, zone, start, end
 
 
-def control_add_plan(state: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def control_add_plan(app: Any, body: dict[str, Any]) -> dict[str, Any]:
     """Declare a training plan the account holds; answers it as DescribeTrainingPlan would."""
     name = body.get("name")
     pattern = shape_named("sagemaker", "TrainingPlanName").metadata["pattern"]
@@ -168,7 +153,7 @@ def control_add_plan(state: dict[str, Any], body: dict[str, Any]) -> dict[str, A
         raise PlanControlError(f"status must be one of {', '.join(PLAN_STATUSES)}")
     region = body.get("region") or DEFAULT_REGION
     account = body.get("account") or DEFAULT_ACCOUNT_ID
-    book = plan_book(state)
+    book = plan_book(app)
     with book.lock:
         plans = book.in_region(account, region)
         if name in plans:
@@ -195,53 +180,17 @@ def control_add_plan(state: dict[str, Any], body: dict[str, Any]) -> dict[str, A
         return plan.describe_json()
 
 
-def control_list_plans(state: dict[str, Any]) -> dict[str, Any]:
-    book = plan_book(state)
+def control_list_plans(app: Any) -> dict[str, Any]:
+    book = plan_book(app)
     with book.lock:
         plans = [p for region in book.plans.values() for p in region.values()]
-        return {
-            "training_plans": [{**p.describe_json(), "Region": p.region} for p in plans],
-            "offerings": [_offering_json(o) for o in book.offerings],
-        }
+        return {"training_plans": [{**p.describe_json(), "Region": p.region} for p in plans]}
 
 
-def control_clear_plans(state: dict[str, Any]) -> None:
-    book = plan_book(state)
+def control_clear_plans(app: Any) -> None:
+    book = plan_book(app)
     with book.lock:
         book.plans.clear()
-        book.offerings.clear()
-
-
-def control_add_offering(state: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-    """Declare an offering SearchTrainingPlanOfferings will find."""
-    instance_type, count, zone, start, end = _common(body)
-    offering = Offering(
-        offering_id=f"tpo-{uuid.uuid4().hex[:16]}",
-        instance_type=instance_type,
-        count=count,
-        availability_zone=zone,
-        start=start,
-        end=end,
-        upfront_fee=str(body.get("upfront_fee", "0")),
-        target_resources=list(body.get("target_resources") or ["hyperpod-cluster"]),
-        region=body.get("region") or DEFAULT_REGION,
-    )
-    book = plan_book(state)
-    with book.lock:
-        book.offerings.append(offering)
-    return _offering_json(offering)
-
-
-def _offering_json(offering: Offering) -> dict[str, Any]:
-    return {
-        "TrainingPlanOfferingId": offering.offering_id,
-        "InstanceType": offering.instance_type,
-        "InstanceCount": offering.count,
-        "AvailabilityZone": offering.availability_zone,
-        "StartTime": offering.start.isoformat(),
-        "EndTime": offering.end.isoformat(),
-        "Region": offering.region,
-    }
 
 
 def _jsonable(value: Any) -> Any:
@@ -255,10 +204,6 @@ def _jsonable(value: Any) -> Any:
 
 
 # --- the SageMaker API ---------------------------------------------------------------------
-
-
-def _book(ctx: GapContext) -> PlanBook:
-    return plan_book(shared_state(ctx.app))
 
 
 def _count_in_use(ctx: GapContext, plans: list[Plan]) -> None:
@@ -280,9 +225,8 @@ def _count_in_use(ctx: GapContext, plans: list[Plan]) -> None:
 
 
 @answers("sagemaker", "ListTrainingPlans")
-@handler("sagemaker")
 def _list_training_plans(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    book = _book(ctx)
+    book = plan_book(ctx)
     with book.lock:
         plans = list(book.in_region(ctx.call.account, ctx.call.region).values())
     after = parse_time(params.get("StartTimeAfter"))
@@ -302,18 +246,13 @@ def _list_training_plans(ctx: GapContext, params: dict[str, Any]) -> dict[str, A
         "Status": lambda p: p.status,
     }
     plans.sort(key=keys[sort_by], reverse=params.get("SortOrder", "Ascending") == "Descending")
-    chunk, token = page(plans, params)
-    _count_in_use(ctx, chunk)
-    answer: dict[str, Any] = {"TrainingPlanSummaries": [p.describe() for p in chunk]}
-    if token:
-        answer["NextToken"] = token
-    return answer
+    _count_in_use(ctx, plans)
+    return ctx.page([p.describe() for p in plans], "TrainingPlanSummaries")
 
 
 @answers("sagemaker", "DescribeTrainingPlan")
-@handler("sagemaker")
 def _describe_training_plan(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    book = _book(ctx)
+    book = plan_book(ctx)
     with book.lock:
         plan = book.find(ctx.call.account, ctx.call.region, params["TrainingPlanName"])
         if plan is None:
@@ -322,59 +261,3 @@ def _describe_training_plan(ctx: GapContext, params: dict[str, Any]) -> dict[str
             )
     _count_in_use(ctx, [plan])
     return plan.describe()
-
-
-@answers("sagemaker", "SearchTrainingPlanOfferings")
-@handler("sagemaker")
-def _search_offerings(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
-    book = _book(ctx)
-    with book.lock:
-        offerings = [o for o in book.offerings if o.region == ctx.call.region]
-    after = parse_time(params.get("StartTimeAfter"))
-    before = parse_time(params.get("EndTimeBefore"))
-    wanted_targets = set(params.get("TargetResources") or [])
-    found = []
-    for o in offerings:
-        if params.get("InstanceType") and o.instance_type != params["InstanceType"]:
-            continue
-        if params.get("InstanceCount") and o.count < params["InstanceCount"]:
-            continue
-        if after and o.start < after:
-            continue
-        if before and o.end > before:
-            continue
-        if wanted_targets and not wanted_targets & set(o.target_resources):
-            continue
-        if params.get("DurationHours") and (o.end - o.start) < timedelta(
-            hours=params["DurationHours"]
-        ):
-            continue
-        found.append(o)
-    items = []
-    for o in found:
-        hours, rest = divmod(int((o.end - o.start).total_seconds()), 3600)
-        items.append(
-            {
-                "TrainingPlanOfferingId": o.offering_id,
-                "TargetResources": o.target_resources,
-                "RequestedStartTimeAfter": after,
-                "RequestedEndTimeBefore": before,
-                "DurationHours": hours,
-                "DurationMinutes": rest // 60,
-                "UpfrontFee": o.upfront_fee,
-                "CurrencyCode": "USD",
-                "ReservedCapacityOfferings": [
-                    {
-                        "ReservedCapacityType": "Instance",
-                        "InstanceType": o.instance_type,
-                        "InstanceCount": params.get("InstanceCount") or o.count,
-                        "AvailabilityZone": o.availability_zone,
-                        "DurationHours": hours,
-                        "DurationMinutes": rest // 60,
-                        "StartTime": o.start,
-                        "EndTime": o.end,
-                    }
-                ],
-            }
-        )
-    return {"TrainingPlanOfferings": items}

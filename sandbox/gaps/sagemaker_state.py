@@ -1,6 +1,6 @@
 """The local HyperPod clusters: their records, and how changes are applied and scheduled.
 
-All state of one local AWS lives in one `HyperPod` object (in the shared gap state under
+All state of one local AWS lives in one `HyperPod` object (the gap state `HYPERPOD`, under
 "sagemaker"), guarded by one lock. A handler runs under the lock with a `Batch`: what it wants
 to happen later (`batch.after`) is put on the layer's timeline, and what it must tell the
 local Kubernetes (`batch.effect`) is done, only after the lock is released — a timeline change
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sandbox.gaps.sagemaker_common import shared_state
+from sandbox.gaps import GapState
 from sandbox.simulator import DeepHealthCheck, Health
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,6 @@ class Event:
     group: str | None = None
     instance_id: str | None = None
     operation_id: str | None = None
-    metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -200,7 +199,6 @@ class Cluster:
         group: str | None = None,
         instance_id: str | None = None,
         operation_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
     ) -> None:
         self.events.append(
             Event(
@@ -212,7 +210,6 @@ class Cluster:
                 group,
                 instance_id,
                 operation_id,
-                metadata,
             )
         )
         del self.events[:-MAX_EVENTS]
@@ -323,14 +320,9 @@ class HyperPod:
             self.subnet_used[node.subnet_id] = max(0, used)
 
 
-_CREATE_LOCK = threading.Lock()
+HYPERPOD: GapState[HyperPod] = GapState(STATE_KEY, HyperPod)
 
 
-def hyperpod(app: Any) -> HyperPod:
-    """The HyperPod state of this local AWS (created on first use)."""
-    state = shared_state(app)
-    with _CREATE_LOCK:
-        found = state.get(STATE_KEY)
-        if found is None:
-            found = state[STATE_KEY] = HyperPod(app)
-        return found
+def hyperpod(owner: Any) -> HyperPod:
+    """The HyperPod state of a local AWS (`owner`: the app, or a GapContext on it)."""
+    return HYPERPOD.of(owner)

@@ -236,6 +236,11 @@ class KubeRegistry:
         if kube is not None and self._loop is not None:
             self._run(kube._stop())
 
+    def clear(self) -> None:
+        """Stop and forget every cluster's local Kubernetes (the loop keeps running)."""
+        for name in self.names():
+            self.remove(name)
+
     def names(self) -> list[str]:
         with self._lock:
             return sorted(self._kubes)

@@ -131,3 +131,25 @@ export function fieldErrors(details) {
   walk(details, '');
   return out;
 }
+
+/**
+ * A mutating caller that keeps one Idempotency-Key per request: the same request sent again
+ * (a retried click after a network error or a 5xx) reuses it, so the server answers the
+ * operation it already made; a refused request (4xx) or a different one gets a new key.
+ * call(path, {method = 'POST', body, signal}) → the reply body.
+ */
+export function mutator() {
+  let pending = null; // {sig, key}
+  return async (path, { method = 'POST', body, signal } = {}) => {
+    const sig = `${method} ${path} ${JSON.stringify(body === undefined ? null : body)}`;
+    if (!pending || pending.sig !== sig) pending = { sig, key: uuid4() };
+    try {
+      const reply = await api(path, { method, body, signal, headers: { 'Idempotency-Key': pending.key } });
+      pending = null;
+      return reply;
+    } catch (e) {
+      if (e.status && e.status < 500) pending = null;
+      throw e;
+    }
+  };
+}

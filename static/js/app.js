@@ -10,12 +10,16 @@ import * as discovery from './views/discovery.js';
 import * as clusters from './views/clusters.js';
 import * as clusterNew from './views/cluster_new.js';
 import * as cluster from './views/cluster.js';
+import * as capacity from './views/capacity.js';
+import * as groupNew from './views/group_new.js';
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
   // `#/clusters/new` is the form; a cluster named "new" is at `#/clusters/new/`
   { re: /^\/clusters\/new$/, view: clusterNew, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/?$/, view: cluster, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/capacity\/?$/, view: capacity, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/capacity\/add-group\/?$/, view: groupNew, nav: 'clusters' },
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },

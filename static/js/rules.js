@@ -1,8 +1,9 @@
 // The API's rules for what a user may enter, read once from its OpenAPI document (public,
 // made from the same schemas that validate every request), so the dashboard keeps no copies
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
-// default CIDR, count bounds, feature option bounds. Labels and hints stay here; they are
-// presentation.
+// default CIDR, count bounds, an instance group's choices, node health values and statuses,
+// how many node ids one batch call takes, the managed features' option bounds. Labels and
+// hints stay here; they are presentation.
 
 export let rules = null;
 
@@ -63,6 +64,9 @@ export function rulesFrom(doc) {
   const name = field('NetworkCreate', 'name');
   const count = field('ClusterCreate', 'instance_count');
   const version = field('ClusterCreate', 'kubernetes_version');
+  const group = (f) => field('InstanceGroupCreate', f);
+  const nodeQuery = (p) => pathParam('/api/v1/clusters/{cluster}/nodes', 'get', p);
+  const nodeIds = field('NodeAction', 'node_ids');
   return {
     name: { re: new RegExp(name.pattern), rule: name.description, maxLength: 32 },
     defaultCidr: field('NetworkCreate', 'cidr').default,
@@ -78,6 +82,29 @@ export function rulesFrom(doc) {
     vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),
     subnetId: new RegExp(resolve(field('ExistingVpc', 'subnet_ids').items).pattern),
     stages: pathParam('/api/v1/clusters/{name}/stages/{stage}/run', 'post', 'stage').enum,
+    group: {
+      count: { min: group('instance_count').minimum, max: group('instance_count').maximum },
+      capacityTypes: group('capacity_type').enum,
+      defaultCapacityType: group('capacity_type').default,
+      efaModes: group('efa_mode').enum,
+      threadsPerCore: group('threads_per_core').enum,
+      volumeGb: { min: group('volume_size_gb').minimum, max: group('volume_size_gb').maximum },
+      subnetId: new RegExp(group('subnet_id').pattern),
+      // label keys follow the same rule as taint keys (one pattern in the API's schema)
+      labelKey: new RegExp(field('Taint', 'key').pattern),
+      labelValue: new RegExp(resolve(group('labels').additionalProperties).pattern),
+      taintEffects: field('Taint', 'effect').enum,
+      maxTaints: group('taints').maxItems,
+    },
+    nodes: {
+      health: nodeQuery('health').enum,
+      statuses: nodeQuery('status').enum,
+      pageMax: nodeQuery('limit').maximum,
+      pageDefault: nodeQuery('limit').default,
+      batchSize: nodeIds['x-hypd-batch-size'],
+      maxPerAction: nodeIds.maxItems,
+    },
+    upgradeVersions: field('KubernetesUpgrade', 'version').enum,
     memoryPercent: { min: field('TieredCheckpointingPatch', 'memory_percent').minimum,
       max: field('TieredCheckpointingPatch', 'memory_percent').maximum },
     groupBounds: { min: field('GroupBounds', 'min').minimum, max: field('GroupBounds', 'max').maximum,

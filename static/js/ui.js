@@ -39,6 +39,11 @@ export function clear(el) {
   return el;
 }
 
+/** A titled group of form fields (<fieldset> with a <legend>). */
+export function section(title, ...children) {
+  return h('fieldset', { class: 'form-section' }, h('legend', null, title), children);
+}
+
 /** Replace an element's children; like h(), skips null/false and flattens arrays. */
 export function fill(el, ...children) {
   el.replaceChildren();
@@ -84,6 +89,11 @@ export function spinner() {
 
 export function loading(text = 'Loading…') {
   return h('div', { class: 'loading' }, spinner(), text);
+}
+
+/** The live progress panel of an operation. */
+export function opHref(id) {
+  return `#/operations/${encodeURIComponent(id)}`;
 }
 
 // ---------- role guard ----------
@@ -222,6 +232,17 @@ export function replaceQuery(path, params) {
   for (const [k, v] of Object.entries(params)) if (v !== '' && v !== null && v !== undefined && v !== false) q.set(k, v);
   const s = q.toString();
   history.replaceState(null, '', `#${path}${s ? `?${s}` : ''}`);
+}
+
+/** Call `fn` whenever the page becomes visible again (a view's refresh after the tab was in
+ * the background); answers the function that stops it. */
+export function whenVisible(fn) {
+  const onChange = debounce(() => { if (!document.hidden) fn(); }, 200);
+  document.addEventListener('visibilitychange', onChange);
+  return () => {
+    onChange.cancel();
+    document.removeEventListener('visibilitychange', onChange);
+  };
 }
 
 export function debounce(fn, ms) {

@@ -10,6 +10,7 @@ import pytest
 from botocore.stub import Stubber
 
 from cloud import aws, nodes
+from schemas import nodes as schemas_nodes
 from tests.cloud.botocore_shape import validate_input
 from tests.cloud.conftest import REGION
 
@@ -29,6 +30,9 @@ def test_batches_are_the_smallest_limit_botocore_gives_any_node_call():
                          "BatchDeleteClusterNodes")}
     assert nodes.batch_size() == min(limits.values()) == 25
     assert nodes.request_limit() == max(limits.values())
+    # what the OpenAPI document tells clients (the dashboard's batch split) is the same
+    assert nodes.batch_size() == schemas_nodes.BATCH_SIZE
+    assert nodes.request_limit() == schemas_nodes.MAX_NODE_IDS
     ids = [f"i-{n:017x}" for n in range(60)]
     assert [len(b) for b in nodes.batches(ids)] == [25, 25, 10]
     assert [n for b in nodes.batches(ids) for n in b] == ids

@@ -18,3 +18,10 @@ def test_the_lease_is_short_by_default_and_apart_from_the_visibility_timeout():
 def test_a_lease_that_is_not_below_the_visibility_timeout_is_refused(lease):
     with pytest.raises(SettingsError, match="HYPD_LEASE_S"):
         Settings.from_env({"HYPD_LEASE_S": lease})
+
+
+def test_the_price_list_is_read_where_aws_serves_it():
+    assert Settings.from_env({}).pricing_region == "us-east-1"
+    assert Settings.from_env({"HYPD_PRICING_REGION": "ap-south-1"}).pricing_region == "ap-south-1"
+    with pytest.raises(SettingsError, match=r"HYPD_PRICING_REGION .*us-east-1"):
+        Settings.from_env({"HYPD_PRICING_REGION": "us-west-2"})

@@ -133,6 +133,13 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("plan-cost-total")).to_have_text(re.compile(r"\$\d"))
     assert float(cost.get_attribute("data-hourly")) == pytest.approx(plan["cost"]["hourly_usd"])
     expect(page.get_by_test_id("plan-cost-note")).to_have_text(plan["cost"]["note"])
+    # each figure's source: the AWS Price List, when it was read, the SKU of each item
+    source = page.get_by_test_id("plan-cost-source")
+    expect(source).to_contain_text("AWS Price List · read")
+    expect(source).to_have_attribute("data-fetched-at", plan["cost"]["fetched_at"])
+    for item in plan["cost"]["items"]:
+        expect(page.get_by_test_id(f"plan-cost-sku-{item['kind']}")).to_contain_text(
+            f"SKU {item['source']['sku']}")
     planned_steps = next(p["steps"] for p in plan["plan"] if "steps" in p)
     expect(page.get_by_test_id("plan-steps").locator("[data-step]")).to_have_count(len(planned_steps))
     for stage in STAGES:
@@ -351,6 +358,30 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("plan-cost")).to_be_visible()
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
+
+
+def test_a_price_the_price_list_cannot_give_is_shown_as_unknown(page, stack):
+    conn = stack.redis()
+    for key in conn.scan_iter("hypd:cache:price:*"):  # nothing cached: the plan must ask
+        conn.delete(key)
+    sign_in(page, stack, stack.viewer_token, "viewer")  # a viewer may review a plan
+    page.goto(base(stack) + "/#/clusters/new")
+    fill_decisions(page, _name("nop"), count=1)
+    stack.sandbox.add_fault("pricing", "GetProducts", "throttle", count=10)
+    try:
+        planned = review_plan(page)
+    finally:
+        stack.sandbox.clear_faults()
+    assert planned.status == 200, planned.text()
+    cost = planned.json()["cost"]
+    expect(page.get_by_test_id("plan-cost")).to_have_attribute("data-complete", "")
+    expect(page.get_by_test_id("plan-cost-source")).to_contain_text("no price could be read")
+    for item in cost["items"]:
+        none = page.get_by_test_id(f"plan-cost-none-{item['kind']}")
+        expect(none).to_have_text("price unknown")
+        expect(page.get_by_test_id(f"plan-cost-item-{item['kind']}")).to_contain_text(
+            "the AWS Price List is throttling hypd")
+    expect(page.get_by_test_id("plan-cost-total")).to_have_text(re.compile(r"\$0"))
 
 
 def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_cluster):

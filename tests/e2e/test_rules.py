@@ -10,7 +10,10 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
+from cloud.nodes import batch_size, request_limit
 from schemas.clusters import CAPACITY_TYPES, EFA_MODES, KUBERNETES_VERSIONS, STAGES
+from schemas.instance_groups import MAX_COUNT, TAINT_EFFECTS
+from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
 
@@ -26,7 +29,17 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
                 versions: r.kubernetesVersions, cidr: r.defaultCidr,
                 count: [r.instanceCount.min, r.instanceCount.max],
                 good: r.name.re.test('lab-1'), trailing: r.name.re.test('lab-'),
-                trailingWhy: m.validateName('lab-')};
+                trailingWhy: m.validateName('lab-'),
+                group: {capacity: r.group.capacityTypes, efa: r.group.efaModes,
+                        count: [r.group.count.min, r.group.count.max],
+                        threads: r.group.threadsPerCore, effects: r.group.taintEffects,
+                        subnet: r.group.subnetId.test('subnet-0123456789abcdef0'),
+                        key: r.group.labelKey.test('team.example.com/tier'),
+                        badKey: r.group.labelKey.test('-x')},
+                nodes: {health: r.nodes.health, statuses: r.nodes.statuses,
+                        pageMax: r.nodes.pageMax, batch: r.nodes.batchSize,
+                        most: r.nodes.maxPerAction},
+                upgrade: r.upgradeVersions};
     }""")
     assert rules["capacity"] == list(CAPACITY_TYPES)
     assert rules["stages"] == list(STAGES)
@@ -36,6 +49,14 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
     assert rules["count"] == [1, 500]
     assert rules["good"] is True and rules["trailing"] is False
     assert "hyphen" in rules["trailingWhy"]
+    assert rules["group"] == {
+        "capacity": list(CAPACITY_TYPES), "efa": list(EFA_MODES), "count": [1, MAX_COUNT],
+        "threads": [1, 2], "effects": list(TAINT_EFFECTS), "subnet": True, "key": True,
+        "badKey": False}
+    assert rules["nodes"] == {
+        "health": [*HEALTH_VALUES, UNKNOWN_HEALTH], "statuses": list(INSTANCE_STATUSES),
+        "pageMax": MAX_PAGE, "batch": batch_size(), "most": request_limit()}
+    assert rules["upgrade"] == list(KUBERNETES_VERSIONS)
 
 
 def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):
@@ -56,6 +77,11 @@ def test_no_rule_is_copied_into_the_javascript():
         "the name pattern": re.compile(r"\[a-z0-9-\]\{0,3[01]\}"),
         "the instance count bound": re.compile(r"1\s*[\u2013-]\s*500|max:\s*500|> 500"),
         "the VPC id pattern": re.compile(r"vpc-\[0-9a-f\]"),
+        "the node batch size": re.compile(r"\b25\b"),
+        "the health values": re.compile(r"'Schedulable',\s*'Unschedulable"),
+        "the node statuses": re.compile(r"'Running',\s*'Failure'"),
+        "the taint effects": re.compile(r"'NoSchedule',\s*'PreferNoSchedule'"),
+        "the upgrade versions": re.compile(r"'1\.3\d'"),
     }
     found = [(name, what) for name, text in sources.items() for what, rx in copies.items()
              if rx.search(text)]

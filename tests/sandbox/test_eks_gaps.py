@@ -276,16 +276,14 @@ def test_kubernetes_answers_only_after_an_access_entry_and_a_policy(
         "accessEntries"
     ] == [ME]
 
-    eks.disassociate_access_policy(clusterName=name, principalArn=ME, policyArn=ADMIN)
-    eks.disassociate_access_policy(clusterName=name, principalArn=ME, policyArn=VIEW)
-    assert status() == 403
     eks.delete_access_entry(clusterName=name, principalArn=ME)
     assert status() == 401
+    eks.create_access_entry(clusterName=name, principalArn=ME)
+    assert status() == 403  # the policies went with the old entry
+    eks.delete_access_entry(clusterName=name, principalArn=ME)
     # the call log names these REST calls, with the principal ARN decoded from the path
-    described = [
-        c for c in control.calls(service="eks") if c["action"] == "DisassociateAccessPolicy"
-    ]
-    assert described[0]["params"]["principalArn"] == ME
+    deleted = [c for c in control.calls(service="eks") if c["action"] == "DeleteAccessEntry"]
+    assert deleted[0]["params"]["principalArn"] == ME
 
 
 def test_bootstrap_admin_and_config_map_mode(
@@ -366,8 +364,6 @@ def test_access_entry_rules(
     assert sorted(eks.list_access_entries(clusterName=name)["accessEntries"]) == sorted(
         [role, node_role]
     )
-    names = {p["name"] for p in eks.list_access_policies()["accessPolicies"]}
-    assert {"AmazonEKSClusterAdminPolicy", "AmazonEKSViewPolicy"} <= names
 
 
 def test_access_entries_wait_for_an_active_cluster(eks: Any, network: dict[str, Any]) -> None:
@@ -414,7 +410,7 @@ def test_addon_lifecycle_is_timed(
     assert _status(eks, name, "vpc-cni") == "CREATING"
     control.advance_clock(40)
     assert _status(eks, name, "vpc-cni") == "ACTIVE"
-    assert eks.list_tags_for_resource(resourceArn=created["addonArn"])["tags"] == {
+    assert eks.describe_addon(clusterName=name, addonName="vpc-cni")["addon"]["tags"] == {
         "hypd:managed-by": "hypd"
     }
 
@@ -507,6 +503,70 @@ def test_addons_install_their_crds_and_wait_for_what_they_need(
             "sagemaker.amazonaws.com", "v1", "default", "hyperpodpytorchjobs"
         )
     assert caught.value.status == 404
+
+
+def test_kubernetes_version_upgrades_one_minor_version_at_a_time(
+    slow: tuple[Any, SandboxControl], network: dict[str, Any]
+) -> None:
+    eks, control = slow
+    name = _create(eks, network, version="1.32")["name"]
+    with pytest.raises(eks.exceptions.ResourceInUseException):  # still CREATING
+        eks.update_cluster_version(name=name, version="1.33")
+    control.advance_clock(600)
+    eks.create_addon(clusterName=name, addonName="kube-proxy")
+    control.advance_clock(90)
+    assert _addon_version(eks, name) == "v1.32.0-eksbuild.1"
+    for wrong in ("1.34", "1.31", "1.32", "1.35"):  # two up, down, the same, not offered
+        with pytest.raises(ClientError) as caught:
+            eks.update_cluster_version(name=name, version=wrong)
+        assert _code(caught) == "InvalidParameterException", wrong
+    assert eks.list_updates(name=name)["updateIds"] == []
+
+    update = eks.update_cluster_version(name=name, version="1.33", clientRequestToken="v1")[
+        "update"
+    ]
+    assert (update["type"], update["status"]) == ("VersionUpdate", "InProgress")
+    assert {"type": "Version", "value": "1.33"} in update["params"]
+    replay = eks.update_cluster_version(name=name, version="1.33", clientRequestToken="v1")
+    assert replay["update"]["id"] == update["id"]
+    with pytest.raises(eks.exceptions.ResourceInUseException):  # another update is under way
+        eks.update_cluster_version(name=name, version="1.33", clientRequestToken="v2")
+    during = eks.describe_cluster(name=name)["cluster"]
+    assert (during["status"], during["version"]) == ("UPDATING", "1.32")
+    assert during["endpoint"]  # the control plane stays available
+    assert eks.list_updates(name=name)["updateIds"] == [update["id"]]
+    control.advance_clock(400)
+    assert eks.describe_update(name=name, updateId=update["id"])["update"]["status"] == (
+        "InProgress"
+    )
+
+    control.advance_clock(100)
+    after = eks.describe_cluster(name=name)["cluster"]
+    assert (after["status"], after["version"]) == ("ACTIVE", "1.33")
+    assert eks.describe_update(name=name, updateId=update["id"])["update"]["status"] == (
+        "Successful"
+    )
+    version = k8s.VersionApi(api_client(after, None)).get_code()  # /version answers anyone
+    assert (version.major, version.minor) == ("1", "33")
+    # Add-ons keep their version until moved, to one the new Kubernetes version offers.
+    assert _addon_version(eks, name) == "v1.32.0-eksbuild.1"
+    offered = eks.describe_addon_versions(addonName="kube-proxy", kubernetesVersion="1.33")
+    (default,) = [
+        v["addonVersion"]
+        for v in offered["addons"][0]["addonVersions"]
+        if any(c["defaultVersion"] for c in v["compatibilities"] if c["clusterVersion"] == "1.33")
+    ]
+    moved = eks.update_addon(clusterName=name, addonName="kube-proxy", addonVersion=default)
+    assert eks.list_updates(name=name, addonName="kube-proxy")["updateIds"] == [
+        moved["update"]["id"]
+    ]
+    assert eks.list_updates(name=name)["updateIds"] == [update["id"]]
+    control.advance_clock(60)
+    assert _addon_version(eks, name) == default == "v1.33.0-eksbuild.1"
+
+
+def _addon_version(eks: Any, cluster: str, addon: str = "kube-proxy") -> str:
+    return str(eks.describe_addon(clusterName=cluster, addonName=addon)["addon"]["addonVersion"])
 
 
 def test_describe_addon_versions(eks: Any) -> None:

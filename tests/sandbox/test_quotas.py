@@ -37,6 +37,11 @@ def ctl(control: SandboxControl) -> Iterator[SandboxControl]:
     control.clear_training_plans()
 
 
+def _p5(quotas: Any) -> dict[str, Any]:
+    (quota,) = quotas.list_service_quotas(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quotas"]
+    return quota
+
+
 def _all(quotas: Any, operation: str, service_code: str) -> dict[str, dict[str, Any]]:
     pages = quotas.get_paginator(operation).paginate(ServiceCode=service_code)
     return {q["QuotaName"]: q for page in pages for q in page["Quotas"]}
@@ -63,10 +68,11 @@ def test_hyperpod_quotas_exist_with_awss_names_and_generous_defaults(
     # Codes the sandbox does not know are stable stand-ins.
     trn1 = listed["ml.trn1.32xlarge for cluster usage"]
     assert trn1["QuotaCode"] == minted_code("ml.trn1.32xlarge for cluster usage")
-    quota = quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quota"]
-    assert quota["QuotaName"] == P5
+    quota = listed[P5]
     assert quota["QuotaArn"].endswith(f":sagemaker/{P5_CODE}")
     assert quota["ServiceName"] == "Amazon SageMaker"
+    (only,) = quotas.list_service_quotas(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quotas"]
+    assert only["QuotaName"] == P5
 
 
 def test_a_configured_shortfall_shows_as_the_applied_value_not_the_default(
@@ -74,11 +80,6 @@ def test_a_configured_shortfall_shows_as_the_applied_value_not_the_default(
 ) -> None:
     answer = ctl.set_quota(2, P5)
     assert answer["quota_code"] == P5_CODE and answer["value"] == 2
-    applied = quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quota"]
-    default = quotas.get_aws_default_service_quota(ServiceCode="sagemaker",
-                                                   QuotaCode=P5_CODE)["Quota"]
-    assert applied["Value"] == 2
-    assert default["Value"] >= 100
     assert _all(quotas, "list_service_quotas", "sagemaker")[P5]["Value"] == 2
     assert _all(quotas, "list_aws_default_service_quotas", "sagemaker")[P5]["Value"] >= 100
     assert ctl.quotas(overridden=True) == [
@@ -86,8 +87,7 @@ def test_a_configured_shortfall_shows_as_the_applied_value_not_the_default(
          "region": None, "value": 2.0}
     ]
     ctl.reset_quotas()
-    assert quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quota"][
-        "Value"] >= 100
+    assert _p5(quotas)["Value"] >= 100
 
 
 def test_a_shortfall_can_be_set_for_one_region_by_code(
@@ -99,24 +99,23 @@ def test_a_shortfall_can_be_set_for_one_region_by_code(
         aws_access_key_id="AKIATESTSANDBOX00000", aws_secret_access_key="test-secret",
     )
     west = quotas
-    assert east.get_service_quota(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quota"][
-        "Value"] == 0
-    assert west.get_service_quota(ServiceCode="sagemaker", QuotaCode=P5_CODE)["Quota"][
-        "Value"] >= 100
+    assert _p5(east)["Value"] == 0
+    assert _p5(west)["Value"] >= 100
 
 
 def test_network_quotas_for_ec2_and_vpc(quotas: Any) -> None:
     vpc = _all(quotas, "list_service_quotas", "vpc")
     assert vpc["VPCs per Region"]["QuotaCode"] == "L-F678F1CE"
     assert "Network interfaces per Region" in vpc
-    ec2 = quotas.get_service_quota(ServiceCode="ec2", QuotaCode="L-0263D0A3")["Quota"]
-    assert ec2["QuotaName"] == "EC2-VPC Elastic IPs"
+    assert _all(quotas, "list_service_quotas", "ec2")["EC2-VPC Elastic IPs"]["QuotaCode"] == (
+        "L-0263D0A3")
 
 
-def test_unknown_quotas_and_bad_settings_are_refused(quotas: Any, ctl: SandboxControl) -> None:
-    with pytest.raises(ClientError) as exc:
-        quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode="L-00000000")
-    assert exc.value.response["Error"]["Code"] == "NoSuchResourceException"
+def test_unknown_quotas_list_nothing_and_bad_settings_are_refused(
+    quotas: Any, ctl: SandboxControl
+) -> None:
+    assert quotas.list_service_quotas(ServiceCode="sagemaker", QuotaCode="L-00000000")[
+        "Quotas"] == []
     for body in ({"quota_name": "no such quota", "value": 1},
                  {"quota_name": P5, "value": -1},
                  {"quota_name": P5, "value": "many"}):
@@ -159,21 +158,6 @@ def test_declared_training_plans_are_listed_and_described(sm: Any, ctl: SandboxC
     with pytest.raises(ClientError) as exc:
         sm.describe_training_plan(TrainingPlanName="p5-never")
     assert exc.value.response["Error"]["Code"] == "ResourceNotFound"
-
-
-def test_training_plan_offerings_are_searched(sm: Any, ctl: SandboxControl) -> None:
-    ctl.add_training_plan_offering("ml.p5.48xlarge", 8, "us-west-2a", duration_hours=72)
-    ctl.add_training_plan_offering("ml.p4d.24xlarge", 2, "us-west-2b")
-    found = sm.search_training_plan_offerings(
-        InstanceType="ml.p5.48xlarge", InstanceCount=4, DurationHours=48,
-        TargetResources=["hyperpod-cluster"])["TrainingPlanOfferings"]
-    (offering,) = found
-    (capacity,) = offering["ReservedCapacityOfferings"]
-    assert (capacity["InstanceType"], capacity["InstanceCount"],
-            capacity["AvailabilityZone"]) == ("ml.p5.48xlarge", 4, "us-west-2a")
-    assert sm.search_training_plan_offerings(
-        InstanceType="ml.p5.48xlarge", InstanceCount=16, DurationHours=24,
-        TargetResources=["hyperpod-cluster"])["TrainingPlanOfferings"] == []
 
 
 def test_bad_training_plans_are_refused_by_the_control_route(ctl: SandboxControl) -> None:

@@ -1,15 +1,16 @@
 // #/clusters/<name> — one cluster: EKS and HyperPod state, each stage with a Re-run button,
-// instance groups, the Advanced features panel, nodes by health, recent HyperPod events,
-// kubeconfig download.
+// instance groups, nodes by health (both linking to the capacity page, where they change),
+// the Advanced features panel, recent HyperPod events, kubeconfig download.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
-  h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, debounce,
+  h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible,
 } from '../ui.js';
 import { TERMINAL } from '../feed.js';
 import { stageTitle, stageBlurb } from '../stages.js';
 import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
+import { capacityHref } from '../capacity/links.js';
 import { mountFeatures } from './cluster_features.js';
 
 const REFRESH_MS = 15000;
@@ -47,7 +48,8 @@ export function mount(root, ctx) {
           h('div', { class: 'card-head' }, h('h2', null, 'Stages'), stagesNote, h('span', { class: 'spacer' }), updated, refreshBtn),
           stagesBox),
         h('div', { class: 'card' },
-          h('div', { class: 'card-head' }, h('h2', null, 'Instance groups')),
+          h('div', { class: 'card-head' }, h('h2', null, 'Instance groups'), h('span', { class: 'spacer' }),
+            h('a', { href: capacityHref(name), testid: 'cluster-capacity-link' }, 'Add, change, delete →')),
           h('div', { class: 'table-wrap' },
             h('table', { class: 'data', testid: 'cluster-groups' },
               h('thead', null, h('tr', null,
@@ -68,7 +70,7 @@ export function mount(root, ctx) {
           h('div', { class: 'card-body' }, statusBox)),
         h('div', { class: 'card' },
           h('div', { class: 'card-head' }, h('h2', null, 'Nodes'), h('span', { class: 'spacer' }),
-            h('span', { class: 'sub' }, 'by health')),
+            h('a', { href: capacityHref(name), testid: 'cluster-nodes-link' }, 'Nodes and actions →')),
           nodesBox),
         h('div', { class: 'card' },
           h('div', { class: 'card-head' }, h('h2', null, 'Operations')),
@@ -370,12 +372,10 @@ export function mount(root, ctx) {
   }
 
   load();
-  const onVisible = debounce(() => { if (!document.hidden) load(); }, 200);
-  document.addEventListener('visibilitychange', onVisible);
+  const stopVisible = whenVisible(load);
   return () => {
     clearTimeout(timer);
-    onVisible.cancel();
-    document.removeEventListener('visibilitychange', onVisible);
+    stopVisible();
   };
 }
 

@@ -5,24 +5,25 @@
 
 import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
-  h, clear, fill, badge, toastError, guard, roleHint, regionSelect, spinner,
+  h, fill, badge, toastError, guard, roleHint, regionSelect, spinner, section, timeEl,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 import { stageTitle, clusterHref } from '../stages.js';
+import {
+  capacityChoices, capacityBox as makeCapacityBox, efaBox as makeEfaBox, radioValue, fillZoneSelect,
+  fillTypeSelect, fillTypeInfo, updateEfaBox, totalText,
+} from '../capacity_fields.js';
+import { preflightCard } from '../preflight.js';
 
 const FIELDS = ['name', 'region', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
   'training_plan_arn', 'efa_mode', 'deep_health_checks', 'vpc_id', 'subnet_ids'];
-// How each capacity type the API accepts (rules.capacityTypes) is shown.
-const CAPACITY_TEXT = {
-  'on-demand': { label: 'On-demand', hint: 'Billed per instance-hour while it runs.' },
-  spot: { label: 'Spot', hint: 'Cheaper, but AWS can reclaim instances; no fixed price. Excludes elastic training, managed tiered checkpointing and checkpointless training.' },
-  'training-plan': { label: 'Training plan', hint: 'Capacity reserved by a SageMaker training plan, paid up front.' },
+// An item without a list price says why: spot prices move, a training plan is prepaid,
+// and a price the Price List could not give is unknown — never a guessed figure.
+const NO_FIGURE = {
+  spot: { label: 'spot price', title: 'Spot capacity is billed at the current spot price, which moves' },
+  'training-plan': { label: 'prepaid', title: 'Paid up front when the training plan was bought' },
+  unknown: { label: 'price unknown', title: 'The AWS Price List could not give this price' },
 };
-const EFA_TEXT = { efa: 'EFA', 'efa-only': 'EFA-only' };
-
-function capacityChoices() {
-  return rules.capacityTypes.map((value) => ({ value, label: value, hint: '', ...CAPACITY_TEXT[value] }));
-}
 const HOURS_PER_MONTH = 730;
 
 export function mount(root, ctx) {
@@ -55,11 +56,8 @@ export function mount(root, ctx) {
   });
   const totalNote = h('div', { class: 'hint', testid: 'cluster-total' });
 
-  const capacity = capacityChoices();
-  const capacityBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'Capacity type', testid: 'cluster-capacity' },
-    capacity.map((c) => h('label', { class: 'seg-opt', title: c.hint },
-      h('input', { type: 'radio', name: 'capacity_type', value: c.value, testid: `capacity-${c.value}`, checked: c.value === rules.defaultCapacityType }),
-      h('span', null, c.label))));
+  const capacity = capacityChoices(rules.capacityTypes);
+  const capacityBox = makeCapacityBox(rules.capacityTypes, rules.defaultCapacityType, 'cluster-capacity');
   const capacityHint = h('div', { class: 'hint', testid: 'cluster-capacity-hint' });
   const planArnIn = h('input', {
     type: 'text', id: 'cluster-training-plan', testid: 'cluster-training-plan', class: 'mono', autocomplete: 'off', spellcheck: 'false',
@@ -69,10 +67,7 @@ export function mount(root, ctx) {
     h('label', { for: 'cluster-training-plan' }, 'Training plan ARN'), planArnIn, errs.training_plan_arn,
     h('div', { class: 'hint' }, 'The reservation must cover this instance type, count and zone (preflight checks it).'));
 
-  const efaBox = h('div', { class: 'seg', role: 'radiogroup', 'aria-label': 'EFA mode', testid: 'cluster-efa' },
-    rules.efaModes.map((mode, i) => h('label', { class: 'seg-opt' },
-      h('input', { type: 'radio', name: 'efa_mode', value: mode, testid: `efa-mode-${mode}`, checked: i === 0 }),
-      h('span', null, EFA_TEXT[mode] || mode))));
+  const efaBox = makeEfaBox(rules.efaModes, 'cluster-efa');
   const efaHint = h('div', { class: 'hint', testid: 'cluster-efa-hint' });
   const deepBox = h('input', { type: 'checkbox', id: 'cluster-deep-health', testid: 'cluster-deep-health' });
 
@@ -157,13 +152,7 @@ export function mount(root, ctx) {
       const data = await api(`/api/v1/discovery/availability-zones?${query}`, { signal: ctx.signal });
       if (req !== state.zonesReq) return;
       const zones = (data && data.items) || [];
-      clear(azSel).appendChild(h('option', { value: '' }, zones.length ? 'Choose a zone…' : 'No zones in this region'));
-      for (const z of zones) {
-        const off = z.state && z.state !== 'available';
-        azSel.appendChild(h('option', { value: z.name, disabled: off },
-          `${z.name}${z.zone_id ? `  (${z.zone_id})` : ''}${off ? ` · ${z.state}` : ''}`));
-      }
-      azSel.disabled = !zones.length;
+      fillZoneSelect(azSel, zones);
       if (want && zones.some((z) => z.name === want)) {
         azSel.value = want;
         loadTypes();
@@ -206,29 +195,7 @@ export function mount(root, ctx) {
   }
 
   function fillTypes(want) {
-    clear(typeSel);
-    if (!state.types.length) {
-      typeSel.appendChild(h('option', { value: '' }, `No HyperPod instance types in ${azSel.value}`));
-      typeSel.disabled = true;
-      renderTypeInfo();
-      return;
-    }
-    typeSel.appendChild(h('option', { value: '' }, `Choose one of ${state.types.length} types…`));
-    const families = new Map();
-    for (const t of state.types) {
-      const fam = t.name.split('.')[1] || t.name;
-      if (!families.has(fam)) families.set(fam, []);
-      families.get(fam).push(t);
-    }
-    const famKey = (f) => f.replace(/\d+/g, (d) => d.padStart(3, '0'));
-    for (const fam of [...families.keys()].sort((a, b) => famKey(a).localeCompare(famKey(b)))) {
-      const list = families.get(fam).sort((a, b) => (a.vcpus || 0) - (b.vcpus || 0) || a.name.localeCompare(b.name));
-      const first = list[0];
-      const accel = first.accelerator_name || first.accelerator || 'no accelerator';
-      typeSel.appendChild(h('optgroup', { label: `${fam} · ${accel}` }, list.map((t) => h('option', { value: t.name }, typeLabel(t)))));
-    }
-    typeSel.disabled = false;
-    if (want && state.types.some((t) => t.name === want)) typeSel.value = want;
+    fillTypeSelect(typeSel, state.types, azSel.value, want);
     renderTypeInfo();
   }
 
@@ -239,54 +206,24 @@ export function mount(root, ctx) {
   function renderTypeInfo() {
     const t = selectedType();
     setFieldError('instance_type', '');
-    if (!t) {
-      clear(typeInfo);
-      updateEfa(null);
-      updateTotal();
-      return;
-    }
-    fill(typeInfo,
-      t.accelerator ? badge(t.accelerator, { class: 'plain' }) : null,
-      t.accelerator_count ? chip(`${t.accelerator_count} × ${t.accelerator_name || t.accelerator}`) : null,
-      t.accelerator_memory_gib != null ? chip(`${num(t.accelerator_memory_gib)} GiB accelerator memory`) : null,
-      t.vcpus != null ? chip(`${t.vcpus} vCPU`) : null,
-      t.memory_gib != null ? chip(`${num(t.memory_gib)} GiB`) : null,
-      t.efa_supported
-        ? badge(`EFA ×${t.max_efa_interfaces || 1}`, { class: 'plain tone-green', testid: 'cluster-type-efa' })
-        : badge('no EFA', { class: 'plain tone-amber', testid: 'cluster-type-efa' }));
+    fillTypeInfo(typeInfo, t, 'cluster-type-efa');
     updateEfa(t);
     updateTotal();
   }
 
   function updateEfa(t) {
-    const efaOnly = efaBox.querySelector('input[value="efa-only"]');
-    const efa = efaBox.querySelector('input[value="efa"]');
-    const several = !!t && (t.max_efa_interfaces || 0) > 1;
-    efaOnly.disabled = !several;
-    efa.disabled = !!t && !t.efa_supported;
-    if (efaOnly.checked && !several) efa.checked = true;
-    let text;
-    if (!t) text = 'EFA: Elastic Fabric Adapter networking for NCCL collectives. EFA-only needs a type with several EFA interfaces.';
-    else if (!t.efa_supported) text = `${t.name} has no EFA interface; hypd creates instance groups with EFA, so choose a type marked EFA.`;
-    else if (several) text = `${t.name} has ${t.max_efa_interfaces} EFA interfaces: EFA-only makes every interface EFA.`;
-    else text = `${t.name} has one EFA interface, so EFA-only is not available for it.`;
+    const { text, warn } = updateEfaBox(efaBox, t);
     efaHint.textContent = text;
-    efaHint.classList.toggle('warn', !!t && !t.efa_supported);
+    efaHint.classList.toggle('warn', warn);
   }
 
   function updateTotal() {
-    const t = selectedType();
-    const n = Number(countIn.value);
-    if (!t || !Number.isInteger(n) || n < 1) { totalNote.textContent = `Instances in the first instance group (${rules.instanceCount.min}–${rules.instanceCount.max}).`; return; }
-    const parts = [`${n} × ${t.name}`];
-    if (t.accelerator_count) parts.push(`${n * t.accelerator_count} ${t.accelerator === 'gpu' ? 'GPU' : 'accelerator'}${n * t.accelerator_count === 1 ? '' : 's'}${t.accelerator_name ? ` (${t.accelerator_name})` : ''}`);
-    if (t.vcpus) parts.push(`${n * t.vcpus} vCPUs`);
-    totalNote.textContent = `In total: ${parts.join(' · ')}`;
+    const text = totalText(selectedType(), Number(countIn.value));
+    totalNote.textContent = text || `Instances in the first instance group (${rules.instanceCount.min}–${rules.instanceCount.max}).`;
   }
 
   // ---------- body, validation, errors ----------
 
-  const radioValue = (box) => { const r = box.querySelector('input[type=radio]:checked'); return r ? r.value : ''; };
   const subnetList = () => subnetsIn.value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
 
   function buildBody() {
@@ -421,7 +358,7 @@ export function mount(root, ctx) {
         h('ul', { class: 'plain-list' },
           h('li', null, 'every stage and step it would run, in order — ', rules.stages.map((s) => stageTitle(s)).join(' → ')),
           h('li', null, 'every resource it would make'),
-          h('li', null, 'an hourly cost estimate from its price table'),
+          h('li', null, 'an hourly cost estimate from AWS\'s on-demand list prices (the AWS Price List), each with its source'),
           h('li', null, 'preflight checks of service quotas and training-plan reservations')),
         h('p', { class: 'muted' }, 'The review changes nothing in AWS.'))));
   }
@@ -467,43 +404,40 @@ export function mount(root, ctx) {
   }
 
   function costCard(cost) {
-    const items = cost.items || [];
     const total = Number(cost.hourly_usd || 0);
     const cur = cost.currency || 'USD';
     return h('div', { class: 'card', testid: 'plan-cost', dataset: { hourly: String(total), complete: cost.complete ? '1' : '' } },
-      h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'From hypd\'s price table, not a bill' }),
-        h('span', { class: 'spacer' }), cost.as_of ? h('span', { class: 'sub' }, `prices as of ${cost.as_of}`) : null),
+      h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'AWS on-demand list prices; not a bill' }),
+        h('span', { class: 'spacer' }), costSource(cost)),
       h('div', { class: 'card-body' },
         h('div', { class: 'cost-total' },
           h('span', { class: 'big', testid: 'plan-cost-total' }, money(total, cur)),
           h('span', { class: 'muted' }, ' per hour'),
-          !cost.complete ? h('span', { class: 'cost-partial', title: 'Some items have no fixed price; they are not in the total' }, ' + unpriced items') : null),
+          !cost.complete ? h('span', { class: 'cost-partial', title: 'Items without a figure (spot, prepaid, or a price that could not be read) are not in the total' }, ' + items without a figure') : null),
         h('div', { class: 'muted cost-month' }, `≈ ${money(total * HOURS_PER_MONTH, cur, 0)} per month if it runs all ${HOURS_PER_MONTH} hours`),
         h('table', { class: 'mini cost-items', testid: 'plan-cost-items' },
-          h('tbody', null, items.map((it) => h('tr', { dataset: { kind: it.kind || '' } },
-            h('td', null, it.name, it.note ? h('div', { class: 'faint note' }, it.note) : null),
-            h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
-            h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur) : h('span', { class: 'faint' }, 'n/a')))))),
-        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.'),
-        cost.verified === false ? h('p', { class: 'faint cost-note' }, 'The price table has not been checked against AWS\'s live prices; compare with the AWS pricing pages.') : null));
+          h('tbody', null, (cost.items || []).map((it) => costRow(it, cur)))),
+        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.')));
   }
 
-  function preflightCard(pf) {
-    const checks = pf.checks || [];
-    const failed = checks.filter((c) => !c.ok);
-    return h('div', { class: `card preflight ${pf.ok ? 'ok' : 'bad'}`, testid: 'plan-preflight', dataset: { ok: pf.ok ? '1' : '' } },
-      h('div', { class: 'card-head' }, h('h2', null, 'Preflight'),
-        pf.ok ? badge('passed', { class: 'tone-green' }) : badge(`${failed.length} failed`, { class: 'tone-red' }),
-        h('span', { class: 'spacer' }), h('span', { class: 'sub' }, 'quotas and reservations, read-only')),
-      h('ul', { class: 'checks' }, checks.length
-        ? checks.map((c) => h('li', { testid: `preflight-${c.name}`, dataset: { status: c.status || (c.ok ? 'pass' : 'fail'), ok: c.ok ? '1' : '' }, class: c.ok ? 'ok' : 'bad' },
-          h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✕'),
-          h('div', null,
-            h('div', { class: 'check-name' }, c.name.replace(/_/g, ' '),
-              c.required != null ? h('span', { class: 'faint' }, `  need ${c.required}${c.available != null ? `, have ${num(c.available)}` : ''}`) : null),
-            h('div', { class: 'check-msg' }, c.message),
-            !c.ok && c.how_to_fix ? h('div', { class: 'fix', testid: `preflight-fix-${c.name}` }, h('b', null, 'How to fix: '), c.how_to_fix) : null)))
-        : h('li', { class: 'faint' }, 'No checks reported.')));
+  // Where the figures came from and when hypd read them (each is kept a day).
+  function costSource(cost) {
+    const from = cost.source === 'aws-price-list' ? 'AWS Price List' : (cost.source || 'no source');
+    return h('span', { class: 'sub', testid: 'plan-cost-source', dataset: { source: cost.source || '', fetchedAt: cost.fetched_at || '' } },
+      cost.fetched_at ? [`${from} · read `, timeEl(cost.fetched_at)] : `${from} · no price could be read`);
+  }
+
+  function costRow(it, cur) {
+    const none = NO_FIGURE[it.basis];
+    const src = it.source;
+    return h('tr', { testid: `plan-cost-item-${it.kind}`, dataset: { kind: it.kind || '', basis: it.basis || '' } },
+      h('td', null, it.name,
+        it.note ? h('div', { class: 'faint note' }, it.note) : null,
+        src ? h('div', { class: 'faint note', testid: `plan-cost-sku-${it.kind}`, title: src.description || '' },
+          `${src.usage_type || src.service_code} · SKU ${src.sku}${src.effective_date ? ` · since ${src.effective_date.slice(0, 10)}` : ''}`) : null),
+      h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
+      h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur)
+        : badge(none ? none.label : 'no figure', { class: `plain ${it.basis === 'unknown' ? 'tone-red' : 'tone-amber'}`, title: none ? none.title : '', testid: `plan-cost-none-${it.kind}` })));
   }
 
   function stepsCard(steps) {
@@ -639,23 +573,6 @@ export function mount(root, ctx) {
 
 // ---------- helpers ----------
 
-function section(title, ...children) {
-  return h('fieldset', { class: 'form-section' }, h('legend', null, title), children);
-}
-
-function chip(text) {
-  return h('span', { class: 'chip' }, text);
-}
-
-function typeLabel(t) {
-  const parts = [t.name];
-  if (t.accelerator_count) parts.push(`${t.accelerator_count}× ${t.accelerator_name || t.accelerator}${t.accelerator_memory_gib ? ` ${num(t.accelerator_memory_gib)} GiB` : ''}`);
-  if (t.vcpus) parts.push(`${t.vcpus} vCPU`);
-  if (t.memory_gib) parts.push(`${num(t.memory_gib)} GiB`);
-  parts.push(t.efa_supported ? `EFA×${t.max_efa_interfaces || 1}` : 'no EFA');
-  return parts.join(' · ');
-}
-
 function planPart(plan, key) {
   for (const part of plan || []) if (part && Array.isArray(part[key])) return part[key];
   return [];
@@ -685,10 +602,4 @@ function money(v, currency = 'USD', digits = null) {
   } catch {
     return `${x.toFixed(d)} ${currency}`;
   }
-}
-
-function num(n) {
-  const x = Number(n);
-  if (Number.isNaN(x)) return String(n);
-  return Number.isInteger(x) ? x.toLocaleString() : x.toLocaleString(undefined, { maximumFractionDigits: 1 });
 }

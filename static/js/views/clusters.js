@@ -5,7 +5,7 @@
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
-  h, clear, fill, badge, toast, toastError, guard, roleHint, spinner, timeEl, debounce,
+  h, clear, fill, badge, toast, toastError, guard, roleHint, spinner, timeEl, whenVisible,
 } from '../ui.js';
 import { TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
@@ -178,12 +178,10 @@ export function mount(root, ctx) {
   }
 
   load();
-  const onVisible = debounce(() => { if (!document.hidden) load(); }, 200);
-  document.addEventListener('visibilitychange', onVisible);
+  const stopVisible = whenVisible(load);
   return () => {
     clearTimeout(timer);
-    onVisible.cancel();
-    document.removeEventListener('visibilitychange', onVisible);
+    stopVisible();
   };
 }
 

@@ -8,6 +8,8 @@ import {
 import { OperationFeed, TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
 import { groupByStage, stageStatus, stageTitle, clusterHref } from '../stages.js';
+import { batchSpan } from '../batches.js';
+import { capacityHref } from '../capacity/links.js';
 
 const MODE_TEXT = {
   connecting: 'connecting…',
@@ -17,6 +19,7 @@ const MODE_TEXT = {
   closed: 'final',
 };
 const MAX_EVENTS = 200;
+const LONG_LIST = 6; // longer lists of ids in a step's resources fold away
 
 export function mount(root, ctx) {
   const id = ctx.params[0];
@@ -83,7 +86,8 @@ export function mount(root, ctx) {
       h('div', { class: 'meta' },
         h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
         h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—'),
-          clusterOf(op) ? [' ', h('a', { href: clusterHref(clusterOf(op)), testid: 'op-cluster-link' }, 'open cluster →')] : null),
+          clusterOf(op) ? [' ', h('a', { href: clusterHref(clusterOf(op)), testid: 'op-cluster-link' }, 'open cluster →')] : null,
+          capacityOf(op) ? [' ', h('a', { href: capacityHref(capacityOf(op)), testid: 'op-capacity-link' }, 'open instance groups and nodes →')] : null),
         h('span', null, 'by ', h('b', { class: 'id' }, op.actor || '—')),
         h('span', null, 'created ', timeEl(op.created_at)),
         h('span', null, 'updated ', timeEl(op.updated_at, 'op-updated')),
@@ -138,9 +142,11 @@ export function mount(root, ctx) {
       syncChildren(stepsList, wanted);
     }
     const done = steps.filter((s) => s.phase === 'succeeded').length;
+    const batched = steps.length && steps.every((s) => batchSpan(op, s));
     stepsCount.textContent = groups
       ? `${done} of ${steps.length} steps succeeded · ${groups.length} stage${groups.length === 1 ? '' : 's'}`
-      : `${done} of ${steps.length} succeeded`;
+      : batched ? `${done} of ${steps.length} batches succeeded · ${op.params.node_ids.length} nodes, one batch at a time`
+        : `${done} of ${steps.length} succeeded`;
     tick();
   }
 
@@ -186,6 +192,7 @@ export function mount(root, ctx) {
   function stepEl(s, i, sig) {
     const phase = s.phase || 'pending';
     const res = resourceChips(s.resources);
+    const span = batchSpan(op, s);
     return h('li', {
       class: 'step', testid: `step-${s.name}`,
       dataset: { step: s.name, phase, sig, start: s.started_at || '', end: s.finished_at || '' },
@@ -196,6 +203,9 @@ export function mount(root, ctx) {
       s.attempts ? h('span', { testid: `step-attempts-${s.name}`, title: 'attempts' }, `×${s.attempts}`) : null,
       h('span', { class: 'dur', testid: `step-duration-${s.name}` }),
       badge(phase, { testid: `step-phase-${s.name}` })),
+    span ? h('div', { class: 'batch-span', testid: `step-batch-${s.name}`, dataset: { first: String(span.first), last: String(span.last) } },
+      `batch ${span.index}: nodes ${span.first}–${span.last} of ${span.total}`,
+      s.resources && Array.isArray(s.resources.done) ? ` · ${s.resources.done.length} done` : '') : null,
     s.detail ? h('div', { class: 'detail', testid: `step-detail-${s.name}` }, s.detail) : null,
     res ? h('div', { class: 'res', testid: `step-resources-${s.name}` }, res) : null,
     s.started_at
@@ -408,10 +418,13 @@ function resourceChips(resources) {
     if (v === null || v === undefined || v === '') continue;
     if (Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
       tables.push(objectTable(k, v)); // e.g. subnets: one row each
+    } else if (Array.isArray(v) && v.length > LONG_LIST) {
+      tables.push(h('details', { class: 'res-table', dataset: { key: k } }, // e.g. a batch's node ids
+        h('summary', null, `${v.length} ${k}`), h('div', { class: 'chips' }, v.map((x) => h('span', { class: 'chip' }, scalar(x))))));
     } else if (Array.isArray(v)) {
       if (v.length) chips.push(chip(k, v.map(scalar).join(', ')));
     } else if (typeof v === 'object') {
-      chips.push(chip(k, Object.entries(v).map(([a, b]) => `${a}=${scalar(b)}`).join(' ')));
+      if (Object.keys(v).length) chips.push(chip(k, Object.entries(v).map(([a, b]) => `${a}=${scalar(b)}`).join(' ')));
     } else {
       chips.push(chip(k, String(v)));
     }
@@ -435,6 +448,8 @@ function resourceLink(url) {
   if (!url) return h('span', { class: 'faint' }, '—');
   const m = String(url).match(/^\/api\/v1\/networks\/([^/?#]+)/);
   if (m) return h('a', { href: '#/networks', class: 'id', title: url }, `network ${decodeURIComponent(m[1])}`);
+  const cap = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)\/(nodes|instance-groups)/);
+  if (cap) return h('a', { href: capacityHref(decodeURIComponent(cap[1])), class: 'id', title: url, testid: 'op-resource-link' }, `${cap[2].replace('-', ' ')} of ${decodeURIComponent(cap[1])}`);
   const c = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)/);
   if (c) return h('a', { href: clusterHref(decodeURIComponent(c[1])), class: 'id', title: url, testid: 'op-resource-link' }, `cluster ${decodeURIComponent(c[1])}`);
   return h('span', { class: 'id' }, url);
@@ -451,5 +466,12 @@ function syncChildren(container, wanted) {
 /** The cluster an operation works on (target `cluster/<name>`), or null. */
 function clusterOf(op) {
   const m = String(op.target || '').match(/^cluster\/([^/]+)$/);
+  return m ? m[1] : null;
+}
+
+/** The cluster whose capacity an operation changes (target `cluster/<name>/nodes` or
+ * `cluster/<name>/group/<group>`), or null. */
+function capacityOf(op) {
+  const m = String(op.target || '').match(/^cluster\/([^/]+)\/(nodes|group\/[^/]+)$/);
   return m ? m[1] : null;
 }

@@ -1,0 +1,60 @@
+// A modal confirmation (<dialog>) with a form: title, content, an error line, Cancel and a
+// confirm button that shows a spinner while its submit runs. The dashboard's mutating
+// dialogs (instance groups, node actions, cluster software) are built on it.
+
+import { isAbort } from './api.js';
+import { h, spinner } from './ui.js';
+
+/**
+ * openModal({testid, title, content, confirmText, danger, wide, signal, onSubmit, onError})
+ * testids: `<testid>` (the dialog), `<testid>-error`, `<testid>-cancel`, `<testid>-confirm`.
+ * onSubmit({close, error}) may throw: an ApiError's message lands in the error line unless
+ * onError(err, errorEl) handles it. Answers {dlg, confirmBtn, error, close}.
+ */
+export function openModal({ testid, title, content, confirmText, danger = false, wide = false, signal, onSubmit, onError }) {
+  const error = h('div', { class: 'form-error', testid: `${testid}-error`, role: 'alert' });
+  const confirmBtn = h('button', { type: 'submit', class: danger ? 'btn btn-danger solid' : 'btn btn-primary', testid: `${testid}-confirm` }, confirmText);
+  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: `${testid}-cancel` }, 'Cancel');
+  const form = h('form', { class: 'modal-body', novalidate: true },
+    h('h2', { id: `${testid}-title` }, title), content, error,
+    h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
+  const dlg = h('dialog', { class: `modal${wide ? ' wide' : ''}`, testid, 'aria-labelledby': `${testid}-title` }, form);
+  document.body.appendChild(dlg);
+
+  const close = () => { if (dlg.open) dlg.close(); };
+  dlg.addEventListener('close', () => dlg.remove());
+  if (signal) signal.addEventListener('abort', close, { once: true });
+  cancelBtn.addEventListener('click', close);
+  let busy = false;
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (busy || confirmBtn.disabled) return;
+    busy = true;
+    const label = [...confirmBtn.childNodes];
+    confirmBtn.disabled = true;
+    confirmBtn.replaceChildren(spinner(), 'Sending…');
+    error.textContent = '';
+    try {
+      await onSubmit({ close, error });
+    } catch (ex) {
+      if (isAbort(ex)) return;
+      if (onError) onError(ex, error);
+      else error.textContent = ex.message;
+    } finally {
+      busy = false;
+      confirmBtn.replaceChildren(...label);
+      confirmBtn.disabled = false;
+    }
+  });
+  dlg.showModal();
+  return { dlg, confirmBtn, error, close };
+}
+
+/** After a 202 mutation reply: open its operation's live progress panel. Answers whether
+ * there was an operation to open. */
+export function openOperation(reply) {
+  const op = reply && reply.operation;
+  if (!op || !op.id) return false;
+  location.hash = `#/operations/${encodeURIComponent(op.id)}`;
+  return true;
+}
