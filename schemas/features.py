@@ -8,6 +8,7 @@ from schemas.common import NAME_RE, NAME_RULE
 
 STATES = ("on", "off", "partial", "settling", "failed")
 MAX_NODES = 1000
+MAX_GROUPS = 100
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling",
             "observability", "task_governance")
 """The managed features a PATCH may name: the `toggle: true` features of
@@ -49,12 +50,17 @@ def _group_name(value: str) -> None:
         raise ValidationError(f"invalid instance group name: {NAME_RULE}")
 
 
+def _one_to_a_hundred(groups: dict) -> None:
+    if not 1 <= len(groups) <= MAX_GROUPS:
+        raise ValidationError(f"name 1 to {MAX_GROUPS} instance groups")
+
+
 class AutoscalingPatchSchema(Schema):
     enabled = _enabled()
     groups = fields.Dict(
         keys=fields.String(validate=_group_name),
         values=fields.Nested(GroupBoundsSchema, allow_none=True),
-        validate=validate.Length(min=1, max=100),
+        validate=_one_to_a_hundred,
         metadata={"description": "instance group name -> {min, max}: the group is scaled by "
                                  "HyperPod-managed Karpenter between them (on-demand groups "
                                  "without deep health checks or a training plan); null stops "

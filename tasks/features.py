@@ -34,6 +34,7 @@ from cloud import (
     kube,
     storage,
 )
+from cloud.aws import CLUSTER_TAG, tags_for
 from cloud.dependencies import ADDON, AUTOSCALING, HYPERPOD, MANIFESTS, TIERED_STORAGE, Dependency
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.engine.store import live_operations
@@ -172,6 +173,8 @@ def _bind_addon(ctx: StepContext, src: features.Sources, dep: Dependency,
             src.eks.create_pod_identity_association(
                 clusterName=_cluster(ctx), namespace=dep.identity.namespace,
                 serviceAccount=dep.identity.service_account, roleArn=role_arn,
+                tags={t["Key"]: t["Value"] for t in tags_for(CLUSTER_TAG, _cluster(ctx),
+                                                             dependency=dep.name)},
                 clientRequestToken=ctx.token(dep.name, "association"))
             return "associated"
         return None

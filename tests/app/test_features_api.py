@@ -364,3 +364,40 @@ async def test_an_agent_reads_and_toggles_features_over_mcp(stack, cluster):
         assert (await _follow(client, off))["operation"]["status"] == "succeeded"
     assert state(stack, cluster, "observability") == "off"
     assert f"hypd-{cluster}-observability" not in role_names(stack, cluster)
+
+
+def test_an_addon_someone_else_installed_is_bound_but_never_removed(stack, cluster):
+    from tests.stack import wait_until
+
+    stack.wait_idle()
+    eks = _client(stack, "eks")
+    addon = "amazon-sagemaker-hyperpod-observability"
+    eks.create_addon(clusterName=cluster, addonName=addon)  # not hypd's: no tags, no role
+    wait_until(lambda: eks.describe_addon(clusterName=cluster, addonName=addon)["addon"][
+        "status"] in ("ACTIVE", "DEGRADED"), 60, what="the add-on installed by hand")
+    view = features(stack, cluster)["features"]["observability"]
+    assert view["state"] == "partial"  # there, but without its role
+    [part] = [p for p in view["parts"] if p["kind"] == "addon"]
+    assert part["present"] and part["hypds"] is False
+
+    op = toggle(stack, cluster, {"observability": {"enabled": True}})
+    assert op["status"] == "succeeded", op
+    assert state(stack, cluster, "observability") == "on"
+    [association] = eks.list_pod_identity_associations(
+        clusterName=cluster, namespace="hyperpod-observability")["associations"]
+    found = eks.describe_pod_identity_association(
+        clusterName=cluster, associationId=association["associationId"])["association"]
+    assert found["roleArn"].endswith(f"role/hypd-{cluster}-observability")
+    assert found["tags"]["hypd:cluster"] == cluster
+
+    refused = patch(stack, cluster, {"observability": {"enabled": False}})
+    assert refused.status_code == 409, refused.text
+    assert "not installed by hypd" in refused.json()["error"]["message"]
+
+    eks.delete_addon(clusterName=cluster, addonName=addon)  # its owner removes it
+    wait_until(lambda: addon not in _addons(stack, cluster), 60, what="the add-on gone")
+    op = toggle(stack, cluster, {"observability": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    assert eks.list_pod_identity_associations(
+        clusterName=cluster, namespace="hyperpod-observability")["associations"] == []
+    assert f"hypd-{cluster}-observability" not in role_names(stack, cluster)
