@@ -26,7 +26,11 @@ def cluster(stack):
     stack.wait_idle()
     name = f"fp-{uuid.uuid4().hex[:5]}"
     assert _create(stack, _body(name))["status"] == "succeeded"
-    return name
+    yield name
+    stack.wait_idle()  # every feature off again: Karpenter has nothing left to watch
+    for feature in ("autoscaling", "training_operator", "task_governance"):
+        if state(stack, name, feature) != "off":
+            toggle(stack, name, {feature: {"enabled": False}})
 
 
 def _is_patch(name: str):

@@ -44,9 +44,10 @@ def _asked(stack, since: int, action: str, field: str, value: str) -> int:
                if 200 <= c["status"] < 300 and c["params"].get(field) == value)
 
 
-# the default run kills every kind of step of an enable (requirements, identity, add-on,
-# HyperPod setting); the long form (-m slow) also the identity chain of tiered checkpointing
-LONG_FORM = ("tiered-identity", "tiered-identity-policy")
+# the default run kills each step of one enable (the training operator's: requirements,
+# identity, add-on); the long form (-m slow) also each step of tiered checkpointing's chain
+# (the role, its policy, the HyperPod setting)
+LONG_FORM = ("tiered-identity", "tiered-identity-policy", "tiered-enable")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in LONG_FORM
