@@ -207,6 +207,7 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
                     "type": [node["type"], "null"]}
         if isinstance(node, dict):
             return {k: resolve(v) if k in ("items", "additionalProperties") else
+                    [resolve(v2) for v2 in v] if k in ("anyOf", "oneOf") else
                     ({n: resolve(v2) for n, v2 in v.items()} if k == "properties" else v)
                     for k, v in node.items()}
         return node
