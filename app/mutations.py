@@ -6,6 +6,7 @@ the same for every resource.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,11 @@ from flask import request
 
 from app import auth, context
 from app.errors import ApiError
+from cloud import logs
 from tasks.engine.kinds import OperationKind
 from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
+
+log = logging.getLogger(__name__)
 
 POLL_AFTER_S = 5
 MAX_KEY_LEN = 255
@@ -85,5 +89,8 @@ def submit(
     engine.store.ensure_target_free(target)  # "busy" names the running operation first
     if precheck is not None:
         precheck()
-    op, _created = engine.submit(kind, target, params, auth.current().name, claim, inputs)
+    op, created = engine.submit(kind, target, params, auth.current().name, claim, inputs)
+    if created:
+        with logs.operation(op["id"], kind.name):
+            log.info("%s on %s submitted by token %r", kind.name, target, auth.current().name)
     return operation_reply(engine.view(op))

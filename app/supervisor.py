@@ -66,7 +66,7 @@ class Child:
         wrapped = [sys.executable, CHILDWATCH, "--source", self.name,
                    "--log", str(self.log_path), "--parent-fd", str(self._guard.read_fd),
                    *(["--echo"] if self._echo else []), "--", *self.argv]
-        # No preexec_fn (unsafe here: the local AWS runs in threads of this process).
+        # No preexec_fn: the parent guard needs none, and it is unsafe once threads run.
         self.proc = subprocess.Popen(wrapped, start_new_session=True, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
                                      pass_fds=(self._guard.read_fd,))
@@ -117,9 +117,10 @@ def redis_ping(url: str) -> bool:
         return False
 
 
-def healthy(url: str) -> bool:
+def answers(url: str) -> bool:
+    """True when a GET of `url` answers 200 (a child's health or readiness route)."""
     try:
-        with urllib.request.urlopen(url + "/healthz", timeout=1) as reply:
+        with urllib.request.urlopen(url, timeout=1) as reply:
             return reply.status == 200
     except OSError:
         return False

@@ -13,9 +13,10 @@ from typing import Any
 from flask import Flask, current_app, request
 from flask_sock import ConnectionClosed, Sock
 
-from app import auth
+from app import audit, auth
 from app.errors import ApiError
 from app.permissions import access
+from cloud.metrics import WEBSOCKETS
 from tasks.engine.errors import EngineError
 from tasks.engine.model import OpStatus
 
@@ -49,11 +50,13 @@ def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
     except (ValueError, TypeError):
         first = None
     if not isinstance(first, dict) or first.get("type") != "auth":
+        audit.record_socket(request.path, None, CLOSE_UNAUTHENTICATED, "refused", "unauthorized")
         ws.close(CLOSE_UNAUTHENTICATED, "send {\"type\": \"auth\", \"token\": ...} first")
         return None
     tokens: auth.TokenTable = current_app.extensions["hypd.tokens"]
     principal = tokens.lookup(str(first.get("token") or ""))
     if principal is None:
+        audit.record_socket(request.path, None, CLOSE_UNAUTHENTICATED, "refused", "unauthorized")
         ws.close(CLOSE_UNAUTHENTICATED, "the token is not valid")
         return None
     return principal, first
@@ -70,6 +73,8 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
         return True
     needs = auth.declared_role(CANCEL_ROUTE, "POST")  # the REST twin's declaration decides
     if not principal.may(needs):
+        audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden",
+                            engine.store.get(op_id))
         _send(ws, {"type": "error", "error": {
             "code": "forbidden",
             "message": f"token {principal.name!r} has the {principal.role} role; "
@@ -77,9 +82,13 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
         ws.close(CLOSE_FORBIDDEN, "forbidden")
         return False
     try:
-        engine.cancel(op_id)
+        cancelled = engine.cancel(op_id)
     except (EngineError, ApiError) as exc:
+        audit.record_socket(request.path, principal, getattr(exc, "http_status", 409),
+                            "refused", exc.code, engine.store.get(op_id))
         _send(ws, {"type": "error", "error": {"code": exc.code, "message": exc.message}})
+        return True
+    audit.record_socket(request.path, principal, 202, "accepted", None, cancelled)
     return True
 
 
@@ -91,6 +100,7 @@ def install(app: Flask) -> None:
     @access("viewer", websocket=True)
     def operation_events(ws: Any, op_id: str) -> None:
         if not _same_origin():
+            audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
             ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
             return
         authed = _authenticate(ws)
@@ -99,30 +109,36 @@ def install(app: Flask) -> None:
         principal, first = authed
         needs = auth.declared_role(request.url_rule.endpoint, "GET")
         if not principal.may(needs):
+            audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
             ws.close(CLOSE_FORBIDDEN, f"following an operation needs the {needs} role")
             return
-        engine = current_app.extensions["hypd.engine"]
-        store = engine.store
-        op = store.get(op_id)
+        op = current_app.extensions["hypd.engine"].store.get(op_id)
         if op is None:
             ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
             return
         after = str(first.get("after") or "0")
         try:
-            _send(ws, {"type": "operation", "operation": engine.view(op)})
-            while True:
-                for event_id, event in store.events(op_id, after=after, block_ms=READ_BLOCK_MS):
-                    _send(ws, {"type": "event", "id": event_id, "event": event})
-                    after = event_id
-                incoming = ws.receive(timeout=0)
-                if incoming is not None and not _handle_client_message(
-                    ws, principal, op_id, incoming
-                ):
-                    return
-                current = store.get(op_id)
-                finished = current is not None and OpStatus(current["status"]).is_finished
-                if finished and not store.events(op_id, after=after):
-                    ws.close(1000, current["status"])
-                    return
+            with WEBSOCKETS.labels("operation").track_inprogress():
+                _follow(ws, principal, op_id, op, after)
         except ConnectionClosed:
+            return
+
+
+def _follow(ws: Any, principal: auth.Principal, op_id: str, op: dict[str, Any],
+            after: str) -> None:
+    """Send the operation, then its events as they come, until it is finished."""
+    engine = current_app.extensions["hypd.engine"]
+    store = engine.store
+    _send(ws, {"type": "operation", "operation": engine.view(op)})
+    while True:
+        for event_id, event in store.events(op_id, after=after, block_ms=READ_BLOCK_MS):
+            _send(ws, {"type": "event", "id": event_id, "event": event})
+            after = event_id
+        incoming = ws.receive(timeout=0)
+        if incoming is not None and not _handle_client_message(ws, principal, op_id, incoming):
+            return
+        current = store.get(op_id)
+        finished = current is not None and OpStatus(current["status"]).is_finished
+        if finished and not store.events(op_id, after=after):
+            ws.close(1000, current["status"])
             return

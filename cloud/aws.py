@@ -37,6 +37,7 @@ from botocore.exceptions import (
     ResponseStreamingError,
 )
 
+from cloud import metrics
 from cloud.settings import Settings, SettingsError
 
 # ---------------------------------------------------------------------------------------
@@ -176,6 +177,8 @@ def _session(mode: str) -> boto3.session.Session:
             )
         else:
             session = boto3.session.Session()
+        # before any client is made from it: clients copy the session's event hooks
+        metrics.register_aws_hooks(session.events)
         _sessions[mode] = session
     return session
 

@@ -1,7 +1,12 @@
 """IAM roles hypd makes for a cluster, as Python policy documents, and their ensure/delete.
 
 Every role is named `hypd-<cluster>-<purpose>` (at most 64 characters: cluster names are at
-most 32) and tagged `hypd:managed-by=hypd`, `hypd:cluster=<cluster>`, `hypd:role=<purpose>`.
+most 32), tagged `hypd:managed-by=hypd`, `hypd:cluster=<cluster>`, `hypd:role=<purpose>`, and
+created under the path `/hypd/` with a permissions boundary (`HYPD_ROLE_BOUNDARY_ARN`, by
+default the `hypd-role-boundary` policy deploy/cloudformation.yaml creates). Path and
+boundary belong to the one creation path, `ensure_role`, so every role hypd makes carries
+them; that is what lets hypd's own role create and pass roles only under `/hypd/` with that
+boundary, so no role hypd makes can hold more than the boundary allows.
 `ensure_role` adopts a role of that name only when those tags say hypd made it for this
 cluster, and converges it (trust policy, managed policies, inline policies); a same-named role
 without them is refused with a clear error. Deletion acts only on tagged roles.
@@ -23,9 +28,13 @@ from botocore.exceptions import ClientError
 from cloud import aws
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, ROLE_TAG, error_code, is_not_found
 from cloud.errors import Refusal
+from cloud.settings import Settings
 
 POLICY_VERSION = "2012-10-17"
 MAX_ROLE_NAME = 64
+ROLE_PATH = "/hypd/"
+BOUNDARY_POLICY_NAME = "hypd-role-boundary"
+"""The boundary policy deploy/cloudformation.yaml creates under ROLE_PATH."""
 
 PURPOSE_EKS_CLUSTER = "eks-cluster"
 PURPOSE_HYPERPOD_EXECUTION = "hp-exec"
@@ -65,6 +74,12 @@ class RoleConflict(Refusal):
     """A role of hypd's name exists that hypd did not make for this cluster."""
 
 
+class BoundaryMissing(Refusal):
+    """The permissions boundary every role hypd creates must carry does not exist."""
+
+    default_code = "precondition_failed"
+
+
 @dataclass(frozen=True)
 class RoleSpec:
     """Everything `ensure_role` needs for one role."""
@@ -97,6 +112,22 @@ def account_id(sts: Any) -> str:
     """The AWS account the panel's credentials act in: role ARNs and hypd's globally unique
     bucket names are derived from it."""
     return sts.get_caller_identity()["Account"]
+
+
+_accounts: dict[tuple[str, str | None], str] = {}
+
+
+def permissions_boundary(settings: Settings | None = None) -> str:
+    """The ARN of the permissions boundary every role hypd creates carries: the setting, or
+    the template's `hypd-role-boundary` in the account of hypd's own credentials."""
+    settings = settings or Settings.from_env()
+    if settings.role_boundary_arn:
+        return settings.role_boundary_arn
+    key = (settings.aws_mode, aws.configured_endpoint("sts")[1])
+    if key not in _accounts:
+        _accounts[key] = account_id(aws.client("sts", settings=settings))
+    return (f"arn:{partition_of(settings.region)}:iam::{_accounts[key]}:policy{ROLE_PATH}"
+            f"{BOUNDARY_POLICY_NAME}")
 
 
 def partition_of(region: str) -> str:
@@ -473,12 +504,19 @@ def ensure_role(iam: Any, name: str, trust: dict[str, Any], managed_arns: Iterab
     if not cluster:
         raise ValueError("a hypd role needs the hypd:cluster tag")
     inline = dict(inline or {})
+    boundary = permissions_boundary()
     role = _get_role(iam, name)
     if role is None:
         try:
-            role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust),
+            role = iam.create_role(RoleName=name, Path=ROLE_PATH, PermissionsBoundary=boundary,
+                                   AssumeRolePolicyDocument=json.dumps(trust),
                                    Description=description[:1000], Tags=tags)["Role"]
         except ClientError as exc:
+            if error_code(exc) == "NoSuchEntity":
+                raise BoundaryMissing(
+                    f"IAM refused to create role {name!r}: its permissions boundary {boundary} "
+                    "does not exist. Deploy deploy/cloudformation.yaml (it creates the "
+                    "boundary), or set HYPD_ROLE_BOUNDARY_ARN to the policy to use") from exc
             if error_code(exc) != "EntityAlreadyExists":
                 raise
             role = _get_role(iam, name)
@@ -489,6 +527,10 @@ def ensure_role(iam: Any, name: str, trust: dict[str, Any], managed_arns: Iterab
         _check_owner(iam, name, cluster)
         if _policy_doc(role.get("AssumeRolePolicyDocument")) != trust:
             iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
+    if (role.get("PermissionsBoundary") or {}).get("PermissionsBoundaryArn") != boundary:
+        # a role adopted from before boundaries (its path cannot change), or a boundary
+        # setting that changed: the role is brought under the boundary hypd uses now
+        iam.put_role_permissions_boundary(RoleName=name, PermissionsBoundary=boundary)
     attached = {p["PolicyArn"] for p in _attached(iam, name)}
     for arn in managed_arns:
         if arn not in attached:

@@ -7,6 +7,7 @@ turns its flags into environment variables for its children instead of passing o
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,21 @@ from pathlib import Path
 AWS_MODES = ("sandbox", "aws")
 PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 """Where AWS serves the Price List API (GetProducts); any of them prices every region."""
+LOG_FORMATS = ("text", "json")
+_POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:policy/[\w+=,.@/-]+$")
 
 
 class SettingsError(ValueError):
     """A setting has a value hypd cannot run with."""
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit():
+        raise SettingsError(f"{name} must be a whole number, got {raw!r}")
+    return int(raw)
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -52,6 +64,17 @@ class Settings:
     token: str | None = None
     pricing_region: str = "us-east-1"
     """The Price List API endpoint's region: the client's, not the priced cluster's."""
+    log_format: str = "text"
+    """`json`: one JSON object per log line, carrying the operation id (app/logs.py)."""
+    metrics_dir: Path | None = None
+    """Where the processes of one machine keep their Prometheus samples (multiprocess
+    mode); unset: `<data dir>/metrics`. Use `metrics_path`."""
+    role_boundary_arn: str | None = None
+    """The permissions boundary of every IAM role hypd creates; unset: the policy the
+    CloudFormation template creates, `hypd-role-boundary` under `/hypd/` in the caller's
+    account (cloud/iam.py)."""
+    audit_max_entries: int = 50_000
+    """The audit log keeps this many newest entries (about 300 bytes each)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -63,6 +86,7 @@ class Settings:
         if not port_raw.isdigit() or not 0 <= int(port_raw) < 65536:
             raise SettingsError(f"HYPD_PORT must be a port number, got {port_raw!r}")
         tokens_file = env.get("HYPD_TOKENS_FILE") or None
+        metrics_dir = env.get("HYPD_METRICS_DIR") or None
         settings = cls(
             aws_mode=mode,
             region=env.get("HYPD_REGION") or "us-west-2",
@@ -81,6 +105,10 @@ class Settings:
             api_url=(env.get("HYPD_API_URL") or "http://127.0.0.1:3099").rstrip("/"),
             token=env.get("HYPD_TOKEN") or None,
             pricing_region=env.get("HYPD_PRICING_REGION") or "us-east-1",
+            log_format=(env.get("HYPD_LOG_FORMAT") or "text").lower(),
+            metrics_dir=Path(metrics_dir).expanduser() if metrics_dir else None,
+            role_boundary_arn=env.get("HYPD_ROLE_BOUNDARY_ARN") or None,
+            audit_max_entries=_int(env, "HYPD_AUDIT_MAX_ENTRIES", 50_000),
         )
         settings.check()
         return settings
@@ -90,6 +118,15 @@ class Settings:
             raise SettingsError(
                 f"HYPD_PRICING_REGION must be one of {', '.join(PRICE_LIST_REGIONS)} (AWS "
                 f"serves the Price List API only there), got {self.pricing_region!r}")
+        if self.log_format not in LOG_FORMATS:
+            raise SettingsError(f"HYPD_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, "
+                                f"got {self.log_format!r}")
+        if self.audit_max_entries < 100:
+            raise SettingsError("HYPD_AUDIT_MAX_ENTRIES must be at least 100")
+        if self.role_boundary_arn and not _POLICY_ARN.match(self.role_boundary_arn):
+            raise SettingsError("HYPD_ROLE_BOUNDARY_ARN must be an IAM policy ARN "
+                                f"(arn:aws:iam::<account>:policy/...), got "
+                                f"{self.role_boundary_arn!r}")
         if self.sandbox_speed <= 0:
             raise SettingsError("HYPD_SANDBOX_SPEED must be above 0")
         if not 0 < self.poll_min_s <= self.poll_max_s:
@@ -104,6 +141,10 @@ class Settings:
                 "HYPD_LEASE_S must be above 0 and below HYPD_VISIBILITY_TIMEOUT_S (the sweeper, "
                 "not the broker, is what picks up a dead worker's operation)"
             )
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.metrics_dir or self.data_dir / "metrics"
 
     @property
     def redis(self) -> str:

@@ -251,8 +251,10 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         name="get_kubeconfig", method="GET", path="/api/v1/clusters/{name}/kubeconfig",
         title="Get a kubeconfig",
         description="A kubeconfig for the cluster that authenticates with `aws eks get-token` "
-        "(the user's own AWS credentials decide what kubectl may do).",
-        notes={"name": "Name of the cluster."},
+        "(the user's own AWS credentials decide what kubectl may do). It is JSON, which "
+        "kubectl reads as it is; the same file as YAML is GET "
+        "/api/v1/clusters/{name}/kubeconfig?format=yaml (the dashboard's download).",
+        notes={"name": "Name of the cluster."}, hidden=("format",),
     ),
     ToolSpec(
         name="get_active_cluster", method="GET", path="/api/v1/active-cluster",
@@ -607,7 +609,18 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+AUDIT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
+        description="Who changed what, and who was refused: every mutation and refusal, "
+        "newest first, with the token's name and role, the route, the target, the operation "
+        "and the outcome (accepted, done, refused, failed). Filter by target (e.g. cluster/lab, "
+        "which includes what is below it), token name or outcome; pass next_before as before "
+        "for older entries. Only operator tokens may read it. Read-only.",
+    ),
+)
+
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -13,6 +13,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from sandbox.env import CONTROL_PATH
+
 
 class SandboxControlError(RuntimeError):
     """The control route refused the request (carries its status and error body)."""
@@ -33,7 +35,7 @@ class SandboxControl:
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
-            f"{self.base_url}/_sandbox{path}",
+            f"{self.base_url}{CONTROL_PATH}{path}",
             data=data,
             method=method,
             headers={"Content-Type": "application/json"} if data is not None else {},

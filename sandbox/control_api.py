@@ -16,12 +16,13 @@ from typing import Any
 from werkzeug.wrappers import Request
 
 from sandbox.calllog import CallLog
+from sandbox.env import CONTROL_PATH
 from sandbox.faults import FaultBook, FaultError
 from sandbox.holds import HoldBook, HoldError
 from sandbox.reply import Reply
 from sandbox.timing import Clock, Transitions
 
-PREFIX = "/_sandbox"
+PREFIX = CONTROL_PATH
 
 
 @dataclass

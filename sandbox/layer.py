@@ -25,6 +25,7 @@ from sandbox.identify import Call, RestRoutes, identify
 from sandbox.kube import KubeRegistry
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
+from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.timing import Clock, Transitions
 
 # moto's own admin routes (reset, state manager, dashboard) pass straight through.
@@ -45,7 +46,8 @@ class LocalAwsApp:
         self._routes = RestRoutes()
         self._moto = DomainDispatcherApplication(create_backend_app)
         self.gap_state: dict[str, Any] = {}  # each gap's declared state (sandbox.gaps.GapState)
-        self.kubes = KubeRegistry()  # one local Kubernetes per EKS cluster (started on demand)
+        # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
+        self.kubes = KubeRegistry(attach=lambda kube: ClusterSimulator(kube, self._speed))
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self
@@ -71,6 +73,9 @@ class LocalAwsApp:
 
         moto_api_backend.reset()
         gaps.reset(self)
+
+    def _speed(self) -> float:
+        return self.clock.speed
 
     def close(self) -> None:
         """Let every held or stalled request go (the server is stopping)."""

@@ -1,9 +1,10 @@
 """The local AWS: moto in server mode on 127.0.0.1, behind the sandbox's WSGI layer.
 
 moto runs inside this process (its backends are module globals), in a threaded werkzeug
-server on a daemon thread, so tests and `hypd sandbox` start it in a few milliseconds and can
-reach into moto's state when the timing rules need to. Other processes — the web app, Celery
-workers — reach it over HTTP through the environment from `client_env`.
+server on a daemon thread, so the timing rules and gaps can reach into moto's state. `hypd
+sandbox` runs one in a process of its own (`hypd up` and the test stack start that command);
+sandbox tests may start one in theirs. Other processes reach it over HTTP through the
+environment from `sandbox.env.client_env`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from typing import Any
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from sandbox.env import DEFAULT_REGION, HOST, UNSET_ENV, client_env
 from sandbox.layer import LocalAwsApp
 
-HOST = "127.0.0.1"  # loopback only: this server accepts any credentials
-DEFAULT_REGION = "us-west-2"
-# Variables that would send boto3 to a real profile; unset them in a sandboxed child.
-UNSET_ENV: tuple[str, ...] = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+__all__ = ["DEFAULT_REGION", "HOST", "UNSET_ENV", "LocalAws", "client_env"]
 
 
 class _QuietHandler(MotoRequestHandler):
@@ -42,6 +41,7 @@ class LocalAws:
         self.app = LocalAwsApp(speed)
         self._port = port
         self._load_managed_policies = load_managed_policies
+        self._holds_policies = False
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -57,7 +57,8 @@ class LocalAws:
         if self._server is not None:
             return self.url
         if self._load_managed_policies:
-            _load_aws_managed_policies()
+            _managed_policies(+1)
+            self._holds_policies = True
         server = make_server(
             HOST, self._port, self.app, threaded=True, request_handler=_QuietHandler
         )
@@ -82,6 +83,9 @@ class LocalAws:
         if thread is not None:
             thread.join(timeout=5)
         self._server = self._thread = None
+        if self._holds_policies:
+            self._holds_policies = False
+            _managed_policies(-1)
 
     def __enter__(self) -> LocalAws:
         self.start()
@@ -91,32 +95,28 @@ class LocalAws:
         self.stop()
 
 
-def _load_aws_managed_policies() -> None:
-    """Have moto know AWS-managed IAM policies (AmazonEKSClusterPolicy, ...).
+_policies_lock = threading.Lock()
+_policies_users = 0
+_policies_before: dict[str, Any] = {}
+
+
+def _managed_policies(delta: int) -> None:
+    """Have moto know AWS-managed IAM policies (AmazonEKSClusterPolicy, ...) while a LocalAws
+    of this process runs (`delta` +1 at its start, -1 at its stop).
 
     The product attaches them to roles. moto reads this flag when it builds an account's IAM
-    backend (~0.6 s, once per account), so it must be set before the first IAM call.
-    Process-wide, like all moto state.
+    backend (~0.6 s, once per account), so it must be set before the first IAM call. The flag
+    is process-wide, like all moto state: left on, every later `mock_aws` reset in the same
+    process (twice per test) rebuilds every account's ~1,000 policies, so the last LocalAws to
+    stop puts it back as it found it.
     """
     from moto.core.config import default_user_config
 
-    default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
-
-
-def client_env(url: str, region: str = DEFAULT_REGION) -> dict[str, str]:
-    """Environment that points boto3 in another process at the local AWS.
-
-    Fake credentials (moto accepts any) and no config files, so nothing from the developer's
-    real AWS setup can leak in; also unset `UNSET_ENV` in the child.
-    """
-    return {
-        "AWS_ENDPOINT_URL": url,
-        "AWS_ACCESS_KEY_ID": "AKIAHYPDSANDBOX00000",
-        "AWS_SECRET_ACCESS_KEY": "hypd-sandbox-secret-not-a-real-key",
-        "AWS_SESSION_TOKEN": "hypd-sandbox-session",
-        "AWS_DEFAULT_REGION": region,
-        "AWS_REGION": region,
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
+    global _policies_users, _policies_before
+    with _policies_lock:
+        if delta > 0 and _policies_users == 0:
+            _policies_before = dict(default_user_config.get("iam") or {})
+            default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
+        _policies_users += delta
+        if delta < 0 and _policies_users == 0:
+            default_user_config["iam"] = _policies_before

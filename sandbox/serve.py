@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from sandbox.local_aws import DEFAULT_REGION, UNSET_ENV, LocalAws, client_env
+from sandbox.env import CONTROL_PATH, DEFAULT_REGION, UNSET_ENV, client_env
+from sandbox.local_aws import LocalAws
 
 
 def run(
@@ -37,7 +38,8 @@ def run(
 
             for signum in (signal.SIGINT, signal.SIGTERM):
                 previous[signum] = signal.signal(signum, _on_signal)
-        print_fn(f"# hypd sandbox: local AWS at {url} (speed {speed:g}); control: {url}/_sandbox")
+        print_fn(f"# hypd sandbox: local AWS at {url} (speed {speed:g}); "
+                 f"control: {url}{CONTROL_PATH}")
         print_fn(f"unset {' '.join(UNSET_ENV)}")
         for key, value in client_env(url, region).items():
             print_fn(f"export {key}={shlex.quote(value)}")

@@ -228,6 +228,18 @@ class KubeconfigSchema(Schema):
     kubeconfig = fields.Dict(required=True)
 
 
+KUBECONFIG_YAML = "application/yaml"
+
+
+class KubeconfigQuerySchema(Schema):
+    format = fields.String(
+        validate=validate.OneOf(["json", "yaml"]),
+        metadata={"description": "`yaml`: the kubeconfig file itself (application/yaml), to "
+                                 "pass to `kubectl --kubeconfig`; `json` (the default): "
+                                 "`{\"kubeconfig\": {...}}`. Without it, `Accept: "
+                                 "application/yaml` also asks for the file."})
+
+
 class PreflightQuerySchema(Schema):
     region = Region()
     instance_type = fields.String(

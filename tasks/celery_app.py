@@ -130,5 +130,5 @@ def runner(settings: Settings) -> Runner:
 
 
 def worker_app() -> Celery:
-    """The app `celery -A tasks.celery_app:worker_app` (and `hypd worker`) runs."""
+    """The app `hypd worker` runs (and compose's health check pings)."""
     return celery_app(Settings.from_env())

@@ -11,7 +11,18 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.stack import REPO, Stack, free_port
+from tests.stack import REPO, RUNNING, Stack, free_port
+
+
+@pytest.fixture(autouse=True)
+def _roles_hypd_creates_stay_under_the_boundary() -> Iterator[None]:
+    """After every test that ran the stack: each IAM role the product created is under
+    `/hypd/` with the permissions boundary, and the policies it put on its roles fit inside
+    that boundary (read from the local AWS's call log, so no role escapes the check)."""
+    yield
+    for running in RUNNING:
+        problems = running.role_problems()
+        assert not problems, problems
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,14 @@
-"""A real local stack for tests: redis-server, the local AWS, a Celery worker process and the
-web server (gunicorn), each a real process (the local AWS runs in the test process, so tests
-can reach its control routes and its fault points)."""
+"""A real local stack for tests: redis-server, the local AWS (`hypd sandbox`), a Celery worker
+process and the web server (gunicorn), each a real process. Tests reach them as a user
+would: the API over HTTP, AWS with boto3, a cluster's Kubernetes with the kubernetes client
+and an EKS token (`Stack.kube`), and the sandbox's faults, holds, call log, quotas and plans
+through its control routes (`Stack.sandbox`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -13,12 +17,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import redis
+from botocore.config import Config
 
 REPO = Path(__file__).resolve().parent.parent
 OPERATOR_TOKEN = "test-operator-token-0123456789"
@@ -34,7 +40,16 @@ TEST_ENV = {
     "HYPD_SANDBOX_SPEED": "1000",
     "HYPD_OPERATOR_TOKEN": OPERATOR_TOKEN,
     "HYPD_VIEWER_TOKEN": VIEWER_TOKEN,
+    "HYPD_LOG_FORMAT": "json",
 }
+
+
+RUNNING: list[Stack] = []
+"""Stacks started in this process (tests/conftest.py checks their IAM calls after each test)."""
+
+BOUNDARY_ARN = "arn:aws:iam::123456789012:policy/hypd/hypd-role-boundary"
+"""The boundary hypd's roles carry by default (HYPD_ROLE_BOUNDARY_ARN unset) in moto's
+account: the stack creates it from deploy/cloudformation.yaml, as the template would."""
 
 
 def free_port() -> int:
@@ -51,6 +66,13 @@ def wait_until(check, timeout: float = 30.0, interval: float = 0.05, what: str =
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def _tags(params: dict[str, Any]) -> dict[str, str]:
+    """Tags of a logged IAM call (query protocol: `Tags.member.N.Key` / `.Value`)."""
+    keys = {k.rsplit(".", 1)[0]: v for k, v in params.items()
+            if k.startswith("Tags.member.") and k.endswith(".Key")}
+    return {v: params.get(f"{k}.Value", "") for k, v in keys.items()}
 
 
 def _killpg(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
@@ -75,7 +97,7 @@ class Stack:
         self.redis_proc: subprocess.Popen | None = None
         self.worker_proc: subprocess.Popen | None = None
         self.web_proc: subprocess.Popen | None = None
-        self.local_aws: Any = None
+        self.sandbox_proc: subprocess.Popen | None = None
         self.env: dict[str, str] = {}
         self.url = ""
         self.operator_token = OPERATOR_TOKEN
@@ -85,7 +107,7 @@ class Stack:
 
     def start(self) -> Stack:
         from sandbox.control import SandboxControl
-        from sandbox.local_aws import LocalAws, client_env
+        from sandbox.env import client_env
 
         redis_port = free_port()
         self.redis_proc = subprocess.Popen(
@@ -97,16 +119,11 @@ class Stack:
         self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
         wait_until(self._redis_up, 10, what="redis-server")
 
-        self.local_aws = LocalAws(speed=float(TEST_ENV["HYPD_SANDBOX_SPEED"]))
-        aws_url = self.local_aws.start()
-        self.sandbox = SandboxControl(aws_url)
-
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
-            **client_env(aws_url, TEST_ENV["HYPD_REGION"]),
             "HYPD_REDIS_URL": self.redis_url,
             "HYPD_PORT": str(port),
             "HYPD_HOST": "127.0.0.1",
@@ -114,17 +131,28 @@ class Stack:
             "HYPD_API_URL": self.url,
             "PYTHONUNBUFFERED": "1",
         }
+        # Port 0: the local AWS binds a free port itself and prints it (no window in which
+        # another process could take a port chosen for it).
+        self.sandbox_proc = self._spawn("sandbox", ["sandbox"])
+        self.aws_url = wait_until(self._sandbox_url, 60, what="the local AWS")
+        self.sandbox = SandboxControl(self.aws_url)
+        self.env.update(client_env(self.aws_url, TEST_ENV["HYPD_REGION"]))
+        self._iam_seen = 0
+        self.product_roles: set[str] = set()
+        self._create_role_boundary()
+        RUNNING.append(self)
         self.start_worker()
         self.web_proc = self._spawn("web", ["web", *self.web_args])
         wait_until(self._web_up, 30, what="web /healthz")
         return self
 
     def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
         _killpg(self.web_proc, signal.SIGTERM)
         _killpg(self.worker_proc, signal.SIGKILL)
+        _killpg(self.sandbox_proc, signal.SIGTERM)
         _killpg(self.redis_proc, signal.SIGTERM)
-        if self.local_aws is not None:
-            self.local_aws.stop()
         if os.environ.get("HYPD_TEST_KEEP"):  # keep the processes' logs for a post-mortem
             print(f"hypd test stack logs kept in {self.tmp}", file=sys.stderr)
             return
@@ -143,6 +171,16 @@ class Stack:
         self.worker_proc = self._spawn("worker", ["worker", "--concurrency", "2",
                                                   "--loglevel", "WARNING"], env)
 
+    def spawn_worker(self, node: str, *args: str,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Another worker on this stack's Redis, named `node` (Celery's -n), logging to
+        `<node>.log`; `env` overrides settings for it; the caller stops it (`stop_process`)."""
+        return self._spawn(node, ["worker", "--hostname", node, *args], env)
+
+    @staticmethod
+    def stop_process(proc: subprocess.Popen) -> None:
+        _killpg(proc, signal.SIGKILL)
+
     def kill_worker(self) -> None:
         """SIGKILL the worker's whole process group: main process and pool children."""
         _killpg(self.worker_proc, signal.SIGKILL)
@@ -157,6 +195,13 @@ class Stack:
         except redis.RedisError:
             return False
 
+    def _sandbox_url(self) -> str | None:
+        """The URL `hypd sandbox` prints once it serves (`export AWS_ENDPOINT_URL=...`)."""
+        if self.sandbox_proc.poll() is not None:
+            raise AssertionError("the local AWS exited:\n" + self.log("sandbox"))
+        found = re.search(r"^export AWS_ENDPOINT_URL=(\S+)$", self.log("sandbox"), re.M)
+        return found.group(1) if found else None
+
     def _web_up(self) -> bool:
         if self.web_proc.poll() is not None:
             raise AssertionError("web server exited:\n" + self.log("web"))
@@ -165,7 +210,67 @@ class Stack:
         except httpx.HTTPError:
             return False
 
+    # the roles hypd creates ---------------------------------------------------------------
+
+    def _create_role_boundary(self) -> None:
+        """What deploy/cloudformation.yaml makes before hypd runs."""
+        from tests.deploy.template import policy
+
+        iam = self.aws("iam")
+        with suppress(iam.exceptions.EntityAlreadyExistsException):
+            iam.create_policy(PolicyName=BOUNDARY_ARN.rsplit("/", 1)[1], Path="/hypd/",
+                              PolicyDocument=json.dumps(policy("RoleBoundary")))
+
+    def role_problems(self) -> list[str]:
+        """What is wrong with the IAM roles the product created since the last look: every
+        one (a CreateRole tagged `hypd:managed-by=hypd`) must be under `/hypd/` with the
+        boundary, and every policy put on or attached to one must fit inside the boundary."""
+        from tests.deploy.template import boundary_misses, managed_documents
+
+        calls = self.sandbox.calls(service="iam", since=self._iam_seen)
+        if calls:
+            self._iam_seen = calls[-1]["seq"]
+        problems = []
+        documents: list[tuple[str, dict[str, Any]]] = []
+        managed = set()
+        for call in calls:
+            params, action = call["params"], call["action"]
+            if call["status"] >= 400:
+                continue
+            name = params.get("RoleName")
+            if action == "CreateRole" and "hypd" in _tags(params).get("hypd:managed-by", ""):
+                self.product_roles.add(name)
+                if params.get("Path") != "/hypd/":
+                    problems.append(f"role {name} created at path {params.get('Path')!r}")
+                if params.get("PermissionsBoundary") != BOUNDARY_ARN:
+                    problems.append(f"role {name} created with boundary "
+                                    f"{params.get('PermissionsBoundary')!r}")
+            elif name in self.product_roles and action == "PutRolePolicy":
+                documents.append((f"{name} {params['PolicyName']}",
+                                  json.loads(params["PolicyDocument"])))
+            elif name in self.product_roles and action == "AttachRolePolicy":
+                managed.add(params["PolicyArn"])
+            elif (name in self.product_roles
+                  and action in ("PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary")
+                  and params.get("PermissionsBoundary") != BOUNDARY_ARN):
+                problems.append(f"role {name}: {action} {params}")
+        misses = boundary_misses(documents + managed_documents(
+            {arn for arn in managed if ":iam::aws:policy/" in arn}))
+        return problems + [f"cut by the boundary: {miss}" for miss in misses]
+
     # clients --------------------------------------------------------------------------
+
+    def aws(self, service: str, **config: Any) -> Any:
+        """A boto3 client on the stack's local AWS, with the credentials the workers use."""
+        return boto3.client(service, region_name=TEST_ENV["HYPD_REGION"],
+                            endpoint_url=self.aws_url,
+                            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+                            config=Config(**config))
+
+    def kube(self, cluster: str) -> ClusterKube:
+        """The EKS cluster's Kubernetes, reached as the product reaches it."""
+        return ClusterKube(cluster, self.aws("eks"), self.aws("sts"))
 
     def redis(self) -> redis.Redis:
         return redis.Redis.from_url(self.redis_url, decode_responses=True)
@@ -198,3 +303,66 @@ class Stack:
                     return op
                 if time.monotonic() > deadline:
                     raise AssertionError(f"operation {op_id} still {op['status']}: {op}")
+
+
+class ClusterKube:
+    """One sandbox cluster's Kubernetes as a user of EKS reaches it: endpoint and CA from
+    DescribeCluster, a bearer token from a presigned STS call (`aws eks get-token`), TLS
+    verified — the product's own client (cloud.eks.ClusterClient, cloud.kube). The principal
+    is the workers' (same credentials), so it has the panel's access entry."""
+
+    def __init__(self, cluster: str, eks: Any, sts: Any) -> None:
+        from cloud.eks import ClusterClient, eks_token
+
+        found = eks.describe_cluster(name=cluster)["cluster"]
+        self.url: str = found["endpoint"]
+        self.api = ClusterClient(
+            cluster, TEST_ENV["HYPD_REGION"], self.url, found["certificateAuthority"]["data"],
+            token_source=lambda name, region: eks_token(name, region, sts=sts)).api
+
+    def get_object(self, api_version: str, kind: str, name: str,
+                   namespace: str | None = None) -> dict[str, Any] | None:
+        from cloud import kube
+
+        return kube.get_object(self.api, api_version, kind, name, namespace)
+
+    def list_objects(self, api_version: str, kind: str,
+                     namespace: str | None = None) -> list[dict[str, Any]]:
+        from cloud import kube
+
+        return kube.list_objects(self.api, api_version, kind, namespace)
+
+    def delete_object(self, api_version: str, kind: str, name: str,
+                      namespace: str | None = None) -> bool:
+        from cloud import kube
+
+        return kube.delete_object(self.api, api_version, kind, name, namespace)
+
+    def create_pod(self, pod: dict[str, Any]) -> None:
+        """Create the Pod, then write its `status` through /status as a kubelet would."""
+        from kubernetes.client import CoreV1Api
+
+        core, meta = CoreV1Api(self.api), pod["metadata"]
+        core.create_namespaced_pod(meta["namespace"], {k: v for k, v in pod.items()
+                                                       if k != "status"},
+                                   _preload_content=False)
+        if pod.get("status"):
+            core.patch_namespaced_pod_status(meta["name"], meta["namespace"],
+                                             {"status": pod["status"]}, _preload_content=False)
+
+    def label_node(self, name: str, labels: dict[str, str]) -> None:
+        """Set labels on a Node (as HyperPod's health agent does)."""
+        from kubernetes.client import CoreV1Api
+
+        CoreV1Api(self.api).patch_node(name, {"metadata": {"labels": labels}},
+                                       _preload_content=False)
+
+    def serves(self) -> bool:
+        """Whether this cluster's API server still answers (with its CA and a token)."""
+        from urllib3.exceptions import HTTPError
+
+        try:
+            self.get_object("v1", "Namespace", "default")
+        except (HTTPError, OSError):
+            return False
+        return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask_smorest import Api
 
 from app.api import (
+    audit,
     auth,
     cluster_software,
     clusters,
@@ -12,6 +13,7 @@ from app.api import (
     features,
     health,
     instance_groups,
+    metrics,
     networks,
     nodes,
     operations,
@@ -20,7 +22,7 @@ from app.api import (
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              operations.blp)
+              operations.blp, audit.blp, metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

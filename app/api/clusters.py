@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import jsonify
+import yaml
+from flask import Response, jsonify, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -16,6 +17,7 @@ from app.readmodels import clusters as readmodel
 from app.readmodels import dry_run, lifecycle
 from cloud import aws, eks, hyperpod, preflight
 from schemas.clusters import (
+    KUBECONFIG_YAML,
     ActiveClusterReplySchema,
     ActiveClusterSchema,
     ClusterCreateSchema,
@@ -23,6 +25,7 @@ from schemas.clusters import (
     ClusterImportSchema,
     ClusterListSchema,
     ClusterSchema,
+    KubeconfigQuerySchema,
     KubeconfigSchema,
     PlanSchema,
     PreflightQuerySchema,
@@ -149,18 +152,38 @@ class Cluster(MethodView):
         return mutations.submit(clusters.CLUSTER_DELETE, f"cluster/{name}", params, precheck)
 
 
+_KUBECONFIG_REPLY = ("the kubeconfig: JSON by default; the file itself (application/yaml) with "
+                     "?format=yaml or Accept: application/yaml")
+
+
+def _wants_yaml(query: dict[str, Any]) -> bool:
+    if query.get("format"):
+        return bool(query["format"] == "yaml")
+    best = request.accept_mimetypes.best_match(["application/json", KUBECONFIG_YAML])
+    return best == KUBECONFIG_YAML
+
+
 @blp.route("/clusters/<string:name>/kubeconfig")
 @access("viewer")
-@blp.response(200, KubeconfigSchema)
-def kubeconfig(name):
-    """A kubeconfig for the cluster (authenticates with `aws eks get-token`)."""
+@blp.arguments(KubeconfigQuerySchema, location="query")
+@blp.response(200, KubeconfigSchema, description=_KUBECONFIG_REPLY)
+@blp.alt_response(200, schema={"type": "string"}, content_type=KUBECONFIG_YAML, success=True,
+                  description=_KUBECONFIG_REPLY)
+def kubeconfig(query, name):
+    """A kubeconfig for the cluster (authenticates with `aws eks get-token`): JSON, or the
+    file itself with `?format=yaml`."""
     found = readmodel.find(name)
     if found.eks is None:
         raise ApiError(404, "not_found", f"no EKS cluster named {name!r} in {found.region} yet")
     try:
-        return {"kubeconfig": eks.kubeconfig(found.eks, found.region)}
+        config = eks.kubeconfig(found.eks, found.region)
     except ValueError as exc:
         raise ApiError(409, "conflict", str(exc)) from exc
+    if not _wants_yaml(query):
+        return {"kubeconfig": config}
+    reply = Response(yaml.safe_dump(config, sort_keys=False), mimetype=KUBECONFIG_YAML)
+    reply.headers["Content-Disposition"] = f'attachment; filename="kubeconfig-{name}.yaml"'
+    return reply
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])

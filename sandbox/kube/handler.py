@@ -17,7 +17,18 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sandbox.kube import discovery, identity, logs, patches, paths, selectors, streams
+from sandbox.kube import (
+    discovery,
+    identity,
+    logs,
+    patches,
+    paths,
+    protobuf,
+    reviews,
+    selectors,
+    streams,
+    tables,
+)
 from sandbox.kube import token as eks_token
 from sandbox.kube.access import Identity
 from sandbox.kube.catalog import ResourceType
@@ -44,7 +55,10 @@ _SCALABLE = frozenset(
         ("", "replicationcontrollers"),
     }
 )
-_RETURNS_OBJECT_ON_DELETE = frozenset({("", "pods")})
+# kinds whose registry returns the deleted object (ReturnDeletedObject), not a Status
+_RETURNS_OBJECT_ON_DELETE = frozenset(
+    {("", "pods"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
+)
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -173,6 +187,11 @@ class KubeHandler:
             raise method_not_allowed(method, rt.plural)
         if t.name is not None and verb == "create" and not t.subresource:
             raise method_not_allowed(method, rt.plural)
+        if verb == "create" and (rt.group, rt.plural) in reviews.SELF_REVIEWS:
+            if who is None or t.subresource:
+                raise forbidden(ANONYMOUS, verb, rt.plural, rt.group, namespace, t.name)
+            body = await self._review_body(request)
+            return _json(reviews.answer((rt.group, rt.plural), body, who, self.kube.catalog), 201)
         self._authorize(who, verb, rt, namespace, t.name)
 
         if t.subresource and t.subresource != "status":
@@ -185,16 +204,19 @@ class KubeHandler:
         if query.get("dryRun") not in (None, "", "All"):
             raise bad_request(f'unsupported dryRun value "{query.get("dryRun")}"')
 
+        printer = self._printer(request, rt) if verb in ("list", "watch", "get") else None
         if verb in ("list", "watch"):
             match = selectors.matcher(
                 selectors.parse_labels(query.get("labelSelector")),
                 selectors.parse_fields(query.get("fieldSelector"), rt.group, rt.plural),
             )
             if verb == "watch":
-                return await streams.watch(request, self.kube, rt, namespace, t.name, match)
-            return self._list(rt, namespace, match, query)
+                render = printer.event if printer else None
+                return await streams.watch(request, self.kube, rt, namespace, t.name, match, render)
+            return self._list(rt, namespace, match, query, printer)
         if verb == "get":
-            return _json(store.get(rt, namespace, t.name or ""))
+            obj = store.get(rt, namespace, t.name or "")
+            return _json(printer.one(obj) if printer else obj)
         if verb == "create":
             body = await self._body(request)
             return _json(store.create(rt, namespace, body, manager, dry_run), 201)
@@ -241,6 +263,20 @@ class KubeHandler:
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
 
+    @classmethod
+    async def _review_body(cls, request: web.BaseRequest) -> Any:
+        """A self review's body: JSON, or protobuf as kubectl's typed clients send it."""
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type != protobuf.MEDIA_TYPE:
+            return await cls._body(request)
+        try:
+            body = protobuf.object_from(await request.read())
+        except protobuf.ProtobufError as exc:
+            raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
+        if body is None:
+            raise unsupported_media_type(content_type, ["application/json"])
+        return body
+
     @staticmethod
     def _list_body(
         rt: ResourceType, items: list[dict[str, Any]], rv: str, token: str | None, remaining: int
@@ -256,8 +292,29 @@ class KubeHandler:
             "items": items,
         }
 
+    def _printer(self, request: web.BaseRequest, rt: ResourceType) -> tables.Printer | None:
+        """A Table (or partial metadata) printer when `Accept` asks for one."""
+        wanted = tables.negotiate(request.headers.get("Accept", ""))
+        if wanted is None:
+            return None
+        crd = None
+        if rt.crd is not None:
+            crd_type = self.kube.catalog.lookup(
+                "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+            )
+            try:
+                crd = self.kube.store.get(crd_type, None, rt.crd) if crd_type else None
+            except KubeError:
+                crd = None
+        return tables.Printer(rt, wanted, request.query.get("includeObject"), crd)
+
     def _list(
-        self, rt: ResourceType, namespace: str | None, match: Any, query: Any
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        match: Any,
+        query: Any,
+        printer: tables.Printer | None = None,
     ) -> web.Response:
         limit = None
         if query.get("limit"):
@@ -268,7 +325,8 @@ class KubeHandler:
         items, rv, token, remaining = self.kube.store.list(
             rt, namespace, match, limit if limit and limit > 0 else None, query.get("continue")
         )
-        return _json(self._list_body(rt, items, rv, token, remaining))
+        body = self._list_body(rt, items, rv, token, remaining)
+        return _json(printer.list(items, body["metadata"]) if printer else body)
 
     async def _patch(
         self,

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import socket
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -57,6 +57,8 @@ class LocalKube:
         self.ca_pem: bytes = self._tls.ca_pem
         self._runner: web.ServerRunner | None = None
         self._port = 0
+        # what plays the cluster's controllers (the simulator): start()/stop() on the loop
+        self.companions: list[Any] = []
         for namespace in INITIAL_NAMESPACES:
             self.store.put(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
@@ -86,8 +88,12 @@ class LocalKube:
         site = web.SockSite(runner, sock, ssl_context=self._tls.context)
         await site.start()
         self._runner = runner
+        for companion in self.companions:
+            companion.start()
 
     async def _stop(self) -> None:
+        for companion in self.companions:
+            companion.stop()
         self._publish(CLOSING)
         if self._runner is not None:
             await self._runner.cleanup()
@@ -186,8 +192,15 @@ def _group_of(api_version: str) -> str:
 class KubeRegistry:
     """The local Kubernetes clusters of one local AWS, by EKS cluster name."""
 
-    def __init__(self, default_version: str = DEFAULT_KUBERNETES_VERSION) -> None:
+    def __init__(
+        self,
+        default_version: str = DEFAULT_KUBERNETES_VERSION,
+        attach: Callable[[LocalKube], Any] | None = None,
+    ) -> None:
+        """`attach(kube)` gives what plays a new cluster's controllers (an object with
+        `start()` and `stop()`, called on the clusters' event loop), or nothing."""
         self.default_version = default_version
+        self._attach = attach
         self._lock = threading.RLock()
         self._kubes: dict[str, LocalKube] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -221,6 +234,8 @@ class KubeRegistry:
             if kube is None:
                 loop = self._ensure_loop()
                 kube = LocalKube(cluster_name, loop, kubernetes_version or self.default_version)
+                if self._attach is not None:
+                    kube.companions.append(self._attach(kube))
                 self._run(kube._start())
                 self._kubes[cluster_name] = kube
             return kube

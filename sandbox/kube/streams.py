@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -44,8 +44,18 @@ async def watch(
     namespace: str | None,
     name: str | None,
     match: Callable[[dict[str, Any]], bool],
+    render: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
 ) -> web.StreamResponse:
+    """Stream events as JSON lines; `render(obj, first)` turns each event's object into what
+    the client asked for (a one-row Table, headers on the first event only)."""
     query = request.query
+    sent = 0
+
+    async def send(kind: str, obj: dict[str, Any]) -> None:
+        nonlocal sent
+        await _send(resp, {"type": kind, "object": render(obj, sent == 0) if render else obj})
+        sent += 1
+
     try:
         timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_S)
     except ValueError as exc:
@@ -87,10 +97,10 @@ async def watch(
             await resp.write_eof()
             return resp
         for obj in initial:
-            await _send(resp, {"type": "ADDED", "object": obj})
+            await send("ADDED", obj)
         for event in backlog:
             start = max(start, event.rv)
-            await _deliver(resp, rt, event, wanted)
+            await _deliver(send, rt, event, wanted)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while (remaining := deadline - loop.time()) > 0:
@@ -101,7 +111,7 @@ async def watch(
             if item is CLOSING:
                 break
             if isinstance(item, Event) and item.rv > start:
-                await _deliver(resp, rt, item, wanted)
+                await _deliver(send, rt, item, wanted)
         await resp.write_eof()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
@@ -111,7 +121,7 @@ async def watch(
 
 
 async def _deliver(
-    resp: web.StreamResponse,
+    send: Callable[[str, dict[str, Any]], Awaitable[None]],
     rt: ResourceType,
     event: Event,
     wanted: Callable[[dict[str, Any] | None], bool],
@@ -124,7 +134,7 @@ async def _deliver(
     else:
         kind = event.type if now else ""
     if kind:
-        await _send(resp, {"type": kind, "object": present(rt, event.obj)})
+        await send(kind, present(rt, event.obj))
 
 
 def _terminated(pod: dict[str, Any] | None, container: str) -> bool:

@@ -50,10 +50,11 @@ export function signalUnauthorized(err) {
  * Call the API. Returns the parsed JSON body of a 2xx reply (or null when empty).
  * Throws ApiError built from {"error": {"code", "message", "details"}} otherwise.
  * opts: method, body (JSON-serialised), headers, signal, token (explicit token: used by
- * sign-in; a 401 with an explicit token does not trigger the global sign-out).
+ * sign-in; a 401 with an explicit token does not trigger the global sign-out), as ('text':
+ * return a 2xx body as it came, e.g. the kubeconfig file).
  */
 export async function api(path, opts = {}) {
-  const { method = 'GET', body, headers = {}, signal, token } = opts;
+  const { method = 'GET', body, headers = {}, signal, token, as = 'json' } = opts;
   const h = { Accept: 'application/json', ...headers };
   const tok = token !== undefined ? token : session.token;
   if (tok) h.Authorization = `Bearer ${tok}`;
@@ -76,7 +77,7 @@ export async function api(path, opts = {}) {
   if (text) {
     try { data = JSON.parse(text); } catch { data = null; }
   }
-  if (res.ok) return data;
+  if (res.ok) return as === 'text' ? text : data;
 
   const env = data && typeof data === 'object' && data.error && typeof data.error === 'object' ? data.error : {};
   const err = new ApiError(

@@ -12,6 +12,7 @@ import * as clusterNew from './views/cluster_new.js';
 import * as cluster from './views/cluster.js';
 import * as capacity from './views/capacity.js';
 import * as groupNew from './views/group_new.js';
+import * as audit from './views/audit.js';
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
@@ -24,6 +25,7 @@ const ROUTES = [
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },
   { re: /^\/discovery\/?$/, view: discovery, nav: 'discovery' },
+  { re: /^\/audit\/?$/, view: audit, nav: 'audit' },
 ];
 const DEFAULT_ROUTE = '#/operations';
 
@@ -100,6 +102,7 @@ function showUser(user) {
   role.className = `role role-${user.role}`;
   $('whoami').title = `Signed in as ${user.name} (${user.role})`;
   $('readonly-hint').hidden = user.role === 'operator';
+  $('nav-audit').hidden = user.role !== 'operator'; // the audit log is an operator's read
   document.body.dataset.role = user.role;
 }
 

@@ -67,6 +67,8 @@ const TONES = {
   // clusters: stages, preflight checks, HyperPod states, features
   not_run: 'gray', incomplete: 'amber', pass: 'green', fail: 'red', warn: 'amber', warning: 'amber',
   systemupdating: 'blue', rollingback: 'amber', pending_deletion: 'amber', enabled: 'green', disabled: 'gray',
+  // audit outcomes
+  accepted: 'blue', done: 'green', refused: 'amber',
 };
 const LIVE = new Set(['running', 'applying', 'creating', 'deleting', 'updating']);
 

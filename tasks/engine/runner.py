@@ -17,10 +17,13 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import redis
 
+from cloud import logs
+from cloud.metrics import STEP_SECONDS
 from tasks.engine.heartbeat import Heartbeat
 from tasks.engine.kinds import KindTable, StepFailed, StepRetry
 from tasks.engine.model import OpStatus, StepPhase, current_step, now_iso
@@ -146,7 +149,8 @@ class Runner:
             self.schedule(op_id, generation, self.requeue_s)
             return
         try:
-            with Heartbeat(self.store.redis, lease_key(op_id), token, self.lease_ms) as beat:
+            with (logs.operation(op_id, op["kind"]),
+                  Heartbeat(self.store.redis, lease_key(op_id), token, self.lease_ms) as beat):
                 self._advance(op_id, generation, beat)
         except StaleGeneration:
             log.info("operation %s moved on past generation %s", op_id, generation)
@@ -163,10 +167,13 @@ class Runner:
         if op["cancel_requested"]:
             # Nothing of ours is in flight at a task's start: this is a step boundary.
             self.store.update(op_id, _cancel, gen)
+            log.info("operation cancelled at a step boundary")
             return
         if step is None:
             self.store.update(op_id, _set_status(OpStatus.SUCCEEDED), gen)
+            log.info("operation succeeded")
             return
+        logs.at_step(step["name"])
         kind = self.kinds.get(op["kind"])
         if kind is None:
             self._fail(op_id, gen, step["name"], "internal_error",
@@ -182,6 +189,7 @@ class Runner:
                            f"gave up after {step['attempts']} attempts: {step['detail']}")
                 return
             op = self.store.update(op_id, _start_attempt(step["name"]), gen)
+            log.info("applying (attempt %d)", step["attempts"] + 1)
             outcome = self._call(lambda: spec.apply(ctx))
             if isinstance(outcome, _Later):
                 self._retry_later(op_id, gen, step["name"], outcome, attempts=step["attempts"] + 1)
@@ -209,7 +217,9 @@ class Runner:
         if delay is not None:
             self._next(op_id, gen, self._clamp(delay))
             return
-        self.store.update(op_id, _set_succeeded(step["name"]), gen)
+        op = self.store.update(op_id, _set_succeeded(step["name"]), gen)
+        _observe_step(op, step["name"])
+        log.info("step succeeded")
         self._next(op_id, gen, 0)
 
     # outcomes ----------------------------------------------------------------------------
@@ -235,6 +245,7 @@ class Runner:
 
     def _retry_later(self, op_id: str, gen: int, step_name: str, later: _Later,
                      attempts: int) -> None:
+        log.info("will retry: %s", later.message)
         self._note(op_id, gen, step_name, f"will retry: {later.message}")
         backoff = later.after if later.after is not None else self.poll_min_s * 2 ** (attempts - 1)
         self._next(op_id, gen, self._clamp(backoff))
@@ -257,7 +268,8 @@ class Runner:
             op["error"] = {"code": code, "message": message, "step": step_name}
             return [step_event(step), op_event(op, message)]
 
-        self.store.update(op_id, mutate, gen)
+        _observe_step(self.store.update(op_id, mutate, gen), step_name)
+        log.warning("step failed (%s): %s", code, message)
 
     def _next(self, op_id: str, gen: int, countdown: float) -> None:
         """Enqueue the next boundary, then bump the generation (see the module docstring)."""
@@ -289,6 +301,17 @@ class _Failure:
     def __init__(self, code: str, message: str) -> None:
         self.code = code
         self.message = message
+
+
+def _observe_step(op: dict[str, Any], name: str) -> None:
+    """A step ended (written, so counted once): how long it took from its first attempt."""
+    step = _step(op, name)
+    if not step.get("started_at") or not step.get("finished_at"):
+        return  # failed before it was ever attempted (e.g. an unknown kind)
+    started, finished = (datetime.fromisoformat(step[k].replace("Z", "+00:00"))
+                         for k in ("started_at", "finished_at"))
+    STEP_SECONDS.labels(op["kind"], name, step["phase"]).observe(
+        max(0.0, (finished - started).total_seconds()))
 
 
 def _step(op: dict[str, Any], name: str) -> dict[str, Any]:

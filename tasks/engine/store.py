@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from cloud.metrics import OPERATIONS
 from tasks.engine.errors import Conflict, IdempotencyKeyReused, OperationNotFound
 from tasks.engine.locks import LOCKS_KEY, conflicting_holders
 from tasks.engine.model import OpStatus, now_iso, public_view
@@ -211,6 +212,7 @@ class OperationStore:
                     last = self._append_events(pipe, op, [_op_event(op, "created")], None)
                     self._write_view(pipe, op, last)
                     pipe.execute()
+                    OPERATIONS.labels(op["kind"], op["status"]).inc()
                     return op, True
                 except redis.WatchError:
                     continue
@@ -235,7 +237,8 @@ class OperationStore:
                     op = json.loads(raw)
                     if generation is not None and op["generation"] != generation:
                         raise StaleGeneration(op_id)
-                    was_finished = OpStatus(op["status"]).is_finished
+                    status_before = op["status"]
+                    was_finished = OpStatus(status_before).is_finished
                     due_before = op.get("next_run_at")
                     events = mutate(op) or []
                     op["version"] += 1
@@ -266,6 +269,8 @@ class OperationStore:
                                                newest[0][0] if newest else None)
                     self._write_view(pipe, op, last)
                     pipe.execute()
+                    if op["status"] != status_before:
+                        OPERATIONS.labels(op["kind"], op["status"]).inc()
                     return op
                 except redis.WatchError:
                     continue

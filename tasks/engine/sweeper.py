@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from cloud.metrics import SWEEPER_PICKUPS
 from tasks.engine.model import OpStatus
 from tasks.engine.store import DUE_INDEX, OperationStore, lease_key
 
@@ -86,6 +87,7 @@ class Sweeper:
                 continue  # kicked within this grace period already
             self.enqueue(op_id, op["generation"], 0)
             kicked.append(op_id)
+            SWEEPER_PICKUPS.inc()
             log.warning("operation %s (%s, %s) was stalled (no live worker on it, due %.1f s "
                         "ago): re-kicked at generation %s", op_id, op["kind"], op["status"],
                         now - due if due is not None else float("nan"), op["generation"])

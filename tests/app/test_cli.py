@@ -69,6 +69,26 @@ def _stop_up(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _make_network(base: str, auth: dict[str, str], name: str) -> dict:
+    """Create a network through REST and follow its operation to its end."""
+    reply = httpx.post(base + "/api/v1/networks", json={"name": name}, headers=auth, timeout=30)
+    assert reply.status_code == 202, reply.text
+    op = reply.json()["operation"]
+    for _ in range(30):
+        op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
+                       headers=auth, timeout=30).json()
+        if op["status"] in ("succeeded", "failed"):
+            break
+    return op
+
+
 def _log_lines(path: Path, source: str) -> list[str]:
     """The log's lines, each checked to carry its time and source: `<time> <source> | ...`."""
     lines = path.read_text(errors="replace").splitlines()
@@ -107,7 +127,8 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         wait_until(lambda: any("Listening at: " in line
                                for line in _log_lines(logs / "web.log", "web")),
                    10, what="gunicorn's line in web.log")
-        assert (logs / "sandbox.log").exists()
+        assert any("local AWS at http://127.0.0.1:" in line
+                   for line in _log_lines(logs / "sandbox.log", "sandbox"))
 
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/", timeout=30)  # a loaded machine: no 5 s default
@@ -128,13 +149,21 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
                    what="the worker restart")
         # ... and the restarted worker runs operations
         auth = {"Authorization": f"Bearer {token}"}
-        op = httpx.post(base + "/api/v1/networks", json={"name": "after-restart"},
-                        headers=auth, timeout=30).json()["operation"]
-        for _ in range(30):
-            op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
-                           headers=auth, timeout=30).json()
-            if op["status"] in ("succeeded", "failed"):
-                break
+        op = _make_network(base, auth, "after-restart")
+        assert op["status"] == "succeeded", op
+
+        # the local AWS is a child too: restarted on the same URL, empty, and the user is told
+        sandbox_pids = [p for p in _children(proc.pid) if "sandbox" in Path(
+            f"/proc/{p}/cmdline").read_text(errors="replace")]
+        assert sandbox_pids
+        os.killpg(os.getpgid(sandbox_pids[0]), signal.SIGKILL)
+        wait_until(lambda: any("sandbox exited" in line for line in err), 30,
+                   what="the local AWS's restart")
+        assert any("local AWS starts again empty" in line for line in err), "".join(err)
+        aws_url = next(line for line in err if "local AWS at " in line).split(
+            "local AWS at ", 1)[1].split()[0]
+        wait_until(lambda: _answers(aws_url + "/_sandbox"), 30, what="the restarted local AWS")
+        op = _make_network(base, auth, "after-aws-restart")
         assert op["status"] == "succeeded", op
 
         descendants = _children(proc.pid)
@@ -157,7 +186,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
         wait_until(lambda: any(line.startswith("hypd ready: ") for line in out), 90,
                    what="the ready line")
         assert out == [f"hypd ready: http://127.0.0.1:{port}/\n"]
-        for source in ("redis", "worker", "web"):
+        for source in ("redis", "sandbox", "worker", "web"):
             wait_until(lambda s=source: any(line.startswith(f"{s} | ") for line in err), 10,
                        what=f"{source}'s lines in the terminal")
         assert any("Ready to accept connections" in line for line in err)
@@ -169,6 +198,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
         names = " ".join(Path(f"/proc/{p}/cmdline").read_text(errors="replace")
                          for p in descendants)
         assert "redis-server" in names and "worker" in names and "gunicorn" in names
+        assert "app.cli sandbox" in names.replace("\0", " ")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         killed_at = time.monotonic()

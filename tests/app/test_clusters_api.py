@@ -7,8 +7,8 @@ from __future__ import annotations
 import ipaddress
 import uuid
 
-import boto3
 import pytest
+import yaml
 
 from tests.app.test_networks_api import _ec2
 from tests.stack import wait_until
@@ -27,10 +27,7 @@ def _body(name: str, **extra) -> dict:
 
 
 def _client(stack, service: str):
-    return boto3.client(service, region_name="us-west-2",
-                        endpoint_url=stack.env["AWS_ENDPOINT_URL"],
-                        aws_access_key_id=stack.env["AWS_ACCESS_KEY_ID"],
-                        aws_secret_access_key=stack.env["AWS_SECRET_ACCESS_KEY"])
+    return stack.aws(service)
 
 
 def _create(stack, body: dict) -> dict:
@@ -69,6 +66,24 @@ def test_pipeline_finishes_with_every_stage_visible(cluster):
     assert all(s["phase"] == "succeeded" for s in op["steps"])
 
 
+def test_the_clusters_roles_are_under_hypd_with_the_permissions_boundary(stack, cluster):
+    """Read back from IAM: what keeps hypd's own role from escalating through the roles it
+    creates (deploy/cloudformation.yaml allows CreateRole and PassRole only there)."""
+    from tests.stack import BOUNDARY_ARN
+
+    name, _, _ = cluster
+    iam = _client(stack, "iam")
+    roles = [r for r in iam.list_roles(PathPrefix="/hypd/")["Roles"]
+             if r["RoleName"].startswith(f"hypd-{name}-")]
+    assert {r["RoleName"].removeprefix(f"hypd-{name}-") for r in roles} == {
+        "eks-cluster", "hp-exec", "hp-cluster"}
+    for role in roles:
+        got = iam.get_role(RoleName=role["RoleName"])["Role"]
+        assert got["Path"] == "/hypd/"
+        assert got["Arn"].endswith(f":role/hypd/{role['RoleName']}")
+        assert got["PermissionsBoundary"]["PermissionsBoundaryArn"] == BOUNDARY_ARN
+
+
 def test_hyperpod_request_carried_recovery_provisioning_and_the_allocated_subnet(stack, cluster):
     name, op, since = cluster
     creates = [c for c in _calls(stack, "sagemaker", "CreateCluster", since)
@@ -77,7 +92,7 @@ def test_hyperpod_request_carried_recovery_provisioning_and_the_allocated_subnet
     request = creates[0]["params"]
     assert request["NodeRecovery"] == "Automatic"
     assert request["NodeProvisioningMode"] == "Continuous"
-    assert request["ClusterRole"].endswith(f"role/hypd-{name}-hp-cluster")
+    assert request["ClusterRole"].endswith(f"role/hypd/hypd-{name}-hp-cluster")
     group = request["InstanceGroups"][0]
     assert group["InstanceType"] == TYPE and group["InstanceCount"] == 2
     assert group["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
@@ -116,8 +131,8 @@ def test_kubernetes_client_reached_the_local_cluster_over_tls_with_a_token(stack
     EKS token of a principal with an access policy: the PVC being there proves the panel's
     client got through both."""
     name = cluster[0]
-    local = stack.local_aws.app.kubes.get(name)
-    assert local is not None and local.url.startswith("https://127.0.0.1:")
+    local = stack.kube(name)
+    assert local.url.startswith("https://127.0.0.1:")
     claims = local.list_objects("v1", "PersistentVolumeClaim", namespace="default")
     assert [c["metadata"]["name"] for c in claims] == ["hypd-s3"]
     assert claims[0]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "hypd"
@@ -146,6 +161,16 @@ def test_list_describe_kubeconfig_and_active(stack, cluster):
         kubeconfig = c.get(f"/api/v1/clusters/{name}/kubeconfig").json()["kubeconfig"]
         user = kubeconfig["users"][0]["user"]["exec"]
         assert user["command"] == "aws" and "get-token" in user["args"]
+        # the same kubeconfig as the file kubectl takes: ?format=yaml, or Accept
+        path = f"/api/v1/clusters/{name}/kubeconfig"
+        as_file = c.get(path, params={"format": "yaml"})
+        assert as_file.headers["content-type"].startswith("application/yaml"), as_file.text
+        assert f"kubeconfig-{name}.yaml" in as_file.headers["content-disposition"]
+        assert yaml.safe_load(as_file.text) == kubeconfig
+        accepted = c.get(path, headers={"Accept": "application/yaml"})
+        assert yaml.safe_load(accepted.text) == kubeconfig
+        assert c.get(path, params={"format": "json"}).json() == {"kubeconfig": kubeconfig}
+        assert c.get(path, params={"format": "xml"}).status_code == 422
         assert c.get("/api/v1/clusters/nope-nope").status_code == 404
     with stack.client("operator") as c:  # the create made it the creator's active cluster
         assert c.get("/api/v1/active-cluster").json() == {"name": name}
@@ -314,6 +339,8 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     name = _name("del")
     created = _create(stack, _body(name))
     assert created["status"] == "succeeded"
+    local = stack.kube(name)
+    assert local.serves()
     ec2 = _ec2(stack)
     bystander = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     other = cluster[0]
@@ -353,7 +380,7 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     assert [r for r in roles if r.startswith(f"hypd-{other}-")]
     tagged = ec2.describe_subnets(Filters=[{"Name": "tag:hypd:cluster", "Values": [name]}])
     assert tagged["Subnets"] == []
-    assert stack.local_aws.app.kubes.get(name) is None
+    assert not local.serves()  # its local Kubernetes went with it
 
 
 def test_imported_cluster_is_listed_and_deleting_it_leaves_aws_untouched(stack, cluster):

@@ -239,11 +239,11 @@ def test_delete_refuses_pods_that_cannot_move_then_removes_group_and_subnet(stac
     _added(stack, name, {"name": "doomed", "instance_type": TYPE, "instance_count": 1})
     with stack.client("viewer") as c:
         subnet_id = c.get(_groups_url(name, "doomed")).json()["subnet_ids"][0]
-    kube = stack.local_aws.app.kubes.get(name)
+    kube = stack.kube(name)
     node = next(n["metadata"]["name"] for n in kube.list_objects("v1", "Node")
                 if n["metadata"]["labels"].get("sagemaker.amazonaws.com/instance-group-name")
                 == "doomed")
-    kube.put_object({"apiVersion": "v1", "kind": "Pod",
+    kube.create_pod({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": "pinned", "namespace": "default"},
                      "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
                      "status": {"phase": "Running"}})

@@ -83,7 +83,7 @@ def _of_group(stack, cluster: str, group: str, status: str | None = "Running") -
 
 
 def _kube_nodes(stack, cluster: str) -> dict[str, dict]:
-    kube = stack.local_aws.app.kubes.get(cluster)
+    kube = stack.kube(cluster)
     return {n["metadata"]["name"]: n for n in kube.list_objects("v1", "Node")}
 
 
@@ -183,12 +183,10 @@ def test_filters_by_group_status_and_health(stack, cluster):
     unknown, _ = _all_pages(stack, cluster, health="Unknown")
     assert sorted(n["id"] for n in unknown) == _failed(stack, cluster)  # no Node at all
     # HyperPod's agent marks two nodes for reboot: the health filter finds exactly those
-    kube = stack.local_aws.app.kubes.get(cluster)
+    kube = stack.kube(cluster)
     marked = [n["node_name"] for n in workers[:2]]
     for name in marked:
-        node = kube.get_object("v1", "Node", name)
-        node["metadata"]["labels"][HEALTH_LABEL] = "UnschedulablePendingReboot"
-        kube.put_object(node)
+        kube.label_node(name, {HEALTH_LABEL: "UnschedulablePendingReboot"})
     _fresh(stack, cluster)
     pending, _ = _all_pages(stack, cluster, health="UnschedulablePendingReboot")
     assert [n["node_name"] for n in pending] == marked
@@ -198,9 +196,7 @@ def test_filters_by_group_status_and_health(stack, cluster):
                          status="Running", limit=500)
     assert len(both) == BULK
     for name in marked:
-        node = kube.get_object("v1", "Node", name)
-        node["metadata"]["labels"][HEALTH_LABEL] = "Schedulable"
-        kube.put_object(node)
+        kube.label_node(name, {HEALTH_LABEL: "Schedulable"})
     with stack.client("viewer") as c:
         bad = c.get(f"/api/v1/clusters/{cluster}/nodes", params={"health": "Poorly"})
         assert bad.status_code == 422 and "health" in bad.json()["error"]["details"]["fields"]
@@ -222,8 +218,8 @@ def test_a_warm_page_is_served_from_the_cache_without_aws(stack, cluster):
 
 def test_one_node_in_full_with_its_pods_and_events(stack, cluster):
     node_id = _of_group(stack, cluster, "workers")[0]
-    kube = stack.local_aws.app.kubes.get(cluster)
-    kube.put_object({"apiVersion": "v1", "kind": "Pod",
+    kube = stack.kube(cluster)
+    kube.create_pod({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": "trainer", "namespace": "default"},
                      "spec": {"nodeName": f"hyperpod-{node_id}",
                               "containers": [{"name": "c", "image": "x"}]},

@@ -37,6 +37,11 @@ from tests.app.wskit import connect, read_all
 EXAMPLES = 4
 VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kick:")
 """Keys a read may touch (caches) or the engine renews while an operation is held."""
+AUDIT = "hypd:audit"
+"""The audit log: a refusal is written there (checked entry by entry, not as unchanged)."""
+
+OPERATOR_READS = {("GET", "/api/v1/audit")}
+"""Reads a route declares for operators only: the audit log says who did what."""
 
 DRY_RUNS = ({"dry_run": "true"}, {"dry_run": "1"}, {"dry_run": "yes"}, {"dry_run": "True"})
 NOT_DRY_RUNS = ({}, {"dry_run": "false"}, {"dry_run": "maybe"}, {"role": "operator"},
@@ -54,11 +59,37 @@ def _snapshot(stack: Any) -> dict[str, Any]:
     raw = redis.Redis.from_url(stack.redis_url)
     panel = {}
     for key in sorted(k.decode() for k in raw.scan_iter("hypd:*")):
-        if key.startswith(VOLATILE):
+        if key.startswith(VOLATILE) or key == AUDIT:
             continue
         dumped = raw.dump(key)
         panel[key] = hashlib.sha256(dumped or b"").hexdigest()
-    return {"panel": panel, "aws": stack.sandbox.counters()}
+    newest = raw.xrevrange(AUDIT, count=1)
+    return {"panel": panel, "aws": stack.sandbox.counters(),
+            "audit": newest[0][0].decode() if newest else "0"}
+
+
+def _audited_since(stack: Any, before: dict[str, Any]) -> list[dict[str, Any]]:
+    """Audit entries written after the snapshot `before`, oldest first."""
+    raw = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    return [json.loads(fields["data"]) for _, fields in
+            raw.xrange(AUDIT, min=f"({before['audit']}", max="+")]
+
+
+def _assert_refusals_audited(entries: list[dict[str, Any]], expected: int | None) -> None:
+    """Each refused request left one entry naming the viewer token, never its secret: a 403,
+    or a dry run the viewer may ask for that its route then refused (a body the schema
+    refuses: 422; a failed preflight: 412). A dry run that answered is not audited."""
+    if expected is not None:
+        assert len(entries) == expected, (len(entries), expected)
+    assert entries, "the refusals were not audited"
+    for entry in entries:
+        assert (entry["token"], entry["role"], entry["outcome"]) == (
+            "viewer", "viewer", "refused"), entry
+        open_dry_run = (entry["method"], entry["path"]) in OPEN_DRY_RUNS
+        assert (entry["status"], entry["code"]) == (403, "forbidden") or (
+            open_dry_run and 400 <= entry["status"] < 500 and entry["status"] != 403), entry
+        assert entry["method"] != "GET" and entry["route"].startswith(entry["method"] + " ")
+        assert entry["operation_id"] is None
 
 
 def _assert_unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
@@ -148,7 +179,9 @@ def test_every_operation_declares_a_role_and_only_reads_are_open(stack):
     for method, path, op in _operations(doc):
         role = op.get(permissions.ROLE_EXTENSION)
         assert role in permissions.LEVELS, (method, path)
-        if method == "GET":
+        if (method, path) in OPERATOR_READS:
+            assert role == permissions.OPERATOR, (method, path)
+        elif method == "GET":
             assert role in (permissions.PUBLIC, permissions.VIEWER), (method, path)
         else:
             assert role == permissions.OPERATOR, (method, path)
@@ -220,6 +253,7 @@ def test_a_viewer_changes_nothing_through_any_route(stack, targets):
     assert covered == mutating, f"a mutating route is missing from the walk: {mutating - covered}"
     viewer = {"Authorization": f"Bearer {stack.viewer_token}"}
     before = _snapshot(stack)
+    refused = 0
     with httpx.Client(base_url=stack.url, timeout=60) as http:
         for method, path, body in _known_good(targets):
             for query in (*NOT_DRY_RUNS, *DRY_RUNS):
@@ -232,7 +266,14 @@ def test_a_viewer_changes_nothing_through_any_route(stack, targets):
                         assert reply.json()["dry_run"] is True
                     else:
                         _expect_refused(reply, (method, path, query))
+                        refused += 1
     _assert_unchanged(before, _snapshot(stack))
+    audited = _audited_since(stack, before)
+    _assert_refusals_audited(audited, refused)  # a dry run changes nothing: not audited
+    # each names its target: the failed operation's, a path's, a create's body name
+    targets_seen = {e["target"] for e in audited}
+    assert {"network/walk-net", f"network/{targets['network']}", "cluster/walk-c",
+            "cluster/walk-c/group/workers", "cluster/walk-c/nodes"} <= targets_seen
     with stack.client("operator") as c:  # the targets are as they were
         failed = c.get(f"/api/v1/operations/{targets['failed']}").json()
         running = c.get(f"/api/v1/operations/{targets['running']}").json()
@@ -254,6 +295,7 @@ def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, fa
             walked.append((method, operation.path))
     assert len(walked) >= 16, walked
     _assert_unchanged(before, _snapshot(stack))
+    _assert_refusals_audited(_audited_since(stack, before), None)
 
 
 def test_a_viewer_reads_every_read_route(stack):
@@ -266,14 +308,19 @@ def test_a_viewer_reads_every_read_route(stack):
                 continue
             reply = http.get(path, params={"availability_zone": "us-west-2a",
                                            "instance_type": "ml.g5.8xlarge", "count": 1})
-            assert reply.status_code != 403, (path, reply.text[:200])
+            if (method, path) in OPERATOR_READS:
+                _expect_refused(reply, path)
+            else:
+                assert reply.status_code != 403, (path, reply.text[:200])
 
 
 # -- the MCP walk ---------------------------------------------------------------------------
 
 @pytest.mark.asyncio
-async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, targets,
-                                                                      mcp_http):
+async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, mcp_http,
+                                                                      targets):
+    """`mcp_http` before `targets`: the MCP server starts before the hold is armed, so its
+    start-up (seconds on a loaded machine) does not eat the held call's 30 s."""
     mutating = {t.name for t in TOOLS if t.mutating}
     arguments = {
         "create_network": {"name": "walk-mcp"},
@@ -327,3 +374,7 @@ def test_a_viewer_over_the_socket_follows_but_cannot_cancel(stack, targets):
     assert messages[-1]["error"]["code"] == "forbidden"
     assert "operator" in messages[-1]["error"]["message"]
     _assert_unchanged(before, _snapshot(stack))
+    [entry] = _audited_since(stack, before)  # the refused cancel, on the operation's target
+    assert (entry["token"], entry["method"], entry["outcome"], entry["status"],
+            entry["operation_id"], entry["target"]) == (
+        "viewer", "WS", "refused", 4403, targets["running"], f"network/{targets['network']}")

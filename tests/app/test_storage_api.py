@@ -47,7 +47,7 @@ def cluster(stack):
     since = _last_seq(stack)
     op = _create(stack, _body(name, fsx={"storage_capacity_gib": 1200}))
     assert op["status"] == "succeeded", op
-    return {"name": name, "op": op, "since": since, "kube": stack.local_aws.app.kubes.get(name)}
+    return {"name": name, "op": op, "since": since, "kube": stack.kube(name)}
 
 
 def test_a_create_with_fsx_runs_the_fsx_step_in_the_storage_stage(stack, cluster):
@@ -119,37 +119,38 @@ def test_an_fsx_item_is_created_once_with_its_pv_and_pvc(stack, cluster):
 
 def test_removal_is_refused_while_a_running_pod_mounts_the_claim(stack, cluster):
     name, local = cluster["name"], cluster["kube"]
+    assert _add(stack, name, {"name": "in-use", "kind": "s3"})["status"] == "succeeded"
     pod = f"train-{uuid.uuid4().hex[:4]}"
-    local.put_object({
+    local.create_pod({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": pod, "namespace": "default"},
         "spec": {"containers": [{"name": "main", "image": "trainer",
                                  "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "in-use"}}]},
         "status": {"phase": "Running"},
     })
     try:
-        assert _get(stack, name, "data").json()["users"] == [f"pod/default/{pod}"]
-        refused = _remove(stack, name, "data")
+        assert _get(stack, name, "in-use").json()["users"] == [f"pod/default/{pod}"]
+        refused = _remove(stack, name, "in-use")
         assert refused.status_code == 409, refused.text
         error = refused.json()["error"]
         assert error["code"] == "conflict"
         assert f"pod/default/{pod}" in error["message"]
         assert error["details"]["users"] == [f"pod/default/{pod}"]
-        assert local.get_object("v1", "PersistentVolumeClaim", "data", "default")
+        assert local.get_object("v1", "PersistentVolumeClaim", "in-use", "default")
     finally:
         local.delete_object("v1", "Pod", pod, "default")
-    bucket = _get(stack, name, "data").json()["s3"]["bucket"]
-    reply = _remove(stack, name, "data")
+    bucket = _get(stack, name, "in-use").json()["s3"]["bucket"]
+    reply = _remove(stack, name, "in-use")
     assert reply.status_code == 202, reply.text
     assert reply.json()["operation"]["kind"] == "storage.delete"
     done = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
     assert done["status"] == "succeeded", done
-    assert local.get_object("v1", "PersistentVolumeClaim", "data", "default") is None
-    assert local.get_object("v1", "PersistentVolume", "hypd-default-data") is None
+    assert local.get_object("v1", "PersistentVolumeClaim", "in-use", "default") is None
+    assert local.get_object("v1", "PersistentVolume", "hypd-default-in-use") is None
     with pytest.raises(ClientError):  # hypd made it for this item: it goes too
         _client(stack, "s3").head_bucket(Bucket=bucket)
-    assert _get(stack, name, "data").status_code == 404
+    assert _get(stack, name, "in-use").status_code == 404
 
 
 def test_an_existing_bucket_is_mounted_and_never_deleted(stack, cluster):
@@ -182,9 +183,11 @@ def test_an_existing_bucket_is_mounted_and_never_deleted(stack, cluster):
 
 def test_removing_an_fsx_item_deletes_its_file_system(stack, cluster):
     name = cluster["name"]
-    file_system_id = _get(stack, name, "scratch").json()["fsx"]["file_system_id"]
+    _add(stack, name, {"name": "old-scratch", "kind": "fsx",
+                       "fsx": {"storage_capacity_gib": 1200}})
+    file_system_id = _get(stack, name, "old-scratch").json()["fsx"]["file_system_id"]
     since = _last_seq(stack)
-    reply = _remove(stack, name, "scratch")
+    reply = _remove(stack, name, "old-scratch")
     assert reply.status_code == 202, reply.text
     done = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
     assert done["status"] == "succeeded", done
@@ -193,7 +196,8 @@ def test_removing_an_fsx_item_deletes_its_file_system(stack, cluster):
     with pytest.raises(ClientError) as gone:
         _client(stack, "fsx").describe_file_systems(FileSystemIds=[file_system_id])
     assert gone.value.response["Error"]["Code"] == "FileSystemNotFound"
-    assert cluster["kube"].get_object("v1", "PersistentVolumeClaim", "scratch", "default") is None
+    assert cluster["kube"].get_object("v1", "PersistentVolumeClaim", "old-scratch",
+                                      "default") is None
 
 
 def test_bad_requests_answer_422_404_and_409(stack, cluster):
@@ -264,6 +268,8 @@ def test_deleting_the_cluster_deletes_its_file_systems_and_only_hypds_buckets(st
     assert _add(stack, name, {"name": "theirs", "kind": "s3",
                               "s3": {"bucket": theirs}})["status"] == "succeeded"
     our_bucket = ours["steps"][0]["resources"]["bucket"]
+    file_systems = sorted(i["fsx"]["file_system_id"] for i in _get(stack, name).json()["items"]
+                          if i["kind"] == "fsx")  # the create's hypd-fsx, and any added since
     stack.wait_idle()
     with stack.client() as c:
         reply = c.delete(f"/api/v1/clusters/{name}", params={"delete_data": "true"})
@@ -271,7 +277,7 @@ def test_deleting_the_cluster_deletes_its_file_systems_and_only_hypds_buckets(st
     done = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)
     assert done["status"] == "succeeded", done
     fsx_step = next(s for s in done["steps"] if s["name"] == "fsx")
-    assert len(fsx_step["resources"]["file_system_ids"]) == 1  # the create's hypd-fsx
+    assert sorted(fsx_step["resources"]["file_system_ids"]) == file_systems
     left = [f for f in _client(stack, "fsx").describe_file_systems()["FileSystems"]
             if {"Key": "hypd:cluster", "Value": name} in f.get("Tags", [])]
     assert left == []

@@ -16,12 +16,16 @@ SUBNETS = ["subnet-0aaa", "subnet-0bbb"]
 GROUPS = ["sg-0ccc"]
 
 
+BOUNDARY = f"arn:aws:iam::{ACCOUNT}:policy/hypd/test-boundary"
+
+
 @pytest.fixture
-def iam(moto_aws):
+def iam(moto_aws, monkeypatch):
     from moto.core.config import default_user_config
 
     saved = dict(default_user_config.get("iam") or {})
     default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
+    monkeypatch.setenv("HYPD_ROLE_BOUNDARY_ARN", BOUNDARY)
     try:
         yield aws.client("iam", REGION, AWS_MODE)
     finally:
@@ -267,8 +271,11 @@ def attached(iam, name: str) -> list[str]:
 def test_ensure_role_creates_tagged_role_with_policies(iam):
     spec = exec_role()
     arn = roles.ensure_role_spec(iam, spec)
-    assert arn == f"arn:aws:iam::{ACCOUNT}:role/hypd-lab-hp-exec"
+    assert arn == f"arn:aws:iam::{ACCOUNT}:role/hypd/hypd-lab-hp-exec"
     role = iam.get_role(RoleName=spec.name)["Role"]
+    assert role["Path"] == "/hypd/"
+    assert role["PermissionsBoundary"] == {"PermissionsBoundaryType": "PermissionsBoundaryPolicy",
+                                           "PermissionsBoundaryArn": BOUNDARY}
     assert role["AssumeRolePolicyDocument"] == spec.trust
     tags = {t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=spec.name)["Tags"]}
     assert tags == {"hypd:managed-by": "hypd", "hypd:cluster": "lab", "hypd:role": "hp-exec"}
@@ -342,3 +349,43 @@ def test_cluster_roles_are_found_and_deleted_by_tags(iam):
 
 def test_account_id_is_the_callers_account(moto_aws):
     assert roles.account_id(aws.client("sts", REGION, AWS_MODE)) == ACCOUNT
+
+
+def test_an_adopted_role_is_brought_under_the_boundary(iam, monkeypatch):
+    """A role hypd made before boundaries (or under another boundary setting) gets the
+    boundary in use now when its step runs again."""
+    spec = roles.eks_cluster_role("lab", REGION)
+    iam.create_role(RoleName=spec.name, AssumeRolePolicyDocument=json.dumps(spec.trust),
+                    Tags=spec.tags)
+    roles.ensure_role_spec(iam, spec)
+    assert iam.get_role(RoleName=spec.name)["Role"]["PermissionsBoundary"][
+        "PermissionsBoundaryArn"] == BOUNDARY
+    other = f"arn:aws:iam::{ACCOUNT}:policy/hypd/other-boundary"
+    monkeypatch.setenv("HYPD_ROLE_BOUNDARY_ARN", other)
+    roles.ensure_role_spec(iam, spec)
+    assert iam.get_role(RoleName=spec.name)["Role"]["PermissionsBoundary"][
+        "PermissionsBoundaryArn"] == other
+
+
+def test_the_default_boundary_is_the_templates_in_the_callers_account(moto_aws, monkeypatch):
+    monkeypatch.delenv("HYPD_ROLE_BOUNDARY_ARN", raising=False)
+    monkeypatch.setenv("HYPD_AWS", "aws")
+    monkeypatch.setenv("HYPD_REGION", "cn-north-1")
+    assert roles.permissions_boundary() == (
+        f"arn:aws-cn:iam::{ACCOUNT}:policy/hypd/hypd-role-boundary")
+
+
+def test_a_missing_boundary_is_a_clear_precondition_failure(iam):
+    """IAM refuses a role whose boundary policy does not exist (moto does not check: the
+    answer is IAM's, stubbed)."""
+    from botocore.stub import Stubber
+
+    spec = roles.eks_cluster_role("lab", REGION)
+    with Stubber(iam) as stub:
+        stub.add_client_error("get_role", "NoSuchEntity", http_status_code=404)
+        stub.add_client_error("create_role", "NoSuchEntity", http_status_code=404,
+                              service_message=f"Scope ARN: {BOUNDARY} does not exist")
+        with pytest.raises(roles.BoundaryMissing) as refused:
+            roles.ensure_role_spec(iam, spec)
+    assert refused.value.code == "precondition_failed" and refused.value.status == 412
+    assert BOUNDARY in refused.value.message and "HYPD_ROLE_BOUNDARY_ARN" in refused.value.message

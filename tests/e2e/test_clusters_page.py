@@ -15,6 +15,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+import yaml
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
@@ -187,13 +188,14 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("feature-training_operator")).to_have_attribute(
         "data-state", "off", timeout=AWS_READ_TIMEOUT_MS)
 
-    # the kubeconfig is saved as a JSON file
+    # the kubeconfig is saved as the YAML file the API serves (?format=yaml)
     with page.expect_download() as downloading:
         page.get_by_test_id("cluster-kubeconfig").click()
     download = downloading.value
-    assert download.suggested_filename == f"kubeconfig-{name}.json"
-    kubeconfig = json.loads(Path(download.path()).read_text())
+    assert download.suggested_filename == f"kubeconfig-{name}.yaml"
+    kubeconfig = yaml.safe_load(Path(download.path()).read_text())
     assert kubeconfig["clusters"] and kubeconfig["users"], kubeconfig
+    assert kubeconfig["users"][0]["user"]["exec"]["command"] == "aws"
 
     # re-run one stage: a new operation with only that stage's steps
     with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith(

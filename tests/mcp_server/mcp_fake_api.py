@@ -28,6 +28,9 @@ TOKENS = {
     OPERATOR_TOKEN: {"name": "operator", "role": "operator"},
     VIEWER_TOKEN: {"name": "viewer", "role": "viewer"},
 }
+OPERATOR_READS = frozenset({"list_audit"})
+"""Read tools whose route is an operator's (the audit log): hidden from viewers and from a
+`--read-only` server started with a token (which publishes a viewer's tools)."""
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

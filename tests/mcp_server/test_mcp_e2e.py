@@ -22,11 +22,11 @@ from mcp_server.server import build_server
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME
 from schemas.clusters import CAPACITY_TYPES, STAGES
 from schemas.common import NAME_RE
-from tests.mcp_server.mcp_fake_api import REPO_ROOT
+from tests.mcp_server.mcp_fake_api import OPERATOR_READS, REPO_ROOT
 
 FOLLOW_LIMIT_S = 240
 ALL = {t.name for t in TOOLS}
-READ = {t.name for t in TOOLS if t.read_only}
+READ = {t.name for t in TOOLS if t.read_only} - OPERATOR_READS
 
 
 def _stdio(stack: Any, token: str) -> Client:

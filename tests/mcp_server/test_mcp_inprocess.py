@@ -13,12 +13,18 @@ from mcp_server.client import ApiError
 from mcp_server.routes import RouteBook
 from mcp_server.server import build_server
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME, bind
-from tests.mcp_server.mcp_fake_api import OPERATOR_TOKEN, VIEWER_TOKEN, FakeApi, real_openapi
+from tests.mcp_server.mcp_fake_api import (
+    OPERATOR_READS,
+    OPERATOR_TOKEN,
+    VIEWER_TOKEN,
+    FakeApi,
+    real_openapi,
+)
 
 pytestmark = pytest.mark.asyncio
 
 BOUND = bind(RouteBook(real_openapi()))
-READ_TOOLS = {t.name for t in TOOLS if t.read_only}
+READ_TOOLS = {t.name for t in TOOLS if t.read_only} - OPERATOR_READS
 ALL_TOOLS = {t.name for t in TOOLS}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from mcp_server.routes import RouteBook, RouteBookError
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind, published
-from tests.mcp_server.mcp_fake_api import real_openapi
+from tests.mcp_server.mcp_fake_api import OPERATOR_READS, real_openapi
 
 BOUND = bind(RouteBook(real_openapi()))
 
@@ -40,7 +40,9 @@ def test_mutating_is_what_the_route_declares() -> None:
                 status.input_schema()["properties"]), name
             assert "idempotency_key" in tool.input_schema()["properties"], name
         else:
-            assert tool.needs in ("viewer", "public"), name
+            # a read is a viewer's, or an operator's when its route says so (the audit log)
+            assert tool.needs in ("viewer", "public") or (
+                tool.needs == "operator" and tool.spec.method == "GET"), name
             # a read is a GET, or a POST that is a dry run (it changes nothing)
             assert tool.spec.method == "GET" or tool.spec.fixed_query == {"dry_run": "true"}
             assert tool.spec.status_tool is None, name
@@ -61,7 +63,11 @@ def test_publication_follows_the_routes_declarations() -> None:
     viewer = {t.spec.name for t in published(BOUND, "viewer")}
     read_only = {t.spec.name for t in published(BOUND, "operator", read_only=True)}
     assert everything == set(TOOLS_BY_NAME)
-    assert viewer == read_only == {t.name for t in TOOLS if t.read_only}
+    assert read_only == {t.name for t in TOOLS if t.read_only}
+    # a viewer gets the reads its role may call; the operator-only reads stay hidden
+    operator_reads = {n for n, t in BOUND.items() if t.spec.read_only and t.needs == "operator"}
+    assert operator_reads == OPERATOR_READS
+    assert viewer == read_only - operator_reads
     # a dry run open to viewers makes its planning tool a viewer's; the create stays hidden
     assert "plan_cluster" in viewer and "create_cluster" not in viewer
     assert {"whoami", "wait_operation", "get_operation"} <= viewer

@@ -88,9 +88,9 @@ def network(clients: dict[str, Any]) -> dict[str, Any]:
         for i, z in enumerate("ab")
     ]
     group = ec2.create_security_group(GroupName="eks-gaps", Description="t", VpcId=vpc)["GroupId"]
-    role = iam.create_role(RoleName="eks-gaps-cluster", AssumeRolePolicyDocument=EKS_TRUST)["Role"][
-        "Arn"
-    ]
+    role = iam.create_role(  # a name of its own: moto's IAM outlives this module's fixtures
+        RoleName=f"eks-gaps-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=EKS_TRUST
+    )["Role"]["Arn"]
     return {"vpc": vpc, "subnets": subnets, "group": group, "role": role}
 
 

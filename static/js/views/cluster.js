@@ -149,7 +149,7 @@ export function mount(root, ctx) {
     }, isActive ? '★ Active' : 'Set active'));
     const kube = h('button', {
       type: 'button', class: 'btn', testid: 'cluster-kubeconfig', disabled: !hasEks,
-      title: hasEks ? 'Download a kubeconfig (JSON) that signs in with aws eks get-token' : 'There is no EKS cluster yet',
+      title: hasEks ? 'Download a kubeconfig file (YAML) that signs in with aws eks get-token' : 'There is no EKS cluster yet',
     }, 'Download kubeconfig');
     kube.addEventListener('click', async () => {
       kube.disabled = true;

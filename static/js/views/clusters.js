@@ -205,9 +205,11 @@ export async function setActive(name, signal) {
 
 /** Save GET …/kubeconfig as a JSON file (kubectl reads JSON kubeconfigs). */
 export async function downloadKubeconfig(name, signal) {
-  const data = await api(`/api/v1/clusters/${encodeURIComponent(name)}/kubeconfig`, { signal });
-  const file = `kubeconfig-${name}.json`;
-  const blob = new Blob([`${JSON.stringify(data.kubeconfig, null, 2)}\n`], { type: 'application/json' });
+  const text = await api(`/api/v1/clusters/${encodeURIComponent(name)}/kubeconfig?format=yaml`, {
+    signal, as: 'text', headers: { Accept: 'application/yaml, application/json' },
+  });
+  const file = `kubeconfig-${name}.yaml`;
+  const blob = new Blob([text], { type: 'application/yaml' });
   const url = URL.createObjectURL(blob);
   const a = h('a', { href: url, download: file, hidden: true });
   document.body.appendChild(a);

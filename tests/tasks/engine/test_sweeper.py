@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from cloud.metrics import SWEEPER_PICKUPS
 from tasks.engine.kinds import OperationKind, Step, kind_table
 from tasks.engine.model import new_operation
 from tasks.engine.runner import Runner
@@ -96,6 +97,14 @@ def _record_without_enqueueing(store: OperationStore, name: str, **params) -> di
     return op
 
 
+def _pickups() -> float:
+    """This process's count (no multiprocess directory in a test process)."""
+    from prometheus_client import REGISTRY
+
+    SWEEPER_PICKUPS.made()
+    return REGISTRY.get_sample_value("hypd_sweeper_pickups_total") or 0.0
+
+
 def test_an_operation_never_enqueued_is_kicked_after_grace_and_runs_each_step_once(env):
     engine, runner, queue, store, sweeper, clock = (
         env.engine, env.runner, env.queue, env.store, env.sweeper, env.clock)
@@ -104,9 +113,11 @@ def test_an_operation_never_enqueued_is_kicked_after_grace_and_runs_each_step_on
 
     assert sweeper.sweep() == []  # just recorded: its first task may still be on its way
     clock.offset = GRACE_S + 0.1
+    pickups = _pickups()
     assert sweeper.sweep() == [op["id"]]
     assert queue.items == [(op["id"], 1, 0)]  # the stored generation
     assert sweeper.sweep() == []  # at most one kick per grace period
+    assert _pickups() == pickups + 1  # counted once (/metrics)
     assert store.redis.pttl(kick_key(op["id"])) > 0
 
     drain(runner, queue)

@@ -1,0 +1,203 @@
+"""The audit log: every mutation and every refusal, kept in Redis with a bound.
+
+An entry is written for each request under `/api/` that changes or tries to change something
+(any method but GET, HEAD and OPTIONS), whatever its outcome — but a dry run that answered,
+which changed nothing —; for each request refused for its
+token (401, 403), reads included; and for each WebSocket cancel and refusal. It names the
+token by its name and role — never the secret, never a header or a body — the route, the
+target, the operation and the outcome. It is written once the reply is made, so it records
+what happened, not what was asked; a failure to write it is logged and never fails the
+request. The stream keeps the newest `HYPD_AUDIT_MAX_ENTRIES` (trimmed approximately, in
+whole blocks, which is how Redis trims cheaply).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+from flask import Flask, Response, current_app, g, request
+
+from app import permissions
+from schemas.common import NAME_RE
+
+log = logging.getLogger(__name__)
+
+AUDIT_KEY = "hypd:audit"
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
+REFUSED_FOR_TOKEN = frozenset({401, 403})
+PAGE = 500
+
+COLLECTIONS = {
+    "networks": "network",
+    "clusters": "cluster",
+    "instance-groups": "group",
+    "storage": "storage",
+    "features": "feature",
+    "endpoints": "endpoint",
+    "models": "model",
+}
+"""URL collection → target path segment (DESIGN.md's targets)."""
+
+_CONVERTER = re.compile(r"<(?:[a-z]+:)?(\w+)>")
+_OPERATION_PATH = re.compile(r"^/api/v1/operations/(op_[0-9A-Z]{26})(/|$)")
+
+
+def install(app: Flask) -> None:
+    app.after_request(_after_request)
+
+
+def _after_request(response: Response) -> Response:
+    if not request.path.startswith("/api/"):
+        return response
+    if request.method in READS and response.status_code not in REFUSED_FOR_TOKEN:
+        return response
+    if response.status_code < 400 and _answered_dry_run():
+        return response  # it changed nothing and nobody was refused
+    try:
+        record(_request_entry(response))
+    except Exception:  # the request happened; losing its entry must not undo that
+        log.exception("could not write the audit entry of %s %s", request.method,
+                      request.path)
+    return response
+
+
+def _answered_dry_run() -> bool:
+    rule = request.url_rule
+    declared = current_app.extensions["hypd.access"].get((rule.endpoint, request.method)) \
+        if rule is not None else None
+    return bool(declared and declared.dry_run and permissions.dry_run_asked(request.args))
+
+
+def record(entry: dict[str, Any]) -> None:
+    settings = current_app.extensions["hypd.settings"]
+    conn: redis.Redis = current_app.extensions["hypd.redis"]
+    entry = {"at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+             **entry}
+    conn.xadd(AUDIT_KEY, {"data": json.dumps(entry)}, maxlen=settings.audit_max_entries,
+              approximate=True)
+
+
+def record_socket(path: str, principal: Any, status: int, outcome: str,
+                  code: str | None = None, operation: dict[str, Any] | None = None) -> None:
+    """A WebSocket's cancel or refusal (the socket has no reply to hook)."""
+    try:
+        record(_entry(principal, "WS", "WS /ws/operations/<op_id>", path,
+                      operation.get("target") if operation else None,
+                      operation.get("id") if operation else None, outcome, status, code))
+    except Exception:
+        log.exception("could not write the audit entry of a WebSocket on %s", path)
+
+
+def _entry(principal: Any, method: str, route: str, path: str, target: str | None,
+           operation_id: str | None, outcome: str, status: int,
+           code: str | None) -> dict[str, Any]:
+    return {
+        "token": getattr(principal, "name", None),
+        "role": getattr(principal, "role", None),
+        "method": method,
+        "route": route,
+        "path": path,
+        "target": target,
+        "operation_id": operation_id,
+        "outcome": outcome,
+        "status": status,
+        "code": code,
+    }
+
+
+def _request_entry(response: Response) -> dict[str, Any]:
+    reply = _json(response)
+    operation = reply.get("operation") if isinstance(reply.get("operation"), dict) else None
+    error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+    status = response.status_code
+    rule = request.url_rule
+    route = f"{request.method} {_template(rule.rule) if rule else request.path}"
+    if operation:
+        target, operation_id = operation.get("target"), operation.get("id")
+    else:
+        target, operation_id = _target_of(request.path, request.get_json(silent=True)), None
+    outcome = ("refused" if 400 <= status < 500 else "failed" if status >= 500
+               else "accepted" if operation else "done")
+    return _entry(g.get("principal"), request.method, route, request.path, target,
+                  operation_id, outcome, status, error.get("code") if status >= 400 else None)
+
+
+def _template(rule: str) -> str:
+    """`/api/v1/networks/<string:name>` → `/api/v1/networks/<name>`."""
+    return _CONVERTER.sub(r"<\1>", rule)
+
+
+def _json(response: Response) -> dict[str, Any]:
+    if not response.is_json or response.direct_passthrough:
+        return {}
+    data = response.get_json(silent=True)
+    return data if isinstance(data, dict) else {}
+
+
+def _target_of(path: str, body: Any) -> str | None:
+    """The target a request names, for one that made no operation (a refusal): from its path
+    (`/clusters/lab/instance-groups/g` → `cluster/lab/group/g`), a create's body `name`, or
+    the operation it acts on."""
+    found = _OPERATION_PATH.match(path)
+    if found:
+        op = current_app.extensions["hypd.engine"].store.get(found.group(1))
+        return op["target"] if op else None
+    parts = path.removeprefix("/api/v1/").strip("/").split("/")
+    target: list[str] = []
+    index = 0
+    while index < len(parts) and parts[index] in COLLECTIONS:
+        kind = COLLECTIONS[parts[index]]
+        name = parts[index + 1] if index + 1 < len(parts) else None
+        if name is None or name == "import":  # a create (or an import): the body names it
+            name = body.get("name") if isinstance(body, dict) else None
+            if isinstance(name, str) and NAME_RE.match(name):
+                target.append(f"{kind}/{name}")
+            break
+        if not NAME_RE.match(name):
+            break
+        target.append(f"{kind}/{name}")
+        index += 2
+    if target and index < len(parts) and parts[index] == "nodes":
+        target.append("nodes")
+    return "/".join(target) or None
+
+
+def entries(conn: redis.Redis, *, target: str | None = None, token: str | None = None,
+            outcome: str | None = None, limit: int = 100,
+            before: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """The newest entries matching the filters (a target matches itself and what is below
+    it), and the id to pass as `before` for older ones (None at the end)."""
+    found: list[dict[str, Any]] = []
+    last: str | None = None
+    for entry_id, entry in _newest_first(conn, before):
+        last = entry_id
+        if token is not None and entry.get("token") != token:
+            continue
+        if outcome is not None and entry.get("outcome") != outcome:
+            continue
+        held = entry.get("target") or ""
+        if target is not None and not (held == target or held.startswith(target + "/")):
+            continue
+        found.append({"id": entry_id, **entry})
+        if len(found) >= limit:
+            return found, last
+    return found, None
+
+
+def _newest_first(conn: redis.Redis, before: str | None) -> Iterator[tuple[str, dict]]:
+    if before == "0-0":
+        return  # nothing is older (and Redis refuses an exclusive 0-0)
+    upper = f"({before}" if before else "+"
+    while True:
+        page = conn.xrevrange(AUDIT_KEY, max=upper, min="-", count=PAGE)
+        for entry_id, fields in page:
+            yield entry_id, json.loads(fields["data"])
+        if len(page) < PAGE:
+            return
+        upper = f"({page[-1][0]}"

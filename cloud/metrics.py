@@ -1,0 +1,145 @@
+"""Prometheus metrics: defined once here, counted where each thing happens, served by the
+web server at `/metrics`.
+
+Here because every layer counts something (the engine its operations and steps, the AWS
+client factory its calls, the WebSocket its sockets) and `cloud/` is the layer every other may
+import, as for the settings.
+
+hypd runs many processes: gunicorn's web processes and Celery's prefork children. They count
+in prometheus_client's multiprocess mode: each process writes its samples to small mmap files
+in a directory, and a scrape merges the files. The directory must be known before
+prometheus_client is first imported, so `hypd web` and `hypd worker` call
+`cloud.metrics_dir.prepare()` first (it sets PROMETHEUS_MULTIPROC_DIR). Each writes to a
+directory of its own under `HYPD_METRICS_DIR` (`web-<host>`, `worker-<node name>`), which
+it empties when it starts: a restarted web server must not wipe a running worker's files,
+and processes in different containers sharing the metrics volume may have the same pid (one
+file per pid and kind). A scrape merges every directory under `HYPD_METRICS_DIR`, so one
+`/metrics` shows the web server and the workers of its machine (or of every container
+sharing that volume); a worker elsewhere serves its own with `hypd worker --metrics-port`.
+
+Without PROMETHEUS_MULTIPROC_DIR (an app made in a test process) the metrics count in this
+process only.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from cloud.metrics_dir import MULTIPROC_ENV
+from cloud.settings import Settings
+
+
+class _Metric:
+    """A prometheus_client metric made on first use: nothing imports prometheus_client
+    before `hypd worker` has set its directory (importing any of `app` imports this module)."""
+
+    def __init__(self, kind: str, name: str, documentation: str, labels: tuple[str, ...] = (),
+                 **options: Any) -> None:
+        self._spec = (kind, name, documentation, labels, options)
+        self._made: Any = None
+
+    def made(self) -> Any:
+        if self._made is None:
+            kind, name, documentation, labels, options = self._spec
+            self._made = getattr(importlib.import_module("prometheus_client"), kind)(
+                name, documentation, labels, **options)
+        return self._made
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.made(), attribute)
+
+
+OPERATIONS = _Metric(
+    "Counter", "hypd_operations", "Operations entering a status, by kind and status "
+    "(queued when recorded and on retry, then running, succeeded, failed, cancelled)",
+    ("kind", "status"))
+STEP_SECONDS = _Metric(
+    "Histogram", "hypd_step_duration_seconds", "How long a step took, from its first attempt "
+    "to its end (waits on AWS included), by operation kind, step and outcome",
+    ("kind", "step", "outcome"),
+    buckets=(0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, float("inf")))
+AWS_CALLS = _Metric("Counter", "hypd_aws_calls", "AWS API calls, by service and API",
+                    ("service", "api"))
+AWS_ERRORS = _Metric("Counter", "hypd_aws_errors", "AWS API calls that failed (after "
+                     "botocore's retries), by service, API and error code",
+                     ("service", "api", "code"))
+WEBSOCKETS = _Metric("Gauge", "hypd_websockets_open", "WebSockets open now, by kind "
+                     "(operation: an operation's events)", ("kind",),
+                     multiprocess_mode="livesum")
+SWEEPER_PICKUPS = _Metric("Counter", "hypd_sweeper_pickups", "Stalled operations the sweeper "
+                          "re-kicked (their worker died, or their first task was never sent)")
+ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS)
+
+
+def registry(settings: Settings, only: Path | None = None) -> Any:
+    """What a scrape reads: every group's processes in multiprocess mode (or only the group
+    in `only`), else this process's own metrics."""
+    import prometheus_client
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    if MULTIPROC_ENV not in os.environ:
+        for metric in ALL:
+            metric.made()  # listed even before they first count
+        return prometheus_client.REGISTRY
+    pattern = str(only / "*.db") if only else str(settings.metrics_path / "*" / "*.db")
+
+    class EveryProcess:
+        def collect(self):
+            return MultiProcessCollector.merge(glob.glob(pattern), accumulate=True)
+
+    merged = prometheus_client.CollectorRegistry()
+    merged.register(EveryProcess())
+    return merged
+
+
+def scrape(settings: Settings) -> tuple[bytes, str]:
+    """The exposition text `/metrics` answers, and its content type."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return generate_latest(registry(settings)), CONTENT_TYPE_LATEST
+
+
+def serve(settings: Settings, port: int, only: Path) -> None:
+    """`hypd worker --metrics-port`: this worker's own metrics over HTTP on HYPD_HOST (a
+    worker on a machine without the web server; nothing but metrics, no token)."""
+    from prometheus_client import start_http_server
+
+    start_http_server(port, addr=settings.host, registry=registry(settings, only))
+
+
+def process_died(pid: int) -> None:
+    """A web process ended (gunicorn's child_exit): its live gauges stop counting."""
+    if MULTIPROC_ENV in os.environ:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+# -- AWS calls, counted from botocore's events -------------------------------------------------
+
+def count_aws_call(event_name: str, http_response=None, parsed=None, **_: object) -> None:
+    """`after-call.<service>.<Operation>`: every call that got an answer."""
+    _, service, api = event_name.split(".", 2)
+    AWS_CALLS.labels(service, api).inc()
+    if http_response is not None and http_response.status_code >= 300:
+        code = ((parsed or {}).get("Error") or {}).get("Code") or str(http_response.status_code)
+        AWS_ERRORS.labels(service, api, code).inc()
+
+
+def count_aws_failure(event_name: str, exception: BaseException | None = None,
+                      **_: object) -> None:
+    """`after-call-error.<service>.<Operation>`: a call that got no answer (connection lost,
+    timed out) after botocore's retries."""
+    _, service, api = event_name.split(".", 2)
+    AWS_CALLS.labels(service, api).inc()
+    AWS_ERRORS.labels(service, api, type(exception).__name__ if exception else "error").inc()
+
+
+def register_aws_hooks(events) -> None:
+    """Count every call of the clients made from a boto3 session with these events."""
+    events.register("after-call", count_aws_call)
+    events.register("after-call-error", count_aws_failure)

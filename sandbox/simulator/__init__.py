@@ -1,0 +1,72 @@
+"""Plays what a live EKS cluster runs besides its API server, in each local Kubernetes.
+
+- `nodes`: HyperPod instances become Nodes (driven by the SageMaker gap);
+- `cluster`: per cluster, the controllers that react to objects — the volume binder
+  (`volumes`), the scheduler and the kubelets (`pods`), running containers as their
+  `programs` say (what a container prints, how long it runs, how it ends).
+
+The Training and Inference simulators build on `cluster` (they create pods; the scheduler
+and kubelets run them) and on `programs` (a workload registers what its containers do).
+"""
+
+from sandbox.simulator.nodes import (
+    COMPUTE_TYPE,
+    LABEL_ARCH,
+    LABEL_COMPUTE_TYPE,
+    LABEL_DEEP_HEALTH_CHECK,
+    LABEL_HEALTH,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_GROUP,
+    LABEL_INSTANCE_TYPE,
+    LABEL_INSTANCE_TYPE_BETA,
+    LABEL_OS,
+    LABEL_REGION,
+    LABEL_ZONE,
+    LABEL_ZONE_ID,
+    RESOURCE_EFA,
+    RESOURCE_GPU,
+    RESOURCE_NEURON,
+    RESOURCE_NEURON_CORE,
+    TAINT_HEALTH,
+    TAINT_NOT_READY,
+    DeepHealthCheck,
+    Health,
+    InstanceInfo,
+    NodeView,
+    apply_node,
+    delete_node,
+    instance_info,
+    node_manifest,
+    node_name,
+)
+
+__all__ = [
+    "COMPUTE_TYPE",
+    "LABEL_ARCH",
+    "LABEL_COMPUTE_TYPE",
+    "LABEL_DEEP_HEALTH_CHECK",
+    "LABEL_HEALTH",
+    "LABEL_HOSTNAME",
+    "LABEL_INSTANCE_GROUP",
+    "LABEL_INSTANCE_TYPE",
+    "LABEL_INSTANCE_TYPE_BETA",
+    "LABEL_OS",
+    "LABEL_REGION",
+    "LABEL_ZONE",
+    "LABEL_ZONE_ID",
+    "RESOURCE_EFA",
+    "RESOURCE_GPU",
+    "RESOURCE_NEURON",
+    "RESOURCE_NEURON_CORE",
+    "TAINT_HEALTH",
+    "TAINT_NOT_READY",
+    "DeepHealthCheck",
+    "Health",
+    "InstanceInfo",
+    "NodeView",
+    "apply_node",
+    "delete_node",
+    "instance_info",
+    "node_manifest",
+    "node_name",
+]

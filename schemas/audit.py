@@ -1,0 +1,56 @@
+"""The audit log: who changed (or was refused) what, as `GET /api/v1/audit` answers it."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+OUTCOMES = ("accepted", "done", "refused", "failed")
+"""accepted: an operation was made (or replayed); done: a change that needed none (an import,
+the active cluster, "no change"); refused: 4xx; failed: 5xx."""
+
+ENTRY_ID = r"^\d{1,19}-\d{1,19}$"
+"""A Redis stream id (each part below 2**64, which Redis refuses beyond)."""
+
+
+class AuditEntrySchema(Schema):
+    id = fields.String(required=True, metadata={"description": "entry id (newest first)"})
+    at = fields.String(required=True, metadata={"description": "ISO 8601 UTC"})
+    token = fields.String(allow_none=True, required=True,
+                          metadata={"description": "the token's name (never the token); null "
+                                                   "when none or an unknown one was sent"})
+    role = fields.String(allow_none=True, required=True)
+    method = fields.String(required=True, metadata={"description": "HTTP method, or WS"})
+    route = fields.String(required=True,
+                          metadata={"description": "the route, e.g. DELETE "
+                                                   "/api/v1/networks/<name>"})
+    path = fields.String(required=True)
+    target = fields.String(allow_none=True, required=True,
+                           metadata={"description": "target path, e.g. network/lab"})
+    operation_id = fields.String(allow_none=True, required=True)
+    outcome = fields.String(required=True, validate=validate.OneOf(OUTCOMES))
+    status = fields.Integer(required=True, metadata={"description": "HTTP status (WebSocket: "
+                                                                    "its close code or 202)"})
+    code = fields.String(allow_none=True, required=True,
+                         metadata={"description": "the error code of a refusal or failure"})
+
+
+class AuditQuerySchema(Schema):
+    target = fields.String(validate=validate.Length(max=200),
+                           metadata={"description": "only entries on this target path or below "
+                                                    "it, e.g. cluster/lab"})
+    token = fields.String(validate=validate.Length(max=128),
+                          metadata={"description": "only entries of this token name"})
+    outcome = fields.String(validate=validate.OneOf(OUTCOMES),
+                            metadata={"description": "only entries with this outcome"})
+    limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=500),
+                           metadata={"description": "at most this many, newest first"})
+    before = fields.String(validate=validate.Regexp(ENTRY_ID, error="not an entry id"),
+                           metadata={"description": "only entries older than this id (the "
+                                                    "previous page's next_before)"})
+
+
+class AuditListSchema(Schema):
+    items = fields.List(fields.Nested(AuditEntrySchema), required=True)
+    next_before = fields.String(allow_none=True, required=True,
+                                metadata={"description": "pass as before for older entries; "
+                                                         "null when there are none"})
