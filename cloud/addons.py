@@ -1,16 +1,15 @@
-"""A cluster's dependencies: the desired set (data), what is installed, the plan, the apply.
+"""EKS add-ons and manifests of the dependency graph (cloud/dependencies.py): what is
+installed, the plan, the apply, the wait.
 
-The desired set is `cloud/data/dependencies.yaml`: EKS add-ons (CreateAddon) and manifests
-kept in `cloud/manifests/` (server-side apply). Each entry has an `enabled` default and a
-`feature`; a cluster's overrides (kept as EKS cluster tags `hypd:feature:<feature>` = `on` /
-`off`, so AWS stays the source of truth) replace the default, and `plan` acts only on enabled
-entries that are missing — a re-run never reinstalls what is there, nor what a user turned
-off. There is no Helm here: what HyperPod's chart does that HyperPod documents as required
+`plan` acts only on wanted entries that are missing — a re-run never reinstalls what is
+there. There is no Helm here: what HyperPod's chart does that HyperPod documents as required
 and that fits in a few small manifests is kept as data and applied with server-side apply.
+An add-on whose consumer has an identity is installed bound to its role: Pod Identity
+through the add-on's own `podIdentityAssociations`, IRSA through `serviceAccountRoleArn`.
 
 Usage by a stage:
 
-    wanted = desired(overrides_from_tags(cluster_tags))
+    wanted = dependencies.desired()
     actions = plan(wanted, installed(eks, api, cluster))
     for action in actions:
         apply(action, eks, api, cluster, region, client_token=...)
@@ -20,13 +19,11 @@ Usage by a stage:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -35,16 +32,20 @@ from kubernetes.client import ApiClient
 
 from cloud import kube
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
-from cloud.errors import NotYet, Refusal
+from cloud.dependencies import (
+    ADDON,
+    DEFAULT_VERSION,
+    IRSA,
+    MANIFEST_DIR,
+    MANIFESTS,
+    POD_IDENTITY,
+    Dependency,
+    DependencyError,
+    catalog,
+    images,
+)
+from cloud.errors import NotYet
 
-DATA_FILE = Path(__file__).parent / "data" / "dependencies.yaml"
-MANIFEST_DIR = Path(__file__).parent / "manifests"
-
-ADDON = "addon"
-MANIFESTS = "manifests"
-DEFAULT_VERSION = "default"
-
-FEATURE_TAG_PREFIX = "hypd:feature:"
 DEPENDENCY_LABEL = "hypd/dependency"
 VERSION_ANNOTATION = "hypd/dependency-version"
 IMAGE_PREFIX = "hypd-image:"
@@ -62,29 +63,6 @@ ADDON_SETTLING = ("CREATING", "UPDATING", "DELETING")
 ADDON_FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED")
 
 
-class DependencyError(Refusal):
-    """A dependency cannot be installed as asked (bad override, unknown region, a failed
-    add-on)."""
-
-    default_code = "validation_failed"
-
-
-@dataclass(frozen=True)
-class Dependency:
-    name: str
-    kind: str  # ADDON | MANIFESTS
-    feature: str
-    enabled: bool
-    version: str
-    description: str = ""
-    min_version: str | None = None
-    manifests: tuple[str, ...] = ()
-    role: str | None = None
-    """Key of the IAM role the add-on's service account uses (ARN given to `apply`)."""
-    requires: tuple[str, ...] = ()
-    configuration: Mapping[str, Any] | None = None
-
-
 @dataclass(frozen=True)
 class Action:
     kind: str  # INSTALL_ADDON | UPDATE_ADDON | APPLY_MANIFESTS | REMOVE_ADDON | DELETE_MANIFESTS
@@ -95,131 +73,6 @@ class Action:
         return {"action": self.kind, "name": self.dependency.name,
                 "feature": self.dependency.feature, "version": self.dependency.version,
                 "reason": self.reason}
-
-
-# ---------------------------------------------------------------------------------------
-# the data
-# ---------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=4)
-def _load(path: str = str(DATA_FILE)) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
-    _validate(data)
-    return data
-
-
-def _validate(data: Mapping[str, Any]) -> None:
-    features = data.get("features") or {}
-    seen: set[str] = set()
-    for entry in data.get("dependencies") or ():
-        name = entry.get("name")
-        if not name or name in seen:
-            raise DependencyError(f"dependency {name!r} is unnamed or listed twice")
-        if entry.get("kind") not in (ADDON, MANIFESTS):
-            raise DependencyError(f"dependency {name}: kind must be addon or manifests")
-        if entry.get("feature") not in features:
-            raise DependencyError(f"dependency {name}: unknown feature {entry.get('feature')!r}")
-        if not isinstance(entry.get("enabled"), bool) or not entry.get("version"):
-            raise DependencyError(f"dependency {name}: needs enabled (true/false) and version")
-        for required in entry.get("requires") or ():
-            if required not in seen:
-                raise DependencyError(f"dependency {name} requires {required!r}, which must "
-                                      "be listed before it")
-        if entry["kind"] == MANIFESTS:
-            files = entry.get("manifests") or ()
-            if not files:
-                raise DependencyError(f"dependency {name}: lists no manifests")
-            for file in files:
-                if not (MANIFEST_DIR / file).is_file():
-                    raise DependencyError(f"dependency {name}: no manifest file {file}")
-        seen.add(name)
-
-
-def _dependency(entry: Mapping[str, Any]) -> Dependency:
-    return Dependency(
-        name=entry["name"],
-        kind=entry["kind"],
-        feature=entry["feature"],
-        enabled=entry["enabled"],
-        version=str(entry["version"]),
-        description=" ".join(str(entry.get("description") or "").split()),
-        min_version=entry.get("min_version"),
-        manifests=tuple(entry.get("manifests") or ()),
-        role=entry.get("role"),
-        requires=tuple(entry.get("requires") or ()),
-        configuration=entry.get("configuration"),
-    )
-
-
-def catalog() -> list[Dependency]:
-    """Every dependency hypd knows, with its default `enabled`."""
-    return [_dependency(e) for e in _load()["dependencies"]]
-
-
-def features() -> dict[str, dict[str, Any]]:
-    """{feature: {description, default, dependencies}}; default is on when any of its
-    dependencies is enabled by default."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, meta in _load()["features"].items():
-        deps = [d for d in catalog() if d.feature == name]
-        out[name] = {"description": " ".join(str(meta.get("description", "")).split()),
-                     "default": any(d.enabled for d in deps),
-                     "dependencies": [d.name for d in deps]}
-    return out
-
-
-def resolve(overrides: Mapping[str, bool] | None = None) -> list[Dependency]:
-    """The catalog with overrides applied (keys: a feature or a dependency name; a
-    dependency's own key wins over its feature's). Unknown keys raise DependencyError."""
-    overrides = dict(overrides or {})
-    known = {d.name for d in catalog()} | set(_load()["features"])
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise DependencyError(f"unknown feature or dependency: {', '.join(unknown)}")
-    out = []
-    for dep in catalog():
-        enabled = overrides.get(dep.name, overrides.get(dep.feature, dep.enabled))
-        out.append(dataclasses.replace(dep, enabled=bool(enabled)))
-    return out
-
-
-def desired(overrides: Mapping[str, bool] | None = None) -> list[Dependency]:
-    """The dependencies to have installed, in install order: enabled entries after overrides.
-    An enabled entry whose requirement is turned off is refused (DependencyError)."""
-    resolved = resolve(overrides)
-    enabled = {d.name for d in resolved if d.enabled}
-    wanted = [d for d in resolved if d.enabled]
-    for dep in wanted:
-        missing = [r for r in dep.requires if r not in enabled]
-        if missing:
-            raise DependencyError(f"{dep.name} needs {', '.join(missing)}, which is turned off")
-    return wanted
-
-
-# ---------------------------------------------------------------------------------------
-# feature overrides kept as cluster tags
-# ---------------------------------------------------------------------------------------
-
-
-def feature_tag(feature: str, enabled: bool) -> dict[str, str]:
-    """The EKS cluster tag recording a user's choice for a feature."""
-    if feature not in _load()["features"]:
-        raise DependencyError(f"unknown feature {feature!r}")
-    return {FEATURE_TAG_PREFIX + feature: "on" if enabled else "off"}
-
-
-def overrides_from_tags(tags: Mapping[str, str] | None) -> dict[str, bool]:
-    """Feature overrides from an EKS cluster's tags (unknown features are ignored)."""
-    known = set(_load()["features"])
-    out = {}
-    for key, value in (tags or {}).items():
-        if key.startswith(FEATURE_TAG_PREFIX):
-            feature = key[len(FEATURE_TAG_PREFIX):]
-            if feature in known and value in ("on", "off"):
-                out[feature] = value == "on"
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,8 +87,7 @@ def _manifest_file(file: str) -> tuple[dict[str, Any], ...]:
 
 
 def image_for(key: str, region: str) -> str:
-    images = _load().get("images") or {}
-    spec = images.get(key)
+    spec = images().get(key)
     if spec is None:
         raise DependencyError(f"no image {key!r} in the dependency data")
     if "image" in spec:
@@ -309,6 +161,8 @@ def addon_state(eks: Any, cluster: str, name: str) -> dict[str, Any] | None:
         "issues": [f"{i.get('code', '')}: {i.get('message', '')}".strip(": ")
                    for i in (addon.get("health") or {}).get("issues") or ()],
         "managed": tags.get(MANAGED_BY) == MANAGED_BY_VALUE and tags.get(CLUSTER_TAG) == cluster,
+        "service_account_role_arn": addon.get("serviceAccountRoleArn"),
+        "pod_identity_associations": list(addon.get("podIdentityAssociations") or ()),
     }
 
 
@@ -334,9 +188,9 @@ def manifest_state(api: ApiClient, dep: Dependency) -> dict[str, Any] | None:
 
 def installed(eks: Any, api: ApiClient | None, cluster: str,
               dependencies: Iterable[Dependency] | None = None) -> dict[str, dict[str, Any]]:
-    """What of the catalog is on the cluster now: {name: state}. Add-ons from EKS
-    (`addon_state`); manifests from the Kubernetes API (`manifest_state`, skipped when `api`
-    is None)."""
+    """What of the catalog's add-ons and manifests is on the cluster now: {name: state}.
+    Add-ons from EKS (`addon_state`); manifests from the Kubernetes API (`manifest_state`,
+    skipped when `api` is None)."""
     deps = list(dependencies) if dependencies is not None else catalog()
     present = set(_list_addons(eks, cluster))
     out: dict[str, dict[str, Any]] = {}
@@ -346,7 +200,7 @@ def installed(eks: Any, api: ApiClient | None, cluster: str,
                 state = addon_state(eks, cluster, dep.name)
                 if state is not None:
                     out[dep.name] = {"kind": ADDON, **state}
-        elif api is not None:
+        elif dep.kind == MANIFESTS and api is not None:
             state = manifest_state(api, dep)
             if state is not None:
                 out[dep.name] = {"kind": MANIFESTS, **state}
@@ -376,11 +230,11 @@ def plan(wanted: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
          ) -> list[Action]:
     """What to do, in order: install what is missing (a manifests dependency with some
     objects missing is applied again — server-side apply is idempotent); upgrade an add-on
-    below its `min_version`. Nothing that is present is reinstalled, and only `wanted`
-    (enabled) entries are considered."""
+    below its `min_version`. Nothing that is present is reinstalled. Only add-ons and
+    manifests are planned here (identities and HyperPod settings: cloud/features.py)."""
     actions = []
     for dep in wanted:
-        if not dep.enabled:
+        if dep.kind not in (ADDON, MANIFESTS):
             continue
         state = present.get(dep.name)
         if dep.kind == ADDON:
@@ -400,14 +254,14 @@ def plan(wanted: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
     return actions
 
 
-def removal_plan(resolved: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
+def removal_plan(remove: Iterable[Dependency], present: Mapping[str, Mapping[str, Any]]
                  ) -> list[Action]:
-    """For a managed-features switch: remove what is turned off, present, and hypd's
+    """For a managed-features switch: remove those of `remove` that are present and hypd's
     (add-ons tagged by hypd; manifests are always hypd's), in reverse install order."""
     actions = []
-    for dep in reversed(list(resolved)):
+    for dep in reversed(list(remove)):
         state = present.get(dep.name)
-        if dep.enabled or state is None:
+        if state is None:
             continue
         if dep.kind == ADDON and state.get("managed"):
             actions.append(Action(REMOVE_ADDON, dep, "turned off"))
@@ -425,12 +279,13 @@ def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region:
           roles: Mapping[str, str] | None = None, client_token: str | None = None
           ) -> dict[str, Any]:
     """Carry out one action, ensure-style (an add-on that already exists is adopted, not
-    created again). `roles` maps a dependency's `role` key to an IAM role ARN for its
-    service account. Returns what was done, for the step's record."""
+    created again). `roles` maps an identity's role key to the IAM role ARN its consumer is
+    bound to. Returns what was done, for the step's record."""
     dep = action.dependency
     roles = roles or {}
     if action.kind == INSTALL_ADDON:
-        return _install_addon(eks, cluster, dep, roles.get(dep.role or ""), client_token)
+        role_arn = roles.get(dep.identity.role) if dep.identity else None
+        return _install_addon(eks, cluster, dep, role_arn, client_token)
     if action.kind == UPDATE_ADDON:
         request: dict[str, Any] = {"clusterName": cluster, "addonName": dep.name,
                                    "resolveConflicts": "OVERWRITE"}
@@ -486,7 +341,11 @@ def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None
         request["addonVersion"] = dep.version
     if dep.configuration:
         request["configurationValues"] = json.dumps(dep.configuration, sort_keys=True)
-    if role_arn:
+    identity = dep.identity
+    if role_arn and identity is not None and identity.mechanism == POD_IDENTITY:
+        request["podIdentityAssociations"] = [{"serviceAccount": identity.service_account,
+                                               "roleArn": role_arn}]
+    elif role_arn and identity is not None and identity.mechanism == IRSA:
         request["serviceAccountRoleArn"] = role_arn
     if client_token:
         request["clientRequestToken"] = client_token

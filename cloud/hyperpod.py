@@ -320,6 +320,24 @@ def update_instance_groups(sm: Any, name: str, groups: Sequence[Mapping[str, Any
     While deep health checks run, or while the cluster is busy with another update, AWS
     refuses: that is `NotYet` (the caller waits), not a failure. Refuses (HyperPodError) a
     cluster that is not hypd cluster `owner`'s (default: `name`)."""
+    request: dict[str, Any] = {"InstanceGroups": [dict(g) for g in groups]}
+    if delete:
+        request["InstanceGroupsToDelete"] = list(delete)
+    _update_cluster(sm, name, request, owner)
+
+
+def update_settings(sm: Any, name: str, settings: Mapping[str, Any],
+                    owner: str | None = None) -> None:
+    """UpdateCluster with cluster-level members only (`TieredStorageConfig`,
+    `AutoScaling`, `ClusterRole`): the instance groups are left as they are. Waits and
+    refusals as `update_instance_groups`."""
+    unknown = set(settings) - {"TieredStorageConfig", "AutoScaling", "ClusterRole"}
+    if unknown:
+        raise ValueError(f"not a cluster setting: {', '.join(sorted(unknown))}")
+    _update_cluster(sm, name, dict(settings), owner)
+
+
+def _update_cluster(sm: Any, name: str, members: Mapping[str, Any], owner: str | None) -> None:
     described = _describe(sm, name)
     if described is None:
         raise HyperPodError(f"HyperPod cluster {name} does not exist", "not_found")
@@ -328,11 +346,8 @@ def update_instance_groups(sm: Any, name: str, groups: Sequence[Mapping[str, Any
             described.get("ClusterStatus") in (UPDATING, SYSTEM_UPDATING)
             and described.get("NodeProvisioningMode") != NODE_PROVISIONING_MODE):
         raise NotYet(f"HyperPod cluster {name} is {described.get('ClusterStatus')}", 30.0)
-    request: dict[str, Any] = {"ClusterName": name, "InstanceGroups": [dict(g) for g in groups]}
-    if delete:
-        request["InstanceGroupsToDelete"] = list(delete)
     try:
-        sm.update_cluster(**request)
+        sm.update_cluster(ClusterName=name, **members)
     except ClientError as exc:
         message = (exc.response.get("Error") or {}).get("Message") or ""
         if "deep health check" in message.lower():
@@ -341,6 +356,38 @@ def update_instance_groups(sm: Any, name: str, groups: Sequence[Mapping[str, Any
         if error_code(exc) in ("ConflictException", "ResourceInUse"):
             raise NotYet(f"HyperPod cluster {name} is busy: {message}", 30.0) from exc
         raise
+
+
+def settings(sm: Any, name: str) -> dict[str, Any] | None:
+    """The cluster-level settings managed features turn on and off, as DescribeCluster
+    reports them now (None: no cluster): {status, cluster_role, tiered_storage: {mode,
+    memory_percent} | None, autoscaling: {mode, type, status, failure_message} | None,
+    groups: [{name, instance_type, current_count, target_count, capacity_type,
+    training_plan_arn, deep_health_checks, status}]}."""
+    described = _describe(sm, name)
+    if described is None:
+        return None
+    tiered = described.get("TieredStorageConfig") or {}
+    scaling = described.get("AutoScaling") or {}
+    return {
+        "status": described.get("ClusterStatus"),
+        "cluster_role": described.get("ClusterRole"),
+        "tiered_storage": {"mode": tiered.get("Mode"),
+                           "memory_percent": tiered.get("InstanceMemoryAllocationPercentage")}
+        if tiered else None,
+        "autoscaling": {"mode": scaling.get("Mode"), "type": scaling.get("AutoScalerType"),
+                        "status": scaling.get("Status"),
+                        "failure_message": scaling.get("FailureMessage")}
+        if scaling else None,
+        "groups": [{"name": g.get("InstanceGroupName"), "instance_type": g.get("InstanceType"),
+                    "current_count": g.get("CurrentCount"),
+                    "target_count": g.get("TargetCount"),
+                    "capacity_type": capacity_type_of(g),
+                    "training_plan_arn": g.get("TrainingPlanArn"),
+                    "deep_health_checks": list(g.get("OnStartDeepHealthChecks") or ()),
+                    "status": g.get("Status")}
+                   for g in described.get("InstanceGroups") or ()],
+    }
 
 
 # -- node software -----------------------------------------------------------------------------

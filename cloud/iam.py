@@ -39,6 +39,14 @@ BOUNDARY_POLICY_NAME = "hypd-role-boundary"
 PURPOSE_EKS_CLUSTER = "eks-cluster"
 PURPOSE_HYPERPOD_EXECUTION = "hp-exec"
 PURPOSE_HYPERPOD_CLUSTER = "hp-cluster"
+# the roles of managed features' consumers (their `identity.role` in dependencies.yaml)
+PURPOSE_TRAINING_OPERATOR = "training-op"
+PURPOSE_INFERENCE_OPERATOR = "inference-op"
+PURPOSE_OBSERVABILITY = "observability"
+PURPOSE_TIERED_CHECKPOINTING = "ckpt"
+
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
 
 EKS_CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 SAGEMAKER_CLUSTER_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
@@ -319,6 +327,123 @@ def hyperpod_cluster_role(cluster: str, region: str, account: str,
 
 
 # ---------------------------------------------------------------------------------------
+# managed features' consumers: trust by mechanism, policy by role
+# ---------------------------------------------------------------------------------------
+
+
+def pod_identity_trust(account: str, eks_cluster_arn: str) -> dict[str, Any]:
+    """EKS Pod Identity: the agent assumes the role for pods of this cluster only (the
+    `aws:SourceAccount` / `aws:SourceArn` conditions keep another cluster's agent out)."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            "Condition": {"StringEquals": {"aws:SourceAccount": account},
+                          "ArnEquals": {"aws:SourceArn": eks_cluster_arn}},
+        }],
+    }
+
+
+def irsa_trust(oidc_provider_arn: str, issuer_url: str, namespace: str,
+               service_account: str) -> dict[str, Any]:
+    """IAM roles for service accounts: web identities from the cluster's OIDC provider,
+    only for this one service account and only for STS."""
+    host_path = issuer_url.removeprefix("https://").rstrip("/")
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Federated": oidc_provider_arn},
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": {"StringEquals": {
+                f"{host_path}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                f"{host_path}:aud": WEB_IDENTITY_AUDIENCE,
+            }},
+        }],
+    }
+
+
+def _statement(sid: str, actions: Iterable[str], resources: Iterable[str] | str
+               ) -> dict[str, Any]:
+    return {"Sid": sid, "Effect": "Allow", "Action": sorted(actions),
+            "Resource": resources if isinstance(resources, str) else sorted(resources)}
+
+
+def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
+                    ) -> dict[str, Any]:
+    """What each managed feature's consumer may do, and nothing more."""
+    partition = partition_of(region)
+    clusters = f"arn:{partition}:sagemaker:{region}:{account}:cluster/*"
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    if purpose == PURPOSE_TRAINING_OPERATOR:
+        # the operator reads its nodes' HyperPod state to decide restarts and replacements
+        statements = [_statement("ReadHyperPodNodes", ["sagemaker:DescribeClusterNode"],
+                                 [clusters])]
+    elif purpose == PURPOSE_INFERENCE_OPERATOR:
+        statements = [
+            _statement("ReadHyperPodCluster", ["sagemaker:DescribeCluster"], [clusters]),
+            _statement("ListModelBucket", ["s3:ListBucket"], [bucket_arn]),
+            _statement("ReadModelWeights", ["s3:GetObject"], [f"{bucket_arn}/*"]),
+            _statement("PullServingImages", ["ecr:BatchCheckLayerAvailability",
+                                             "ecr:BatchGetImage", "ecr:GetAuthorizationToken",
+                                             "ecr:GetDownloadUrlForLayer"], "*"),
+        ]
+    elif purpose == PURPOSE_OBSERVABILITY:
+        statements = [_statement("WriteMetrics", ["aps:RemoteWrite"],
+                                 [f"arn:{partition}:aps:{region}:{account}:workspace/*"])]
+    elif purpose == PURPOSE_TIERED_CHECKPOINTING:
+        # what the checkpointing library does with the durable tier: list, read, write,
+        # delete old checkpoints, abort an interrupted multipart upload
+        statements = [
+            _statement("ListCheckpoints", ["s3:ListBucket"], [bucket_arn]),
+            _statement("ReadWriteCheckpoints", ["s3:AbortMultipartUpload", "s3:DeleteObject",
+                                                "s3:GetObject", "s3:PutObject"],
+                       [f"{bucket_arn}/*"]),
+        ]
+    else:
+        raise ValueError(f"no policy for a consumer role {purpose!r}")
+    return {"Version": POLICY_VERSION, "Statement": statements}
+
+
+FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
+                    PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING)
+NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING)
+
+
+def feature_role(cluster: str, region: str, account: str, purpose: str,
+                 trust: dict[str, Any], bucket: str | None = None) -> RoleSpec:
+    """The role of a managed feature's consumer: `trust` from `pod_identity_trust` or
+    `irsa_trust` (the consumer's mechanism), one inline policy `hypd-<purpose>`. `bucket`:
+    the cluster's shared bucket, for the consumers that read or write it."""
+    if purpose in NEEDS_BUCKET and not bucket:
+        raise ValueError(f"the {purpose} role is scoped to the cluster's bucket: give it")
+    return RoleSpec(
+        name=role_name(cluster, purpose),
+        purpose=purpose,
+        cluster=cluster,
+        trust=trust,
+        inline={f"hypd-{purpose}": _feature_policy(purpose, region, account, bucket)},
+        description=f"hypd: {purpose} of cluster {cluster}",
+    )
+
+
+def role_arn(account: str, name: str, region: str) -> str:
+    return f"arn:{partition_of(region)}:iam::{account}:role/{name}"
+
+
+def role_state(iam: Any, name: str) -> dict[str, Any] | None:
+    """{arn, trust, policies: {name: document}} of a role, or None when absent: what a
+    feature's state is read from."""
+    role = _get_role(iam, name)
+    if role is None:
+        return None
+    return {"arn": role["Arn"], "trust": _policy_doc(role.get("AssumeRolePolicyDocument")),
+            "policies": {p: _inline_policy(iam, name, p) for p in _inline_names(iam, name)}}
+
+
+# ---------------------------------------------------------------------------------------
 # ensure / delete
 # ---------------------------------------------------------------------------------------
 
@@ -411,9 +536,22 @@ def ensure_role(iam: Any, name: str, trust: dict[str, Any], managed_arns: Iterab
         if arn not in attached:
             iam.attach_role_policy(RoleName=name, PolicyArn=arn)
     for policy_name, document in inline.items():
-        iam.put_role_policy(RoleName=name, PolicyName=policy_name,
-                            PolicyDocument=json.dumps(document))
+        if _inline_policy(iam, name, policy_name) != document:
+            iam.put_role_policy(RoleName=name, PolicyName=policy_name,
+                                PolicyDocument=json.dumps(document))
     return role["Arn"]
+
+
+def _inline_policy(iam: Any, role: str, policy_name: str) -> Any:
+    """The inline policy's document as IAM holds it, or None: a policy already as wanted is
+    not written again (a re-run of an ensure changes nothing)."""
+    try:
+        return _policy_doc(iam.get_role_policy(RoleName=role,
+                                               PolicyName=policy_name)["PolicyDocument"])
+    except ClientError as exc:
+        if is_not_found(exc):
+            return None
+        raise
 
 
 def ensure_role_spec(iam: Any, spec: RoleSpec) -> str:

@@ -579,6 +579,36 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+FEATURE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_features", method="GET", path="/api/v1/clusters/{cluster}/features",
+        title="Get a cluster's managed features",
+        description="The managed features (training_operator, inference_operator, "
+        "tiered_checkpointing, autoscaling, observability, task_governance) as they actually "
+        "are: state on/off/partial/settling/failed, each part (add-on, IAM role and its trust, "
+        "service account, Pod Identity association, HyperPod setting) present and as wanted "
+        "or not, what each needs from other features (requires), its identity mechanism, and "
+        "each instance group's autoscaling min/max/current. Read it before update_features; "
+        "it changes nothing.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="update_features", method="PATCH", path="/api/v1/clusters/{cluster}/features",
+        title="Turn managed features on or off",
+        description="Turn one managed feature on or off or change its options, passing only "
+        "what the user wants changed, e.g. {\"training_operator\": {\"enabled\": true}} or "
+        "{\"autoscaling\": {\"enabled\": true, \"groups\": {\"workers\": {\"min\": 0, "
+        "\"max\": 4}}}}. What the feature needs (cert-manager, the Pod Identity agent, its IAM "
+        "role) is installed first; turning it off removes its own parts and keeps what another "
+        "enabled feature still needs. One differing feature per call. Managed autoscaling "
+        "manages HyperPod instance groups only, not general EC2 capacity: say so to the user. "
+        "Already as asked: changed false and no status tool." + _FOLLOW,
+        notes={"cluster": "Name of the cluster."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -591,6 +621,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *NODE_TOOLS, *STORAGE_TOOLS, *AUDIT_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -108,7 +108,9 @@ class ClusterSchema(Schema):
     stages = fields.List(fields.Nested(StageSchema))
     instance_groups = fields.List(fields.Dict())
     nodes = fields.Dict(metadata={"description": "node counts by health"})
-    features = fields.Dict()
+    features = fields.Dict(allow_none=True, metadata={
+        "description": "each managed feature's state now (see /clusters/<c>/features); null "
+                       "when it cannot be read this moment"})
     events = fields.List(fields.Dict())
     network = fields.Dict(allow_none=True)
 

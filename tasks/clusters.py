@@ -15,7 +15,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cloud import addons, capacity, discovery, eks, hyperpod, iam, kube, lifecycle, storage
+from cloud import (
+    addons,
+    capacity,
+    dependencies,
+    discovery,
+    eks,
+    hyperpod,
+    iam,
+    kube,
+    lifecycle,
+    storage,
+)
 from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
 from tasks import active
@@ -122,20 +133,15 @@ def activate(ctx: StepContext) -> dict[str, Any]:
 
 # dependencies stage ------------------------------------------------------------------------
 
-def _wanted(ctx: StepContext) -> list[addons.Dependency]:
-    """The desired set, with what the managed-features switch turned off left out: the
-    switch records its choices as tags on the EKS cluster, so a re-run respects them."""
-    found = eks.describe(ctx.client("eks"), _name(ctx)) or {}
-    return addons.desired(addons.overrides_from_tags(found.get("tags")))
-
-
 @guarded
 def install_dependencies(ctx: StepContext) -> dict[str, Any]:
-    """Compare installed with desired and install only what is missing."""
+    """Compare installed with the base set and install only what is missing. Managed
+    features are the features switch's (tasks/features.py): a re-run neither installs one
+    that is off nor removes one that is on."""
     cluster = _name(ctx)
     client = ctx.client("eks")
     api = eks.api_client(cluster, ctx.region)
-    wanted = _wanted(ctx)
+    wanted = dependencies.desired()
     actions = addons.plan(wanted, addons.installed(client, api, cluster, wanted))
     done = [addons.apply(action, client, api, cluster, ctx.region,
                          client_token=ctx.token(action.dependency.name))
@@ -145,7 +151,7 @@ def install_dependencies(ctx: StepContext) -> dict[str, Any]:
 
 @guarded
 def wait_dependencies(ctx: StepContext) -> float | None:
-    names = [d.name for d in _wanted(ctx) if d.kind == addons.ADDON]
+    names = [d.name for d in dependencies.desired() if d.kind == dependencies.ADDON]
     state = addons.addons_settled(ctx.client("eks"), _name(ctx), names)
     if state["failed"]:
         raise StepFailed("add-ons failed: " + "; ".join(state["failed"]), "upstream_error")

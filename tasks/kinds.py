@@ -6,6 +6,7 @@ from __future__ import annotations
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
+from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
@@ -27,4 +28,5 @@ KINDS = kind_table(
     NODES_REBOOT,
     NODES_REPLACE,
     NODES_DELETE,
+    FEATURE_UPDATE,
 )

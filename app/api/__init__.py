@@ -10,6 +10,7 @@ from app.api import (
     cluster_software,
     clusters,
     discovery,
+    features,
     health,
     instance_groups,
     metrics,
@@ -20,8 +21,8 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, nodes.blp, operations.blp, audit.blp,
-              metrics.blp)
+              instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
+              operations.blp, audit.blp, metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -22,10 +22,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from app import context
 from app.errors import ApiError
+from app.readmodels import features as features_model
 from app.readmodels import lifecycle
-from cloud import addons, aws, eks, hyperpod, kube
+from cloud import aws, eks, features, hyperpod, kube
 from tasks import registry
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
@@ -144,10 +147,6 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
     now, the stages as its operations say, nodes by health as its Kubernetes says."""
     found = ref.eks
     described = hyperpod.describe(aws.client("sagemaker", region=ref.region), ref.hyperpod_name)
-    overrides = addons.overrides_from_tags((found or {}).get("tags"))
-    features = {f: {"enabled": overrides.get(f, meta["default"]),
-                    "description": meta["description"]}
-                for f, meta in addons.features().items()}
     return {
         "name": ref.name, "region": ref.region, "imported": ref.imported,
         "eks": {"status": found.get("status"), "version": found.get("version"),
@@ -157,9 +156,18 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
         "instance_groups": described["instance_groups"] if described else [],
         "nodes": {**(described["node_counts"] if described else {"total": 0, "by_status": {}}),
                   "by_health": node_health(ref.name, ref.region, found)},
-        "features": features,
+        "features": features_summary(ref),
         "events": described["events"] if described else [],
     }
+
+
+def features_summary(ref: ClusterRef) -> dict[str, Any] | None:
+    """Each managed feature's state as it is now (None when AWS or the cluster cannot be
+    read this moment: the page stays up; the features route reports the error itself)."""
+    try:
+        return features.summary(features_model.read(ref))
+    except (ClientError, BotoCoreError, kube.KubeError, OSError):
+        return None
 
 
 def node_health(name: str, region: str, found: dict[str, Any] | None) -> dict[str, int] | None:

@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers
+from sandbox.gaps import GapContext, answers, karpenter
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
@@ -959,6 +959,8 @@ def _create_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         )
         if request.get("AutoScaling"):
             cluster.autoscaling_status = "Creating"
+            if request["AutoScaling"].get("Mode") == "Enable":
+                batch.effect(lambda: karpenter.enable(hp, cluster.eks_name, karpenter_scale))
         hp.in_region(ctx.call.account, ctx.call.region)[name] = cluster
         operation = str(uuid.uuid4())
         cluster.event("Cluster", f"Cluster {name} is being created.", operation_id=operation)
@@ -1119,6 +1121,26 @@ def _scale(hp: HyperPod, batch: Batch, cluster: Cluster, group: Group, operation
     return ready
 
 
+def karpenter_scale(hp: HyperPod, cluster: Cluster, group_name: str, target: int) -> None:
+    """HyperPod-managed Karpenter's side of BatchAddClusterNodes / BatchDeleteClusterNodes
+    (as the cluster's ClusterRole, sandbox/gaps/karpenter.py): the group's target becomes
+    `target` and its instances follow (launching ones and the newest go first)."""
+
+    def scale(batch: Batch) -> None:
+        group = cluster.groups.get(group_name)
+        if not hp.alive(cluster) or group is None or group.target == target:
+            return
+        cluster.event(
+            "InstanceGroup",
+            f"Karpenter scales instance group {group_name} from {group.target} to {target}.",
+            group=group_name,
+        )
+        group.target = target
+        _scale(hp, batch, cluster, group, "karpenter")
+
+    hp.run(scale)
+
+
 @answers(SERVICE, "UpdateCluster")
 def _update_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
     hp = _state(ctx)
@@ -1200,6 +1222,8 @@ def _update_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
         cluster.request = copy.deepcopy(request)
         if "AutoScaling" in params:
             cluster.autoscaling_status = "InService"
+            if params["AutoScaling"].get("Mode") == "Enable":
+                batch.effect(lambda: karpenter.enable(hp, cluster.eks_name, karpenter_scale))
         cluster.event(
             "Cluster", f"Cluster {cluster.name} is being updated.", operation_id=operation
         )

@@ -2,7 +2,8 @@
 // made from the same schemas that validate every request), so the dashboard keeps no copies
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
 // default CIDR, count bounds, an instance group's choices, node health values and statuses,
-// how many node ids one batch call takes. Labels and hints stay here; they are presentation.
+// how many node ids one batch call takes, the managed features' option bounds. Labels and
+// hints stay here; they are presentation.
 
 export let rules = null;
 
@@ -104,5 +105,9 @@ export function rulesFrom(doc) {
       maxPerAction: nodeIds.maxItems,
     },
     upgradeVersions: field('KubernetesUpgrade', 'version').enum,
+    memoryPercent: { min: field('TieredCheckpointingPatch', 'memory_percent').minimum,
+      max: field('TieredCheckpointingPatch', 'memory_percent').maximum },
+    groupBounds: { min: field('GroupBounds', 'min').minimum, max: field('GroupBounds', 'max').maximum,
+      maxMin: field('GroupBounds', 'max').minimum },
   };
 }

@@ -337,6 +337,21 @@ class OperationStore:
         pipe.set(view_key(op["id"]), json.dumps(public_view(op, last_event_id)))
 
 
+def live_operations(client: redis.Redis, prefix: str) -> list[dict[str, Any]]:
+    """The unfinished operations holding a lock on `prefix` or below it (e.g. every
+    feature toggle of a cluster: `cluster/<c>/feature/`), from the lock table: for a step
+    that must not undo what a concurrent operation on a sibling target is doing."""
+    found = []
+    for path, op_id in client.hgetall(LOCKS_KEY).items():
+        if not path.startswith(prefix):
+            continue
+        raw = client.get(op_key(op_id))
+        op = json.loads(raw) if raw else None
+        if op is not None and not OpStatus(op["status"]).is_finished:
+            found.append(op)
+    return found
+
+
 def _next_event_id(after: str | None) -> str:
     """A stream id after `after`: now in milliseconds, or `after`'s time with the next
     sequence number when the clock has not moved past it (or went back)."""

@@ -161,6 +161,7 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
          {"name": "more", "instance_type": "ml.g5.8xlarge", "instance_count": 1}),
         ("PATCH", "/api/v1/clusters/walk-c/instance-groups/workers", {"instance_count": 3}),
         ("POST", "/api/v1/clusters/walk-c/software-update", {}),
+        ("PATCH", "/api/v1/clusters/walk-c/features", {"training_operator": {"enabled": True}}),
         ("POST", "/api/v1/clusters/walk-c/kubernetes-version", {"version": "1.33"}),
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         *[("POST", f"/api/v1/clusters/walk-c/nodes/{action}", {"node_ids": [WALK_NODE]})
@@ -338,6 +339,7 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
         "delete_instance_group": {"cluster": "walk-c", "name": "workers"},
         "update_cluster_software": {"name": "walk-c"},
         "upgrade_kubernetes": {"name": "walk-c", "version": "1.33"},
+        "update_features": {"cluster": "walk-c", "training_operator": {"enabled": True}},
         **{f"{action}_nodes": {"cluster": "walk-c", "node_ids": [WALK_NODE]}
            for action in ("reboot", "replace", "delete")},
         "cancel_operation": {"operation_id": targets["running"]},

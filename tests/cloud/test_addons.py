@@ -1,15 +1,13 @@
-"""cloud/addons.py: the dependency data, overrides, plan, apply (in-memory EKS + the TLS fake
-API server), and the shipped manifests validated strictly against Kubernetes' schemas."""
+"""cloud/addons.py: plan, apply (in-memory EKS + the TLS fake API server), and the shipped
+manifests validated strictly against Kubernetes' schemas. The data itself:
+tests/cloud/test_dependencies.py."""
 
 from __future__ import annotations
 
-import copy
-
 import kubernetes_validate
 import pytest
-import yaml
 
-from cloud import addons, kube
+from cloud import addons, dependencies, kube
 from tests.cloud.test_eks import FakeEks
 from tests.cloud.test_kube import FakeKube
 
@@ -21,8 +19,8 @@ def names(deps) -> list[str]:
     return [d.name for d in deps]
 
 
-def by_name(name: str) -> addons.Dependency:
-    return next(d for d in addons.catalog() if d.name == name)
+def by_name(name: str) -> dependencies.Dependency:
+    return dependencies.by_name()[name]
 
 
 @pytest.fixture
@@ -40,93 +38,25 @@ def api(fake_kube):
 
 
 # ---------------------------------------------------------------------------------------
-# the data
-# ---------------------------------------------------------------------------------------
-
-
-def test_dependency_data_loads_and_is_ordered():
-    catalog = addons.catalog()
-    assert len({d.name for d in catalog}) == len(catalog)
-    position = {d.name: i for i, d in enumerate(catalog)}
-    for dep in catalog:
-        assert dep.version, dep.name
-        assert dep.feature in addons.features(), dep.name
-        for required in dep.requires:
-            assert position[required] < position[dep.name]
-        if dep.kind == addons.MANIFESTS:
-            assert dep.manifests
-    # the default set: EKS add-ons HyperPod needs, plus HyperPod's required components
-    assert names(addons.desired()) == [
-        "vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent",
-        "aws-mountpoint-s3-csi-driver", "cert-manager", "hyperpod-namespace",
-        "hyperpod-health-monitoring-agent", "hyperpod-deep-health-check",
-        "hyperpod-job-auto-restart", "hyperpod-patching", "nvidia-device-plugin",
-        "efa-device-plugin"]
-    assert by_name("vpc-cni").min_version == "v1.18.3"
-    assert by_name("cert-manager").version == "v1.18.2-eksbuild.2"
-    off = [d.name for d in catalog if not d.enabled]
-    assert "amazon-sagemaker-hyperpod-training-operator" in off
-    assert "amazon-sagemaker-hyperpod-inference" in off
-
-
-def test_bad_data_is_refused(tmp_path):
-    data = yaml.safe_load(addons.DATA_FILE.read_text())
-    broken = copy.deepcopy(data)
-    broken["dependencies"][0]["requires"] = ["cert-manager"]  # listed later
-    path = tmp_path / "deps.yaml"
-    path.write_text(yaml.safe_dump(broken))
-    with pytest.raises(addons.DependencyError, match="must be listed before"):
-        addons._load(str(path))
-    broken = copy.deepcopy(data)
-    broken["dependencies"][0]["feature"] = "nope"
-    path.write_text(yaml.safe_dump(broken))
-    with pytest.raises(addons.DependencyError, match="unknown feature"):
-        addons._load(str(path))
-
-
-def test_overrides_turn_features_and_entries_on_and_off():
-    wanted = names(addons.desired({"device-plugins": False, "training-operator": True}))
-    assert "nvidia-device-plugin" not in wanted and "efa-device-plugin" not in wanted
-    assert "amazon-sagemaker-hyperpod-training-operator" in wanted
-    # a dependency's own key wins over its feature's
-    wanted = names(addons.desired({"device-plugins": False, "efa-device-plugin": True}))
-    assert "efa-device-plugin" in wanted and "nvidia-device-plugin" not in wanted
-    with pytest.raises(addons.DependencyError, match="unknown"):
-        addons.desired({"trainin-operator": True})
-    with pytest.raises(addons.DependencyError, match="turned off"):
-        addons.desired({"training-operator": True, "cert-manager": False})
-
-
-def test_feature_overrides_round_trip_through_cluster_tags():
-    tags = {**addons.feature_tag("device-plugins", False),
-            **addons.feature_tag("training-operator", True),
-            "hypd:feature:retired-feature": "off", "hypd:cluster": "lab"}
-    assert tags["hypd:feature:device-plugins"] == "off"
-    assert addons.overrides_from_tags(tags) == {"device-plugins": False,
-                                                "training-operator": True}
-    with pytest.raises(addons.DependencyError):
-        addons.feature_tag("nope", True)
-
-
-# ---------------------------------------------------------------------------------------
 # plan
 # ---------------------------------------------------------------------------------------
 
 
 def test_plan_installs_everything_on_a_bare_cluster():
-    actions = addons.plan(addons.desired(), {})
-    assert [a.dependency.name for a in actions] == names(addons.desired())
+    actions = addons.plan(dependencies.desired(), {})
+    assert [a.dependency.name for a in actions] == names(dependencies.desired())
     kinds = {a.dependency.name: a.kind for a in actions}
     assert kinds["vpc-cni"] == addons.INSTALL_ADDON
     assert kinds["hyperpod-namespace"] == addons.APPLY_MANIFESTS
 
 
 def test_plan_installs_only_what_is_missing_and_never_reinstalls():
-    wanted = addons.desired()
+    wanted = dependencies.desired()
     present = {
         "vpc-cni": {"kind": "addon", "status": "ACTIVE", "version": "v1.20.4-eksbuild.2"},
         "coredns": {"kind": "addon", "status": "DEGRADED", "version": "v1.11.4-eksbuild.2"},
-        "cert-manager": {"kind": "addon", "status": "ACTIVE", "version": "v1.17.0-eksbuild.1"},
+        "eks-pod-identity-agent": {"kind": "addon", "status": "ACTIVE",
+                                   "version": "v1.2.0-eksbuild.1"},
         "hyperpod-namespace": {"kind": "manifests", "objects": 1, "missing": []},
         "hyperpod-health-monitoring-agent": {"kind": "manifests", "objects": 3,
                                              "missing": ["DaemonSet/health-monitoring-agent"]},
@@ -135,7 +65,7 @@ def test_plan_installs_only_what_is_missing_and_never_reinstalls():
     planned = {a.dependency.name: a for a in actions}
     # present ones are not touched, whatever their version or status (DEGRADED before nodes)
     assert "vpc-cni" not in planned and "coredns" not in planned
-    assert "cert-manager" not in planned  # another version the user chose: kept
+    assert "eks-pod-identity-agent" not in planned  # another version the user chose: kept
     assert "hyperpod-namespace" not in planned
     assert planned["hyperpod-health-monitoring-agent"].kind == addons.APPLY_MANIFESTS
     assert "DaemonSet/health-monitoring-agent" in planned[
@@ -143,22 +73,20 @@ def test_plan_installs_only_what_is_missing_and_never_reinstalls():
     assert planned["kube-proxy"].kind == addons.INSTALL_ADDON
 
 
-def test_plan_respects_disabled_entries():
-    overrides = {"device-plugins": False, "storage-s3": False}
-    actions = addons.plan(addons.desired(overrides), {})
-    planned = [a.dependency.name for a in actions]
-    assert "nvidia-device-plugin" not in planned
-    assert "aws-mountpoint-s3-csi-driver" not in planned
-    # a disabled entry slipped into the list is still skipped
-    resolved = addons.resolve(overrides)
-    assert "efa-device-plugin" not in [a.dependency.name for a in addons.plan(resolved, {})]
+def test_plan_acts_only_on_what_it_is_given():
+    # a feature's requirements: cert-manager is not in the base set, but planned when asked
+    wanted = dependencies.requirements("training_operator")
+    planned = [a.dependency.name for a in addons.plan(wanted, {})]
+    assert planned == ["eks-pod-identity-agent", "cert-manager"]
+    # entries that are not add-ons or manifests (roles, HyperPod settings) are not the plan's
+    assert addons.plan(dependencies.entries("tiered_checkpointing"), {}) == []
 
 
 def test_plan_upgrades_below_minimum_and_repairs_failed_addons():
     present = {"vpc-cni": {"kind": "addon", "status": "ACTIVE",
                            "version": "v1.16.0-eksbuild.1"},
                "kube-proxy": {"kind": "addon", "status": "CREATE_FAILED", "version": "v1"}}
-    planned = {a.dependency.name: a for a in addons.plan(addons.desired(), present)}
+    planned = {a.dependency.name: a for a in addons.plan(dependencies.desired(), present)}
     assert planned["vpc-cni"].kind == addons.UPDATE_ADDON
     assert "below the required v1.18.3" in planned["vpc-cni"].reason
     assert planned["kube-proxy"].kind == addons.UPDATE_ADDON
@@ -167,14 +95,15 @@ def test_plan_upgrades_below_minimum_and_repairs_failed_addons():
     assert not addons.below_minimum("v1.20.0", None)
 
 
-def test_removal_plan_removes_only_what_is_turned_off_and_hypds():
-    resolved = addons.resolve({"device-plugins": False, "cert-manager": False})
+def test_removal_plan_removes_only_what_is_present_and_hypds():
+    remove = [by_name("nvidia-device-plugin"), by_name("cert-manager"), by_name("vpc-cni"),
+              by_name("efa-device-plugin")]
     present = {"nvidia-device-plugin": {"kind": "manifests", "objects": 1, "missing": []},
                "cert-manager": {"kind": "addon", "status": "ACTIVE", "managed": False},
                "vpc-cni": {"kind": "addon", "status": "ACTIVE", "managed": True}}
-    actions = addons.removal_plan(resolved, present)
+    actions = addons.removal_plan(remove, present)
     assert [(a.kind, a.dependency.name) for a in actions] == [
-        (addons.DELETE_MANIFESTS, "nvidia-device-plugin")]
+        (addons.REMOVE_ADDON, "vpc-cni"), (addons.DELETE_MANIFESTS, "nvidia-device-plugin")]
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,8 +111,8 @@ def test_removal_plan_removes_only_what_is_turned_off_and_hypds():
 # ---------------------------------------------------------------------------------------
 
 
-def manifest_deps() -> list[addons.Dependency]:
-    return [d for d in addons.catalog() if d.kind == addons.MANIFESTS]
+def manifest_deps() -> list[dependencies.Dependency]:
+    return [d for d in dependencies.catalog() if d.kind == dependencies.MANIFESTS]
 
 
 def test_rendered_manifests_carry_labels_versions_and_regional_images():
@@ -198,7 +127,7 @@ def test_rendered_manifests_carry_labels_versions_and_regional_images():
               for c in o["spec"]["template"]["spec"]["containers"]]
     assert images == 2 * ["533267293120.dkr.ecr.eu-west-1.amazonaws.com/"
                           "hyperpod-health-monitoring-agent:1.0.1892.0_1.0.424.0"]
-    with pytest.raises(addons.DependencyError, match="not published in af-south-1"):
+    with pytest.raises(dependencies.DependencyError, match="not published in af-south-1"):
         addons.render(dep, "af-south-1")
     for other in manifest_deps():
         for obj in addons.render(other, REGION):
@@ -243,19 +172,16 @@ def test_strict_validation_catches_a_misspelt_field():
 
 def test_apply_installs_then_a_rerun_plans_nothing(api):
     eks = FakeEks()
-    wanted = addons.desired()
+    wanted = dependencies.desired()
     actions = addons.plan(wanted, addons.installed(eks, api, "lab"))
     assert len(actions) == len(wanted)
-    done = [addons.apply(a, eks, api, "lab", REGION, roles={"s3-csi": "arn:aws:iam::1:role/s3"},
-                         client_token=f"tok-{a.dependency.name}") for a in actions]
+    done = [addons.apply(a, eks, api, "lab", REGION, client_token=f"tok-{a.dependency.name}")
+            for a in actions]
     created = {kw["addonName"]: kw for kw in eks.mutations("create_addon")}
     assert set(created) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent",
-                            "aws-mountpoint-s3-csi-driver", "cert-manager"}
+                            "aws-mountpoint-s3-csi-driver"}
     assert created["vpc-cni"]["resolveConflicts"] == "OVERWRITE"
     assert "addonVersion" not in created["vpc-cni"]  # EKS's default for the cluster version
-    assert created["cert-manager"]["addonVersion"] == "v1.18.2-eksbuild.2"
-    assert created["aws-mountpoint-s3-csi-driver"]["serviceAccountRoleArn"] == \
-        "arn:aws:iam::1:role/s3"
     assert created["coredns"]["clientRequestToken"] == "tok-coredns"
     assert created["coredns"]["tags"]["hypd:cluster"] == "lab"
     applied = next(d for d in done if d["name"] == "hyperpod-health-monitoring-agent")
@@ -287,7 +213,7 @@ def test_install_adopts_an_existing_addon():
 def test_update_below_minimum_goes_to_the_default_version():
     eks = FakeEks()
     eks.create_addon(clusterName="lab", addonName="vpc-cni", addonVersion="v1.16.0-eksbuild.1")
-    (action,) = [a for a in addons.plan(addons.desired(), addons.installed(eks, None, "lab"))
+    (action,) = [a for a in addons.plan(dependencies.desired(), addons.installed(eks, None, "lab"))
                  if a.dependency.name == "vpc-cni"]
     addons.apply(action, eks, None, "lab", REGION)
     (update,) = eks.mutations("update_addon")
@@ -328,12 +254,25 @@ def test_addons_settled_accepts_degraded_before_nodes():
                                "webhook not ready)"]
 
 
-def test_features_summary():
-    summary = addons.features()
-    assert summary["core"]["default"] is True
-    assert summary["training-operator"]["default"] is False
-    assert summary["device-plugins"]["dependencies"] == ["nvidia-device-plugin",
-                                                          "efa-device-plugin"]
-    assert "Pod Identity" in summary["pod-identity"]["description"]
-
-
+def test_an_addon_is_installed_bound_to_its_role_by_its_mechanism():
+    eks = FakeEks()
+    roles = {"training-op": "arn:aws:iam::1:role/hypd-lab-training-op",
+             "inference-op": "arn:aws:iam::1:role/hypd-lab-inference-op"}
+    for name in ("amazon-sagemaker-hyperpod-training-operator",
+                 "amazon-sagemaker-hyperpod-inference", "cert-manager"):
+        addons.apply(addons.Action(addons.INSTALL_ADDON, by_name(name)), eks, None, "lab",
+                     REGION, roles=roles)
+    created = {kw["addonName"]: kw for kw in eks.mutations("create_addon")}
+    # Pod Identity: the add-on's own association for its service account
+    training = created["amazon-sagemaker-hyperpod-training-operator"]
+    assert training["podIdentityAssociations"] == [{
+        "serviceAccount": "hp-training-operator-controller-manager",
+        "roleArn": roles["training-op"]}]
+    assert "serviceAccountRoleArn" not in training
+    # IRSA: the role EKS annotates the add-on's service account with
+    inference = created["amazon-sagemaker-hyperpod-inference"]
+    assert inference["serviceAccountRoleArn"] == roles["inference-op"]
+    assert "podIdentityAssociations" not in inference
+    # no identity: neither
+    assert created["cert-manager"]["addonVersion"] == "v1.18.2-eksbuild.2"
+    assert not {"podIdentityAssociations", "serviceAccountRoleArn"} & set(created["cert-manager"])

@@ -699,7 +699,7 @@ def sandbox(request, monkeypatch):
 
 
 def test_sandbox_cluster_from_create_to_server_side_apply(sandbox):
-    from cloud import addons, kube
+    from cloud import addons, dependencies, kube
     from cloud import iam as roles
     from cloud.kube import KubeError
 
@@ -750,12 +750,12 @@ def test_sandbox_cluster_from_create_to_server_side_apply(sandbox):
     assert eks.ensure_oidc_provider(iam_api, state["oidc_issuer"], "sb-lab") == arn
 
     # the dependencies stage: everything once, then nothing
-    wanted = addons.desired()
+    wanted = dependencies.desired()
     for action in addons.plan(wanted, addons.installed(eks_api, client.api, "sb-lab")):
         addons.apply(action, eks_api, client.api, "sb-lab", REGION,
                      client_token=f"tok-{action.dependency.name}")
     assert addons.plan(wanted, addons.installed(eks_api, client.api, "sb-lab")) == []
-    names = [d.name for d in wanted if d.kind == addons.ADDON]
+    names = [d.name for d in wanted if d.kind == dependencies.ADDON]
     sandbox.advance_clock(600)
     settled = addons.addons_settled(eks_api, "sb-lab", names)
     assert settled["failed"] == [] and settled["missing"] == []

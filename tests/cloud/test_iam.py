@@ -160,6 +160,105 @@ def test_least_privilege(spec):
 
 
 # ---------------------------------------------------------------------------------------
+# managed features' consumers
+# ---------------------------------------------------------------------------------------
+
+EKS_ARN = f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/lab"
+ISSUER = f"https://oidc.eks.{REGION}.amazonaws.com/id/ABC123"
+PROVIDER = f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{REGION}.amazonaws.com/id/ABC123"
+BUCKET = "hypd-lab-0123456789"
+
+
+def feature_roles() -> list[roles.RoleSpec]:
+    pod = roles.pod_identity_trust(ACCOUNT, EKS_ARN)
+    irsa = roles.irsa_trust(PROVIDER, ISSUER, "default", "hypd-tiered-checkpointing")
+    return [roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_TRAINING_OPERATOR, pod),
+            roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_INFERENCE_OPERATOR, irsa,
+                               BUCKET),
+            roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_OBSERVABILITY, pod),
+            roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_TIERED_CHECKPOINTING,
+                               irsa, BUCKET)]
+
+
+def test_pod_identity_trust_is_this_clusters_agent_only():
+    (only,) = roles.pod_identity_trust(ACCOUNT, EKS_ARN)["Statement"]
+    assert only["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert only["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    assert only["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT},
+                                 "ArnEquals": {"aws:SourceArn": EKS_ARN}}
+
+
+def test_irsa_trust_is_scoped_to_one_service_account():
+    (only,) = roles.irsa_trust(PROVIDER, ISSUER, "default", "hypd-tiered-checkpointing")[
+        "Statement"]
+    assert only["Principal"] == {"Federated": PROVIDER}
+    assert only["Action"] == "sts:AssumeRoleWithWebIdentity"
+    host = f"oidc.eks.{REGION}.amazonaws.com/id/ABC123"
+    assert only["Condition"] == {"StringEquals": {
+        f"{host}:sub": "system:serviceaccount:default:hypd-tiered-checkpointing",
+        f"{host}:aud": "sts.amazonaws.com"}}
+
+
+def test_tiered_checkpointing_may_use_only_the_clusters_bucket():
+    spec = feature_roles()[3]
+    assert spec.name == "hypd-lab-ckpt"
+    assert statements(spec) == [
+        {"Sid": "ListCheckpoints", "Effect": "Allow", "Action": ["s3:ListBucket"],
+         "Resource": [f"arn:aws:s3:::{BUCKET}"]},
+        {"Sid": "ReadWriteCheckpoints", "Effect": "Allow",
+         "Action": ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject",
+                    "s3:PutObject"],
+         "Resource": [f"arn:aws:s3:::{BUCKET}/*"]}]
+    with pytest.raises(ValueError, match="bucket"):
+        roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_TIERED_CHECKPOINTING,
+                           spec.trust)
+
+
+def test_operator_and_observability_policies_are_pinned():
+    training, inference, observability, _ = feature_roles()
+    assert statements(training) == [
+        {"Sid": "ReadHyperPodNodes", "Effect": "Allow",
+         "Action": ["sagemaker:DescribeClusterNode"],
+         "Resource": [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/*"]}]
+    assert [(s["Sid"], s["Action"]) for s in statements(inference)] == [
+        ("ReadHyperPodCluster", ["sagemaker:DescribeCluster"]),
+        ("ListModelBucket", ["s3:ListBucket"]),
+        ("ReadModelWeights", ["s3:GetObject"]),
+        ("PullServingImages", ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage",
+                               "ecr:GetAuthorizationToken", "ecr:GetDownloadUrlForLayer"])]
+    assert statements(observability) == [
+        {"Sid": "WriteMetrics", "Effect": "Allow", "Action": ["aps:RemoteWrite"],
+         "Resource": [f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/*"]}]
+
+
+@pytest.mark.parametrize("spec", feature_roles(), ids=lambda s: s.purpose)
+def test_feature_roles_are_least_privilege(spec):
+    for statement in statements(spec):
+        assert statement["Effect"] == "Allow" and "NotAction" not in statement
+        for action in as_list(statement["Action"]):
+            assert "*" not in action, action
+        if "*" in as_list(statement["Resource"]):
+            assert all(a in roles.STAR_RESOURCE_ACTIONS for a in as_list(statement["Action"]))
+    assert spec.managed_arns == ()
+
+
+def test_an_unchanged_inline_policy_is_not_written_again(iam):
+    spec = feature_roles()[0]
+    roles.ensure_role_spec(iam, spec)
+    iam.put_role_policy(RoleName=spec.name, PolicyName="hypd-training-op",
+                        PolicyDocument=json.dumps({  # someone changed it
+                            "Version": "2012-10-17",
+                            "Statement": statements(feature_roles()[2])}))
+    calls = []
+    iam.meta.events.register("before-call.iam.PutRolePolicy",
+                             lambda **kw: calls.append(kw["params"]))
+    roles.ensure_role_spec(iam, spec)
+    assert len(calls) == 1  # drifted: converged again
+    roles.ensure_role_spec(iam, spec)
+    assert len(calls) == 1  # as wanted: not written again
+
+
+# ---------------------------------------------------------------------------------------
 # ensure / delete (moto)
 # ---------------------------------------------------------------------------------------
 

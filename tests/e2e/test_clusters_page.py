@@ -184,7 +184,9 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
         "href", f"#/operations/{op_id}")
     expect(page.get_by_test_id("cluster-active")).to_be_visible()  # the activate stage did it
-    expect(page.get_by_test_id("feature-storage-s3")).to_have_attribute("data-enabled", "1")
+    # the Advanced features panel reads the cluster: a new cluster has its managed features off
+    expect(page.get_by_test_id("feature-training_operator")).to_have_attribute(
+        "data-state", "off", timeout=AWS_READ_TIMEOUT_MS)
 
     # the kubeconfig is saved as the YAML file the API serves (?format=yaml)
     with page.expect_download() as downloading:

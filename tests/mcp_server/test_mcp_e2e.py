@@ -206,7 +206,8 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
             node = {**{k: v for k, v in node.items() if k != "nullable"},
                     "type": [node["type"], "null"]}
         if isinstance(node, dict):
-            return {k: resolve(v) if k in ("items",) else
+            return {k: resolve(v) if k in ("items", "additionalProperties") else
+                    [resolve(v2) for v2 in v] if k in ("anyOf", "oneOf") else
                     ({n: resolve(v2) for n, v2 in v.items()} if k == "properties" else v)
                     for k, v in node.items()}
         return node

@@ -1,6 +1,6 @@
 // #/clusters/<name> — one cluster: EKS and HyperPod state, each stage with a Re-run button,
 // instance groups, nodes by health (both linking to the capacity page, where they change),
-// features, recent HyperPod events, kubeconfig download.
+// the Advanced features panel, recent HyperPod events, kubeconfig download.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
@@ -11,6 +11,7 @@ import { stageTitle, stageBlurb } from '../stages.js';
 import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
 import { capacityHref } from '../capacity/links.js';
+import { mountFeatures } from './cluster_features.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 3000;
@@ -32,7 +33,7 @@ export function mount(root, ctx) {
   const eventsList = h('ul', { class: 'events hp-events', testid: 'cluster-events' });
   const statusBox = h('dl', { class: 'kv', testid: 'cluster-status' });
   const nodesBox = h('div', { class: 'card-body', testid: 'cluster-nodes' });
-  const featuresBox = h('ul', { class: 'features', testid: 'cluster-features' });
+  const featuresBox = h('div', { testid: 'cluster-features' });
   const linksBox = h('div', { class: 'card-body links', testid: 'cluster-links' });
   const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'cluster-refresh', onclick: () => load() }, 'Refresh');
   const updated = h('span', { class: 'sub', testid: 'cluster-updated' });
@@ -55,6 +56,10 @@ export function mount(root, ctx) {
                 h('th', null, 'Group'), h('th', null, 'Instance type'), h('th', { class: 'num' }, 'Count'),
                 h('th', null, 'Capacity'), h('th', null, 'Network'), h('th', null, 'Status'))),
               groupsBody))),
+        h('div', { class: 'card', testid: 'advanced-features' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Advanced features'), h('span', { class: 'spacer' }),
+            h('span', { class: 'sub' }, 'as the cluster has them now')),
+          featuresBox),
         h('div', { class: 'card' },
           h('div', { class: 'card-head' }, h('h2', null, 'Recent HyperPod events'), h('span', { class: 'spacer' }),
             h('span', { class: 'sub' }, 'newest first')),
@@ -68,11 +73,10 @@ export function mount(root, ctx) {
             h('a', { href: capacityHref(name), testid: 'cluster-nodes-link' }, 'Nodes and actions →')),
           nodesBox),
         h('div', { class: 'card' },
-          h('div', { class: 'card-head' }, h('h2', null, 'Features')),
-          featuresBox),
-        h('div', { class: 'card' },
           h('div', { class: 'card-head' }, h('h2', null, 'Operations')),
           linksBox))));
+
+  const features = mountFeatures(featuresBox, ctx, name);
 
   // ---------- load ----------
 
@@ -87,6 +91,7 @@ export function mount(root, ctx) {
           .catch((e) => { if (isAbort(e)) throw e; return null; }),
         api('/api/v1/active-cluster', { signal: ctx.signal }).catch((e) => { if (isAbort(e)) throw e; return null; }),
       ]);
+      if (state.c) features.refresh();
       state.c = c;
       if (ops) state.ops = (ops.items || []).filter((op) => op.target === `cluster/${name}`);
       if (active) state.active = active.name;
@@ -120,7 +125,6 @@ export function mount(root, ctx) {
     renderStages(c);
     renderGroups(c);
     renderNodes(c);
-    renderFeatures(c);
     renderEvents(c);
     renderStatus(c);
     renderLinks();
@@ -298,21 +302,6 @@ export function mount(root, ctx) {
         : h('div', { class: 'faint' }, c.hyperpod ? 'No nodes reported.' : 'No HyperPod cluster yet.'));
   }
 
-  function renderFeatures(c) {
-    clear(featuresBox);
-    const entries = Object.entries(c.features || {}).sort((a, b) => Number(b[1].enabled) - Number(a[1].enabled) || a[0].localeCompare(b[0]));
-    if (!entries.length) {
-      featuresBox.appendChild(h('li', { class: 'faint' }, 'No feature information.'));
-      return;
-    }
-    for (const [k, f] of entries) {
-      featuresBox.appendChild(h('li', { testid: `feature-${k}`, dataset: { enabled: f.enabled ? '1' : '' }, title: f.description || '' },
-        h('span', { class: `feat-dot ${f.enabled ? 'on' : 'off'}` }),
-        h('div', null, h('div', { class: 'feat-name' }, k), f.description ? h('div', { class: 'feat-desc' }, f.description) : null),
-        h('span', { class: f.enabled ? 'feat-state on' : 'feat-state' }, f.enabled ? 'enabled' : 'disabled')));
-    }
-  }
-
   function renderEvents(c) {
     clear(eventsList);
     const events = (c.events || []).slice(0, MAX_EVENTS);
@@ -343,7 +332,8 @@ export function mount(root, ctx) {
     if (hp) {
       rows.push(['node recovery', hp.node_recovery || '—']);
       rows.push(['provisioning', hp.node_provisioning_mode || '—']);
-      rows.push(['autoscaling', hp.autoscaling ? h('span', { class: 'id' }, typeof hp.autoscaling === 'object' ? Object.entries(hp.autoscaling).map(([k, v]) => `${k}=${v}`).join(' ') : String(hp.autoscaling)) : h('span', { class: 'faint' }, 'off')]);
+      rows.push(['autoscaling', [hp.autoscaling ? h('span', { class: 'id' }, typeof hp.autoscaling === 'object' ? Object.entries(hp.autoscaling).map(([k, v]) => `${k}=${v}`).join(' ') : String(hp.autoscaling)) : h('span', { class: 'faint' }, 'off'),
+        h('span', { class: 'sub-id', testid: 'status-autoscaling-scope' }, 'HyperPod instance groups only, not general EC2 capacity')]]);
       rows.push(['HyperPod ARN', idEl(hp.arn)]);
     }
     clear(statusBox).append(...rows.flatMap(([k, v]) => [h('dt', null, k), h('dd', { dataset: { k } }, v)]));

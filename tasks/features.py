@@ -1,0 +1,394 @@
+"""Operation kind `feature.update` (target `cluster/<c>/feature/<f>`): turn one managed
+feature on or off, or change its options, dependency-aware.
+
+Turning on, in order: `requirements` (what the feature needs from other features — e.g.
+cert-manager, the Pod Identity agent — installed when missing, under the cluster's features
+mutex), `identity` (each consumer's IAM role, and a service account hypd makes annotated
+with it), `enable` (the add-ons bound to their roles, the HyperPod setting), and for
+autoscaling `node_pools` (each group's bounds). Turning off goes back: `node_pools_off`,
+`disable`, `identity_off` (the roles and service accounts, never a shared role nor the OIDC
+provider), `release` (what the feature pulled in, unless another enabled feature — or one
+being changed right now — still needs it).
+
+Every step is an ensure: it reads the actual state first and acts only on the difference,
+so a step re-run after a crash adopts what the crashed attempt made (a role found by name
+and tags, an add-on found by name and created with a client request token, a HyperPod
+setting already as asked is not sent again). The route records in the params what a
+change needs that is fixed when it is asked (the groups' instance types), so every attempt
+acts the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloud import (
+    addons,
+    autoscaling,
+    dependencies,
+    eks,
+    features,
+    hyperpod,
+    iam,
+    identity,
+    kube,
+    storage,
+)
+from cloud.aws import CLUSTER_TAG, tags_for
+from cloud.dependencies import ADDON, AUTOSCALING, HYPERPOD, MANIFESTS, TIERED_STORAGE, Dependency
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
+from tasks.engine.store import live_operations
+from tasks.outcomes import guarded, output
+
+SETTLE_POLL_S = 10.0
+
+
+def target(cluster: str, feature: str) -> str:
+    return f"cluster/{cluster}/feature/{feature}"
+
+
+def _cluster(ctx: StepContext) -> str:
+    return ctx.params["cluster"]
+
+
+def _feature(ctx: StepContext) -> str:
+    return ctx.params["feature"]
+
+
+def _mutex(ctx: StepContext) -> str:
+    """One per cluster: installing and releasing shared dependencies never interleave."""
+    return f"features/{_cluster(ctx)}"
+
+
+def _sources(ctx: StepContext) -> features.Sources:
+    cluster = _cluster(ctx)
+    account = iam.account_id(ctx.client("sts"))
+    facts = identity.facts(ctx.client("eks"), cluster, ctx.region, account,
+                           storage.shared_bucket_name(cluster, account, ctx.region))
+    return features.Sources(eks=ctx.client("eks"), iam=ctx.client("iam"),
+                            sagemaker=ctx.client("sagemaker"),
+                            api=eks.api_client(cluster, ctx.region), facts=facts,
+                            hyperpod_name=ctx.params.get("hyperpod_name") or cluster)
+
+
+def _own(ctx: StepContext) -> list[Dependency]:
+    return dependencies.entries(_feature(ctx))
+
+
+def _addon_names(deps: list[Dependency]) -> list[str]:
+    return [d.name for d in deps if d.kind == ADDON]
+
+
+def _install(ctx: StepContext, src: features.Sources, deps: list[Dependency],
+             roles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    cluster = _cluster(ctx)
+    actions = addons.plan(deps, addons.installed(src.eks, src.api, cluster, deps))
+    return [addons.apply(action, src.eks, src.api, cluster, ctx.region, roles=roles,
+                         client_token=ctx.token(action.dependency.name))
+            for action in actions]
+
+
+def _settled(ctx: StepContext, names: list[str]) -> dict[str, list[str]]:
+    state = addons.addons_settled(ctx.client("eks"), _cluster(ctx), names)
+    if state["failed"]:
+        raise StepFailed("add-ons failed: " + "; ".join(state["failed"]), "upstream_error")
+    return state
+
+
+# -- turning on ------------------------------------------------------------------------------
+
+@guarded
+def ensure_requirements(ctx: StepContext) -> dict[str, Any]:
+    """What the feature needs from other features, installed where missing."""
+    src = _sources(ctx)
+    wanted = dependencies.requirements(_feature(ctx))
+    with ctx.lock(_mutex(ctx)):
+        done = _install(ctx, src, wanted)
+    return {"requirements": [d.name for d in wanted], "actions": done}
+
+
+@guarded
+def wait_requirements(ctx: StepContext) -> float | None:
+    wanted = dependencies.requirements(_feature(ctx))
+    state = _settled(ctx, _addon_names(wanted))
+    if state["missing"]:
+        # removed meanwhile by a feature turned off: ensure it again
+        with ctx.lock(_mutex(ctx)):
+            _install(ctx, _sources(ctx), wanted)
+        return SETTLE_POLL_S
+    return SETTLE_POLL_S if state["pending"] else None
+
+
+@guarded
+def ensure_identity(ctx: StepContext) -> dict[str, Any]:
+    """Each consumer's role (created once: found by name and tags first), and the service
+    account hypd makes for its own consumers, annotated with the role."""
+    src = _sources(ctx)
+    roles = {}
+    for dep in _own(ctx):
+        if dep.identity is not None:
+            made = identity.ensure(src.iam, src.api, dep, src.facts)
+            roles[dep.identity.role] = made["role_arn"]
+    return {"roles": roles}
+
+
+def _wanted_setting(ctx: StepContext, dep: Dependency, roles: dict[str, str]) -> dict[str, Any]:
+    if dep.setting == TIERED_STORAGE:
+        wanted: dict[str, Any] = {"Mode": features.ENABLE}
+        if ctx.params.get("memory_percent") is not None:
+            wanted["InstanceMemoryAllocationPercentage"] = ctx.params["memory_percent"]
+        return {TIERED_STORAGE: wanted}
+    members: dict[str, Any] = {AUTOSCALING: {"Mode": features.ENABLE,
+                                             "AutoScalerType": features.AUTOSCALER}}
+    if dep.identity is not None:
+        members["ClusterRole"] = roles[dep.identity.role]
+    return members
+
+
+def _setting_holds(actual: dict[str, Any] | None, dep: Dependency,
+                   members: dict[str, Any]) -> bool:
+    """Whether DescribeCluster already shows what `members` would set (a crashed attempt's
+    UpdateCluster went through, or it was never needed)."""
+    if actual is None:
+        return False
+    if dep.setting == TIERED_STORAGE:
+        have = actual.get("tiered_storage") or {}
+        want = members[TIERED_STORAGE]
+        return have.get("mode") == want["Mode"] and (
+            "InstanceMemoryAllocationPercentage" not in want
+            or have.get("memory_percent") == want["InstanceMemoryAllocationPercentage"])
+    have = actual.get("autoscaling") or {}
+    return have.get("mode") == members[AUTOSCALING]["Mode"] and (
+        "ClusterRole" not in members or actual.get("cluster_role") == members["ClusterRole"])
+
+
+def _bind_addon(ctx: StepContext, src: features.Sources, dep: Dependency,
+                roles: dict[str, str]) -> str | None:
+    """An add-on that was there already gets its role binding if it lacks it."""
+    if dep.identity is None:
+        return None
+    role_arn = roles[dep.identity.role]
+    if dep.identity.mechanism == dependencies.POD_IDENTITY:
+        if identity.pod_identity_role(src.eks, _cluster(ctx), dep) is None:
+            src.eks.create_pod_identity_association(
+                clusterName=_cluster(ctx), namespace=dep.identity.namespace,
+                serviceAccount=dep.identity.service_account, roleArn=role_arn,
+                tags={t["Key"]: t["Value"] for t in tags_for(CLUSTER_TAG, _cluster(ctx),
+                                                             dependency=dep.name)},
+                clientRequestToken=ctx.token(dep.name, "association"))
+            return "associated"
+        return None
+    state = addons.addon_state(src.eks, _cluster(ctx), dep.name) or {}
+    if state.get("service_account_role_arn") != role_arn:
+        src.eks.update_addon(clusterName=_cluster(ctx), addonName=dep.name,
+                             serviceAccountRoleArn=role_arn, resolveConflicts="PRESERVE",
+                             clientRequestToken=ctx.token(dep.name, "role"))
+        return "bound"
+    return None
+
+
+@guarded
+def enable(ctx: StepContext) -> dict[str, Any]:
+    src = _sources(ctx)
+    roles = output(ctx, "identity", "roles")
+    done: list[Any] = []
+    for dep in _own(ctx):
+        if dep.kind == ADDON:
+            if addons.addon_state(src.eks, _cluster(ctx), dep.name) is None:
+                done += _install(ctx, src, [dep], roles)
+            else:
+                bound = _bind_addon(ctx, src, dep, roles)
+                if bound:
+                    done.append({"name": dep.name, "action": bound})
+        elif dep.kind == MANIFESTS:
+            done += _install(ctx, src, [dep])
+        elif dep.kind == HYPERPOD:
+            members = _wanted_setting(ctx, dep, roles)
+            if not _setting_holds(hyperpod.settings(src.sagemaker, src.hyperpod_name), dep,
+                                  members):
+                ctx.detail(f"UpdateCluster: {', '.join(sorted(members))}")
+                hyperpod.update_settings(src.sagemaker, src.hyperpod_name, members,
+                                         owner=_cluster(ctx))
+                done.append({"name": dep.name, "action": "update_cluster",
+                             "members": sorted(members)})
+    return {"actions": done}
+
+
+def _settings_settled(ctx: StepContext, deps: list[Dependency], mode: str) -> float | None:
+    settings = [d for d in deps if d.kind == HYPERPOD]
+    if not settings:
+        return None
+    actual = hyperpod.settings(ctx.client("sagemaker"),
+                               ctx.params.get("hyperpod_name") or _cluster(ctx))
+    if actual is None:
+        raise StepFailed(f"HyperPod cluster {_cluster(ctx)} is gone", "not_found")
+    for dep in settings:
+        setting = (actual.get("tiered_storage") if dep.setting == TIERED_STORAGE
+                   else actual.get("autoscaling")) or {}
+        if setting.get("status") in features.FAILED_AUTOSCALING:
+            raise StepFailed(f"HyperPod reports {dep.setting} failed: "
+                             f"{setting.get('failure_message') or 'no message'}",
+                             "upstream_error")
+        shown = setting.get("mode") or features.DISABLE
+        if shown != mode or setting.get("status") in features.SETTLING_AUTOSCALING:
+            return SETTLE_POLL_S
+    return SETTLE_POLL_S if actual["status"] in hyperpod.BUSY_STATUSES else None
+
+
+@guarded
+def wait_enabled(ctx: StepContext) -> float | None:
+    own = _own(ctx)
+    state = _settled(ctx, _addon_names(own))
+    if state["missing"]:
+        raise StepFailed("add-ons disappeared while being installed: "
+                         + ", ".join(state["missing"]), "upstream_error")
+    if state["pending"]:
+        return SETTLE_POLL_S
+    return _settings_settled(ctx, own, features.ENABLE)
+
+
+@guarded
+def ensure_node_pools(ctx: StepContext) -> dict[str, Any]:
+    """Each named group's node class and pools as its bounds say (a group given as null
+    is no longer autoscaled)."""
+    api = eks.api_client(_cluster(ctx), ctx.region)
+    done: dict[str, list[str]] = {}
+    try:
+        for group, bounds in sorted((ctx.params.get("groups") or {}).items()):
+            if bounds is None:
+                done[group] = autoscaling.remove(api, group)
+            else:
+                done[group] = autoscaling.apply(
+                    api, group, bounds["instance_type"],
+                    autoscaling.Bounds(bounds["min"], bounds["max"]))
+    except kube.KubeError as exc:
+        if exc.http_status == 404:
+            raise StepRetry("HyperPod has not installed Karpenter's NodePool yet", 15.0) from exc
+        raise
+    return {"groups": done}
+
+
+# -- turning off -----------------------------------------------------------------------------
+
+@guarded
+def remove_node_pools(ctx: StepContext) -> dict[str, Any]:
+    api = eks.api_client(_cluster(ctx), ctx.region)
+    return {"removed": {g: autoscaling.remove(api, g) for g in autoscaling.managed_groups(api)}}
+
+
+@guarded
+def disable(ctx: StepContext) -> dict[str, Any]:
+    src = _sources(ctx)
+    done: list[Any] = []
+    for dep in reversed(_own(ctx)):
+        if dep.kind in (ADDON, MANIFESTS):
+            present = addons.installed(src.eks, src.api, _cluster(ctx), [dep])
+            state = present.get(dep.name)
+            if state is not None and state.get("status") == "DELETING":
+                continue
+            for action in addons.removal_plan([dep], present):
+                done.append(addons.apply(action, src.eks, src.api, _cluster(ctx), ctx.region))
+        elif dep.kind == HYPERPOD:
+            actual = hyperpod.settings(src.sagemaker, src.hyperpod_name) or {}
+            setting = (actual.get("tiered_storage") if dep.setting == TIERED_STORAGE
+                       else actual.get("autoscaling")) or {}
+            if setting.get("mode") == features.ENABLE:
+                ctx.detail(f"UpdateCluster: {dep.setting} Disable")
+                hyperpod.update_settings(src.sagemaker, src.hyperpod_name,
+                                         {dep.setting: {"Mode": features.DISABLE}},
+                                         owner=_cluster(ctx))
+                done.append({"name": dep.name, "action": "update_cluster"})
+    return {"actions": done}
+
+
+@guarded
+def wait_disabled(ctx: StepContext) -> float | None:
+    own = _own(ctx)
+    left = [n for n in _addon_names(own)
+            if (addons.addon_state(ctx.client("eks"), _cluster(ctx), n) or {}).get("managed")]
+    if left:
+        return SETTLE_POLL_S
+    return _settings_settled(ctx, own, features.DISABLE)
+
+
+@guarded
+def remove_identity(ctx: StepContext) -> dict[str, Any]:
+    """The feature's own roles and service accounts; a shared role (the cluster's own
+    ClusterRole) and the OIDC provider stay."""
+    src = _sources(ctx)
+    done = {}
+    for dep in reversed(_own(ctx)):
+        if dep.identity is not None:
+            if dep.identity.mechanism == dependencies.POD_IDENTITY:
+                identity.remove_association(src.eks, _cluster(ctx), dep,
+                                            iam.role_name(_cluster(ctx), dep.identity.role))
+            done[dep.name] = identity.remove(src.iam, src.api, dep, _cluster(ctx))
+    return {"removed": done}
+
+
+@guarded
+def release_requirements(ctx: StepContext) -> dict[str, Any]:
+    """What turning the feature on pulled in, removed unless another enabled feature (or one
+    being changed now) still needs it; the base set always stays."""
+    src = _sources(ctx)
+    cluster = _cluster(ctx)
+    with ctx.lock(_mutex(ctx)):
+        view = features.read(src)
+        staying = [name for name, f in view["features"].items()
+                   if f["state"] != features.OFF and name != _feature(ctx)]
+        busy = [op["params"].get("feature") for op in
+                live_operations(ctx.redis, f"cluster/{cluster}/feature/")
+                if op["id"] != ctx.op_id]
+        remove = dependencies.releasable(_feature(ctx), [*staying, *busy])
+        present = addons.installed(src.eks, src.api, cluster, remove)
+        done = [addons.apply(action, src.eks, src.api, cluster, ctx.region)
+                for action in addons.removal_plan(remove, present)]
+    kept = [d.name for d in dependencies.requirements(_feature(ctx))
+            if d.name not in {r.name for r in remove}]
+    return {"removed": [d["name"] for d in done], "kept": kept,
+            "still_needed_by": sorted({f for f in (*staying, *busy) if f})}
+
+
+@guarded
+def wait_released(ctx: StepContext) -> float | None:
+    for name in ctx.resources.get("removed") or ():
+        if addons.addon_state(ctx.client("eks"), _cluster(ctx), name) is not None:
+            return SETTLE_POLL_S
+    return None
+
+
+# -- the kind --------------------------------------------------------------------------------
+
+REQUIREMENTS = Step("requirements", "Install what the feature needs (cert-manager, the Pod "
+                    "Identity agent, ...)", ensure_requirements, wait_requirements)
+IDENTITY = Step("identity", "Create the IAM role (and service account) of each consumer",
+                ensure_identity)
+ENABLE = Step("enable", "Install the feature bound to its role, or set it on HyperPod",
+              enable, wait_enabled)
+NODE_POOLS = Step("node_pools", "Set each instance group's minimum and maximum (Karpenter "
+                  "NodePools)", ensure_node_pools)
+NODE_POOLS_OFF = Step("node_pools_off", "Remove hypd's Karpenter NodePools",
+                      remove_node_pools)
+DISABLE = Step("disable", "Remove the feature's add-ons, or turn it off on HyperPod",
+               disable, wait_disabled)
+IDENTITY_OFF = Step("identity_off", "Delete the feature's IAM roles and service accounts",
+                    remove_identity)
+RELEASE = Step("release", "Remove what only this feature needed", release_requirements,
+               wait_released)
+ALL_STEPS = (REQUIREMENTS, IDENTITY, ENABLE, NODE_POOLS, NODE_POOLS_OFF, DISABLE,
+             IDENTITY_OFF, RELEASE)
+
+
+def select_steps(params: dict[str, Any]) -> tuple[Step, ...]:
+    scaling = params["feature"] == features.AUTOSCALING_FEATURE
+    if params["enabled"]:
+        return (REQUIREMENTS, IDENTITY, ENABLE) + ((NODE_POOLS,) if scaling else ())
+    return ((NODE_POOLS_OFF,) if scaling else ()) + (DISABLE, IDENTITY_OFF, RELEASE)
+
+
+def features_url(params: dict[str, Any]) -> str:
+    return f"/api/v1/clusters/{params['cluster']}/features"
+
+
+FEATURE_UPDATE = OperationKind(name="feature.update", steps=ALL_STEPS, select=select_steps,
+                               resource_url=features_url)

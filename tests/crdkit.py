@@ -1,0 +1,56 @@
+"""Validate manifests against the real CRD schemas in tests/crds/, as closed schemas.
+
+The CRDs leave `additionalProperties` open, so a misspelt field would pass; here every
+object schema that lists its properties refuses any other (unless the CRD marks it
+`x-kubernetes-preserve-unknown-fields`), and `x-kubernetes-int-or-string` becomes an integer
+or a string. CEL rules (`x-kubernetes-validations`) are not evaluated: a test states the
+ones it relies on.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+CRD_DIR = Path(__file__).parent / "crds"
+
+
+def _close(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = {k: v for k, v in schema.items() if not k.startswith("x-kubernetes-validations")}
+    if schema.pop("x-kubernetes-int-or-string", False):
+        rest = {k: v for k, v in schema.items() if k not in ("type", "anyOf")}
+        return {"anyOf": [{"type": "integer"}, {"type": "string", **rest}]}
+    nullable = schema.pop("nullable", False)
+    if "properties" in schema:
+        schema["properties"] = {k: _close(v) for k, v in schema["properties"].items()}
+        if not schema.get("x-kubernetes-preserve-unknown-fields"):
+            schema.setdefault("additionalProperties", False)
+    if isinstance(schema.get("additionalProperties"), dict):
+        schema["additionalProperties"] = _close(schema["additionalProperties"])
+    if isinstance(schema.get("items"), dict):
+        schema["items"] = _close(schema["items"])
+    if "anyOf" in schema:
+        schema["anyOf"] = [_close(s) for s in schema["anyOf"]]
+    if nullable and "type" in schema:
+        schema["type"] = [schema["type"], "null"]
+    return schema
+
+
+@functools.cache
+def closed_schema(file: str, version: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRD_DIR / file).read_text())
+    found = next(v for v in crd["spec"]["versions"] if v["name"] == version)
+    schema = _close(copy.deepcopy(found["schema"]["openAPIV3Schema"]))
+    # metadata is Kubernetes' own ObjectMeta: checked by the API server, open here
+    schema["properties"]["metadata"] = {"type": "object"}
+    return schema
+
+
+def validate(manifest: dict[str, Any], file: str, version: str) -> None:
+    """Raise jsonschema.ValidationError when `manifest` does not fit the closed schema."""
+    jsonschema.validate(manifest, closed_schema(file, version))
