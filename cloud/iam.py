@@ -429,10 +429,6 @@ def feature_role(cluster: str, region: str, account: str, purpose: str,
     )
 
 
-def role_arn(account: str, name: str, region: str) -> str:
-    return f"arn:{partition_of(region)}:iam::{account}:role/{name}"
-
-
 def role_state(iam: Any, name: str) -> dict[str, Any] | None:
     """{arn, trust, policies: {name: document}} of a role, or None when absent: what a
     feature's state is read from."""

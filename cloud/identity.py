@@ -227,7 +227,8 @@ def remove_association(eks_client: Any, cluster: str, dep: Dependency, role: str
             continue
         found = eks_client.describe_pod_identity_association(
             clusterName=cluster, associationId=item["associationId"])["association"]
-        if str(found.get("roleArn", "")).endswith(f":role/{role}"):
+        # a role's name is unique in its account whatever its path (hypd's are under /hypd/)
+        if str(found.get("roleArn", "")).rpartition("/")[2] == role:
             eks_client.delete_pod_identity_association(clusterName=cluster,
                                                        associationId=item["associationId"])
             deleted = True

@@ -191,7 +191,7 @@ def test_enabling_one_feature_never_touches_another(stack, cluster):
     assert state(stack, cluster, "inference_operator") == "on"
     addon = _client(stack, "eks").describe_addon(clusterName=cluster,
                                                  addonName=INFERENCE_ADDON)["addon"]
-    assert addon["serviceAccountRoleArn"].endswith(f"role/hypd-{cluster}-inference-op")
+    assert addon["serviceAccountRoleArn"].endswith(f"role/hypd/hypd-{cluster}-inference-op")
 
 
 def test_disabling_a_feature_keeps_a_dependency_another_still_needs(stack, cluster):
@@ -252,7 +252,7 @@ def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, 
     described = _client(stack, "sagemaker").describe_cluster(ClusterName=cluster)
     assert described["AutoScaling"]["Mode"] == "Enable"
     assert described["AutoScaling"]["AutoScalerType"] == "Karpenter"
-    assert described["ClusterRole"].endswith(f"role/hypd-{cluster}-hp-cluster")
+    assert described["ClusterRole"].endswith(f"role/hypd/hypd-{cluster}-hp-cluster")
     api = kube_api(stack, cluster)
     pool = get(api, "karpenter.sh/v1", "NodePool", "hypd-workers")
     assert pool["spec"]["limits"] == {"nodes": "3"}
@@ -387,7 +387,7 @@ def test_an_addon_someone_else_installed_is_bound_but_never_removed(stack, clust
         clusterName=cluster, namespace="hyperpod-observability")["associations"]
     found = eks.describe_pod_identity_association(
         clusterName=cluster, associationId=association["associationId"])["association"]
-    assert found["roleArn"].endswith(f"role/hypd-{cluster}-observability")
+    assert found["roleArn"].endswith(f"role/hypd/hypd-{cluster}-observability")
     assert found["tags"]["hypd:cluster"] == cluster
 
     refused = patch(stack, cluster, {"observability": {"enabled": False}})
