@@ -609,6 +609,28 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="diagnose_cluster", method="GET",
+        path="/api/v1/clusters/{cluster}/diagnostics/{kind}", title="Diagnose a cluster",
+        description="Read-only diagnosis; a viewer may run it. kind creation: why a create "
+        "failed (the failed stage's step and AWS's message, HyperPod's failure and error "
+        "events, nodes in Failure). kind node-health: nodes in Failure, marked "
+        "UnschedulablePendingReboot/UnschedulablePendingReplacement by HyperPod's health "
+        "label, or not Ready, with their events. kind nccl: the pods' last log lines, "
+        "warning events and container states matched against known failures (NCCL "
+        "timeouts/errors, EFA errors, NVIDIA Xid errors, out of memory). Returns findings, "
+        "each citing its evidence, and suggestions ordered investigate -> reboot -> replace "
+        "(-> retry a stage), each naming the tool and arguments to call (get_node, "
+        "reboot_nodes, replace_nodes, run_cluster_stage). Nothing is run: present the "
+        "findings, run the investigate steps, and call a mutating suggestion only after the "
+        "user agrees. Ask the user nothing first; for nccl, pass namespace when they name "
+        "the workload's.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -621,6 +643,7 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *AUDIT_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
+                               *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
