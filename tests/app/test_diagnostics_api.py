@@ -7,6 +7,7 @@ cites it, suggests the right next command — and changes nothing."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -58,11 +59,10 @@ def _finding(diagnosis: dict[str, Any], code: str, node_id: str | None = None) -
     return found[0]
 
 
-@pytest.fixture(scope="module")
-def cluster(stack) -> dict[str, Any]:
-    """A cluster of two Running nodes, each with its Kubernetes Node."""
+def two_node_cluster(stack: Any, prefix: str = "diag") -> dict[str, Any]:
+    """A new cluster of two Running nodes, each with its Kubernetes Node."""
     stack.wait_idle()
-    name = _name("diag")
+    name = _name(prefix)
     with stack.client() as c:
         reply = c.post("/api/v1/clusters", json={
             "name": name, "availability_zone": ZONE, "instance_type": TYPE,
@@ -83,6 +83,22 @@ def cluster(stack) -> dict[str, Any]:
     first, second = running()
     return {"name": name, "kube": kube, "nodes": (first, second),
             "node_names": (f"hyperpod-{first}", f"hyperpod-{second}")}
+
+
+def delete_cluster(stack: Any, name: str) -> None:
+    stack.wait_idle()
+    with stack.client() as c:
+        gone = c.delete(f"/api/v1/clusters/{name}")
+    assert gone.status_code == 202, gone.text
+    assert stack.wait_operation(gone.json()["operation"]["id"], timeout=300)["status"] == (
+        "succeeded")
+
+
+@pytest.fixture(scope="module")
+def cluster(stack) -> Iterator[dict[str, Any]]:
+    made = two_node_cluster(stack)
+    yield made
+    delete_cluster(stack, made["name"])
 
 
 def test_a_healthy_cluster_has_no_findings(stack, cluster):
@@ -200,6 +216,7 @@ def test_creation_finds_the_failed_stage_and_suggests_reading_then_rerunning_it(
     assert diagnosis["suggestions"][-1]["rest"]["path"] == (
         f"/api/v1/clusters/{name}/stages/network/run")
     assert {s["source"]: s["read"] for s in diagnosis["sources"]}["hyperpod_cluster"] is False
+    delete_cluster(stack, name)
 
 
 @pytest.mark.asyncio
