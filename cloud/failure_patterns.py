@@ -26,6 +26,8 @@ class FailurePattern:
     meaning: str
     remedy: str
     """The node action that usually clears it once investigated (`none`: the workload's)."""
+    examples: tuple[str, ...] = ()
+    """Real lines this row must be the first match for (the table's own test)."""
 
 
 @functools.cache
@@ -39,7 +41,8 @@ def patterns(path: Path = TABLE) -> tuple[FailurePattern, ...]:
                              f"severity one of {SEVERITIES}")
         found.append(FailurePattern(row["id"], tuple(row["kinds"]), row["severity"],
                                     re.compile(row["regex"]), row["title"],
-                                    " ".join(row["meaning"].split()), row["remedy"]))
+                                    " ".join(row["meaning"].split()), row["remedy"],
+                                    tuple(row.get("examples") or ())))
     return tuple(found)
 
 
