@@ -78,3 +78,17 @@ def test_every_mutating_tool_names_a_read_status_tool() -> None:
             assert tool.status_tool in tool.description, tool.name
         else:
             assert tool.status_tool is None, tool.name
+
+
+def test_every_description_points_to_another_tool_and_names_only_real_ones() -> None:
+    """An agent reads a description to know what comes before or after a call: each names
+    at least one other tool, and every tool-like word in it is a tool that exists."""
+    names = set(TOOLS_BY_NAME)
+    verbs = {n.split("_")[0] for n in names}
+    bound = bind(RouteBook(real_openapi()))
+    for tool in TOOLS:
+        inputs = set(bound[tool.name].input_schema()["properties"])  # its own arguments
+        words = set(re.findall(r"\b([a-z]+_[a-z_]+)\b", tool.description)) - inputs
+        named = {w for w in words if w.split("_")[0] in verbs and not w.startswith("status_")}
+        assert named <= names, (tool.name, sorted(named - names))
+        assert named - {tool.name}, f"{tool.name}: its description names no other tool"
