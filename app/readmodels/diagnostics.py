@@ -22,7 +22,9 @@ from cloud import nodes as cloud_nodes
 from schemas.diagnostics import MAX_PODS
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease",
-                               "cert-manager", "amazon-cloudwatch", "aws-hyperpod"})
+                               "cert-manager", "amazon-cloudwatch", "aws-hyperpod",
+                               "hyperpod-observability", "hyperpod-inference-system",
+                               "kueue-system"})
 """Namespaces of the cluster's own components: an nccl diagnosis reads workloads only."""
 EVENTS_READ = 100
 UNREADABLE = (ClientError, BotoCoreError, kube.KubeError, OSError, ValueError)

@@ -144,39 +144,36 @@ def _node_finding(node: dict[str, Any], events: list[dict[str, Any]],
 
 
 def _node_findings(found: Any, only: set[str] | None = None) -> list[dict[str, Any]]:
-    out = []
+    """Each unhealthy node's finding, then what its HyperPod events and Node conditions
+    show of the failure pattern table (a Xid the health agent reported, say)."""
+    out, seen = [], []
     for node in found.nodes:
         if only is not None and node["id"] not in only:
             continue
-        finding = _node_finding(node, found.node_events.get(node["id"], []),
-                                found.conditions.get(node["id"], []))
+        events = found.node_events.get(node["id"], [])
+        conditions = found.conditions.get(node["id"], [])
+        finding = _node_finding(node, events, conditions)
         if finding:
             out.append(finding)
-    return out
+        seen += [(e.get("description") or "", node["id"],
+                  _evidence("hyperpod_event", e.get("id") or "event",
+                            e.get("description") or "", e.get("at"))) for e in events]
+        seen += [(c.get("message") or "", node["id"],
+                  _evidence("node_condition", node.get("node_name") or node["id"],
+                            c.get("message") or "", c.get("lastTransitionTime")))
+                 for c in conditions]
+    return out + _matched(seen, "node-health")
 
 
-# -- nccl --------------------------------------------------------------------------------------
-
-def _pattern_findings(found: Any) -> list[dict[str, Any]]:
-    node_of = {n.get("node_name"): n["id"] for n in found.nodes if n.get("node_name")}
+def _matched(seen: list[tuple[str, str | None, dict[str, Any]]], kind: str
+             ) -> list[dict[str, Any]]:
+    """One finding per (failure pattern, node) among (text, node id, evidence) triples,
+    citing at most EVIDENCE_SHOWN of its matches."""
     grouped: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    for pod in found.pods:
-        where = f"{pod['namespace']}/{pod['name']}"
-        seen: list[tuple[str, dict[str, Any]]] = []
-        for container, line in pod["lines"]:
-            seen.append((line, _evidence("pod_log", f"{where}/{container}", line)))
-        for event in pod["events"]:
-            text = f"{event.get('reason')}: {event.get('message')}"
-            seen.append((text, _evidence("pod_event", where, text, event.get("at"))))
-        for state in pod["containers"]:
-            text = (f"{state['reason']} (exit code {state['exit_code']})"
-                    if state.get("exit_code") is not None else state["reason"])
-            seen.append((text, _evidence("pod_status", f"{where}/{state['container']}", text)))
-        for text, evidence in seen:
-            pattern = failure_patterns.match(text, "nccl")
-            if pattern:
-                grouped.setdefault((pattern.id, node_of.get(pod["node_name"])), []).append(
-                    evidence)
+    for text, node_id, evidence in seen:
+        pattern = failure_patterns.match(text, kind)
+        if pattern:
+            grouped.setdefault((pattern.id, node_id), []).append(evidence)
     by_id = {p.id: p for p in failure_patterns.patterns()}
     out = []
     for (pattern_id, node_id), evidence in grouped.items():
@@ -190,10 +187,34 @@ def _pattern_findings(found: Any) -> list[dict[str, Any]]:
     return out
 
 
+# -- nccl --------------------------------------------------------------------------------------
+
+def _pod_texts(found: Any) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """Every log line, warning event and container state of the pods read, with the node
+    each pod ran on."""
+    node_of = {n.get("node_name"): n["id"] for n in found.nodes if n.get("node_name")}
+    seen: list[tuple[str, str | None, dict[str, Any]]] = []
+    for pod in found.pods:
+        where, node_id = f"{pod['namespace']}/{pod['name']}", node_of.get(pod["node_name"])
+        for container, line in pod["lines"]:
+            seen.append((line, node_id, _evidence("pod_log", f"{where}/{container}", line)))
+        for event in pod["events"]:
+            text = f"{event.get('reason')}: {event.get('message')}"
+            seen.append((text, node_id, _evidence("pod_event", where, text, event.get("at"))))
+        for state in pod["containers"]:
+            text = (f"{state['reason']} (exit code {state['exit_code']})"
+                    if state.get("exit_code") is not None else state["reason"])
+            seen.append((text, node_id,
+                         _evidence("pod_status", f"{where}/{state['container']}", text)))
+    return seen
+
+
 def _nccl(found: Any) -> list[dict[str, Any]]:
-    out = _pattern_findings(found)
+    out = _matched(_pod_texts(found), "nccl")
     involved = {f["node_id"] for f in out if f["node_id"]}
-    return out + _node_findings(found, involved)
+    codes = {(f["code"], f["node_id"]) for f in out}
+    return out + [f for f in _node_findings(found, involved)
+                  if (f["code"], f["node_id"]) not in codes]
 
 
 # -- suggestions -------------------------------------------------------------------------------

@@ -92,3 +92,18 @@ def test_nothing_found_says_what_was_looked_at():
     out = _diagnose("node-health", [_node("i-04")])
     assert out["healthy"] is True and out["suggestions"] == []
     assert out["summary"].startswith("Nothing found: every node is Schedulable")
+
+
+def test_node_health_reads_the_pattern_table_in_a_nodes_events():
+    """HyperPod's agent reported a fatal Xid for a node it marked for a reboot: the node
+    needs replacing, so no reboot is suggested."""
+    event = {"id": "ev-1", "at": "2026-12-01T10:00:00Z", "level": "Error",
+             "description": "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus."}
+    out = _diagnose("node-health", [_node("i-07", health="UnschedulablePendingReboot")],
+                    node_events={"i-07": [event]})
+    codes = {(f["code"], f["remedy"]) for f in out["findings"]}
+    assert codes == {("node_unhealthy", "reboot"), ("xid-fatal", "replace")}
+    xid = next(f for f in out["findings"] if f["code"] == "xid-fatal")
+    assert xid["evidence"] == [{"source": "hyperpod_event", "ref": "ev-1",
+                                "text": event["description"], "at": event["at"]}]
+    assert _actions(out) == [("get_node", "i-07"), ("replace_nodes", ["i-07"])]
