@@ -178,8 +178,9 @@ def object_path(api: ApiClient, api_version: str, kind: str, name: str | None = 
 
 
 def _call(api: ApiClient, method: str, path: str, query: list[tuple[str, str]] | None = None,
-          body: Any = None, content_type: str | None = None) -> Any:
-    headers = {"Accept": "application/json"}
+          body: Any = None, content_type: str | None = None, text: bool = False) -> Any:
+    """One request; the reply's JSON (None when empty), or with `text` its body as text."""
+    headers = {"Accept": "text/plain" if text else "application/json"}
     if content_type:
         headers["Content-Type"] = content_type
     method, url, headers, body, _ = api.param_serialize(
@@ -197,6 +198,8 @@ def _call(api: ApiClient, method: str, path: str, query: list[tuple[str, str]] |
         except ValueError:
             pass
         raise KubeError(response.status, reason, message)
+    if text:
+        return data.decode("utf-8", "replace")
     if not data:
         return None
     return json.loads(data)
@@ -286,6 +289,16 @@ def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | N
         token = (page.get("metadata") or {}).get("continue")
         if not token:
             return
+
+
+def pod_log(api: ApiClient, namespace: str, name: str, container: str | None = None,
+            tail_lines: int | None = None) -> str:
+    """The last `tail_lines` lines of a pod's container log (`pods/log`), as text."""
+    query = [("container", container)] if container else []
+    if tail_lines is not None:
+        query.append(("tailLines", str(tail_lines)))
+    path = object_path(api, "v1", "Pod", name, namespace) + "/log"
+    return _call(api, "GET", path, query, text=True)
 
 
 def delete_object(api: ApiClient, api_version: str, kind: str, name: str,

@@ -68,9 +68,12 @@ VIEWER = "viewer"
 INSTRUCTIONS = """\
 hypd is a control panel for ML clusters on AWS (EKS + SageMaker HyperPod). These tools call \
 its REST API with your token, so they have exactly the panel's validation and permissions.
-- Look first: list what exists (list_networks, list_operations) and query zones and instance \
-types before proposing choices. Ask the user only decisions (availability zone, instance type, \
-capacity type); CIDRs, route tables and security groups are the panel's job.
+- Look first: list what exists (list_clusters, list_networks, list_operations) and query zones \
+and instance types before proposing choices. Ask the user only decisions (availability zone, \
+instance type, count, capacity type); CIDRs, route tables and security groups are the panel's job.
+- Something wrong (a failed create, an unhealthy node, NCCL errors)? diagnose_cluster reads and \
+changes nothing: present its findings and evidence, then its suggestions in their order \
+(investigate, reboot, replace); run a change only when the user agrees.
 - Every change returns an operation. Follow it with wait_operation until its status is \
 succeeded, failed or cancelled, and report that outcome, not the submission.
 - Errors read `<code>: <message>`; the message states the cause. A conflict names the \

@@ -190,12 +190,15 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_clusters", method="GET", path="/api/v1/clusters", title="List clusters",
         description="Clusters hypd created (found by tags) and imported ones, with EKS "
-        "status. Look here first before proposing a new cluster.",
+        "status. Look here first before proposing a new cluster (then list_availability_zones "
+        "and plan_cluster); get_cluster shows one in full.",
     ),
     ToolSpec(
         name="get_cluster", method="GET", path="/api/v1/clusters/{name}", title="Get a cluster",
         description="One cluster: EKS and HyperPod status, each create stage's status, "
-        "instance groups, node counts by health, features and recent HyperPod events.",
+        "instance groups, node counts by health, features and recent HyperPod events. A "
+        "failed stage: diagnose_cluster kind creation; unhealthy nodes: list_nodes or "
+        "diagnose_cluster kind node-health.",
         notes={"name": "Name of the cluster."},
     ),
     ToolSpec(
@@ -253,14 +256,16 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         description="A kubeconfig for the cluster that authenticates with `aws eks get-token` "
         "(the user's own AWS credentials decide what kubectl may do). It is JSON, which "
         "kubectl reads as it is; the same file as YAML is GET "
-        "/api/v1/clusters/{name}/kubeconfig?format=yaml (the dashboard's download).",
+        "/api/v1/clusters/{name}/kubeconfig?format=yaml (the dashboard's download). Offer it "
+        "after get_cluster shows the cluster ready.",
         notes={"name": "Name of the cluster."}, hidden=("format",),
     ),
     ToolSpec(
         name="get_active_cluster", method="GET", path="/api/v1/active-cluster",
         title="Get the active cluster",
         description="The cluster this token works on by default (each token has its own; "
-        "null when none is chosen). Creating a cluster makes it the creator's active one.",
+        "null when none is chosen). Creating a cluster makes it the creator's active one; "
+        "set_active_cluster changes it.",
     ),
     ToolSpec(
         name="set_active_cluster", method="PUT", path="/api/v1/active-cluster",
@@ -273,7 +278,8 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         name="preflight", method="GET", path="/api/v1/preflight", title="Preflight capacity",
         description="Read-only checks that service quotas and training-plan reservations cover "
         "a capacity request, with what is missing and how to ask for it. Run before proposing "
-        "a cluster with high-end GPUs.",
+        "a cluster with high-end GPUs; if a check fails, report it and stop before "
+        "plan_cluster or create_cluster.",
     ),
 )
 
@@ -288,7 +294,7 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
         description="A cluster's instance groups read from AWS: instance type, current and "
         "target counts, capacity type (on-demand, spot, training-plan), EFA mode, zone, "
         "labels and taints, nodes by status, and the operation changing each. Look here "
-        "before adding capacity.",
+        "before add_instance_group or update_instance_group.",
         notes={"cluster": "Name of the cluster."},
     ),
     ToolSpec(
@@ -388,7 +394,7 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
         description="One node in full: HyperPod's status and message, zone, IP, capacity "
         "type, its Kubernetes conditions and taints, the pods on it (what a reboot, replace "
         "or delete would disrupt) and its recent HyperPod events. Read-only: investigate "
-        "with it before proposing any node action.",
+        "with it before proposing reboot_nodes, then replace_nodes.",
         notes={"cluster": "Name of the cluster.", "node_id": "From list_nodes."},
     ),
     ToolSpec(
@@ -436,7 +442,8 @@ STORAGE_TOOLS: tuple[ToolSpec, ...] = (
         description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file systems, "
         "each a PersistentVolumeClaim pods mount by name (the create's shared bucket is "
         "hypd-s3, at /s3), with the bucket or file system, its state (creating, available, "
-        "deleting, failed, incomplete) and the workloads using it.",
+        "deleting, failed, incomplete) and the workloads using it. Look here before "
+        "add_storage; get_storage shows one item.",
         notes={"cluster": "Name of the cluster."},
     ),
     ToolSpec(
@@ -444,7 +451,7 @@ STORAGE_TOOLS: tuple[ToolSpec, ...] = (
         title="Get a storage item",
         description="One storage item of a cluster: its claim and namespace, bucket or file "
         "system (lifecycle, DNS and mount name), state, the workloads mounting it, and whether "
-        "removing it deletes data (deletes_data).",
+        "removing it deletes data (deletes_data). Read it before remove_storage.",
         notes=_STORAGE_NOTES,
     ),
     ToolSpec(
@@ -478,20 +485,23 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="whoami", method="GET", path="/api/v1/auth/whoami", title="Who am I",
         description="Name and role (viewer or operator) of the token this server calls the "
-        "hypd API with. A viewer can read and diagnose; only an operator can change things.",
+        "hypd API with. A viewer can read and diagnose; only an operator can change things. "
+        "Call it first when unsure whether a change is possible; then list_clusters.",
     ),
     ToolSpec(
         name="list_availability_zones", method="GET",
         path="/api/v1/discovery/availability-zones", title="List availability zones",
         description="Availability zones of a region, with zone id and state. Call this before "
-        "asking the user to choose a zone, and offer only zones whose state is available.",
+        "asking the user to choose a zone, and offer only zones whose state is available; "
+        "then list_instance_types for the zone chosen.",
     ),
     ToolSpec(
         name="list_instance_types", method="GET", path="/api/v1/discovery/instance-types",
         title="List instance types in a zone",
         description="HyperPod instance types offered in one availability zone, with vCPUs, "
         "memory, accelerator kind/name/count/memory and EFA support (max_efa_interfaces > 1 "
-        "allows the efa-only interface mode). Call this before proposing an instance type.",
+        "allows the efa-only interface mode). Call this before proposing an instance type; "
+        "for high-end GPUs run preflight next, then plan_cluster or add_instance_group.",
         notes={"availability_zone": "From list_availability_zones."},
     ),
     ToolSpec(
@@ -510,13 +520,14 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_networks", method="GET", path="/api/v1/networks", title="List networks",
         description="Networks managed by hypd in a region (read from AWS by their tags), with "
-        "VPC, subnets, gateways and state. Look here before creating a network: reuse one if "
-        "it fits.",
+        "VPC, subnets, gateways and state. Look here before create_network: reuse one if "
+        "it fits; get_network shows one in full.",
     ),
     ToolSpec(
         name="get_network", method="GET", path="/api/v1/networks/{name}", title="Get a network",
         description="One network managed by hypd: VPC id, CIDR, state, availability zones, "
-        "subnets (id, CIDR, zone, public or private), gateways, security group, S3 endpoint.",
+        "subnets (id, CIDR, zone, public or private), gateways, security group, S3 endpoint. "
+        "Read-only; delete_network removes it.",
         notes={"name": "Name of the network."},
     ),
     ToolSpec(
@@ -534,7 +545,8 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="List operations",
         description="Operations (the panel's long-running changes), newest first, with status "
         "and steps. Filter by status, kind (e.g. network.create) or target (e.g. network/lab). "
-        "Use it to find what is running before starting a change on the same target.",
+        "Use it to find what is running before starting a change on the same target; follow "
+        "a running one with wait_operation.",
     ),
     ToolSpec(
         name="get_operation", method="GET", path="/api/v1/operations/{operation_id}",
@@ -609,6 +621,28 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="diagnose_cluster", method="GET",
+        path="/api/v1/clusters/{cluster}/diagnostics/{kind}", title="Diagnose a cluster",
+        description="Read-only diagnosis; a viewer may run it. kind creation: why a create "
+        "failed (the failed stage's step and AWS's message, HyperPod's failure and error "
+        "events, nodes in Failure). kind node-health: nodes in Failure, marked "
+        "UnschedulablePendingReboot/UnschedulablePendingReplacement by HyperPod's health "
+        "label, or not Ready, with their events. kind nccl: the pods' last log lines, "
+        "warning events and container states matched against known failures (NCCL "
+        "timeouts/errors, EFA errors, NVIDIA Xid errors, out of memory). Returns findings, "
+        "each citing its evidence, and suggestions ordered investigate -> reboot -> replace "
+        "(-> retry a stage), each naming the tool and arguments to call (get_node, "
+        "reboot_nodes, replace_nodes, run_cluster_stage). Nothing is run: present the "
+        "findings, run the investigate steps, and call a mutating suggestion only after the "
+        "user agrees. Ask the user nothing first; for nccl, pass namespace when they name "
+        "the workload's.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -616,11 +650,13 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
         "newest first, with the token's name and role, the route, the target, the operation "
         "and the outcome (accepted, done, refused, failed). Filter by target (e.g. cluster/lab, "
         "which includes what is below it), token name or outcome; pass next_before as before "
-        "for older entries. Only operator tokens may read it. Read-only.",
+        "for older entries. Only operator tokens may read it. Read-only; get_operation "
+        "shows an entry's operation.",
     ),
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
-                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *AUDIT_TOOLS)
+                               *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
+                               *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

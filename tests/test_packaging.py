@@ -116,30 +116,115 @@ def test_dockerfile_copies_every_package_and_runs_hypd():
                      re.M)
 
 
-def test_agent_config_auto_allows_only_read_tools_and_playbooks_name_real_tools():
-    """The shipped agent may run read tools without asking; every change needs the user's
-    yes. Playbooks may only name tools that exist."""
-    import fnmatch
+AGENTS = REPO / "skills" / "agents"
+PLAYBOOKS = ("create-network", "create-cluster", "add-instance-group", "features", "node-health",
+             "nccl-failures", "failed-creation")
+DIAGNOSTIC_PLAYBOOKS = ("node-health", "nccl-failures", "failed-creation")
+THREE_RULES = (
+    re.compile(r"look first", re.I),
+    re.compile(r"ask (the user )?only (decisions|decision questions)", re.I),
+    re.compile(r"(follow every long operation|terminal state).*?(succeeded, failed or cancelled|"
+               r"wait_operation)", re.I | re.S),
+)
+NEVER_ASKED = ("CIDR", "route table", "security group")
 
+
+def _tools() -> dict:
     from mcp_server.tools import TOOLS
 
-    config = json.loads((REPO / "skills" / "hypd-inst-agent.json").read_text())
-    names = {t.name: t for t in TOOLS}
-    allowed = [p.removeprefix("@hypd/") for p in config["allowedTools"]]
-    matched = {n for n in names for p in allowed if fnmatch.fnmatch(n, p)}
-    assert matched, "the allow-list matches no tool"
-    assert all(names[n].read_only for n in matched), [n for n in matched
-                                                      if not names[n].read_only]
+    return {t.name: t for t in TOOLS}
+
+
+def _states_the_three_rules(text: str, where: str) -> None:
+    for rule in THREE_RULES:
+        assert rule.search(text), (where, rule.pattern)
+    for word in NEVER_ASKED:
+        assert word.lower() in text.lower(), (where, word)
+
+
+def _names_only_real_tools(text: str, where: str) -> set[str]:
+    """Every tool-like word (a tool's verb, then `_`) is a real tool; answers them."""
+    names = _tools()
     verbs = {n.split("_")[0] for n in names if "_" in n}
-    for playbook in (REPO / "skills").glob("*.md"):
+    words = set(re.findall(r"\b([a-z]+_[a-z_]+)\b", text))
+    named = {w for w in words if w.split("_")[0] in verbs and not w.startswith("status_")}
+    assert named <= set(names), (where, sorted(named - set(names)))
+    return named
+
+
+def _the_hypd_server(server: dict, where: str) -> None:
+    """`hypd mcp` over stdio, given a hypd URL and token and nothing else (no AWS
+    credentials): the same command the real CLI parser accepts."""
+    assert server["command"] == "hypd", where
+    assert build_parser().parse_args(server["args"]).command == "mcp", where
+    assert set(server["env"]) == {"HYPD_API_URL", "HYPD_TOKEN"}, where
+
+
+def test_kiro_agent_auto_approves_exactly_the_read_tools():
+    import fnmatch
+
+    names = _tools()
+    config = json.loads((AGENTS / "hypd-inst-agent.json").read_text())
+    assert config["name"] == "hypd-inst-agent"
+    _the_hypd_server(config["mcpServers"]["hypd"], "kiro")
+    assert config["tools"] == ["@hypd"]
+    allowed = [p.removeprefix("@hypd/") for p in config["allowedTools"]]
+    assert all(p.startswith("@hypd/") for p in config["allowedTools"])
+    matched = {n for n in names for p in allowed if fnmatch.fnmatch(n, p)}
+    read = {n for n, t in names.items() if t.read_only}
+    assert not {n for n in matched if names[n].mutating}, "a mutating tool is auto-approved"
+    assert matched == read, f"read tools not auto-approved: {sorted(read - matched)}"
+    # the playbooks are its resources: each pattern finds files
+    for resource in config["resources"]:
+        assert resource.startswith("file://")
+        assert list(REPO.glob(resource.removeprefix("file://"))), resource
+    assert "file://skills/*.md" in config["resources"]
+    _states_the_three_rules(config["prompt"], "kiro prompt")
+    _names_only_real_tools(config["prompt"] + config["description"], "kiro")
+
+
+def test_claude_code_agent_reaches_only_hypd_and_asks_before_every_change():
+    names = _tools()
+    base = AGENTS / "claude-code"
+    servers = json.loads((base / ".mcp.json").read_text())["mcpServers"]
+    assert list(servers) == ["hypd"] and servers["hypd"]["type"] == "stdio"
+    _the_hypd_server(servers["hypd"], "claude .mcp.json")
+    settings = json.loads((base / ".claude" / "settings.json").read_text())
+    assert settings["enabledMcpjsonServers"] == ["hypd"]
+    read = {f"mcp__hypd__{n}" for n, t in names.items() if t.read_only}
+    mutating = {f"mcp__hypd__{n}" for n, t in names.items() if t.mutating}
+    assert set(settings["permissions"]["allow"]) == read
+    assert set(settings["permissions"]["ask"]) == mutating
+    text = (base / ".claude" / "agents" / "hypd-inst-agent.md").read_text()
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    assert meta["name"] == "hypd-inst-agent" and meta["description"]
+    tools = {t.strip() for t in meta["tools"].split(",")}
+    assert tools == {"Read", "Glob"} | {f"mcp__hypd__{n}" for n in names}, "only hypd's tools"
+    _states_the_three_rules(body, "claude agent")
+    _names_only_real_tools(body, "claude agent")
+
+
+def test_playbooks_state_the_rules_and_name_real_tools():
+    """Each playbook states the three rules and names only tools that exist; one with a
+    Tools: line lists every tool it names; the diagnostic ones diagnose read-only and
+    present changes as suggestions."""
+    found = {p.stem for p in (REPO / "skills").glob("*.md")} - {"README"}
+    assert set(PLAYBOOKS) <= found, sorted(set(PLAYBOOKS) - found)
+    for playbook in sorted((REPO / "skills").glob("*.md")):
         text = playbook.read_text()
         header = text.split("\n## ")[0]
-        listed = re.findall(r"`([a-z_]+)`", header.split("Tools:", 1)[-1].split("\n\n")[0])
-        for tool in listed:
-            assert tool in names, (playbook.name, tool)
-        # every tool-like name anywhere in it (a tool's verb, then `_`) is a real tool, and
-        # a playbook with a Tools: line lists every tool it names
-        for word in set(re.findall(r"`([a-z]+_[a-z_]+)`", text)):
-            if word.split("_")[0] in verbs:
-                assert word in names, (playbook.name, word)
-                assert "Tools:" not in header or word in listed, (playbook.name, word)
+        tools_line = re.search(r"^Version \d+\. Tools:(.*?)(?:\n\n|\Z)", header, re.M | re.S)
+        listed = re.findall(r"`([a-z_]+)`", tools_line.group(1)) if tools_line else []
+        named = _names_only_real_tools(text, playbook.name)
+        assert set(listed) <= set(_tools()), (playbook.name, listed)
+        assert bool(tools_line) == (playbook.stem != "README"), playbook.name
+        if tools_line:
+            assert named <= set(listed), (playbook.name, sorted(named - set(listed)))
+        if playbook.stem != "README":
+            assert "## The three rules" in text, playbook.name
+            _states_the_three_rules(text.split("## The three rules", 1)[1], playbook.name)
+        if playbook.stem in DIAGNOSTIC_PLAYBOOKS:
+            assert "diagnose_cluster" in listed, playbook.name
+            assert "read-only" in text and "suggestion" in text, playbook.name
+    _states_the_three_rules((REPO / "skills" / "README.md").read_text(), "README")

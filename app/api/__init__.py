@@ -9,6 +9,7 @@ from app.api import (
     auth,
     cluster_software,
     clusters,
+    diagnostics,
     discovery,
     features,
     health,
@@ -22,7 +23,7 @@ from app.api import (
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              operations.blp, audit.blp, metrics.blp)
+              diagnostics.blp, operations.blp, audit.blp, metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -35,18 +35,19 @@ def instances(ref: ClusterRef) -> dict[str, dict[str, Any]]:
                                    ref.hyperpod_name)
 
 
-def _api(ref: ClusterRef) -> Any | None:
+def kube_api(ref: ClusterRef) -> Any | None:
     """The cluster's Kubernetes client, when its EKS cluster is ACTIVE."""
     if (ref.eks or {}).get("status") != eks.ACTIVE:
         return None
     return eks.api_client(ref.name, ref.region)
 
 
-def _read(ref: ClusterRef) -> dict[str, Any]:
+def read_now(ref: ClusterRef) -> dict[str, Any]:
+    """The joined listing read now (never the cache)."""
     found = instances(ref)
     as_of = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     try:
-        api = _api(ref)
+        api = kube_api(ref)
         by_instance = cloud_nodes.kube_nodes(api) if api is not None else None
     except (kube.KubeError, OSError, ValueError):
         by_instance = None
@@ -63,7 +64,7 @@ def listing(cluster: str) -> dict[str, Any]:
     raw = conn.get(key)
     if raw is not None:
         return json.loads(raw)
-    value = _read(readmodel.find(cluster))
+    value = read_now(readmodel.find(cluster))
     conn.set(key, json.dumps(value, separators=(",", ":")), ex=CACHE_S)
     return value
 
@@ -117,7 +118,7 @@ def _kubernetes(ref: ClusterRef, node_id: str) -> dict[str, Any]:
     lists when there is no Node or Kubernetes cannot be read)."""
     empty = {**cloud_nodes.NO_NODE, "conditions": [], "pods": []}
     try:
-        api = _api(ref)
+        api = kube_api(ref)
         node = kube.get_object(api, "v1", "Node", cloud_nodes.NODE_NAME_PREFIX + node_id) \
             if api is not None else None
         if node is None:

@@ -121,41 +121,6 @@ async def test_operator_network_lifecycle_over_stdio(stack: Any) -> None:
 
 
 @pytest.mark.asyncio
-async def test_cluster_pipeline_over_stdio(stack: Any) -> None:
-    """An agent's path: look first, plan (dry run), create, follow the named status tool to
-    succeeded, then read the cluster and its kubeconfig — all through a real MCP client."""
-    stack.wait_idle()
-    name = f"mcpc-{uuid.uuid4().hex[:6]}"
-    async with _stdio(stack, stack.operator_token) as client:
-        zones = (await client.call_tool("list_availability_zones", {})).structured_content
-        zone = next(z["name"] for z in zones["items"] if z["state"] == "available")
-        types = (await client.call_tool("list_instance_types",
-                                        {"availability_zone": zone})).structured_content
-        gpu = next(t["name"] for t in types["items"] if t["name"] == "ml.g5.8xlarge")
-        decision = {"name": name, "availability_zone": zone, "instance_type": gpu,
-                    "instance_count": 1}
-        plan = await client.call_tool("plan_cluster", decision)
-        assert not plan.is_error, plan.content[0].text
-        assert plan.structured_content["dry_run"] is True
-        assert plan.structured_content["cost"]["hourly_usd"] > 0
-
-        created = await client.call_tool("create_cluster", decision)
-        assert not created.is_error, created.content[0].text
-        reply = created.structured_content
-        assert reply["operation"]["kind"] == "cluster.create"
-        done = await _follow(client, reply)
-        assert done["status"] == "succeeded", done["operation"].get("error")
-
-        detail = (await client.call_tool("get_cluster", {"name": name})).structured_content
-        assert {s["status"] for s in detail["stages"]} == {"succeeded"}
-        assert detail["hyperpod"]["node_provisioning_mode"] == "Continuous"
-        kubeconfig = await client.call_tool("get_kubeconfig", {"name": name})
-        assert not kubeconfig.is_error, kubeconfig.content[0].text
-        active = (await client.call_tool("get_active_cluster", {})).structured_content
-        assert active["name"] == name
-
-
-@pytest.mark.asyncio
 async def test_viewer_over_stdio_reads_only(stack: Any) -> None:
     async with _stdio(stack, stack.viewer_token) as client:
         assert {t.name for t in (await client.list_tools()).tools} == READ

@@ -1,6 +1,6 @@
 // #/clusters/<name> — one cluster: EKS and HyperPod state, each stage with a Re-run button,
 // instance groups, nodes by health (both linking to the capacity page, where they change),
-// the Advanced features panel, recent HyperPod events, kubeconfig download.
+// the Advanced features panel, Diagnostics (read-only, on request), recent HyperPod events, kubeconfig download.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
@@ -12,6 +12,7 @@ import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
 import { capacityHref } from '../capacity/links.js';
 import { mountFeatures } from './cluster_features.js';
+import { mountDiagnostics } from './cluster_diagnostics.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 3000;
@@ -34,6 +35,7 @@ export function mount(root, ctx) {
   const statusBox = h('dl', { class: 'kv', testid: 'cluster-status' });
   const nodesBox = h('div', { class: 'card-body', testid: 'cluster-nodes' });
   const featuresBox = h('div', { testid: 'cluster-features' });
+  const diagnosticsBox = h('div', { testid: 'cluster-diagnostics' });
   const linksBox = h('div', { class: 'card-body links', testid: 'cluster-links' });
   const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'cluster-refresh', onclick: () => load() }, 'Refresh');
   const updated = h('span', { class: 'sub', testid: 'cluster-updated' });
@@ -60,6 +62,10 @@ export function mount(root, ctx) {
           h('div', { class: 'card-head' }, h('h2', null, 'Advanced features'), h('span', { class: 'spacer' }),
             h('span', { class: 'sub' }, 'as the cluster has them now')),
           featuresBox),
+        h('div', { class: 'card', testid: 'diagnostics' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Diagnostics'), h('span', { class: 'spacer' }),
+            h('span', { class: 'sub' }, 'read-only: findings, evidence, next commands')),
+          diagnosticsBox),
         h('div', { class: 'card' },
           h('div', { class: 'card-head' }, h('h2', null, 'Recent HyperPod events'), h('span', { class: 'spacer' }),
             h('span', { class: 'sub' }, 'newest first')),
@@ -77,6 +83,7 @@ export function mount(root, ctx) {
           linksBox))));
 
   const features = mountFeatures(featuresBox, ctx, name);
+  mountDiagnostics(diagnosticsBox, ctx, name);
 
   // ---------- load ----------
 

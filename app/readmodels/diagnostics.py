@@ -1,0 +1,180 @@
+"""What a diagnosis reads, read-only: the cluster's operations (Redis), HyperPod's cluster,
+nodes and events (AWS), the Kubernetes Nodes' health labels and conditions, and — for the
+nccl kind — the pods' events, container states and last log lines. Each source that cannot
+be read now is named, not fatal: a diagnosis says what it could not see.
+
+`app/readmodels/findings.py` turns what is gathered into findings and suggestions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from app.readmodels import findings
+from app.readmodels import nodes as nodes_model
+from app.readmodels.clusters import ClusterRef, find
+from cloud import aws, hyperpod, kube
+from cloud import nodes as cloud_nodes
+from schemas.diagnostics import MAX_PODS
+
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease",
+                               "cert-manager", "amazon-cloudwatch", "aws-hyperpod",
+                               "hyperpod-observability", "hyperpod-inference-system",
+                               "kueue-system"})
+"""Namespaces of the cluster's own components: an nccl diagnosis reads workloads only."""
+EVENTS_READ = 100
+UNREADABLE = (ClientError, BotoCoreError, kube.KubeError, OSError, ValueError)
+
+
+@dataclass
+class Gathered:
+    cluster: str
+    life: list[dict[str, Any]]
+    """the cluster's create, stage and delete operations, newest first"""
+    hyperpod: dict[str, Any] | None = None
+    """hyperpod.describe(): status, failure message, nodes, recent events"""
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    """each HyperPod node joined with its Kubernetes Node (cloud.nodes.join)"""
+    conditions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """node id → its Kubernetes Node's conditions that are not as they should be"""
+    node_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """node id → its recent HyperPod events"""
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    """nccl: {namespace, name, node_name, phase, containers, events, lines}"""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def read(self, source: str, note: str | None = None) -> None:
+        self.sources.append({"source": source, "read": note is None, "note": note})
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _hyperpod(ref: ClusterRef, found: Gathered) -> None:
+    try:
+        found.hyperpod = hyperpod.describe(aws.client("sagemaker", region=ref.region),
+                                           ref.hyperpod_name, events=EVENTS_READ)
+    except UNREADABLE as exc:
+        found.read("hyperpod_cluster", _why(exc))
+        return
+    found.read("hyperpod_cluster", None if found.hyperpod else "no HyperPod cluster (yet)")
+    if found.hyperpod and not found.hyperpod.get("events_available"):
+        found.read("hyperpod_event", "this endpoint keeps no HyperPod cluster events")
+
+
+def _nodes(ref: ClusterRef, found: Gathered) -> Any | None:
+    """Reads the joined nodes; answers the Kubernetes client (None when unreadable)."""
+    if not found.hyperpod:
+        return None
+    try:
+        listing = nodes_model.read_now(ref)
+    except UNREADABLE as exc:
+        found.read("hyperpod_node", _why(exc))
+        return None
+    found.nodes = listing["items"]
+    found.read("hyperpod_node")
+    if not listing["kubernetes_readable"]:
+        found.read("node_label", "the cluster's Kubernetes API cannot be read now")
+        return None
+    found.read("node_label")
+    return nodes_model.kube_api(ref)
+
+
+def _conditions(api: Any, found: Gathered, node_ids: list[str]) -> None:
+    by_name = {n["node_name"]: n["id"] for n in found.nodes if n.get("node_name")}
+    for name, node_id in by_name.items():
+        if node_id not in node_ids:
+            continue
+        node = kube.get_object(api, "v1", "Node", name) or {}
+        found.conditions[node_id] = [
+            c for c in (node.get("status") or {}).get("conditions") or ()
+            if (c.get("type") == "Ready") != (c.get("status") == "True")]
+
+
+def _node_events(ref: ClusterRef, found: Gathered, node_ids: list[str]) -> None:
+    sm = aws.client("sagemaker", region=ref.region)
+    for node_id in node_ids:
+        found.node_events[node_id] = cloud_nodes.node_events(sm, ref.hyperpod_name, node_id)
+
+
+def _container_states(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    states = []
+    for c in status.get("containerStatuses") or ():
+        for when in ("state", "lastState"):
+            for phase, detail in (c.get(when) or {}).items():
+                if phase in ("terminated", "waiting") and detail.get("reason"):
+                    states.append({"container": c.get("name"), "phase": phase,
+                                   "reason": detail["reason"],
+                                   "exit_code": detail.get("exitCode"),
+                                   "message": detail.get("message")})
+    return states
+
+
+def _pods(api: Any, found: Gathered, namespace: str | None, tail_lines: int) -> None:
+    pods = [p for p in kube.iter_objects(api, "v1", "Pod", namespace)
+            if namespace or (p["metadata"].get("namespace") or "default") not in SYSTEM_NAMESPACES]
+    pods = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+    pods.sort(key=lambda p: (p.get("status") or {}).get("startTime") or "", reverse=True)
+    if len(pods) > MAX_PODS:
+        found.read("pod_log", f"{len(pods)} pods: read the {MAX_PODS} started last "
+                              "(name a namespace to narrow it)")
+    events: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for event in kube.iter_objects(api, "v1", "Event", namespace):
+        involved = event.get("involvedObject") or {}
+        if involved.get("kind") == "Pod" and event.get("type") == "Warning":
+            key = (involved.get("namespace") or "default", involved.get("name"))
+            events.setdefault(key, []).append({
+                "reason": event.get("reason"), "message": event.get("message"),
+                "at": event.get("lastTimestamp") or event.get("eventTime")})
+    for pod in pods[:MAX_PODS]:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        ns = meta.get("namespace") or "default"
+        lines = []
+        for container in spec.get("containers") or ():
+            try:
+                text = kube.pod_log(api, ns, meta["name"], container["name"], tail_lines)
+            except kube.KubeError:
+                continue  # not started yet: no log to read
+            lines += [(container["name"], line) for line in text.splitlines() if line.strip()]
+        found.pods.append({"namespace": ns, "name": meta["name"],
+                           "node_name": spec.get("nodeName"),
+                           "phase": (pod.get("status") or {}).get("phase"),
+                           "containers": _container_states(pod),
+                           "events": events.get((ns, meta["name"]), []), "lines": lines})
+    found.read("pod_event")
+    found.read("pod_log")
+
+
+def gather(ref: ClusterRef, kind: str, namespace: str | None = None,
+           tail_lines: int = 500) -> Gathered:
+    """Everything the kind's rules read (see findings.py)."""
+    found = Gathered(ref.name, list(ref.life))
+    found.read("operation")
+    _hyperpod(ref, found)
+    api = _nodes(ref, found)
+    suspects = [n["id"] for n in found.nodes if findings.node_suspect(n)]
+    try:
+        if kind != "creation":
+            _node_events(ref, found, suspects)
+        if api is not None:
+            _conditions(api, found, suspects)
+            if kind == "nccl":
+                _pods(api, found, namespace, tail_lines)
+    except UNREADABLE as exc:
+        found.read("pod_log" if kind == "nccl" else "node_condition", _why(exc))
+    return found
+
+
+def diagnose(cluster: str, kind: str, query: dict[str, Any]) -> dict[str, Any]:
+    """The diagnosis (DiagnosisSchema) of a found cluster; 404 for an unknown one."""
+    ref = find(cluster)
+    found = gather(ref, kind, query.get("namespace"), query["tail_lines"])
+    as_of = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"cluster": cluster, "kind": kind, "as_of": as_of, "sources": found.sources,
+            **findings.diagnosis(found, kind)}

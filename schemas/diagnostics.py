@@ -1,0 +1,107 @@
+"""A cluster's read-only diagnostics: what was found, the evidence of each finding, and the
+commands suggested next — never executed by hypd, ordered investigate → reboot → replace
+(→ retry, for a failed create)."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+KINDS = ("creation", "node-health", "nccl")
+"""creation: why a cluster's create failed; node-health: which nodes are unhealthy and why;
+nccl: NCCL, EFA, Xid and out-of-memory errors in the pods' logs and events."""
+STEPS = ("investigate", "reboot", "replace", "retry")
+"""The order suggestions come in: read first, then the node actions that exist from the
+softest to the hardest; `retry` re-runs a failed stage once its cause is gone."""
+SEVERITIES = ("error", "warning")
+REMEDIES = ("none", "reboot", "replace", "retry")
+SOURCES = ("operation", "hyperpod_cluster", "hyperpod_event", "hyperpod_node", "node_label",
+           "node_condition", "pod_event", "pod_status", "pod_log")
+DEFAULT_TAIL_LINES = 500
+MAX_TAIL_LINES = 5000
+MAX_PODS = 50
+"""Pods whose logs one nccl diagnosis reads (the most recently started first)."""
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class DiagnosticPathSchema(Schema):
+    cluster = fields.String(required=True, metadata={"description": "name of the cluster"})
+    kind = fields.String(required=True, validate=validate.OneOf(KINDS),
+                         metadata={"description": "creation, node-health or nccl"})
+
+
+class DiagnosticQuerySchema(Schema):
+    namespace = fields.String(
+        validate=validate.Regexp(DNS_LABEL, error="not a Kubernetes namespace name"),
+        metadata={"description": "nccl: read only this namespace's pods (default: every "
+                                 "namespace but the system ones)"})
+    tail_lines = fields.Integer(
+        load_default=DEFAULT_TAIL_LINES,
+        validate=validate.Range(min=1, max=MAX_TAIL_LINES),
+        metadata={"description": "nccl: how many of each container's last log lines to read"})
+
+
+class EvidenceSchema(Schema):
+    source = fields.String(required=True, validate=validate.OneOf(SOURCES),
+                           metadata={"description": "where it was read"})
+    ref = fields.String(required=True, metadata={
+        "description": "what it was read from: an operation id and step, an event id, a "
+                       "node id, namespace/pod[/container]"})
+    text = fields.String(required=True, metadata={"description": "what it says, verbatim"})
+    at = fields.String(allow_none=True, metadata={"description": "when, where known"})
+
+
+class FindingSchema(Schema):
+    code = fields.String(required=True, metadata={
+        "description": "stable: stage_failed, cluster_failed, node_failed, node_unhealthy, "
+                       "node_not_ready, or a failure pattern's id (nccl-timeout, efa-error, "
+                       "xid-fatal, xid-error, nccl-error, oom)"})
+    severity = fields.String(required=True, validate=validate.OneOf(SEVERITIES))
+    title = fields.String(required=True)
+    message = fields.String(required=True, metadata={"description": "what it means"})
+    node_id = fields.String(allow_none=True, metadata={"description": "the node it is about"})
+    stage = fields.String(allow_none=True, metadata={"description": "the stage it is about"})
+    remedy = fields.String(required=True, validate=validate.OneOf(REMEDIES), metadata={
+        "description": "what usually clears it once investigated: reboot or replace the "
+                       "node, retry the stage, or none (nothing hypd can do: the workload's "
+                       "own size, or a cause the message names)"})
+    evidence = fields.List(fields.Nested(EvidenceSchema), required=True)
+
+
+class RestCallSchema(Schema):
+    method = fields.String(required=True)
+    path = fields.String(required=True)
+    body = fields.Dict(allow_none=True)
+
+
+class SuggestionSchema(Schema):
+    step = fields.String(required=True, validate=validate.OneOf(STEPS))
+    title = fields.String(required=True)
+    why = fields.String(required=True, metadata={"description": "the findings it answers"})
+    tool = fields.String(required=True, metadata={"description": "the MCP tool to call"})
+    args = fields.Dict(required=True, metadata={"description": "its arguments"})
+    rest = fields.Nested(RestCallSchema, required=True,
+                         metadata={"description": "the same as a REST call"})
+    mutating = fields.Boolean(required=True, metadata={
+        "description": "true: it changes the cluster — confirm with the user first"})
+    kubectl = fields.List(fields.String(), allow_none=True, metadata={
+        "description": "an equivalent kubectl command (argv), for investigation"})
+
+
+class SourceSchema(Schema):
+    source = fields.String(required=True)
+    read = fields.Boolean(required=True)
+    note = fields.String(allow_none=True, metadata={"description": "why it could not be read"})
+
+
+class DiagnosisSchema(Schema):
+    cluster = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(KINDS))
+    as_of = fields.String(required=True)
+    healthy = fields.Boolean(required=True, metadata={"description": "nothing was found"})
+    summary = fields.String(required=True)
+    findings = fields.List(fields.Nested(FindingSchema), required=True)
+    suggestions = fields.List(fields.Nested(SuggestionSchema), required=True, metadata={
+        "description": "in order: investigate, then reboot, then replace (or retry); none "
+                       "is ever run by hypd"})
+    sources = fields.List(fields.Nested(SourceSchema), required=True, metadata={
+        "description": "what was read, and what could not be"})

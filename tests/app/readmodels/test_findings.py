@@ -1,0 +1,109 @@
+"""The diagnosis rules on what a gather could find (no AWS, Kubernetes or Redis): which
+finding each node state gives, which node action follows, and the one order of suggestions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.readmodels.diagnostics import Gathered
+from app.readmodels.findings import EVIDENCE_SHOWN, diagnosis
+from schemas.diagnostics import STEPS, DiagnosisSchema
+
+
+def _node(node_id: str, status: str = "Running", health: str | None = "Schedulable",
+          ready: bool | None = True, message: str | None = None) -> dict[str, Any]:
+    return {"id": node_id, "instance_group": "workers", "status": status, "message": message,
+            "node_name": f"hyperpod-{node_id}", "ready": ready, "health": health,
+            "unschedulable": False}
+
+
+def _diagnose(kind: str, nodes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    found = Gathered("lab", [], hyperpod={"name": "lab", "status": "InService", "events": []},
+                     nodes=nodes, **extra)
+    out = diagnosis(found, kind)
+    assert DiagnosisSchema().validate({"cluster": "lab", "kind": kind, "as_of": "now",
+                                       "sources": [], **out}) == {}
+    assert [s["step"] for s in out["suggestions"]] == sorted(
+        (s["step"] for s in out["suggestions"]), key=STEPS.index)
+    return out
+
+
+def _actions(out: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(s["tool"], s["args"].get("node_ids") or s["args"].get("node_id"))
+            for s in out["suggestions"]]
+
+
+def test_each_node_state_gives_its_finding_and_remedy():
+    out = _diagnose("node-health", [
+        _node("i-01", status="Failure", health=None, ready=None, message="script missing"),
+        _node("i-02", health="Unschedulable"),
+        _node("i-03", ready=False),
+        _node("i-04"),
+        _node("i-05", status="Pending", health="UnschedulablePendingReboot"),
+    ])
+    by_node = {f["node_id"]: f for f in out["findings"]}
+    assert set(by_node) == {"i-01", "i-02", "i-03", "i-05"}  # i-04 is healthy
+    assert (by_node["i-01"]["code"], by_node["i-01"]["remedy"]) == ("node_failed", "replace")
+    assert "script missing" in by_node["i-01"]["evidence"][0]["text"]
+    assert (by_node["i-02"]["severity"], by_node["i-02"]["remedy"]) == ("warning", "none")
+    assert (by_node["i-03"]["code"], by_node["i-03"]["remedy"]) == ("node_not_ready", "reboot")
+    # investigate every node named; reboot only a Running one (i-05 is rebooting already);
+    # replace the failed one, and the rebooted one only if it comes back
+    assert _actions(out) == [
+        ("get_node", "i-01"), ("get_node", "i-02"), ("get_node", "i-03"), ("get_node", "i-05"),
+        ("reboot_nodes", ["i-03"]), ("replace_nodes", ["i-01", "i-03"])]
+    assert "only if it comes back" in out["suggestions"][-1]["why"]
+
+
+def test_a_warning_alone_suggests_reading_only():
+    out = _diagnose("node-health", [_node("i-02", health="Unschedulable")])
+    assert _actions(out) == [("get_node", "i-02")]
+    assert not any(s["mutating"] for s in out["suggestions"])
+
+
+def test_nccl_cites_at_most_a_few_lines_and_says_how_many_more():
+    lines = [("trainer", f"[rank{i}] Watchdog caught collective operation timeout") for i in
+             range(EVIDENCE_SHOWN + 3)]
+    pods = [{"namespace": "train", "name": "p0", "node_name": "hyperpod-i-01",
+             "phase": "Failed", "containers": [], "events": [], "lines": lines}]
+    out = _diagnose("nccl", [_node("i-01")], pods=pods)
+    [finding] = out["findings"]
+    assert finding["code"] == "nccl-timeout" and finding["node_id"] == "i-01"
+    assert len(finding["evidence"]) == EVIDENCE_SHOWN
+    assert "3 more matching lines" in finding["message"]
+    assert _actions(out)[1] == ("reboot_nodes", ["i-01"])
+
+
+def test_nccl_reads_events_and_container_states_too():
+    pods = [{"namespace": "train", "name": "p1", "node_name": "hyperpod-i-02",
+             "phase": "Failed", "lines": [],
+             "events": [{"reason": "BackOff", "message": "Back-off restarting", "at": None}],
+             "containers": [{"container": "trainer", "phase": "terminated",
+                             "reason": "OOMKilled", "exit_code": 137, "message": None}]}]
+    out = _diagnose("nccl", [_node("i-02")], pods=pods)
+    [finding] = out["findings"]
+    assert (finding["code"], finding["remedy"]) == ("oom", "none")
+    assert finding["evidence"][0] == {"source": "pod_status", "ref": "train/p1/trainer",
+                                      "text": "OOMKilled (exit code 137)", "at": None}
+    assert not any(s["mutating"] for s in out["suggestions"])  # the workload's size
+
+
+def test_nothing_found_says_what_was_looked_at():
+    out = _diagnose("node-health", [_node("i-04")])
+    assert out["healthy"] is True and out["suggestions"] == []
+    assert out["summary"].startswith("Nothing found: every node is Schedulable")
+
+
+def test_node_health_reads_the_pattern_table_in_a_nodes_events():
+    """HyperPod's agent reported a fatal Xid for a node it marked for a reboot: the node
+    needs replacing, so no reboot is suggested."""
+    event = {"id": "ev-1", "at": "2026-12-01T10:00:00Z", "level": "Error",
+             "description": "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus."}
+    out = _diagnose("node-health", [_node("i-07", health="UnschedulablePendingReboot")],
+                    node_events={"i-07": [event]})
+    codes = {(f["code"], f["remedy"]) for f in out["findings"]}
+    assert codes == {("node_unhealthy", "reboot"), ("xid-fatal", "replace")}
+    xid = next(f for f in out["findings"] if f["code"] == "xid-fatal")
+    assert xid["evidence"] == [{"source": "hyperpod_event", "ref": "ev-1",
+                                "text": event["description"], "at": event["at"]}]
+    assert _actions(out) == [("get_node", "i-07"), ("replace_nodes", ["i-07"])]
