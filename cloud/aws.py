@@ -46,7 +46,6 @@ from cloud.settings import Settings, SettingsError
 
 MAX_ATTEMPTS = 5
 CONNECT_TIMEOUT_S = 5
-READ_TIMEOUT_S = 30
 
 SANDBOX_ACCESS_KEY = "testing"
 SANDBOX_SECRET_KEY = "testing"  # fake by design: the sandbox accepts anything
@@ -54,7 +53,6 @@ SANDBOX_SECRET_KEY = "testing"  # fake by design: the sandbox accepts anything
 _CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
     connect_timeout=CONNECT_TIMEOUT_S,
-    read_timeout=READ_TIMEOUT_S,
     user_agent_extra="hypd",
 )
 
@@ -65,15 +63,17 @@ _clients: dict[tuple[Any, ...], Any] = {}
 
 
 def client(service: str, region: str | None = None, settings: Settings | None = None, *,
-           max_attempts: int = MAX_ATTEMPTS, read_timeout_s: float = READ_TIMEOUT_S) -> Any:
+           max_attempts: int = MAX_ATTEMPTS, read_timeout_s: float | None = None) -> Any:
     """A boto3 client for `service` in `region` (default: the settings' region).
 
     `max_attempts` and `read_timeout_s` are for callers that answer a person waiting (a dry
-    run's prices): they would rather say "unknown" soon than retry for half a minute.
+    run's prices): they would rather say "unknown" soon than retry for half a minute. The
+    read timeout is otherwise the settings' (HYPD_AWS_READ_TIMEOUT_S).
     Raises `SettingsError` in sandbox mode when the endpoint is not a loopback address.
     """
     settings = settings or Settings.from_env()
     region = region or settings.region
+    read_timeout_s = read_timeout_s or settings.aws_read_timeout_s
     sandbox = settings.aws_mode == "sandbox"
     endpoint = sandbox_endpoint(service) if sandbox else None
     # boto3 reads the endpoint variables when it builds a client: they are part of the key
@@ -84,11 +84,9 @@ def client(service: str, region: str | None = None, settings: Settings | None = 
         cached = _clients.get(key)
         if cached is None:
             session = _session(settings.aws_mode)
-            config = _CONFIG
-            if (max_attempts, read_timeout_s) != (MAX_ATTEMPTS, READ_TIMEOUT_S):
-                config = _CONFIG.merge(Config(
-                    retries={"mode": "standard", "total_max_attempts": max_attempts},
-                    read_timeout=read_timeout_s))
+            config = _CONFIG.merge(Config(
+                retries={"mode": "standard", "total_max_attempts": max_attempts},
+                read_timeout=read_timeout_s))
             # sandbox: pinned to the endpoint just checked, whatever else the config says
             cached = session.client(service, region_name=region, endpoint_url=endpoint,
                                     config=config)

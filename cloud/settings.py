@@ -75,6 +75,8 @@ class Settings:
     account (cloud/iam.py)."""
     audit_max_entries: int = 50_000
     """The audit log keeps this many newest entries (about 300 bytes each)."""
+    aws_read_timeout_s: float = 30.0
+    """How long a worker's AWS call waits for an answer before botocore tries again."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -109,6 +111,7 @@ class Settings:
             metrics_dir=Path(metrics_dir).expanduser() if metrics_dir else None,
             role_boundary_arn=env.get("HYPD_ROLE_BOUNDARY_ARN") or None,
             audit_max_entries=_int(env, "HYPD_AUDIT_MAX_ENTRIES", 50_000),
+            aws_read_timeout_s=_float(env, "HYPD_AWS_READ_TIMEOUT_S", 30.0),
         )
         settings.check()
         return settings
@@ -127,6 +130,8 @@ class Settings:
             raise SettingsError("HYPD_ROLE_BOUNDARY_ARN must be an IAM policy ARN "
                                 f"(arn:aws:iam::<account>:policy/...), got "
                                 f"{self.role_boundary_arn!r}")
+        if self.aws_read_timeout_s <= 0:
+            raise SettingsError("HYPD_AWS_READ_TIMEOUT_S must be above 0")
         if self.sandbox_speed <= 0:
             raise SettingsError("HYPD_SANDBOX_SPEED must be above 0")
         if not 0 < self.poll_min_s <= self.poll_max_s:

@@ -124,11 +124,25 @@ def failed_op(stack: Any) -> str:
     return op_id
 
 
+@pytest.fixture(scope="module")
+def patient_worker(stack: Any) -> Iterator[None]:
+    """The suite's worker, restarted to wait 15 minutes for an AWS answer (by default it
+    gives up after 30 s and asks again): a walk slowed down by a loaded machine must not
+    outlast the hold that keeps its running operation mid-step."""
+    stack.wait_idle()
+    stack.kill_worker()
+    stack.start_worker(HYPD_AWS_READ_TIMEOUT_S="900")
+    yield
+    stack.wait_idle()
+    stack.kill_worker()
+    stack.start_worker()
+
+
 @pytest.fixture
-def targets(stack: Any, failed_op: str) -> Iterator[dict[str, str]]:
+def targets(stack: Any, failed_op: str, patient_worker: None) -> Iterator[dict[str, str]]:
     """Real things a viewer's mutation would change if it got through: the failed operation
-    and a running one held mid-step (a cancel would stop it). Held for one test only: the
-    product's AWS client gives up on a held answer after its 30 s read timeout."""
+    and a running one held mid-step (a cancel would stop it), by a worker that waits for the
+    held answer as long as the walk takes."""
     stack.wait_idle()
     hold = stack.sandbox.hold("ec2", "CreateVpc")
     running = f"walk-r-{uuid.uuid4().hex[:4]}"
@@ -319,8 +333,8 @@ def test_a_viewer_reads_every_read_route(stack):
 @pytest.mark.asyncio
 async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, mcp_http,
                                                                       targets):
-    """`mcp_http` before `targets`: the MCP server starts before the hold is armed, so its
-    start-up (seconds on a loaded machine) does not eat the held call's 30 s."""
+    """`mcp_http` before `targets`: the MCP server starts before the hold is armed (its
+    start-up takes seconds on a loaded machine)."""
     mutating = {t.name for t in TOOLS if t.mutating}
     arguments = {
         "create_network": {"name": "walk-mcp"},

@@ -3,6 +3,7 @@ tag helpers."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -129,7 +130,9 @@ def test_client_configuration(isolated_env):
     config = aws.client("ec2", settings=SANDBOX).meta.config
     assert config.retries == {"mode": "standard", "total_max_attempts": aws.MAX_ATTEMPTS}
     assert config.connect_timeout == aws.CONNECT_TIMEOUT_S
-    assert config.read_timeout == aws.READ_TIMEOUT_S
+    assert config.read_timeout == 30.0  # the settings' default
+    slow = dataclasses.replace(SANDBOX, aws_read_timeout_s=120.0)
+    assert aws.client("ec2", settings=slow).meta.config.read_timeout == 120.0
 
 
 def test_clients_are_cached_per_service_region_and_endpoint(isolated_env):

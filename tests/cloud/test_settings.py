@@ -36,6 +36,7 @@ SAMPLES = {
     "HYPD_TOKEN": "t", "HYPD_LOG_FORMAT": "json", "HYPD_METRICS_DIR": "/m",
     "HYPD_ROLE_BOUNDARY_ARN": "arn:aws:iam::123456789012:policy/b",
     "HYPD_AUDIT_MAX_ENTRIES": "1000", "HYPD_PRICING_REGION": "eu-central-1",
+    "HYPD_AWS_READ_TIMEOUT_S": "120",
 }
 """A valid value other than the default for every variable."""
 
