@@ -44,6 +44,7 @@ NOT_CLIENTS = {
     "storage": "cloud/storage.py's own functions (delete_bucket, delete_volume)",
     "hyperpod": "cloud/hyperpod.py's own functions (delete_cluster)",
     "_VERSION": "a compiled regular expression (search)",
+    "p.regex": "cloud/failure_patterns.py: a pattern's compiled regular expression (search)",
 }
 """Receivers whose attributes share a name with an AWS operation but are not AWS clients."""
 
