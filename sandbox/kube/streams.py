@@ -159,14 +159,17 @@ async def follow_log(
     timestamps: bool,
     tail: int | None,
     since: datetime.datetime | None,
+    instance: int | None = None,
 ) -> web.StreamResponse:
-    """Stream a container's log until the container ends (or the client goes)."""
+    """Stream a container instance's log until the container ends (or the client goes)."""
     queue = feed.subscribe()
     resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
     resp.enable_chunked_encoding()
     try:
         await resp.prepare(request)
-        lines = feed.logs.read(namespace, pod, container)
+        if instance is None:
+            instance = feed.logs.instance(namespace, pod, container) or 0
+        lines = feed.logs.read(namespace, pod, container, instance)
         await resp.write(logs.render(lines, timestamps, tail, since, None))
         sent = len(lines)
         while True:
@@ -174,16 +177,21 @@ async def follow_log(
                 current = feed.store.get(rt, namespace, pod)
             except KubeError:
                 current = None
-            lines = feed.logs.read(namespace, pod, container)
-            if len(lines) > sent:
-                await resp.write(logs.render(lines[sent:], timestamps, None, since, None))
-                sent = len(lines)
+            lines = feed.logs.read(namespace, pod, container, instance, sent)
+            if lines:
+                await resp.write(logs.render(lines, timestamps, None, since, None))
+                sent += len(lines)
             if _terminated(current, container):
                 break
             try:
                 item = await asyncio.wait_for(queue.get(), 1.0)
             except TimeoutError:
                 continue
+            if item is CLOSING:
+                break
+            while not queue.empty():  # one read for a burst of changes
+                if queue.get_nowait() is CLOSING:
+                    item = CLOSING
             if item is CLOSING:
                 break
         await resp.write_eof()
