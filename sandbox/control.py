@@ -205,12 +205,12 @@ class SandboxControl:
         self._request("DELETE", "/training-plans")
 
     # training jobs (the simulated operators' containers)
-    def set_training(self, steps: int | None = None,
-                     lines_per_second: float | None = None) -> dict[str, Any]:
-        """How a training container runs: `steps` progress lines at `lines_per_second`
-        (simulated seconds)."""
-        body = {k: v for k, v in (("steps", steps), ("lines_per_second", lines_per_second))
-                if v is not None}
+    def set_training(self, steps: int | None = None, lines_per_second: float | None = None,
+                     job: str | None = None) -> dict[str, Any]:
+        """How a training container runs (every job's, or one `job`'s): `steps` progress
+        lines at `lines_per_second` (simulated seconds)."""
+        body = {k: v for k, v in (("steps", steps), ("lines_per_second", lines_per_second),
+                                  ("job", job)) if v is not None}
         return self._request("PUT", "/training", body)["settings"]
 
     def fail_training_pod(self, job: str, pod: str | None = None, exit_code: int = 1,

@@ -13,6 +13,7 @@ from app.api import (
     features,
     health,
     instance_groups,
+    jobs,
     metrics,
     networks,
     nodes,
@@ -21,7 +22,7 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
+              instance_groups.blp, cluster_software.blp, features.blp, nodes.blp, jobs.blp,
               operations.blp, audit.blp, metrics.blp)
 
 

@@ -110,21 +110,36 @@ class TrainingBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.settings = TrainingSettings()
+        self._per_job: dict[str, TrainingSettings] = {}
         self._faults: list[PodFault] = []
         self._ids = itertools.count(1)
 
     def configure(self, spec: dict[str, Any]) -> dict[str, Any]:
-        steps = _int(spec, "steps", self.settings.steps, 1, 1_000_000)
-        rate = spec.get("lines_per_second", self.settings.lines_per_second)
+        """Set how training containers run: every job's, or one `job`'s (so that tests
+        running side by side do not change each other's jobs)."""
+        job = spec.get("job")
+        if job is not None and (not isinstance(job, str) or not job):
+            raise TrainingControlError("job must be a job name")
+        current = self.settings_for(job)
+        steps = _int(spec, "steps", current.steps, 1, 1_000_000)
+        rate = spec.get("lines_per_second", current.lines_per_second)
         if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1e6:
             raise TrainingControlError("lines_per_second must be a number in (0, 1e6]")
         with self._lock:
-            self.settings = TrainingSettings(steps, float(rate))
-        return asdict(self.settings)
+            if job is None:
+                self.settings = TrainingSettings(steps, float(rate))
+            else:
+                self._per_job[job] = TrainingSettings(steps, float(rate))
+        return asdict(self.settings_for(job))
+
+    def settings_for(self, job: str | None) -> TrainingSettings:
+        with self._lock:
+            return self._per_job.get(job or "", self.settings)
 
     def reset(self) -> None:
         with self._lock:
             self.settings = TrainingSettings()
+            self._per_job.clear()
             self._faults.clear()
 
     def add_fault(self, spec: dict[str, Any]) -> PodFault:
@@ -208,7 +223,7 @@ class TrainingControllers:
         if job is None or not containers or container.get("name") != containers[0].get("name"):
             return None
         md = _md(pod)
-        settings = self.book.settings
+        settings = self.book.settings_for(job)
         fault = self.book.take_fault(str(md.get("namespace")), job, str(md.get("name")))
         steps = min(settings.steps, fault.after_lines) if fault else settings.steps
         texts = [f"{md.get('name')}: starting {job}"]
