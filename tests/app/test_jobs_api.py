@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.jobkit import TORCHRUN, job_name, submit, training_cluster, wait_state
+from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
 
 
-@pytest.fixture(scope="module")
-def cluster(stack):
-    return training_cluster(stack)
+@pytest.fixture
+def cluster(training):
+    return training
 
 
 def test_a_job_needing_the_training_operator_is_refused_naming_the_toggle(cluster):
