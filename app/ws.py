@@ -67,6 +67,25 @@ def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
     return principal, first
 
 
+def _admit(ws: Any, what: str) -> tuple[auth.Principal, dict[str, Any]] | None:
+    """Origin, the first message's token and the route's declared role; None (the socket
+    closed, the refusal audited) when one fails."""
+    if not _same_origin():
+        audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
+        ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+        return None
+    authed = _authenticate(ws)
+    if authed is None:
+        return None
+    principal, _first = authed
+    needs = auth.declared_role(request.url_rule.endpoint, "GET")
+    if not principal.may(needs):
+        audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
+        ws.close(CLOSE_FORBIDDEN, f"{what} needs the {needs} role")
+        return None
+    return authed
+
+
 def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: str) -> bool:
     """Clients may ask to cancel over the socket; answers False when the socket closed."""
     engine = current_app.extensions["hypd.engine"]
@@ -104,19 +123,10 @@ def install(app: Flask) -> None:
     @sock.route("/ws/operations/<string:op_id>")
     @access("viewer", websocket=True)
     def operation_events(ws: Any, op_id: str) -> None:
-        if not _same_origin():
-            audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+        admitted = _admit(ws, "following an operation")
+        if admitted is None:
             return
-        authed = _authenticate(ws)
-        if authed is None:
-            return
-        principal, first = authed
-        needs = auth.declared_role(request.url_rule.endpoint, "GET")
-        if not principal.may(needs):
-            audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, f"following an operation needs the {needs} role")
-            return
+        principal, first = admitted
         op = current_app.extensions["hypd.engine"].store.get(op_id)
         if op is None:
             ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
@@ -131,19 +141,10 @@ def install(app: Flask) -> None:
     @sock.route("/ws/clusters/<string:cluster>/jobs/<string:job>/logs")
     @access("viewer", websocket=True)
     def job_log_tail(ws: Any, cluster: str, job: str) -> None:
-        if not _same_origin():
-            audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+        admitted = _admit(ws, "following a job's logs")
+        if admitted is None:
             return
-        authed = _authenticate(ws)
-        if authed is None:
-            return
-        principal, first = authed
-        needs = auth.declared_role(request.url_rule.endpoint, "GET")
-        if not principal.may(needs):
-            audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, f"following a job's logs needs the {needs} role")
-            return
+        _principal, first = admitted
         try:
             with WEBSOCKETS.labels("job_logs").track_inprogress():
                 _job_logs(ws, cluster, job, first)
