@@ -4,10 +4,12 @@ delay of a line with many tails open at once.
 Starts a local stack (`hypd web` with enough threads for the tails: each WebSocket holds a
 thread), makes one spot GPU cluster with the training operator on, and prints:
 
-- **throughput**: one job printing `--lines` lines as fast as the sandbox writes them, read
-  by one WebSocket client (aiohttp, parsing every message as a browser would): lines/s from
-  its first line to its last. Floor: the same pod's log read in this process straight from
-  the Kubernetes API (`follow=true`), the ceiling the WebSocket path adds a hop to;
+- **throughput**: one job printing `--lines` lines over `--print-seconds` (100,000 lines/s
+  by default: more than the path carries), read from its start by one WebSocket client
+  (aiohttp, parsing every message as a browser would): lines/s from its first line to its
+  last, and the lines the server dropped for it. Floor: the same pod's log read in this
+  process straight from the Kubernetes API (`follow=true`), the ceiling the WebSocket path
+  adds a hop to;
 - **delay with N tails** (`--tails`, default 100): `--jobs` jobs printing steadily, the tails
   spread over them; a line's delay is the time a client has it less the time the kubelet
   stamped it (the sandbox runs on this machine: one clock). p50/p95/max over every line every
@@ -39,6 +41,7 @@ from tests.stack import Stack
 
 GOAL_LINES_S = 20_000
 GOAL_P95_MS = 200
+DROPPED = [0]  # lines the server dropped for a slow client (drop-with-marker)
 
 
 def _age_ms(stamp: str, now: float) -> float:
@@ -67,6 +70,8 @@ async def _tail(stack: Stack, cluster: str, job: str, delays: list[float] | None
             if message.type != aiohttp.WSMsgType.TEXT:
                 break
             data = json.loads(message.data)
+            if data["type"] == "dropped":
+                DROPPED[0] += data["count"]
             if data["type"] != "lines":
                 continue
             now = time.time()
@@ -105,19 +110,22 @@ def _direct(stack: Stack, cluster: str, job: str, delays: list[float] | None = N
     return count, last - first
 
 
-def throughput(stack: Stack, cluster: str, lines: int) -> None:
+def throughput(stack: Stack, cluster: str, lines: int, seconds: float) -> None:
+    """The job prints `lines` over `seconds`; the reader is connected before it starts."""
     for label, reader in (("WebSocket, one client", "ws"), ("floor: Kubernetes follow", "k8s")):
         job = f"tput-{reader}-{int(time.time()) % 100000}"
-        # ~1/4 s of output at the sandbox's speed: faster than either reader
-        stack.sandbox.set_training(steps=lines, lines_per_second=lines * 4 / 1000, job=job)
+        stack.sandbox.set_training(steps=lines, lines_per_second=lines / seconds / 1000,
+                                   job=job)  # the sandbox runs at speed 1000
         assert submit(stack, cluster, {"name": job, **TORCHRUN}).status_code == 201
+        DROPPED[0] = 0
         if reader == "ws":
-            count, seconds = asyncio.run(_tail(stack, cluster, job))
+            count, took = asyncio.run(_tail(stack, cluster, job))
         else:
-            count, seconds = _direct(stack, cluster, job)
-        rate = count / seconds if seconds else float("nan")
-        print(f"{label:<28} {count:>7} lines in {seconds:6.2f} s = {rate:9.0f} lines/s"
-              + (f"   (goal >= {GOAL_LINES_S})" if reader == "ws" else ""))
+            count, took = _direct(stack, cluster, job)
+        rate = count / took if took else float("nan")
+        print(f"{label:<28} {count:>7} lines in {took:6.2f} s = {rate:9.0f} lines/s"
+              + (f"   dropped {DROPPED[0]}   (goal >= {GOAL_LINES_S})" if reader == "ws"
+                 else ""))
         wait_state(stack, cluster, job, "succeeded", timeout=120)
 
 
@@ -149,6 +157,8 @@ def delay(stack: Stack, cluster: str, tails: int, jobs_n: int, seconds: float) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--print-seconds", type=float, default=2.0,
+                        help="the throughput job prints its lines over this long")
     parser.add_argument("--tails", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -159,7 +169,7 @@ def main() -> None:
     stack = Stack(web_args=("--threads", str(args.threads))).start()
     try:
         cluster = training_cluster(stack)["name"]
-        throughput(stack, cluster, args.lines)
+        throughput(stack, cluster, args.lines, args.print_seconds)
         delay(stack, cluster, args.tails, args.jobs, args.seconds)
         print(f"machine after: {machine()}")
     finally:

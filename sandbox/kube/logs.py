@@ -20,7 +20,7 @@ class LogBook:
     """Lines per (namespace, pod, container) and instance, each with the time it was
     written."""
 
-    def __init__(self, on_change: Callable[[], None]) -> None:
+    def __init__(self, on_change: Callable[[str, str], None]) -> None:
         self._lock = threading.Lock()
         self._lines: dict[tuple[str, str, str], dict[int, Lines]] = {}
         self._on_change = on_change
@@ -32,7 +32,7 @@ class LogBook:
         with self._lock:
             runs = self._lines.setdefault((namespace, pod, container), {})
             runs.setdefault(instance, []).extend((stamp, line) for line in lines)
-        self._on_change()
+        self._on_change(namespace, pod)
 
     def instance(self, namespace: str, pod: str, container: str, previous: bool = False
                  ) -> int | None:
