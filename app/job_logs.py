@@ -269,15 +269,18 @@ class JobTail:
 def run(send: Callable[[dict[str, Any]], None], poll_client: Callable[[], bool],
         job_tail: JobTail, job_state: Callable[[], str | None]) -> str | None:
     """Send the tail until the job has ended and every reader is done (returns its state),
-    or the client went (`poll_client` answers False). Pods are looked up every second."""
+    or the client went (`poll_client` answers False). Pods are looked up every second; the
+    job's state only once every reader is idle (it decides the end, nothing else), so an open
+    tail costs the API server one pod list a second."""
     next_refresh = 0.0
-    state: str | None = None
+    state: str | None = "running"
     try:
         while True:
             now = time.monotonic()
             if now >= next_refresh:
                 job_tail.refresh()
-                state = job_state()
+                if job_tail.idle():
+                    state = job_state()
                 next_refresh = now + POD_POLL_S
             dropped, pods, lines = job_tail.buffer.take(0.25)
             if dropped:
