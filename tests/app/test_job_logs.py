@@ -131,3 +131,29 @@ def test_a_client_that_stops_reading_gets_a_drop_marker_and_the_server_stays_bou
     assert len(lines) < MAX_BUFFERED_LINES + 20_000
     steps = [int(s) for s in _steps(lines, f"{name}-pods-0")]
     assert steps == sorted(steps) and steps[-1] == total  # in order; the newest delivered
+
+
+def test_a_cursor_skips_what_was_sent_even_among_lines_of_the_same_time():
+    from app.job_logs import Cursor
+
+    sent = Cursor()
+    stamps = ["2026-01-01T00:00:01.5Z", "2026-01-01T00:00:01.500000Z", "2026-01-01T00:00:02Z"]
+    assert [sent.admit(s) for s in stamps[:2]] == [True, True]  # one time, two digits counts
+    resumed = Cursor.parse(sent.text())
+    assert (resumed.time, resumed.count) == ("2026-01-01T00:00:01.5Z", 2)
+    # read again from that time: the two lines sent are skipped, a third of that time is not
+    again = ["2026-01-01T00:00:01.500Z", "2026-01-01T00:00:01.5Z", "2026-01-01T00:00:01.5Z",
+             stamps[2]]
+    assert [resumed.admit(s) for s in again] == [False, False, True, True]
+    assert Cursor.parse("no-cursor") is None and Cursor.parse("t|x") is None
+
+
+def test_a_full_buffer_drops_its_oldest_lines_and_says_so_once():
+    from app.job_logs import LineBuffer
+
+    buffer = LineBuffer(limit=3)
+    for i in range(5):
+        buffer.put({"pod": "p-0" if i < 3 else "p-1", "line": str(i)})
+    dropped, pods, lines = buffer.take(0)
+    assert (dropped, pods, [x["line"] for x in lines]) == (2, ["p-0"], ["2", "3", "4"])
+    assert buffer.take(0) == (0, [], [])
