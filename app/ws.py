@@ -1,4 +1,5 @@
-"""WebSocket: an operation's events, live and resumable.
+"""WebSockets: an operation's events, and a training job's logs (app/job_logs.py), live
+and resumable.
 
 The browser cannot set headers on a WebSocket, so the token arrives as the first message
 (within 5 s). Events are read from the operation's Redis Stream, so a client that
@@ -13,10 +14,12 @@ from typing import Any
 from flask import Flask, current_app, request
 from flask_sock import ConnectionClosed, Sock
 
-from app import audit, auth
+from app import audit, auth, job_logs
 from app.errors import ApiError
 from app.permissions import access
+from cloud import jobs, kube
 from cloud.metrics import WEBSOCKETS
+from schemas.jobs import LOG_TAIL_MAX
 from tasks.engine.errors import EngineError
 from tasks.engine.model import OpStatus
 
@@ -26,6 +29,8 @@ READ_BLOCK_MS = 1000
 
 CANCEL_ROUTE = "operations.cancel"
 """The REST route a socket's `{"type": "cancel"}` stands for."""
+
+DEFAULT_TAIL = 100
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -60,6 +65,25 @@ def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
         ws.close(CLOSE_UNAUTHENTICATED, "the token is not valid")
         return None
     return principal, first
+
+
+def _admit(ws: Any, what: str) -> tuple[auth.Principal, dict[str, Any]] | None:
+    """Origin, the first message's token and the route's declared role; None (the socket
+    closed, the refusal audited) when one fails."""
+    if not _same_origin():
+        audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
+        ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+        return None
+    authed = _authenticate(ws)
+    if authed is None:
+        return None
+    principal, _first = authed
+    needs = auth.declared_role(request.url_rule.endpoint, "GET")
+    if not principal.may(needs):
+        audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
+        ws.close(CLOSE_FORBIDDEN, f"{what} needs the {needs} role")
+        return None
+    return authed
 
 
 def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: str) -> bool:
@@ -99,19 +123,10 @@ def install(app: Flask) -> None:
     @sock.route("/ws/operations/<string:op_id>")
     @access("viewer", websocket=True)
     def operation_events(ws: Any, op_id: str) -> None:
-        if not _same_origin():
-            audit.record_socket(request.path, None, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, "cross-origin WebSocket refused")
+        admitted = _admit(ws, "following an operation")
+        if admitted is None:
             return
-        authed = _authenticate(ws)
-        if authed is None:
-            return
-        principal, first = authed
-        needs = auth.declared_role(request.url_rule.endpoint, "GET")
-        if not principal.may(needs):
-            audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
-            ws.close(CLOSE_FORBIDDEN, f"following an operation needs the {needs} role")
-            return
+        principal, first = admitted
         op = current_app.extensions["hypd.engine"].store.get(op_id)
         if op is None:
             ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
@@ -122,6 +137,61 @@ def install(app: Flask) -> None:
                 _follow(ws, principal, op_id, op, after)
         except ConnectionClosed:
             return
+
+    @sock.route("/ws/clusters/<string:cluster>/jobs/<string:job>/logs")
+    @access("viewer", websocket=True)
+    def job_log_tail(ws: Any, cluster: str, job: str) -> None:
+        admitted = _admit(ws, "following a job's logs")
+        if admitted is None:
+            return
+        _principal, first = admitted
+        try:
+            with WEBSOCKETS.labels("job_logs").track_inprogress():
+                _job_logs(ws, cluster, job, first)
+        except ConnectionClosed:
+            return
+
+
+def _job_logs(ws: Any, cluster: str, job: str, first: dict[str, Any]) -> None:
+    """Follow a training job's logs (app/job_logs.py) until it ends or the client goes."""
+    from app.readmodels import clusters, kubeapi
+
+    try:
+        ref = clusters.find(cluster)
+        api = kubeapi.api(ref)
+        found = jobs.find(api, job)
+    except (ApiError, kube.KubeError, OSError) as exc:
+        status = getattr(exc, "status", None) or getattr(exc, "http_status", None)
+        ws.close(CLOSE_NOT_FOUND if status == 404 else 1011,
+                 str(getattr(exc, "message", exc))[:120])
+        return
+    if found is None:
+        ws.close(CLOSE_NOT_FOUND, f"no job {job} on cluster {cluster}")
+        return
+    try:
+        tail = min(max(int(first.get("tail", DEFAULT_TAIL)), 0), LOG_TAIL_MAX)
+    except (TypeError, ValueError):
+        tail = DEFAULT_TAIL
+    after = first.get("after") if isinstance(first.get("after"), dict) else {}
+    pod = first.get("pod") if isinstance(first.get("pod"), str) else None
+    job_pods = jobs.pods(api, found)
+    _send(ws, {"type": "job", "job": {
+        "name": job, "cluster": cluster, "namespace": found["metadata"].get("namespace"),
+        "kind": found.get("kind"), "state": jobs.state(found, job_pods).state,
+        "pods": [p["metadata"]["name"] for p in job_pods]}})
+
+    def state() -> str | None:
+        current = jobs.find(api, job)
+        return None if current is None else jobs.state(current, jobs.pods(api, current)).state
+
+    def client_here() -> bool:
+        ws.receive(timeout=0)  # raises ConnectionClosed once the client went
+        return True
+
+    tailing = job_logs.JobTail(api, found, tail, pod, {str(k): str(v) for k, v in after.items()})
+    ended = job_logs.run(lambda payload: _send(ws, payload), client_here, tailing, state)
+    _send(ws, {"type": "end", "state": ended})
+    ws.close(1000, ended or "gone")
 
 
 def _follow(ws: Any, principal: auth.Principal, op_id: str, op: dict[str, Any],

@@ -16,6 +16,7 @@ copy of the manifest).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import threading
@@ -23,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import urllib3
 from kubernetes.client import ApiClient
 
 from cloud.errors import Refusal
@@ -318,3 +320,50 @@ def delete_object(api: ApiClient, api_version: str, kind: str, name: str,
 def delete_manifest(api: ApiClient, manifest: Mapping[str, Any]) -> bool:
     api_version, kind, name, namespace = _meta(manifest)
     return delete_object(api, api_version, kind, name, namespace)
+
+
+# ---------------------------------------------------------------------------------------
+# container logs
+# ---------------------------------------------------------------------------------------
+
+
+def log_query(container: str | None = None, *, tail: int | None = None,
+              since_time: str | None = None, previous: bool = False,
+              follow: bool = False) -> list[tuple[str, str]]:
+    """The query of `GET .../pods/<pod>/log`, always with timestamps (resuming relies on
+    them)."""
+    query = [("timestamps", "true")]
+    if container:
+        query.append(("container", container))
+    if tail is not None:
+        query.append(("tailLines", str(tail)))
+    if since_time:
+        query.append(("sinceTime", since_time))
+    if previous:
+        query.append(("previous", "true"))
+    if follow:
+        query.append(("follow", "true"))
+    return query
+
+
+def open_log(api: ApiClient, namespace: str, pod: str, query: list[tuple[str, str]],
+             read_timeout: float | None = None) -> Any:
+    """The log as a streamed response (`.stream()` / `.read()`, `.release_conn()`); a
+    KubeError when the API server refuses."""
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/log"
+    method, url, headers, _, _ = api.param_serialize(
+        method="GET", resource_path=path, query_params=query,
+        header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])
+    response = api.rest_client.pool_manager.request(
+        method, url, headers=headers, preload_content=False,
+        timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT_S[0], read=read_timeout))
+    if not 200 <= response.status <= 299:
+        data = response.read() or b""
+        response.release_conn()
+        reason, message = str(response.reason or ""), data.decode("utf-8", "replace")
+        with contextlib.suppress(ValueError, AttributeError):
+            status = json.loads(data)
+            reason = status.get("reason") or reason
+            message = status.get("message") or message
+        raise KubeError(response.status, reason, message)
+    return response

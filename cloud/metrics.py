@@ -68,11 +68,15 @@ AWS_ERRORS = _Metric("Counter", "hypd_aws_errors", "AWS API calls that failed (a
                      "botocore's retries), by service, API and error code",
                      ("service", "api", "code"))
 WEBSOCKETS = _Metric("Gauge", "hypd_websockets_open", "WebSockets open now, by kind "
-                     "(operation: an operation's events)", ("kind",),
+                     "(operation: an operation's events; job_logs: a job's log tail)", ("kind",),
                      multiprocess_mode="livesum")
 SWEEPER_PICKUPS = _Metric("Counter", "hypd_sweeper_pickups", "Stalled operations the sweeper "
                           "re-kicked (their worker died, or their first task was never sent)")
-ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS)
+LOG_LINES_DROPPED = _Metric("Counter", "hypd_log_tail_dropped_lines", "Log lines a job's "
+                            "live tail dropped because its client read too slowly (each "
+                            "drop is marked in the stream)")
+ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS,
+       LOG_LINES_DROPPED)
 
 
 def registry(settings: Settings, only: Path | None = None) -> Any:

@@ -643,6 +643,74 @@ DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_JOB_NOTES = {"cluster": "Name of the cluster.", "job": "Name of the job."}
+
+JOB_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_training_limits", method="GET", path="/api/v1/training/limits",
+        title="Training recipes and limits",
+        description="The recipes a job can be submitted with (torchrun, llama-factory, "
+        "ms-swift, verl, or an own pytorch/ray command) and what each needs, and what elastic "
+        "training (max_nodes above nodes) cannot be combined with: spot capacity, managed "
+        "tiered checkpointing, checkpointless training, with the source. Read it before "
+        "proposing a job.",
+    ),
+    ToolSpec(
+        name="submit_job", method="POST", path="/api/v1/clusters/{cluster}/jobs",
+        title="Submit a training job",
+        description="Submit a training job from a recipe. torchrun (script under /s3), "
+        "llama-factory and ms-swift (config under /s3) run as HyperPodPyTorchJob under HyperPod's "
+        "training operator: the cluster's training_operator feature must be on (else "
+        "precondition_failed naming it: turn it on with update_features), the image must "
+        "contain the HyperPod elastic agent and the job launches with hyperpodrun. verl runs as "
+        "a RayJob (KubeRay is installed first when missing: then the reply is an operation to "
+        "follow with wait_operation). Every pod mounts the cluster's bucket at /s3; output and "
+        "checkpoints go to /s3/jobs/<job>/. run_policy.job_max_retry_count is the recovery "
+        "budget. Answers the job; follow it with get_job.",
+        notes={"cluster": "Name of the cluster.",
+               "max_nodes": "Elastic training only; see get_training_limits for what it "
+               "excludes."},
+        mutating=True, status_tool="get_job",
+        status_args_from={"cluster": "cluster", "job": "name"},
+    ),
+    ToolSpec(
+        name="list_jobs", method="GET", path="/api/v1/clusters/{cluster}/jobs",
+        title="List training jobs",
+        description="A cluster's training jobs with state (submitting, pending, running, "
+        "restarting, succeeded, failed, deleting), recipe, pods and restarts; filter by state "
+        "or recipe.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="get_job", method="GET", path="/api/v1/clusters/{cluster}/jobs/{job}",
+        title="Get a training job",
+        description="One training job now: state and message, pods with their nodes and "
+        "restarts, the recovery budget (restarts used of job_max_retry_count, remaining), "
+        "recent events, and its paths under /s3. Call it again to follow a job; read "
+        "get_job_logs for what it printed.",
+        notes=_JOB_NOTES,
+    ),
+    ToolSpec(
+        name="delete_job", method="DELETE", path="/api/v1/clusters/{cluster}/jobs/{job}",
+        title="Delete a training job",
+        description="Stop and delete a training job; its pods go with it (what it wrote under "
+        "/s3 stays). Confirm with the user first. list_jobs shows it deleting, then gone.",
+        notes=_JOB_NOTES,
+        mutating=True, destructive=True, status_tool="list_jobs",
+        status_args_from={"cluster": "cluster"},
+    ),
+    ToolSpec(
+        name="get_job_logs", method="GET", path="/api/v1/clusters/{cluster}/jobs/{job}/logs",
+        title="Read a training job's logs",
+        description="The last lines a job printed (tail, at most 10000; default 100), each "
+        "tagged with its pod and time, oldest first; since (RFC 3339) reads from a time on, "
+        "pod narrows to one pod, previous=true reads a restarted container's previous run "
+        "(why it failed). Bounded: ask for a small tail first.",
+        notes=_JOB_NOTES,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -657,6 +725,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
-                               *AUDIT_TOOLS)
+                               *JOB_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

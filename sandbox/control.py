@@ -203,3 +203,25 @@ class SandboxControl:
     def clear_training_plans(self) -> None:
         """Forget every declared training plan."""
         self._request("DELETE", "/training-plans")
+
+    # training jobs (the simulated operators' containers)
+    def set_training(self, steps: int | None = None, lines_per_second: float | None = None,
+                     job: str | None = None) -> dict[str, Any]:
+        """How a training container runs (every job's, or one `job`'s): `steps` progress
+        lines at `lines_per_second` (simulated seconds)."""
+        body = {k: v for k, v in (("steps", steps), ("lines_per_second", lines_per_second),
+                                  ("job", job)) if v is not None}
+        return self._request("PUT", "/training", body)["settings"]
+
+    def fail_training_pod(self, job: str, pod: str | None = None, exit_code: int = 1,
+                          after_lines: int = 2, count: int = 1) -> dict[str, Any]:
+        """Make the next `count` runs of the job's training containers (or one pod's) exit
+        with `exit_code` after `after_lines` lines."""
+        body: dict[str, Any] = {"job": job, "exit_code": exit_code,
+                                "after_lines": after_lines, "count": count}
+        if pod is not None:
+            body["pod"] = pod
+        return self._request("POST", "/training/faults", body)
+
+    def clear_training_faults(self) -> None:
+        self._request("DELETE", "/training/faults")

@@ -137,6 +137,8 @@ def _reset(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     c.faults.clear()
     c.holds.clear()
     c.log.clear()
+    if c.app is not None:
+        c.app.training.reset()
     if wipe_aws:
         c.app.reset_aws()
     return Reply.json({"reset": True, "aws": wipe_aws})
@@ -201,6 +203,36 @@ def _clear_training_plans(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     return Reply.json({"training_plans": []})
 
 
+def _training(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.simulator.training import TrainingControlError
+
+    book = c.app.training
+    if r.method == "GET":
+        return Reply.json({"settings": book.configure({}), "faults": book.faults()})
+    try:
+        return Reply.json({"settings": book.configure(_body(r)), "faults": book.faults()})
+    except TrainingControlError as exc:
+        raise _BadRequest(str(exc)) from exc
+
+
+def _add_training_fault(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    from sandbox.simulator.training import TrainingControlError
+
+    try:
+        return Reply.json(c.app.training.add_fault(_body(r)).as_dict(), 201)
+    except TrainingControlError as exc:
+        raise _BadRequest(str(exc)) from exc
+
+
+def _list_training_faults(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    return Reply.json({"faults": c.app.training.faults()})
+
+
+def _clear_training_faults(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    c.app.training.clear_faults()
+    return Reply.json({"faults": []})
+
+
 _Handler = Callable[[Controls, Request, "re.Match[str]"], Reply]
 
 ROUTES: list[tuple[str, str, _Handler]] = [
@@ -224,6 +256,11 @@ ROUTES: list[tuple[str, str, _Handler]] = [
     ("GET", r"/training-plans", _list_training_plans),
     ("POST", r"/training-plans", _add_training_plan),
     ("DELETE", r"/training-plans", _clear_training_plans),
+    ("GET", r"/training", _training),
+    ("PUT", r"/training", _training),
+    ("POST", r"/training/faults", _add_training_fault),
+    ("GET", r"/training/faults", _list_training_faults),
+    ("DELETE", r"/training/faults", _clear_training_faults),
 ]
 _COMPILED = [(method, re.compile(PREFIX + path + "/?"), fn) for method, path, fn in ROUTES]
 

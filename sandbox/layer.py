@@ -26,6 +26,7 @@ from sandbox.kube import KubeRegistry
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
 from sandbox.simulator.cluster import ClusterSimulator
+from sandbox.simulator.training import TrainingBook
 from sandbox.timing import Clock, Transitions
 
 # moto's own admin routes (reset, state manager, dashboard) pass straight through.
@@ -47,7 +48,10 @@ class LocalAwsApp:
         self._moto = DomainDispatcherApplication(create_backend_app)
         self.gap_state: dict[str, Any] = {}  # each gap's declared state (sandbox.gaps.GapState)
         # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
-        self.kubes = KubeRegistry(attach=lambda kube: ClusterSimulator(kube, self._speed))
+        # training settings and pod faults, shared by every cluster's training operators
+        self.training = TrainingBook()
+        self.kubes = KubeRegistry(
+            attach=lambda kube: ClusterSimulator(kube, self._speed, training=self.training))
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self

@@ -8,6 +8,7 @@ from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
+from tasks.jobs import JOB_CREATE
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
@@ -29,4 +30,5 @@ KINDS = kind_table(
     NODES_REPLACE,
     NODES_DELETE,
     FEATURE_UPDATE,
+    JOB_CREATE,
 )

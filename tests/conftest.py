@@ -35,6 +35,15 @@ def stack():
 
 
 @pytest.fixture(scope="session")
+def training(stack):
+    """A spot GPU cluster with the training operator on, shared by the training job tests
+    of this test process (each job has its own name)."""
+    from tests.app.jobkit import training_cluster
+
+    return training_cluster(stack)
+
+
+@pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server of its own for unit tests of Redis-backed code."""
     import shutil

@@ -14,6 +14,7 @@ from app.api import (
     features,
     health,
     instance_groups,
+    jobs,
     metrics,
     networks,
     nodes,
@@ -23,7 +24,7 @@ from app.api import (
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              diagnostics.blp, operations.blp, audit.blp, metrics.blp)
+              diagnostics.blp, jobs.blp, operations.blp, audit.blp, metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

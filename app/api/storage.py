@@ -10,11 +10,8 @@ running on an item.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-import urllib3
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -23,6 +20,9 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels.clusters import ClusterRef
+from app.readmodels.kubeapi import api as _api
+from app.readmodels.kubeapi import not_active as _not_active
+from app.readmodels.kubeapi import talking_to as _talking_to
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
@@ -44,36 +44,6 @@ RUNNING = ("queued", "running")
 
 
 # the cluster ----------------------------------------------------------------------------------
-
-def _not_active(cluster: ClusterRef) -> str | None:
-    """Why the cluster's Kubernetes API cannot be reached yet, or None."""
-    status = (cluster.eks or {}).get("status")
-    if status == eks.ACTIVE:
-        return None
-    return (f"cluster {cluster.name} is {status or 'not created yet'}: its Kubernetes API "
-            "answers once the EKS cluster is ACTIVE")
-
-
-@contextlib.contextmanager
-def _talking_to(cluster: ClusterRef) -> Iterator[None]:
-    """Failures of the cluster's Kubernetes API or of AWS, as the error envelope says them."""
-    try:
-        yield
-    except kube.KubeError as exc:
-        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster.name} answered {exc}") from exc
-    except (OSError, urllib3.exceptions.HTTPError) as exc:  # no answer at all
-        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster.name} did not answer: {exc}") from exc
-
-
-def _api(cluster: ClusterRef) -> Any:
-    why = _not_active(cluster)
-    if why:
-        raise ApiError(409, "conflict", why)
-    with _talking_to(cluster):
-        return eks.api_client(cluster.name, cluster.region)
-
 
 # reading items ----------------------------------------------------------------------------------
 

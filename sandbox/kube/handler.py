@@ -68,6 +68,14 @@ def _json(body: Any, status: int = 200) -> web.Response:
     )
 
 
+def _rfc3339(value: str) -> datetime.datetime:
+    """A `sinceTime` (RFC 3339, fractional seconds allowed, as the API server parses it)."""
+    parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"sinceTime {value!r} has no time zone")
+    return parsed
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -461,7 +469,13 @@ class KubeHandler:
             c.get("name") for c in spec.get("initContainers") or []
         ]:
             raise bad_request(f"container {container} is not valid for pod {name}")
-        lines = self.kube.logs.read(namespace, name, container)
+        previous = _flag(query.get("previous"))
+        instance = self.kube.logs.instance(namespace, name, container, previous)
+        if previous and instance is None:
+            raise bad_request(
+                f'previous terminated container "{container}" in pod "{name}" not found'
+            )
+        lines = self.kube.logs.read(namespace, name, container, instance)
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if phase == "Pending" and not lines:
             raise bad_request(
@@ -474,14 +488,17 @@ class KubeHandler:
                 datetime.datetime.now(datetime.UTC)
                 - datetime.timedelta(seconds=int(query["sinceSeconds"]))
                 if "sinceSeconds" in query
+                else _rfc3339(query["sinceTime"])
+                if "sinceTime" in query
                 else None
             )
         except ValueError as exc:
             raise bad_request(f"invalid log options: {exc}") from exc
         timestamps = _flag(query.get("timestamps"))
-        if _flag(query.get("follow")):
+        if _flag(query.get("follow")) and not previous:
             return await streams.follow_log(
-                request, self.kube, rt, namespace, name, container, timestamps, tail, since
+                request, self.kube, rt, namespace, name, container, timestamps, tail, since,
+                instance,
             )
         return web.Response(
             body=logs.render(lines, timestamps, tail, since, limit), content_type="text/plain"

@@ -30,7 +30,7 @@ from sandbox.kube.catalog import Catalog, ResourceType, split_api_version
 from sandbox.kube.handler import KubeHandler
 from sandbox.kube.logs import LogBook
 from sandbox.kube.store import Event, Store
-from sandbox.kube.streams import CLOSING, LOG_WRITTEN
+from sandbox.kube.streams import CLOSING, LogWritten
 
 T = TypeVar("T")
 DEFAULT_KUBERNETES_VERSION = "1.33"
@@ -52,7 +52,7 @@ class LocalKube:
         self.store = Store(self.emulator, self.catalog, self._publish)
         self.store.on_removed.append(self._forget_logs)
         self.access = AccessBook()
-        self.logs = LogBook(lambda: self._publish(LOG_WRITTEN))
+        self.logs = LogBook(lambda namespace, pod: self._publish(LogWritten(namespace, pod)))
         self._tls = tls.make()
         self.ca_pem: bytes = self._tls.ca_pem
         self._runner: web.ServerRunner | None = None

@@ -10,6 +10,7 @@ import asyncio
 import datetime
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -21,7 +22,14 @@ from sandbox.kube.store import Event, Store, present
 
 DEFAULT_WATCH_S = 1800.0
 CLOSING = object()  # pushed to every subscriber when the cluster stops
-LOG_WRITTEN = object()
+
+
+@dataclass(frozen=True)
+class LogWritten:
+    """Lines were added to a pod's log (what a log follower of that pod waits for)."""
+
+    namespace: str
+    pod: str
 
 
 class Feed(Protocol):
@@ -149,6 +157,34 @@ def _terminated(pod: dict[str, Any] | None, container: str) -> bool:
     return False
 
 
+def _concerns(item: Any, namespace: str, pod: str) -> bool:
+    if isinstance(item, LogWritten):
+        return (item.namespace, item.pod) == (namespace, pod)
+    if isinstance(item, Event):
+        md = item.obj.get("metadata") or {}
+        return item.plural == "pods" and item.group == "" and md.get("name") == pod and \
+            md.get("namespace") == namespace
+    return item is CLOSING
+
+
+async def _next_change(queue: asyncio.Queue[Any], namespace: str, pod: str) -> Any:
+    """Wait (up to a second) for a change of this pod or its log, taking a burst of changes
+    at once; other pods' changes wake nothing (a cluster with many followers stays cheap)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.0
+    while True:
+        item = await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time()))
+        found = item if _concerns(item, namespace, pod) else None
+        while not queue.empty():
+            more = queue.get_nowait()
+            if more is CLOSING:
+                return CLOSING
+            if found is None and _concerns(more, namespace, pod):
+                found = more
+        if found is not None:
+            return found
+
+
 async def follow_log(
     request: web.BaseRequest,
     feed: Feed,
@@ -159,14 +195,17 @@ async def follow_log(
     timestamps: bool,
     tail: int | None,
     since: datetime.datetime | None,
+    instance: int | None = None,
 ) -> web.StreamResponse:
-    """Stream a container's log until the container ends (or the client goes)."""
+    """Stream a container instance's log until the container ends (or the client goes)."""
     queue = feed.subscribe()
     resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
     resp.enable_chunked_encoding()
     try:
         await resp.prepare(request)
-        lines = feed.logs.read(namespace, pod, container)
+        if instance is None:
+            instance = feed.logs.instance(namespace, pod, container) or 0
+        lines = feed.logs.read(namespace, pod, container, instance)
         await resp.write(logs.render(lines, timestamps, tail, since, None))
         sent = len(lines)
         while True:
@@ -174,18 +213,17 @@ async def follow_log(
                 current = feed.store.get(rt, namespace, pod)
             except KubeError:
                 current = None
-            lines = feed.logs.read(namespace, pod, container)
-            if len(lines) > sent:
-                await resp.write(logs.render(lines[sent:], timestamps, None, since, None))
-                sent = len(lines)
+            lines = feed.logs.read(namespace, pod, container, instance, sent)
+            if lines:
+                await resp.write(logs.render(lines, timestamps, None, since, None))
+                sent += len(lines)
             if _terminated(current, container):
                 break
             try:
-                item = await asyncio.wait_for(queue.get(), 1.0)
+                if await _next_change(queue, namespace, pod) is CLOSING:
+                    break
             except TimeoutError:
                 continue
-            if item is CLOSING:
-                break
         await resp.write_eof()
     except (ConnectionResetError, asyncio.CancelledError):
         pass

@@ -44,6 +44,7 @@ from sandbox.simulator.pods import (
     qos_class,
 )
 from sandbox.simulator.programs import Programs
+from sandbox.simulator.training import TrainingBook, TrainingControllers
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +64,11 @@ class ClusterSimulator:
     """Binder, scheduler and kubelets of one `LocalKube` (see the module docstring)."""
 
     def __init__(self, kube: Any, speed: Callable[[], float],
-                 programs: Programs | None = None) -> None:
+                 programs: Programs | None = None, training: TrainingBook | None = None) -> None:
         self.kube = kube
         self.speed = speed
         self.programs = programs or Programs()
+        self.training = TrainingControllers(self, training or TrainingBook())
         self.runs: dict[str, PodRun] = {}  # pod uid → its run
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -111,6 +113,8 @@ class ClusterSimulator:
 
     def _relevant(self, item: Any) -> set[str]:
         """The kind an event changed, if the controllers care."""
+        if isinstance(item, Event) and self.training.watches(item):
+            return {"training-jobs"}
         if not isinstance(item, Event) or (item.group, item.plural) not in WATCHED:
             return set()
         if item.plural == "pods" and item.type == "DELETED":
@@ -123,6 +127,8 @@ class ClusterSimulator:
         steps = []
         if changed & VOLUME_KINDS:
             steps.append(self._bind_volumes)
+        if changed & {"training-jobs", "pods"}:
+            steps.append(self.training.reconcile)
         if changed & {"pods", "nodes", "persistentvolumeclaims"}:
             steps.append(self._pods)
         for step in steps:
@@ -420,7 +426,7 @@ class ClusterSimulator:
 
     def _log(self, run: PodRun, c: ContainerRun, text: str, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":
-            self.kube.logs.append(run.namespace, run.name, c.name, text)
+            self.kube.logs.append(run.namespace, run.name, c.name, text, restart)
 
     def _ready(self, run: PodRun, c: ContainerRun, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":
@@ -461,6 +467,7 @@ class ClusterSimulator:
 
         def restart() -> None:
             c.restart_count += 1
+            c.program = self._program_again(run, c)
             self._run_container(run, c)
             self._publish(run)
 
@@ -473,6 +480,14 @@ class ClusterSimulator:
 
         self._after(run, 0.001, waiting)
         self._after(run, wait, restart)
+
+    def _program_again(self, run: PodRun, c: ContainerRun) -> Any:
+        """What a restarted container runs this time (the book may answer differently)."""
+        pod = self._pod(run)
+        key = "initContainers" if c.init else "containers"
+        spec = next((s for s in ((pod or {}).get("spec") or {}).get(key) or []
+                     if s.get("name") == c.name), None)
+        return self.programs.program(pod, spec) if pod and spec else c.program
 
     def _forget_timers(self, run: PodRun) -> None:
         for handle in self._timers.pop(run.uid, []):

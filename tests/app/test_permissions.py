@@ -157,6 +157,10 @@ def targets(stack: Any, failed_op: str, patient_worker: None) -> Iterator[dict[s
         stack.wait_operation(running_id)
 
 
+JOB = {"name": "fit", "recipe": "torchrun", "image": "repo/train:1",
+       "script": "/s3/code/train.py"}
+
+
 def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
     """A valid request for every mutating route (method, path, body)."""
     cluster = {"name": "walk-c", "availability_zone": "us-west-2a",
@@ -182,6 +186,8 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
           for action in ("reboot", "replace", "delete")],
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
+        ("POST", "/api/v1/clusters/walk-c/jobs", JOB),
+        ("DELETE", "/api/v1/clusters/walk-c/jobs/fit", None),
     ]
 
 
@@ -358,6 +364,8 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
            for action in ("reboot", "replace", "delete")},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
+        "submit_job": {"cluster": "walk-c", **JOB},
+        "delete_job": {"cluster": "walk-c", "job": "fit"},
     }
     assert set(arguments) == mutating, "a mutating tool is missing from the walk"
     before = _snapshot(stack)

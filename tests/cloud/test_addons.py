@@ -147,9 +147,14 @@ def test_hyperpod_namespace_and_bindings_are_what_hyperpod_expects():
                        if o["kind"] == "ClusterRoleBinding")
         assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io",
                                         "kind": "User", "name": "hyperpod-service-linked-role"}]
-    for obj in (o for d in manifest_deps() for o in addons.render(d, REGION)):
+    hyperpods = [d for d in manifest_deps() if d.feature != "kuberay"]
+    for obj in (o for d in hyperpods for o in addons.render(d, REGION)):
         if obj["kind"] in ("ServiceAccount", "DaemonSet"):
             assert obj["metadata"]["namespace"] in ("aws-hyperpod", "kube-system")
+    # KubeRay (a job's dependency, not HyperPod's) keeps to a namespace of its own
+    kuberay = addons.render(by_name("kuberay-operator"), REGION)
+    assert {o["metadata"].get("namespace") for o in kuberay
+            if o["kind"] in ("ServiceAccount", "Deployment")} == {"kuberay"}
 
 
 @pytest.mark.parametrize("dep", manifest_deps(), ids=lambda d: d.name)

@@ -66,8 +66,8 @@ def kube() -> Iterator[LocalKube]:
         registry.close()
 
 
-@pytest.fixture(scope="module")
-def core(kube: LocalKube) -> k8s.CoreV1Api:
+def core_api(kube: LocalKube) -> k8s.CoreV1Api:
+    """The local Kubernetes through the kubernetes client, with an EKS token."""
     env = client_env("http://127.0.0.1:9", REGION)
     sts = boto3.client("sts", region_name=REGION, endpoint_url=env["AWS_ENDPOINT_URL"],
                        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
@@ -76,6 +76,11 @@ def core(kube: LocalKube) -> k8s.CoreV1Api:
     described = {"endpoint": kube.url,
                  "certificateAuthority": {"data": base64.b64encode(kube.ca_pem).decode()}}
     return k8s.CoreV1Api(api_client(described, eks_token(sts, kube.name)))
+
+
+@pytest.fixture(scope="module")
+def core(kube: LocalKube) -> k8s.CoreV1Api:
+    return core_api(kube)
 
 
 @pytest.fixture

@@ -1,0 +1,47 @@
+"""A cluster's Kubernetes API as a route reaches it: only once its EKS cluster is ACTIVE, and
+with the API's or AWS's failures said in the error envelope's words."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import urllib3
+
+from app.errors import ApiError
+from cloud import eks, kube
+
+if TYPE_CHECKING:
+    from app.readmodels.clusters import ClusterRef
+
+
+def not_active(cluster: ClusterRef) -> str | None:
+    """Why the cluster's Kubernetes API cannot be reached yet, or None."""
+    status = (cluster.eks or {}).get("status")
+    if status == eks.ACTIVE:
+        return None
+    return (f"cluster {cluster.name} is {status or 'not created yet'}: its Kubernetes API "
+            "answers once the EKS cluster is ACTIVE")
+
+
+@contextlib.contextmanager
+def talking_to(cluster: ClusterRef) -> Iterator[None]:
+    """Failures of the cluster's Kubernetes API or of AWS, as the error envelope says them."""
+    try:
+        yield
+    except kube.KubeError as exc:
+        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
+                                              f"{cluster.name} answered {exc}") from exc
+    except (OSError, urllib3.exceptions.HTTPError) as exc:  # no answer at all
+        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
+                                              f"{cluster.name} did not answer: {exc}") from exc
+
+
+def api(cluster: ClusterRef) -> Any:
+    """The cluster's ApiClient; 409 while its EKS cluster is not ACTIVE."""
+    why = not_active(cluster)
+    if why:
+        raise ApiError(409, "conflict", why)
+    with talking_to(cluster):
+        return eks.api_client(cluster.name, cluster.region)

@@ -1,0 +1,262 @@
+"""Training jobs as manifests: HyperPod's `HyperPodPyTorchJob` and KubeRay's `RayJob`, the
+recipes above them, and the product's stated limits.
+
+HyperPodPyTorchJob has no public CRD (the training operator is a closed EKS add-on), so its
+shape lives in this one builder and its fields are pinned by a test against AWS's
+documentation (tests/cloud/test_training.py). RayJob is validated against KubeRay's CRD as a
+closed schema (tests/crds/).
+
+Every job's pods carry `hypd.io/job=<job>` (besides what the operators add) and mount the
+cluster's shared S3 claim (`hypd-s3`, the storage stage's) at `/s3`, the same bucket a user
+mounts in their dev environment; a recipe's data, output and checkpoint paths are under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cloud import kube, storage
+from cloud.errors import Refusal
+from cloud.nodes import INSTANCE_GROUP_LABEL
+
+PYTORCH_API = "sagemaker.amazonaws.com/v1"
+PYTORCH_KIND = "HyperPodPyTorchJob"
+RAY_API = "ray.io/v1"
+RAY_KIND = "RayJob"
+KINDS = {"pytorch": (PYTORCH_API, PYTORCH_KIND), "ray": (RAY_API, RAY_KIND)}
+
+JOB_LABEL = "hypd.io/job"
+RECIPE_LABEL = "hypd.io/recipe"
+OPERATOR_POD_LABEL = "HPJob"  # the training operator's label on a job's pods
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+LAUNCHER = "hyperpodrun"
+ELASTIC_AGENT_PORT = 8080  # the HyperPod elastic agent listens here (AWS's job example)
+S3_MOUNT = storage.DEFAULT_MOUNT_PATH
+SHARED_CLAIM = storage.DEFAULT_CLAIM
+RESOURCE_GPU = "nvidia.com/gpu"
+RESOURCE_EFA = "vpc.amazonaws.com/efa"
+RAY_IMAGE = "rayproject/ray:2.40.0-py311-gpu"
+
+
+class TrainingError(Refusal):
+    default_code = "validation_failed"
+
+
+# -- the product's stated limits ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Limit:
+    """Something elastic training cannot be combined with, and why."""
+
+    key: str
+    with_what: str
+    reason: str
+
+
+ELASTIC_LIMITS_SOURCE = (
+    "PRODUCT.md (Constraints: elastic training excludes spot capacity, managed tiered "
+    "checkpointing and checkpointless training); AWS: "
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-checkpointless-"
+    "considerations.html (checkpointless training is incompatible with managed tiered "
+    "checkpointing and elastic training)")
+ELASTIC_LIMITS: tuple[Limit, ...] = (
+    Limit("spot", "spot capacity",
+          "elastic training scales with the instance group's capacity, and spot capacity can "
+          "be reclaimed at any time; run elastic jobs on an on-demand or training-plan group"),
+    Limit("tiered_checkpointing", "managed tiered checkpointing",
+          "managed tiered checkpointing is on for this cluster, and elastic training is not "
+          "supported with it; turn tiered checkpointing off or give a fixed node count"),
+    Limit("checkpointless", "checkpointless training",
+          "checkpointless training is incompatible with elastic training (AWS); give a fixed "
+          "node count or turn checkpointless off"),
+)
+"""The one table of what elastic training excludes: the API refuses with it, the dashboard
+and the playbook show it (GET /api/v1/training/limits)."""
+
+
+def elastic_refusal(present: Mapping[str, bool]) -> str | None:
+    """Why an elastic job cannot run given what is `present` (keys of ELASTIC_LIMITS), or
+    None."""
+    hits = [limit for limit in ELASTIC_LIMITS if present.get(limit.key)]
+    if not hits:
+        return None
+    return ("elastic training (a node range) cannot be combined with "
+            + " or ".join(h.with_what for h in hits) + ": "
+            + "; ".join(h.reason for h in hits))
+
+
+# -- the job spec every recipe fills -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HangRule:
+    """A log-monitoring rule of the run policy (hang or slowness detection)."""
+
+    name: str
+    log_pattern: str
+    expected_start_cutoff_s: int | None = None
+    expected_recurring_frequency_s: int | None = None
+    stop_pattern: str | None = None
+    metric_threshold: int | None = None
+    operator: str | None = None
+    metric_evaluation_data_points: int | None = None
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    job_max_retry_count: int = 3
+    restarts_before_full_job_restart: int | None = None
+    eval_period_s: int | None = None
+    max_full_job_restarts: int | None = None
+    rules: tuple[HangRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a job runs, wherever: the recipes build one, the builders make it a manifest."""
+
+    name: str
+    namespace: str
+    recipe: str
+    image: str
+    command: tuple[str, ...]
+    nodes: int = 1
+    max_nodes: int | None = None
+    processes_per_node: int = 1
+    gpus_per_node: int = 0
+    efa_per_node: int = 0
+    instance_group: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    run_policy: RunPolicy = RunPolicy()
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_nodes is not None and self.max_nodes > self.nodes
+
+
+def _resources(spec: JobSpec) -> dict[str, Any]:
+    amounts = {}
+    if spec.gpus_per_node:
+        amounts[RESOURCE_GPU] = str(spec.gpus_per_node)
+    if spec.efa_per_node:
+        amounts[RESOURCE_EFA] = str(spec.efa_per_node)
+    return {"requests": dict(amounts), "limits": dict(amounts)} if amounts else {}
+
+
+def _pod_labels(spec: JobSpec) -> dict[str, str]:
+    return kube.labels({JOB_LABEL: spec.name, RECIPE_LABEL: spec.recipe})
+
+
+def _container(spec: JobSpec, name: str, command: Sequence[str] | None,
+               ports: Sequence[int] = ()) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": name, "image": spec.image, "imagePullPolicy": "IfNotPresent",
+        "env": [{"name": k, "value": v} for k, v in spec.env],
+        "volumeMounts": [storage.volume_mount()],
+    }
+    if command:
+        container["command"] = list(command)
+    if ports:
+        container["ports"] = [{"containerPort": p} for p in ports]
+    resources = _resources(spec)
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def _pod_spec(spec: JobSpec, containers: list[dict[str, Any]],
+              restart_policy: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"containers": containers,
+                           "volumes": [storage.pod_volume(SHARED_CLAIM)]}
+    if spec.instance_group:
+        pod["nodeSelector"] = {INSTANCE_GROUP_LABEL: spec.instance_group}
+    if restart_policy:
+        pod["restartPolicy"] = restart_policy
+    return pod
+
+
+def _rule(rule: HangRule) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": rule.name, "logPattern": rule.log_pattern}
+    for key, value in (("expectedStartCutOffInSeconds", rule.expected_start_cutoff_s),
+                       ("expectedRecurringFrequencyInSeconds",
+                        rule.expected_recurring_frequency_s),
+                       ("stopPattern", rule.stop_pattern),
+                       ("metricThreshold", rule.metric_threshold),
+                       ("operator", rule.operator),
+                       ("metricEvaluationDataPoints", rule.metric_evaluation_data_points)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def check_launcher(command: Sequence[str]) -> None:
+    """A HyperPodPyTorchJob must launch with `hyperpodrun`: said, not hidden."""
+    if not command or command[0].rsplit("/", 1)[-1] != LAUNCHER:
+        raise TrainingError(
+            "command: a HyperPodPyTorchJob must be launched with hyperpodrun (the HyperPod "
+            "elastic agent's launcher, a drop-in for torchrun: `hyperpodrun --nnodes=N "
+            "--nproc-per-node=P train.py`), and the image must contain the agent (pip package "
+            "hyperpod-elastic-agent); the training operator recovers failed processes "
+            "through it", field="command")
+
+
+def pytorch_job(spec: JobSpec) -> dict[str, Any]:
+    """The HyperPodPyTorchJob manifest (fields pinned in tests/cloud/test_training.py)."""
+    check_launcher(spec.command)
+    policy = spec.run_policy
+    run_policy: dict[str, Any] = {"jobMaxRetryCount": policy.job_max_retry_count,
+                                  "cleanPodPolicy": "All"}
+    restart = {k: v for k, v in (
+        ("numRestartBeforeFullJobRestart", policy.restarts_before_full_job_restart),
+        ("evalPeriodSeconds", policy.eval_period_s),
+        ("maxFullJobRestarts", policy.max_full_job_restarts)) if v is not None}
+    if restart:
+        restart.setdefault("evalPeriodSeconds", 21600)
+        run_policy["restartPolicy"] = restart
+    if policy.rules:
+        run_policy["logMonitoringConfiguration"] = [_rule(r) for r in policy.rules]
+    replica: dict[str, Any] = {
+        "name": "pods", "replicas": spec.nodes,
+        "template": {"metadata": {"labels": _pod_labels(spec)},
+                     "spec": _pod_spec(spec, [_container(spec, "pytorch", spec.command,
+                                                         (ELASTIC_AGENT_PORT,))],
+                                       "OnFailure")}}
+    body: dict[str, Any] = {"nprocPerNode": str(spec.processes_per_node),
+                            "replicaSpecs": [replica], "runPolicy": run_policy}
+    if spec.elastic:
+        replica["maxReplicas"] = spec.max_nodes
+        body["elasticPolicy"] = {"minReplicas": spec.nodes, "maxReplicas": spec.max_nodes}
+    return {"apiVersion": PYTORCH_API, "kind": PYTORCH_KIND,
+            "metadata": {"name": spec.name, "namespace": spec.namespace,
+                         "labels": _pod_labels(spec)},
+            "spec": body}
+
+
+def ray_job(spec: JobSpec, entrypoint: str) -> dict[str, Any]:
+    """The RayJob manifest: a head and `nodes - 1` GPU workers, shut down when it ends."""
+    labels = _pod_labels(spec)
+    head = _container(spec, "ray-head", None, (6379, 8265, 10001))
+    head.pop("resources", None)  # the head schedules work; the workers hold the GPUs
+    cluster: dict[str, Any] = {
+        "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0"},
+                          "template": {"metadata": {"labels": labels},
+                                       "spec": _pod_spec(spec, [head])}}}
+    workers = spec.nodes - 1
+    if workers > 0:
+        cluster["workerGroupSpecs"] = [{
+            "groupName": "gpu", "replicas": workers, "minReplicas": workers,
+            "maxReplicas": workers, "rayStartParams": {},
+            "template": {"metadata": {"labels": labels},
+                         "spec": _pod_spec(spec, [_container(spec, "ray-worker", None)])}}]
+    return {"apiVersion": RAY_API, "kind": RAY_KIND,
+            "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": labels},
+            "spec": {"entrypoint": entrypoint, "shutdownAfterJobFinishes": True,
+                     "ttlSecondsAfterFinished": 3600,
+                     "backoffLimit": spec.run_policy.job_max_retry_count,
+                     "rayClusterSpec": cluster}}
+
+
+def namespace_manifest(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": kube.labels()}}

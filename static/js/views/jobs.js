@@ -1,0 +1,333 @@
+// #/clusters/<name>/jobs — training jobs: the list, a submit form per recipe, and one job's
+// live log view (WebSocket with resume; virtualised, pausable, filtered by pod).
+//
+// The recipes, what each needs and what elastic training excludes come from
+// GET /api/v1/training/limits: nothing about them is written here.
+
+import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
+import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery } from '../ui.js';
+import { openOperation } from '../modal.js';
+
+const REFRESH_MS = 3000;
+const ROW_PX = 18; // one log line's height (css .log-row)
+const KEEP_LINES = 200000; // lines the browser keeps per job; older ones make room
+const FIELD_HINTS = {
+  script: ['Script', '/s3/code/train.py', 'a Python script in the cluster bucket (/s3)'],
+  config: ['Config file', '/s3/configs/recipe.yaml', 'the recipe\'s config in the cluster bucket (/s3)'],
+  command: ['Command', 'hyperpodrun --nnodes=1 --nproc-per-node=1 /s3/train.py', 'one argument per space'],
+};
+
+export function mount(root, ctx) {
+  const cluster = ctx.params[0];
+  const base = `/api/v1/clusters/${encodeURIComponent(cluster)}`;
+  let selected = ctx.query.get('job') || null;
+  let timer = null;
+  let tail = null;
+
+  const tbody = h('tbody', { testid: 'jobs-body' }, h('tr', null, h('td', { colspan: 7 }, loading('Loading jobs…'))));
+  const logCard = h('div', { class: 'card', testid: 'job-log-card', hidden: true });
+  const formCard = h('div', { class: 'card', testid: 'job-form-card' }, h('div', { class: 'card-body' }, loading('Loading recipes…')));
+
+  root.append(
+    h('div', { class: 'page-head' },
+      h('h1', null, 'Training jobs'),
+      h('span', { class: 'sub' }, h('a', { href: `#/clusters/${encodeURIComponent(cluster)}` }, cluster),
+        ' — every pod mounts the cluster\'s bucket at /s3.')),
+    h('div', { class: 'card' },
+      h('div', { class: 'table-wrap' },
+        h('table', { class: 'data', testid: 'jobs-table' },
+          h('thead', null, h('tr', null, h('th', null, 'Job'), h('th', null, 'Recipe'), h('th', null, 'State'),
+            h('th', null, 'Pods'), h('th', null, 'Recovery budget'), h('th', null, 'Started'), h('th', null, ''))),
+          tbody))),
+    logCard,
+    formCard);
+
+  // -- the list ------------------------------------------------------------------------------
+
+  async function refresh() {
+    try {
+      const data = await api(`${base}/jobs`, { signal: ctx.signal });
+      clear(tbody);
+      for (const job of data.items) tbody.appendChild(row(job));
+      if (!data.items.length) {
+        tbody.appendChild(h('tr', null, h('td', { colspan: 7 }, h('div', { class: 'empty', testid: 'jobs-empty' }, 'No jobs yet: submit one below.'))));
+      }
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    } finally {
+      if (!ctx.signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
+    }
+  }
+
+  function row(job) {
+    const budget = job.recovery_budget;
+    const del = h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `job-delete-${job.name}` }, 'Delete');
+    guard(del);
+    del.addEventListener('click', async () => {
+      if (!window.confirm(`Delete job ${job.name}? Its pods stop; what it wrote under /s3 stays.`)) return;
+      try {
+        await api(`${base}/jobs/${encodeURIComponent(job.name)}`, { method: 'DELETE', signal: ctx.signal });
+        toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+      } catch (e) { if (!isAbort(e)) toastError(e); }
+    });
+    const open = h('a', { href: '#', testid: `job-open-${job.name}` }, job.name);
+    open.addEventListener('click', (e) => { e.preventDefault(); select(job.name); });
+    return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },
+      h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace)),
+      h('td', null, job.recipe || '—'),
+      h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), job.operation_id
+        ? h('div', { class: 'small' }, h('a', { href: `#/operations/${job.operation_id}` }, 'operation')) : null),
+      h('td', null, String(job.pods.length), job.restarts ? h('span', { class: 'muted small' }, ` · ${job.restarts} restarts`) : null),
+      h('td', { testid: `job-budget-${job.name}` }, budget
+        ? `${budget.used} of ${budget.allowed ?? '∞'} used${budget.remaining !== null ? ` (${budget.remaining} left)` : ''}` : '—'),
+      h('td', null, job.started_at ? timeEl(job.started_at) : '—'),
+      h('td', null, del));
+  }
+
+  function select(name) {
+    selected = name;
+    replaceQuery(`/clusters/${encodeURIComponent(cluster)}/jobs`, { job: name });
+    for (const tr of tbody.querySelectorAll('tr')) tr.classList.toggle('selected', tr.dataset.testid === `job-row-${name}`);
+    if (tail) tail.stop();
+    tail = new LogView(logCard, cluster, name);
+    tail.start();
+  }
+
+  // -- the form --------------------------------------------------------------------------------
+
+  async function loadForm() {
+    let limits;
+    try {
+      limits = await api('/api/v1/training/limits', { signal: ctx.signal });
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+      return;
+    }
+    renderForm(limits);
+  }
+
+  function renderForm(limits) {
+    const submit = mutator();
+    const recipe = h('select', { testid: 'job-recipe', id: 'job-recipe' },
+      limits.recipes.map((r) => h('option', { value: r.name }, `${r.name} — ${r.description}`)));
+    const inputs = {
+      name: h('input', { id: 'job-name', testid: 'job-name', class: 'mono', required: true, placeholder: 'fit-1' }),
+      image: h('input', { id: 'job-image', testid: 'job-image', class: 'mono', required: true, placeholder: 'repo/image:tag' }),
+      script: h('input', { id: 'job-script', testid: 'job-script', class: 'mono' }),
+      config: h('input', { id: 'job-config', testid: 'job-config', class: 'mono' }),
+      command: h('input', { id: 'job-command', testid: 'job-command', class: 'mono' }),
+      nodes: h('input', { id: 'job-nodes', testid: 'job-nodes', type: 'number', min: 1, value: 1 }),
+      max_nodes: h('input', { id: 'job-max-nodes', testid: 'job-max-nodes', type: 'number', min: 1, placeholder: 'fixed' }),
+      processes_per_node: h('input', { id: 'job-procs', testid: 'job-procs', type: 'number', min: 1, value: 1 }),
+      gpus_per_node: h('input', { id: 'job-gpus', testid: 'job-gpus', type: 'number', min: 0, value: 1 }),
+      instance_group: h('input', { id: 'job-group', testid: 'job-group', class: 'mono', placeholder: 'any' }),
+      retries: h('input', { id: 'job-retries', testid: 'job-retries', type: 'number', min: 0, value: 3 }),
+    };
+    const err = h('div', { class: 'form-error', testid: 'job-form-error', role: 'alert' });
+    const field = (key, label, hint) => h('div', { class: 'field', testid: `job-field-${key}` },
+      h('label', { for: inputs[key].id }, label), inputs[key], hint ? h('div', { class: 'hint' }, hint) : null);
+    const recipeFields = Object.fromEntries(Object.entries(FIELD_HINTS).map(([key, [label, placeholder, hint]]) => {
+      inputs[key].placeholder = placeholder;
+      return [key, field(key, label, hint)];
+    }));
+    const elasticNote = h('div', { class: 'hint', testid: 'job-elastic-limits' },
+      'Elastic training (a node range) cannot be combined with ',
+      limits.elastic_excludes.map((l) => l.with_what).join(', '), '. Source: ', limits.source);
+    const button = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'job-submit' }, 'Submit job');
+    guard(button);
+    const form = h('form', { class: 'card-body', testid: 'job-form', novalidate: true },
+      h('h2', null, 'Submit a job'),
+      canMutate() ? null : roleHint('Submitting jobs', 'job-form-hint'),
+      err,
+      h('div', { class: 'field' }, h('label', { for: 'job-recipe' }, 'Recipe'), recipe),
+      field('name', 'Name'), field('image', 'Image', 'HyperPodPyTorchJob recipes need the HyperPod elastic agent (hyperpod-elastic-agent) in the image; they launch with hyperpodrun.'),
+      ...Object.values(recipeFields),
+      h('div', { class: 'grid-3' }, field('nodes', 'Nodes'), field('max_nodes', 'Up to (elastic)', elasticNote),
+        field('processes_per_node', 'Processes per node')),
+      h('div', { class: 'grid-3' }, field('gpus_per_node', 'GPUs per node'), field('instance_group', 'Instance group'),
+        field('retries', 'Retry limit (recovery budget)')),
+      button);
+    const needs = () => new Set((limits.recipes.find((r) => r.name === recipe.value) || { needs: [] }).needs);
+    const showFields = () => {
+      const wanted = needs();
+      for (const [key, el] of Object.entries(recipeFields)) el.hidden = !wanted.has(key);
+    };
+    recipe.addEventListener('change', showFields);
+    showFields();
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      err.textContent = '';
+      const number = (el) => (el.value === '' ? undefined : Number(el.value));
+      const body = {
+        name: inputs.name.value.trim(), recipe: recipe.value, image: inputs.image.value.trim(),
+        nodes: number(inputs.nodes), processes_per_node: number(inputs.processes_per_node),
+        gpus_per_node: number(inputs.gpus_per_node),
+        run_policy: { job_max_retry_count: number(inputs.retries) },
+      };
+      const wanted = needs();
+      if (wanted.has('script')) body.script = inputs.script.value.trim();
+      if (wanted.has('config')) body.config = inputs.config.value.trim();
+      if (wanted.has('command')) body.command = inputs.command.value.trim().split(/\s+/).filter(Boolean);
+      if (inputs.max_nodes.value) body.max_nodes = number(inputs.max_nodes);
+      if (inputs.instance_group.value.trim()) body.instance_group = inputs.instance_group.value.trim();
+      button.disabled = true;
+      try {
+        const reply = await submit(`${base}/jobs`, { body, signal: ctx.signal });
+        if (openOperation(reply)) return; // KubeRay is installed first: follow the operation
+        toast(`Job ${reply.name} submitted.`, { kind: 'info', timeout: 2500 });
+        select(body.name);
+      } catch (e2) {
+        if (isAbort(e2)) return;
+        const fields = fieldErrors(e2.details);
+        err.textContent = e2.message;
+        for (const key of Object.keys(fields)) if (inputs[key]) inputs[key].setAttribute('aria-invalid', 'true');
+      } finally {
+        button.disabled = !canMutate();
+      }
+    });
+    formCard.replaceChildren(form);
+  }
+
+  refresh();
+  loadForm();
+  if (selected) select(selected);
+  return () => {
+    if (timer) clearTimeout(timer);
+    if (tail) tail.stop();
+  };
+}
+
+// -- one job's live log --------------------------------------------------------------------------
+
+class LogView {
+  constructor(card, cluster, job) {
+    this.card = card;
+    this.cluster = cluster;
+    this.job = job;
+    this.lines = []; // {pod, time, line, previous}
+    this.cursors = {}; // pod → last cursor (resume)
+    this.pods = new Set();
+    this.filter = '';
+    this.paused = false;
+    this.follow = true;
+    this.dropped = 0;
+    this.ws = null;
+    this.stopped = false;
+    this.retries = 0;
+    this.frame = 0;
+    this.build();
+  }
+
+  build() {
+    this.status = h('span', { class: 'muted small', testid: 'log-status' }, 'connecting…');
+    this.count = h('span', { class: 'muted small', testid: 'log-count' }, '0 lines');
+    this.podSel = h('select', { testid: 'log-pod-filter', 'aria-label': 'Pod' }, h('option', { value: '' }, 'All pods'));
+    this.podSel.addEventListener('change', () => { this.filter = this.podSel.value; this.render(true); });
+    this.pauseBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'log-pause' }, 'Pause');
+    this.pauseBtn.addEventListener('click', () => {
+      this.paused = !this.paused;
+      this.pauseBtn.textContent = this.paused ? 'Resume' : 'Pause';
+      if (!this.paused) this.render(true);
+    });
+    this.spacer = h('div', { class: 'log-spacer' });
+    this.window = h('div', { class: 'log-window', testid: 'log-lines' });
+    this.viewport = h('div', { class: 'log-viewport', testid: 'log-viewport' }, this.spacer, this.window);
+    this.viewport.addEventListener('scroll', () => {
+      const bottom = this.viewport.scrollTop + this.viewport.clientHeight >= this.viewport.scrollHeight - ROW_PX;
+      this.follow = bottom;
+      this.schedule();
+    });
+    this.card.replaceChildren(
+      h('div', { class: 'card-head inline' }, h('b', { testid: 'log-job' }, this.job), this.status, this.count,
+        h('span', { class: 'spacer' }), this.podSel, this.pauseBtn),
+      this.viewport);
+    this.card.hidden = false;
+  }
+
+  start() {
+    if (this.stopped) return;
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(`${proto}//${location.host}/ws/clusters/${encodeURIComponent(this.cluster)}/jobs/${encodeURIComponent(this.job)}/logs`);
+    this.ws = ws;
+    ws.onopen = () => {
+      const msg = { type: 'auth', token: session.token, tail: 1000 };
+      if (Object.keys(this.cursors).length) msg.after = this.cursors;
+      ws.send(JSON.stringify(msg));
+    };
+    ws.onmessage = (m) => {
+      let d;
+      try { d = JSON.parse(m.data); } catch { return; }
+      this.retries = 0;
+      if (d.type === 'job') {
+        this.status.textContent = `live · ${d.job.state}`;
+        for (const p of d.job.pods) this.addPod(p);
+      } else if (d.type === 'lines') {
+        for (const line of d.lines) {
+          if (line.error) { this.push({ pod: line.pod, time: '', line: `⚠ ${line.error}` }); continue; }
+          this.cursors[line.pod] = line.cursor;
+          this.addPod(line.pod);
+          this.push(line);
+        }
+        this.schedule();
+      } else if (d.type === 'dropped') {
+        this.dropped += d.count;
+        this.push({ pod: d.pods.join(','), time: '', line: `… ${d.count} lines dropped (this view fell behind) …`, marker: true });
+        this.schedule();
+      } else if (d.type === 'end') {
+        this.status.textContent = `ended · ${d.state}`;
+        this.ended = true;
+      }
+    };
+    ws.onclose = (e) => {
+      if (this.ws !== ws || this.stopped || this.ended) return;
+      if (e.code === 4401 || e.code === 4403 || e.code === 4404) {
+        this.status.textContent = `closed: ${e.reason || e.code}`;
+        return;
+      }
+      this.retries += 1;
+      this.status.textContent = 'reconnecting…';
+      setTimeout(() => this.start(), Math.min(5000, 250 * 2 ** this.retries)); // resumes from the cursors
+    };
+  }
+
+  stop() {
+    this.stopped = true;
+    if (this.ws) this.ws.close();
+    cancelAnimationFrame(this.frame);
+  }
+
+  addPod(pod) {
+    if (this.pods.has(pod)) return;
+    this.pods.add(pod);
+    this.podSel.appendChild(h('option', { value: pod }, pod));
+  }
+
+  push(line) {
+    this.lines.push(line);
+    if (this.lines.length > KEEP_LINES) this.lines.splice(0, this.lines.length - KEEP_LINES);
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = 0; this.render(false); });
+  }
+
+  shown() {
+    return this.filter ? this.lines.filter((l) => l.pod === this.filter || l.marker) : this.lines;
+  }
+
+  /** Only the rows in view are in the DOM: a million lines cost what a screenful does. */
+  render(force) {
+    if (this.paused && !force) return;
+    const rows = this.shown();
+    this.count.textContent = `${rows.length} lines${this.dropped ? ` · ${this.dropped} dropped` : ''}`;
+    this.spacer.style.height = `${rows.length * ROW_PX}px`;
+    if (this.follow && !this.paused) this.viewport.scrollTop = this.viewport.scrollHeight;
+    const first = Math.max(0, Math.floor(this.viewport.scrollTop / ROW_PX) - 5);
+    const count = Math.ceil(this.viewport.clientHeight / ROW_PX) + 10;
+    this.window.style.transform = `translateY(${first * ROW_PX}px)`;
+    this.window.replaceChildren(...rows.slice(first, first + count).map((l) => h('div', {
+      class: `log-row${l.previous ? ' previous' : ''}${l.marker ? ' marker' : ''}`, testid: 'log-row',
+    }, h('span', { class: 'log-pod' }, l.pod), ' ', l.line)));
+  }
+}

@@ -1,0 +1,180 @@
+"""Training jobs through REST on the full stack: a torchrun job runs on the sandbox's
+training operator and finishes with its log lines; a failing pod restarts and spends the
+recovery budget; the same name twice is a conflict (an Idempotency-Key replay is not);
+elastic training with spot capacity is refused with the stated reason; a job needing the
+operator on a cluster without it is refused naming the toggle; a new namespace is made,
+labelled and given the bucket's claim; a VERL job installs KubeRay first (an operation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
+
+
+@pytest.fixture
+def cluster(training):
+    return training
+
+
+def test_a_job_needing_the_training_operator_is_refused_naming_the_toggle(cluster):
+    reply = cluster["refused"]
+    assert reply.status_code == 412, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "precondition_failed"
+    assert "training_operator" in error["message"] and "is off" in error["message"]
+    assert error["details"] == {"feature": "training_operator", "state": "off"}
+
+
+def test_a_torchrun_job_runs_on_the_sandbox_and_finishes_with_its_logs(stack, cluster):
+    name = job_name("fit")
+    stack.sandbox.set_training(steps=6, lines_per_second=20, job=name)
+    reply = submit(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN})
+    assert reply.status_code == 201, reply.text
+    job = reply.json()
+    assert (job["kind"], job["recipe"], job["namespace"]) == ("HyperPodPyTorchJob", "torchrun",
+                                                             "default")
+    assert job["state"] in ("pending", "running") and job["nodes"] == 2
+    assert job["paths"]["checkpoints"] == f"/s3/jobs/{name}/checkpoints"
+    assert "hyperpodrun" in job["notes"][0]
+    done = wait_state(stack, cluster["name"], name, "succeeded")
+    assert sorted(p["name"] for p in done["pods"]) == [f"{name}-pods-0", f"{name}-pods-1"]
+    assert all(p["node"] and p["node"].startswith("hyperpod-i-") for p in done["pods"])
+    assert done["recovery_budget"] == {"used": 0, "allowed": 3, "remaining": 3}
+    assert done["started_at"] and done["finished_at"]
+    with stack.client("viewer") as c:
+        logs = c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}/logs",
+                     params={"tail": 100, "pod": f"{name}-pods-1"}).json()
+    lines = [entry["line"] for entry in logs["lines"]]
+    assert lines[0] == f"{name}-pods-1: starting {name}"
+    assert [line.split()[2] for line in lines[1:]] == [f"{i}/6" for i in range(1, 7)]
+    assert {entry["pod"] for entry in logs["lines"]} == {f"{name}-pods-1"}
+    with stack.client("viewer") as c:
+        listed = c.get(f"/api/v1/clusters/{cluster['name']}/jobs",
+                       params={"state": "succeeded", "recipe": "torchrun"}).json()
+    assert name in {j["name"] for j in listed["items"]}
+
+
+def test_a_job_whose_pod_fails_and_restarts_shows_its_recovery_budget_going_down(
+        stack, cluster):
+    name = job_name("flaky")
+    stack.sandbox.set_training(steps=4, lines_per_second=20, job=name)
+    stack.sandbox.fail_training_pod(name, exit_code=2, after_lines=1)
+    reply = submit(stack, cluster["name"], {"name": name, **TORCHRUN,
+                                            "run_policy": {"job_max_retry_count": 2}})
+    assert reply.status_code == 201, reply.text
+    done = wait_state(stack, cluster["name"], name, "succeeded", "failed")
+    assert done["state"] == "succeeded"
+    assert done["recovery_budget"] == {"used": 1, "allowed": 2, "remaining": 1}
+    assert done["pods"][0]["restarts"] == 1
+    with stack.client("viewer") as c:
+        previous = c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}/logs",
+                         params={"previous": "true"}).json()["lines"]
+    assert "process exited with code 2" in previous[-1]["line"] and previous[-1]["previous"]
+
+
+def test_the_same_job_name_twice_is_a_conflict_and_a_replayed_key_is_not(stack, cluster):
+    name = job_name("twice")
+    body = {"name": name, **TORCHRUN}
+    first = submit(stack, cluster["name"], body, **{"Idempotency-Key": f"k-{name}"})
+    assert first.status_code == 201, first.text
+    again = submit(stack, cluster["name"], body, **{"Idempotency-Key": f"k-{name}"})
+    assert again.status_code == 201 and again.json()["name"] == name
+    conflict = submit(stack, cluster["name"], body)
+    assert conflict.status_code == 409 and conflict.json()["error"]["code"] == "conflict"
+    reused = submit(stack, cluster["name"], {**body, "nodes": 2},
+                    **{"Idempotency-Key": f"k-{name}"})
+    assert reused.status_code == 422
+    assert reused.json()["error"]["code"] == "idempotency_key_reused"
+
+
+def test_elastic_training_with_spot_capacity_is_refused_with_the_stated_reason(stack, cluster):
+    reply = submit(stack, cluster["name"], {"name": job_name("elastic"), **TORCHRUN,
+                                            "nodes": 1, "max_nodes": 2})
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["details"]["fields"] == {"max_nodes": [error["message"][len("max_nodes: "):]]}
+    assert "cannot be combined with spot capacity" in error["message"]
+    with stack.client("viewer") as c:
+        limits = c.get("/api/v1/training/limits").json()
+    spot = next(limit for limit in limits["elastic_excludes"] if limit["key"] == "spot")
+    assert spot["reason"] in error["message"]  # the one table says why
+
+
+def test_a_job_in_a_new_namespace_makes_it_labelled_with_the_buckets_claim(stack, cluster):
+    name, namespace = job_name("ns"), job_name("team")
+    stack.sandbox.set_training(steps=2, job=name)
+    reply = submit(stack, cluster["name"], {"name": name, "namespace": namespace, **TORCHRUN})
+    assert reply.status_code == 201, reply.text
+    kube = stack.kube(cluster["name"])
+    made = kube.get_object("v1", "Namespace", namespace)
+    assert made["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "hypd"
+    claim = kube.get_object("v1", "PersistentVolumeClaim", "hypd-s3", namespace)
+    assert claim is not None
+    assert wait_state(stack, cluster["name"], name, "succeeded")["namespace"] == namespace
+
+
+def test_a_verl_job_installs_kuberay_first_then_runs_as_a_rayjob(stack, cluster):
+    name = job_name("rl")
+    stack.sandbox.set_training(steps=3, job=name)
+    reply = submit(stack, cluster["name"], {"name": name, "recipe": "verl",
+                                            "image": "verlai/verl:latest", "nodes": 2,
+                                            "gpus_per_node": 1, "config": "/s3/rl/ppo.yaml"})
+    assert reply.status_code == 202, reply.text  # the first RayJob of this cluster
+    assert reply.json()["status_tool"] == "wait_operation"
+    with stack.client("viewer") as c:  # meanwhile the job reads as being submitted
+        pending = c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").json()
+    assert pending["state"] in ("submitting", "pending", "running", "succeeded")
+    op = stack.wait_operation(reply.json()["operation"]["id"])
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["kuberay", "submit"]
+    done = wait_state(stack, cluster["name"], name, "succeeded")
+    assert done["kind"] == "RayJob" and done["recovery_budget"] is None
+    kube = stack.kube(cluster["name"])
+    assert kube.get_object("apps/v1", "Deployment", "kuberay-operator", "kuberay")
+
+
+def test_deleting_a_job_removes_it_and_its_pods(stack, cluster):
+    name = job_name("gone")
+    stack.sandbox.set_training(steps=100000, lines_per_second=1, job=name)  # runs on
+    assert submit(stack, cluster["name"], {"name": name, **TORCHRUN}).status_code == 201
+    wait_state(stack, cluster["name"], name, "running")
+    with stack.client() as c:
+        reply = c.delete(f"/api/v1/clusters/{cluster['name']}/jobs/{name}")
+    assert reply.status_code == 200 and reply.json()["deleted"] is True
+    with stack.client("viewer") as c:
+        assert c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").status_code == 404
+    assert not [p for p in stack.kube(cluster["name"]).list_objects("v1", "Pod", "default")
+                if p["metadata"]["name"].startswith(name)]
+
+
+@pytest.mark.asyncio
+async def test_an_agent_submits_follows_reads_logs_of_and_deletes_a_job_over_mcp(stack, cluster):
+    from mcp import Client
+
+    from mcp_server.server import build_server
+
+    name = job_name("agent")
+    stack.sandbox.set_training(steps=30, lines_per_second=50, job=name)
+    async with Client(build_server(stack.url, stack.operator_token)) as client:
+        submitted = await client.call_tool("submit_job", {"cluster": cluster["name"],
+                                                          "name": name, **TORCHRUN})
+        assert not submitted.is_error, submitted.content[0].text
+        reply = submitted.structured_content
+        assert reply["status_tool"] == "get_job"
+        assert reply["status_args"] == {"cluster": cluster["name"], "job": name}
+        wait_state(stack, cluster["name"], name, "succeeded")
+        got = (await client.call_tool("get_job", reply["status_args"])).structured_content
+        assert got["state"] == "succeeded" and got["recovery_budget"]["remaining"] == 3
+        listed = (await client.call_tool("list_jobs", {"cluster": cluster["name"]}))
+        assert name in {j["name"] for j in listed.structured_content["items"]}
+        logs = (await client.call_tool("get_job_logs", {**reply["status_args"], "tail": 5}))
+        lines = logs.structured_content["lines"]
+        assert len(lines) == 5 and lines[-1]["line"].endswith("samples/s")  # bounded tail
+        too_many = await client.call_tool("get_job_logs", {**reply["status_args"],
+                                                           "tail": 100_000})
+        assert too_many.is_error and "validation_failed" in too_many.content[0].text
+        deleted = await client.call_tool("delete_job", reply["status_args"])
+        assert not deleted.is_error and deleted.structured_content["status_tool"] == "list_jobs"
+    with stack.client("viewer") as c:
+        assert c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").status_code == 404

@@ -1,0 +1,59 @@
+"""The jobs page in a real browser: headless Chromium submits a torchrun job from the form
+and sees its log lines arrive over the WebSocket; the pod filter and Pause act on the view."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect
+
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, sign_in
+
+pytestmark = pytest.mark.browser
+
+
+def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(page, stack,
+                                                                             training):
+    cluster = training["name"]
+    name = f"ui-{uuid.uuid4().hex[:5]}"
+    stack.sandbox.set_training(steps=400, lines_per_second=0.4, job=name)  # ~1 s of lines
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
+    expect(page.get_by_test_id("job-elastic-limits")).to_contain_text("spot capacity",
+                                                                      timeout=AWS_READ_TIMEOUT_MS)
+    page.get_by_test_id("job-recipe").select_option("torchrun")
+    expect(page.get_by_test_id("job-field-config")).to_be_hidden()
+    page.get_by_test_id("job-name").fill(name)
+    page.get_by_test_id("job-image").fill("repo/train:1")
+    page.get_by_test_id("job-script").fill("/s3/code/train.py")
+    page.get_by_test_id("job-gpus").fill("1")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/jobs")) as sent:
+        page.get_by_test_id("job-submit").click()
+    assert sent.value.post_data_json["recipe"] == "torchrun"
+    assert sent.value.headers.get("idempotency-key")
+    # the job's log view opens and its lines arrive as the pod prints them
+    expect(page.get_by_test_id("log-job")).to_have_text(name)
+    rows = page.get_by_test_id("log-row")
+    expect(rows.filter(has_text=re.compile(r"step \d+/400")).first).to_be_visible(
+        timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("log-status")).to_have_text("ended · succeeded",
+                                                           timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
+    # following the end: the newest line is in view, and only a screenful is in the DOM
+    expect(rows.filter(has_text="step 400/400")).to_be_visible()
+    assert rows.count() < 60
+    # scrolled to the top, the first lines are rendered in their place, in order
+    page.get_by_test_id("log-viewport").evaluate("el => { el.scrollTop = 0; }")
+    expect(rows.first).to_contain_text(f"{name}-pods-0: starting {name}")
+    expect(rows.nth(1)).to_contain_text("step 1/400")
+    expect(page.get_by_test_id(f"job-state-{name}")).to_have_text("succeeded",
+                                                                timeout=AWS_READ_TIMEOUT_MS)
+    # the pod filter knows the pod; Pause stops the view from moving
+    page.get_by_test_id("log-pod-filter").select_option(f"{name}-pods-0")
+    expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
+    page.get_by_test_id("log-pause").click()
+    expect(page.get_by_test_id("log-pause")).to_have_text("Resume")
