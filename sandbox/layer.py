@@ -47,7 +47,8 @@ class LocalAwsApp:
         self._moto = DomainDispatcherApplication(create_backend_app)
         self.gap_state: dict[str, Any] = {}  # each gap's declared state (sandbox.gaps.GapState)
         # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
-        self.kubes = KubeRegistry(attach=lambda kube: ClusterSimulator(kube, self._speed))
+        self.kubes = KubeRegistry(attach=lambda kube: ClusterSimulator(kube, self._speed),
+                                  holds=self.holds)
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self

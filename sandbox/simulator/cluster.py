@@ -44,11 +44,13 @@ from sandbox.simulator.pods import (
     qos_class,
 )
 from sandbox.simulator.programs import Programs
+from sandbox.simulator.workloads import PLURALS as WORKLOAD_PLURALS
+from sandbox.simulator.workloads import WORKLOAD_KINDS, Workloads
 
 log = logging.getLogger(__name__)
 
 WATCHED = frozenset({("", "pods"), ("", "nodes"), ("", "persistentvolumes"),
-                     ("", "persistentvolumeclaims")})
+                     ("", "persistentvolumeclaims")}) | WORKLOAD_KINDS
 VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
@@ -74,6 +76,8 @@ class ClusterSimulator:
         self._ips: set[str] = set()
         # (pod uid, field path, reason, message) → (event name, first seen, count)
         self._events: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
+        self.workloads = Workloads(kube, self.programs)
+        kube.service_proxy = self.workloads.proxy
 
     # --- lifecycle (called on the cluster's event loop) ---------------------------------
 
@@ -121,6 +125,8 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
+        if changed & WORKLOAD_PLURALS:
+            steps.append(self.workloads.reconcile)
         if changed & VOLUME_KINDS:
             steps.append(self._bind_volumes)
         if changed & {"pods", "nodes", "persistentvolumeclaims"}:

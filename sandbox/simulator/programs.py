@@ -47,10 +47,22 @@ class Program:
     lines: tuple[Line, ...] = ()
     exit_code: int | None = 0
     tail_s: float = 0.0  # simulated seconds between the last line and the exit
+    serves: ModelServer | None = None
+    """An HTTP model server the container runs (what the service proxy reaches), if any."""
 
     @property
     def duration_s(self) -> float:
         return sum(line.after_s for line in self.lines) + self.tail_s
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """An OpenAI-compatible server a container runs: its kind (`vllm`, `sglang`,
+    `sglang-router`), the model name it serves and its port."""
+
+    kind: str
+    model: str
+    port: int
 
 
 Resolver = Callable[[dict[str, Any], dict[str, Any]], Program | None]  # (pod, container)
@@ -169,3 +181,58 @@ def from_command_line(container: dict[str, Any]) -> Program:
         exit_code=None if run.forever else run.status,
         tail_s=run.pending_s,
     )
+
+
+# --- model servers (vLLM, SGLang and the SGLang router) ---------------------------------------
+
+SERVER_START_S = 30.0  # simulated seconds from start to "startup complete" (weights loaded)
+_SERVER_DEFAULT_PORT = {"vllm": 8000, "sglang": 30000, "sglang-router": 30000}
+
+
+def _flag(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def server_kind(container: dict[str, Any]) -> str | None:
+    """Which model server a container runs, from its command line (or, with none, from the
+    image whose entrypoint is the server: vllm/vllm-openai)."""
+    argv = [str(a) for a in (container.get("command") or [])] + [
+        str(a) for a in (container.get("args") or [])]
+    joined = " ".join(argv)
+    if "sglang_router.launch_router" in joined:
+        return "sglang-router"
+    if "sglang.launch_server" in joined:
+        return "sglang"
+    if argv and os.path.basename(argv[0]) == "vllm" and "serve" in argv[1:2]:
+        return "vllm"
+    if "vllm.entrypoints.openai.api_server" in joined:
+        return "vllm"
+    if not argv and "vllm-openai" in str(container.get("image", "")):
+        return "vllm"
+    return None
+
+
+def model_server(_pod: dict[str, Any], container: dict[str, Any]) -> Program | None:
+    """A model server's run: it loads its weights, says it is up, and serves until stopped
+    (the service proxy answers its HTTP requests; see the workloads' proxy)."""
+    kind = server_kind(container)
+    if kind is None:
+        return None
+    argv = [str(a) for a in (container.get("command") or [])] + [
+        str(a) for a in (container.get("args") or [])]
+    positional = argv[2] if kind == "vllm" and len(argv) > 2 and argv[1] == "serve" else None
+    model = (_flag(argv, "--served-model-name") or _flag(argv, "--model-path", "--model")
+             or positional or "model")
+    port_text = _flag(argv, "--port")
+    port = int(port_text) if port_text and port_text.isdigit() else _SERVER_DEFAULT_PORT[kind]
+    lines = (Line(0.0, f"INFO Started server process ({kind})"),
+             Line(0.0, f"INFO Loading model {model}"),
+             Line(SERVER_START_S, "INFO Application startup complete."),
+             Line(0.0, f"INFO Uvicorn running on http://0.0.0.0:{port}"))
+    return Program(lines=lines, exit_code=None, serves=ModelServer(kind, model, port))
