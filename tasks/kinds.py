@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
+from tasks.endpoints import (
+    ENDPOINT_CREATE,
+    ENDPOINT_DELETE,
+    ENDPOINT_REASSIGN,
+    ENDPOINT_UPDATE,
+)
 from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
@@ -29,4 +35,8 @@ KINDS = kind_table(
     NODES_REPLACE,
     NODES_DELETE,
     FEATURE_UPDATE,
+    ENDPOINT_CREATE,
+    ENDPOINT_UPDATE,
+    ENDPOINT_REASSIGN,
+    ENDPOINT_DELETE,
 )

@@ -10,6 +10,7 @@ from app.api import (
     cluster_software,
     clusters,
     discovery,
+    endpoints,
     features,
     health,
     instance_groups,
@@ -21,7 +22,7 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
+              instance_groups.blp, cluster_software.blp, features.blp, endpoints.blp, nodes.blp,
               operations.blp, audit.blp, metrics.blp)
 
 

@@ -10,11 +10,8 @@ running on an item.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-import urllib3
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -23,6 +20,7 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels.clusters import ClusterRef
+from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
@@ -41,38 +39,6 @@ blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
 
 STORAGE_TAG = "hypd:storage"
 RUNNING = ("queued", "running")
-
-
-# the cluster ----------------------------------------------------------------------------------
-
-def _not_active(cluster: ClusterRef) -> str | None:
-    """Why the cluster's Kubernetes API cannot be reached yet, or None."""
-    status = (cluster.eks or {}).get("status")
-    if status == eks.ACTIVE:
-        return None
-    return (f"cluster {cluster.name} is {status or 'not created yet'}: its Kubernetes API "
-            "answers once the EKS cluster is ACTIVE")
-
-
-@contextlib.contextmanager
-def _talking_to(cluster: ClusterRef) -> Iterator[None]:
-    """Failures of the cluster's Kubernetes API or of AWS, as the error envelope says them."""
-    try:
-        yield
-    except kube.KubeError as exc:
-        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster.name} answered {exc}") from exc
-    except (OSError, urllib3.exceptions.HTTPError) as exc:  # no answer at all
-        raise ApiError(502, "upstream_error", f"the Kubernetes API of cluster "
-                                              f"{cluster.name} did not answer: {exc}") from exc
-
-
-def _api(cluster: ClusterRef) -> Any:
-    why = _not_active(cluster)
-    if why:
-        raise ApiError(409, "conflict", why)
-    with _talking_to(cluster):
-        return eks.api_client(cluster.name, cluster.region)
 
 
 # reading items ----------------------------------------------------------------------------------
@@ -198,9 +164,9 @@ def _state(item: dict[str, Any], op: dict[str, Any] | None) -> None:
 
 
 def _items(cluster: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
-    why = _not_active(cluster)
-    api = None if why else _api(cluster)
-    with _talking_to(cluster):
+    why = not_active(cluster)
+    api = None if why else api_for(cluster)
+    with talking_to(cluster):
         return _collect(cluster, api), why
 
 
@@ -213,8 +179,8 @@ def _field_error(field: str, message: str) -> ApiError:
 
 def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
     name, namespace = body["name"], body["namespace"]
-    api = _api(cluster)
-    with _talking_to(cluster):
+    api = api_for(cluster)
+    with talking_to(cluster):
         if kube.get_object(api, "v1", "Namespace", namespace) is None:
             raise _field_error("namespace", f"namespace {namespace!r} does not exist in cluster "
                                             f"{cluster.name}")
@@ -309,7 +275,7 @@ class StorageItem(MethodView):
 
         def precheck() -> None:
             found = readmodel.find(cluster)
-            _api(found)  # its claims and users are read from its Kubernetes: ACTIVE only
+            api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE only
             items, _ = _items(found)
             item = items.get(name)
             if item is None:

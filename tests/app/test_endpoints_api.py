@@ -1,0 +1,115 @@
+"""Inference endpoints through REST on the full stack: a vLLM Deployment behind its Service
+answering a test completion through the Kubernetes API server's service proxy (and nothing
+else reachable through it), a model pool whose workers are reassigned by label and scaled in
+around their assignments, explicit-diff changes, the managed endpoint refused while the
+inference operator is off, and deletion."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_clusters_api import _body, _create, _name
+
+GPU_TYPE = "ml.g5.12xlarge"  # 4 GPUs a node
+
+
+def _post(stack, cluster: str, path: str, body: dict, token: str = "operator"):
+    with stack.client(token) as c:
+        return c.post(f"/api/v1/clusters/{cluster}/{path}", json=body)
+
+
+def _run(stack, reply) -> dict:
+    assert reply.status_code == 202, reply.text
+    return stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+
+
+def _get(stack, cluster: str, name: str | None = None) -> dict:
+    path = f"/api/v1/clusters/{cluster}/endpoints" + (f"/{name}" if name else "")
+    with stack.client("viewer") as c:
+        reply = c.get(path)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def _upload_model(stack, cluster: str, model: str) -> None:
+    """A model the user put in the cluster's bucket (the download route's job otherwise)."""
+    s3 = stack.aws("s3")
+    bucket = next(b["Name"] for b in s3.list_buckets()["Buckets"]
+                  if b["Name"].startswith(f"hypd-{cluster}-"))
+    s3.put_object(Bucket=bucket, Key=f"models/{model}/config.json", Body=b"{}")
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    stack.wait_idle()
+    name = _name("inf")
+    op = _create(stack, _body(name, instance_type=GPU_TYPE, instance_count=2))
+    assert op["status"] == "succeeded", op
+    for model in ("tiny", "llama", "qwen"):
+        _upload_model(stack, name, model)
+    return name
+
+
+def _vllm(name: str, **extra) -> dict:
+    return {"name": name, "kind": "vllm", "model": "tiny", "gpus": 1, "replicas": 2,
+            "instance_type": GPU_TYPE, **extra}
+
+
+@pytest.fixture(scope="module")
+def served(stack, cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints", _vllm("chat")))
+    assert op["status"] == "succeeded", op
+    return "chat"
+
+
+def test_a_vllm_endpoint_is_a_deployment_and_service_that_serves(stack, cluster, served):
+    kube = stack.kube(cluster)
+    deployment = kube.get_object("apps/v1", "Deployment", served, "default")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["vllm", "serve", "/s3/models/tiny"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert deployment["status"]["availableReplicas"] == 2
+    service = kube.get_object("v1", "Service", served, "default")
+    assert service["spec"]["type"] == "ClusterIP"
+    view = _get(stack, cluster, served)
+    assert (view["state"], view["ready_replicas"], view["services"]) == ("ready", 2, [served])
+
+
+def test_invoke_reaches_the_endpoints_service_through_the_proxy(stack, cluster, served):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke",
+                  {"prompt": "Hello there", "max_tokens": 5})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["status"] == 200 and body["service"] == f"default/{served}"
+    answer = body["response"]
+    assert answer["object"] == "text_completion" and answer["model"] == "tiny"
+    assert answer["usage"]["completion_tokens"] == 5
+    pods = {p["metadata"]["name"] for p in stack.kube(cluster).list_objects("v1", "Pod",
+                                                                            "default")
+            if p["metadata"].get("labels", {}).get("hypd.io/endpoint") == served}
+    assert answer["system_fingerprint"] in pods  # a pod of this endpoint answered
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"prompt": "x", "path": "/api/v1/secrets"}, "path"),
+    ({"prompt": "x", "namespace": "kube-system"}, "namespace"),
+    ({"prompt": "x", "service": "kubernetes"}, "service"),
+    ({"prompt": "x", "url": "http://169.254.169.254/"}, "url"),
+    ({"prompt": "x", "method": "DELETE"}, "method"),
+    ({"prompt": "x" * 4001}, "prompt"),
+    ({"prompt": "x", "max_tokens": 100000}, "max_tokens"),
+    ({"prompt": "x", "model": "../../secrets"}, "model"),
+])
+def test_invoke_refuses_any_other_target_or_an_unbounded_body(stack, cluster, served, body,
+                                                               field):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke", body)
+    assert reply.status_code == 422, reply.text
+    assert field in reply.json()["error"]["details"]["fields"]
+
+
+def test_invoke_refuses_another_model_and_an_unknown_endpoint(stack, cluster, served):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke",
+                  {"prompt": "x", "model": "llama"})
+    assert reply.status_code == 422 and "serves tiny" in reply.text
+    reply = _post(stack, cluster, "endpoints/kubernetes/invoke", {"prompt": "x"})
+    assert reply.status_code == 404
