@@ -263,8 +263,8 @@ def wait_scale_in(ctx: StepContext) -> float | None:
 
 @guarded
 def relabel_worker(ctx: StepContext) -> dict[str, Any]:
-    """The worker's model label — only that, and its deletion cost (assigned workers go last
-    in a scale-in) — so the pod stays where it is; its container reloads the model."""
+    """The worker's model label — only that — so the pod stays where it is and its
+    container reloads the model (its liveness probe sees the label change)."""
     ep = _endpoint(ctx)
     api = _api(ctx)
     worker, model = ctx.params["worker"], ctx.params["model"]
@@ -274,12 +274,9 @@ def relabel_worker(ctx: StepContext) -> dict[str, Any]:
         raise StepFailed(f"worker {worker} is not in pool {ep.name}", "not_found")
     uid = pod["metadata"].get("uid")
     ctx.record(uid=uid, before=inference.worker_model(pod))
-    cost = inference.POOL_DELETION_COST[model != inference.UNASSIGNED]
-    if inference.worker_model(pod) != model or (
-            (pod["metadata"].get("annotations") or {}).get(inference.DELETION_COST) != cost):
-        kube.merge_patch(api, "v1", "Pod", worker, ep.namespace, {"metadata": {
-            "labels": {inference.MODEL_LABEL: model},
-            "annotations": {inference.DELETION_COST: cost}}})
+    if inference.worker_model(pod) != model:
+        kube.merge_patch(api, "v1", "Pod", worker, ep.namespace,
+                         {"metadata": {"labels": {inference.MODEL_LABEL: model}}})
     return {"worker": worker, "uid": uid, "model": model}
 
 

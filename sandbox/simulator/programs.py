@@ -58,7 +58,8 @@ class Program:
 @dataclass(frozen=True)
 class ModelServer:
     """An OpenAI-compatible server a container runs: its kind (`vllm`, `sglang`,
-    `sglang-router`), the model name it serves and its port."""
+    `sglang-router`), the model name it serves ("": whichever a request names) and its
+    port."""
 
     kind: str
     model: str
@@ -209,9 +210,7 @@ def server_kind(container: dict[str, Any]) -> str | None:
         return "sglang-router"
     if "sglang.launch_server" in joined:
         return "sglang"
-    if argv and os.path.basename(argv[0]) == "vllm" and "serve" in argv[1:2]:
-        return "vllm"
-    if "vllm.entrypoints.openai.api_server" in joined:
+    if "vllm serve" in joined or "vllm.entrypoints.openai.api_server" in joined:
         return "vllm"
     if not argv and "vllm-openai" in str(container.get("image", "")):
         return "vllm"
@@ -226,6 +225,11 @@ def model_server(_pod: dict[str, Any], container: dict[str, Any]) -> Program | N
         return None
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])]
+    if argv and os.path.basename(argv[0]) in SHELLS:
+        # a script choosing its model when it runs (a pool worker reading its assignment):
+        # it serves the model each request names
+        return Program(lines=(Line(0.0, f"INFO waiting for a model ({kind})"),),
+                       exit_code=None, serves=ModelServer(kind, "", _SERVER_DEFAULT_PORT[kind]))
     positional = argv[2] if kind == "vllm" and len(argv) > 2 and argv[1] == "serve" else None
     model = (_flag(argv, "--served-model-name") or _flag(argv, "--model-path", "--model")
              or positional or "model")

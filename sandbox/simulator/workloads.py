@@ -589,12 +589,16 @@ def answer(server: ModelServer, pod: str, path: str, method: str,
     if not isinstance(request, dict):
         return _json(400, {"object": "error", "message": "the body is not an object",
                            "type": "BadRequestError", "code": 400})
+    model = server.model or str(request.get("model") or "")
+    if request.get("model") not in (None, model):
+        return _json(404, {"object": "error", "type": "NotFoundError", "code": 404,
+                           "message": f"The model `{request.get('model')}` does not exist."})
     chat = path.endswith("chat/completions")
     prompt = (" ".join(str(m.get("content", "")) for m in request.get("messages") or []
                        if isinstance(m, dict)) if chat else str(request.get("prompt", "")))
     wanted = request.get("max_tokens", MAX_COMPLETION_TOKENS)
     count = max(1, min(MAX_COMPLETION_TOKENS, wanted if isinstance(wanted, int) else 1))
-    seed = hashlib.sha256(f"{server.model}\n{prompt}".encode()).digest()
+    seed = hashlib.sha256(f"{model}\n{prompt}".encode()).digest()
     words = [_WORDS[b % len(_WORDS)] for b in seed[:count]]
     text = " " + " ".join(words)
     usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": count,
@@ -602,12 +606,12 @@ def answer(server: ModelServer, pod: str, path: str, method: str,
     ident = seed.hex()[:24]
     if chat:
         return _json(200, {"id": f"chatcmpl-{ident}", "object": "chat.completion",
-                           "created": 0, "model": server.model, "usage": usage,
+                           "created": 0, "model": model, "usage": usage,
                            "choices": [{"index": 0, "finish_reason": "length",
                                         "message": {"role": "assistant",
                                                     "content": text.strip()}}]})
     return _json(200, {"id": f"cmpl-{ident}", "object": "text_completion", "created": 0,
-                       "model": server.model, "usage": usage, "system_fingerprint": pod,
+                       "model": model, "usage": usage, "system_fingerprint": pod,
                        "choices": [{"index": 0, "text": text, "finish_reason": "length",
                                     "logprobs": None}]})
 

@@ -113,3 +113,94 @@ def test_invoke_refuses_another_model_and_an_unknown_endpoint(stack, cluster, se
     assert reply.status_code == 422 and "serves tiny" in reply.text
     reply = _post(stack, cluster, "endpoints/kubernetes/invoke", {"prompt": "x"})
     assert reply.status_code == 404
+
+
+# -- a model pool ------------------------------------------------------------------------------
+
+POOL_LABEL = "hypd.io/model"
+
+
+@pytest.fixture(scope="module")
+def pool(stack, cluster):
+    body = {"name": "pool", "kind": "vllm", "model": "llama", "gpus": 1, "replicas": 3,
+            "service": "pool", "pool_models": ["llama", "qwen"], "instance_type": GPU_TYPE}
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    return "pool"
+
+
+def _workers(stack, cluster: str) -> dict[str, dict]:
+    return {p["metadata"]["name"]: p for p in stack.kube(cluster).list_objects(
+        "v1", "Pod", "default") if p["metadata"].get("labels", {}).get(
+            "hypd.io/endpoint") == "pool"}
+
+
+def _reassign(stack, cluster: str, worker: str, model: str):
+    return _post(stack, cluster, "endpoints/pool/reassign", {"worker": worker, "model": model})
+
+
+def test_a_pool_is_warm_unassigned_workers_and_a_binding_service_per_model(stack, cluster,
+                                                                          pool):
+    kube = stack.kube(cluster)
+    deployment = kube.get_object("apps/v1", "Deployment", pool, "default")
+    assert POOL_LABEL not in deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["template"]["metadata"]["labels"][POOL_LABEL] == "unassigned"
+    workers = _workers(stack, cluster)
+    assert len(workers) == 3
+    assert {p["metadata"]["labels"][POOL_LABEL] for p in workers.values()} == {"unassigned"}
+    for model in ("llama", "qwen"):
+        service = kube.get_object("v1", "Service", f"pool-{model}", "default")
+        assert service["spec"]["selector"][POOL_LABEL] == model
+    view = _get(stack, cluster, pool)
+    assert sorted(w["model"] for w in view["workers"]) == ["unassigned"] * 3
+
+
+def test_reassigning_changes_only_the_workers_label_and_keeps_the_worker(stack, cluster,
+                                                                        pool):
+    name = sorted(_workers(stack, cluster))[0]
+    before = _workers(stack, cluster)[name]
+    op = _run(stack, _reassign(stack, cluster, name, "llama"))
+    assert op["status"] == "succeeded", op
+    after = _workers(stack, cluster)[name]
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]  # not replaced
+    assert after["metadata"]["labels"] == {**before["metadata"]["labels"],
+                                           POOL_LABEL: "llama"}
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+    assert after["metadata"]["ownerReferences"] == before["metadata"]["ownerReferences"]
+    assert len(_workers(stack, cluster)) == 3  # nothing orphaned or added
+    # its model's binding Service now reaches it
+    reply = _post(stack, cluster, "endpoints/pool/invoke", {"prompt": "hi", "model": "llama"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["response"]["system_fingerprint"] == name
+    assert reply.json()["service"] == "default/pool-llama"
+    # the other model has no worker yet
+    reply = _post(stack, cluster, "endpoints/pool/invoke", {"prompt": "hi", "model": "qwen"})
+    assert reply.status_code == 409 and "no server is ready" in reply.text
+    # asking again changes nothing
+    again = _reassign(stack, cluster, name, "llama")
+    assert again.status_code == 200 and again.json()["changed"] is False
+
+
+def test_a_pool_scale_in_keeps_its_assigned_workers(stack, cluster, pool):
+    assigned = [n for n, p in _workers(stack, cluster).items()
+                if p["metadata"]["labels"][POOL_LABEL] != "unassigned"]
+    if not assigned:
+        name = sorted(_workers(stack, cluster))[0]
+        assert _run(stack, _reassign(stack, cluster, name, "llama"))["status"] == "succeeded"
+        assigned = [name]
+    uids = {n: _workers(stack, cluster)[n]["metadata"]["uid"] for n in assigned}
+    with stack.client() as c:
+        reply = c.patch(f"/api/v1/clusters/{cluster}/endpoints/pool", json={"replicas": 2})
+    op = _run(stack, reply)
+    assert op["status"] == "succeeded", op
+    workers = _workers(stack, cluster)
+    assert len(workers) == 2
+    assert {n: workers[n]["metadata"]["uid"] for n in assigned if n in workers} == uids
+    # a second assigned worker: scaling to one would take an assigned one, refused
+    other = next(n for n in workers if n not in assigned)
+    assert _run(stack, _reassign(stack, cluster, other, "qwen"))["status"] == "succeeded"
+    with stack.client() as c:
+        reply = c.patch(f"/api/v1/clusters/{cluster}/endpoints/pool", json={"replicas": 1})
+    assert reply.status_code == 409 and "assigned" in reply.text
+    assert len(_workers(stack, cluster)) == 2
