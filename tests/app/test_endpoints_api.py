@@ -204,3 +204,74 @@ def test_a_pool_scale_in_keeps_its_assigned_workers(stack, cluster, pool):
         reply = c.patch(f"/api/v1/clusters/{cluster}/endpoints/pool", json={"replicas": 1})
     assert reply.status_code == 409 and "assigned" in reply.text
     assert len(_workers(stack, cluster)) == 2
+
+
+# -- changes and deletion --------------------------------------------------------------------------
+
+def _patch(stack, cluster: str, name: str, body: dict):
+    with stack.client() as c:
+        return c.patch(f"/api/v1/clusters/{cluster}/endpoints/{name}", json=body)
+
+
+def test_a_change_already_true_sends_nothing_and_a_new_count_rolls_out(stack, cluster, served):
+    same = _patch(stack, cluster, served, {"replicas": 2})
+    assert same.status_code == 200 and same.json()["changed"] is False
+    refused = _patch(stack, cluster, served, {"routing": "kvaware"})
+    assert refused.status_code == 422 and "routing" in refused.json()["error"]["details"][
+        "fields"]
+    op = _run(stack, _patch(stack, cluster, served, {"replicas": 1}))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["deploy"]
+    deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", served, "default")
+    assert deployment["spec"]["replicas"] == 1
+    assert _get(stack, cluster, served)["replicas"] == 1
+
+
+def test_a_managed_endpoint_needs_the_inference_operator_then_is_a_config(stack, cluster):
+    from tests.app.featurekit import state, toggle
+    from tests.crdkit import validate
+
+    body = {"name": "managed", "kind": "managed", "model": "llama", "gpus": 4,
+            "instance_type": GPU_TYPE, "routing": "prefixaware", "kv_cache_l2": True,
+            "autoscaling": {"min": 1, "max": 2}}
+    assert state(stack, cluster, "inference_operator") == "off"
+    refused = _post(stack, cluster, "endpoints", body)
+    assert refused.status_code == 412, refused.text
+    assert "inference_operator" in refused.json()["error"]["message"]
+    assert toggle(stack, cluster, {"inference_operator": {"enabled": True}})[
+        "status"] == "succeeded"
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    config = stack.kube(cluster).get_object(
+        "inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "managed",
+        "default")
+    validate({k: v for k, v in config.items() if k != "status"},
+             "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml", "v1")
+    assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
+    view = _get(stack, cluster, "managed")
+    assert view["kind"] == "managed" and view["autoscaling"]["max"] == 2
+    invoke = _post(stack, cluster, "endpoints/managed/invoke", {"prompt": "x"})
+    assert invoke.status_code == 409
+    deleted = _run(stack, _delete(stack, cluster, "managed"))
+    assert deleted["status"] == "succeeded", deleted
+    assert toggle(stack, cluster, {"inference_operator": {"enabled": False}})[
+        "status"] == "succeeded"
+
+
+def _delete(stack, cluster: str, name: str):
+    with stack.client() as c:
+        return c.delete(f"/api/v1/clusters/{cluster}/endpoints/{name}")
+
+
+def test_deleting_an_endpoint_removes_every_object_it_made(stack, cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints", _vllm("gone", replicas=1)))
+    assert op["status"] == "succeeded", op
+    op = _run(stack, _delete(stack, cluster, "gone"))
+    assert op["status"] == "succeeded", op
+    kube = stack.kube(cluster)
+    assert kube.get_object("apps/v1", "Deployment", "gone", "default") is None
+    assert kube.get_object("v1", "Service", "gone", "default") is None
+    assert not [p for p in kube.list_objects("v1", "Pod", "default")
+                if p["metadata"].get("labels", {}).get("hypd.io/endpoint") == "gone"]
+    assert "gone" not in {i["name"] for i in _get(stack, cluster)["items"]}
+    assert _delete(stack, cluster, "gone").status_code == 404
