@@ -39,7 +39,7 @@ def Model(description: str = "A model under models/ in the cluster's bucket",
                          metadata={"description": f"{description}: {MODEL_RULE}."}, **kwargs)
 
 
-class AutoscalingSchema(Schema):
+class EndpointAutoscalingSchema(Schema):
     min = fields.Integer(required=True, validate=validate.Range(min=0, max=MAX_REPLICAS),
                          metadata={"description": "fewest servers (0: scale to zero)"})
     max = fields.Integer(required=True, validate=validate.Range(min=1, max=MAX_REPLICAS),
@@ -54,10 +54,13 @@ class AutoscalingSchema(Schema):
             raise ValidationError("min must not exceed max", "min")
 
 
-class AutoscalingPatchSchema(Schema):
-    min = fields.Integer(validate=validate.Range(min=0, max=MAX_REPLICAS))
-    max = fields.Integer(validate=validate.Range(min=1, max=MAX_REPLICAS))
-    target = fields.Float(validate=validate.Range(min=0.1, max=10_000))
+class EndpointAutoscalingPatchSchema(Schema):
+    min = fields.Integer(validate=validate.Range(min=0, max=MAX_REPLICAS),
+                         metadata={"description": "fewest servers"})
+    max = fields.Integer(validate=validate.Range(min=1, max=MAX_REPLICAS),
+                         metadata={"description": "most servers"})
+    target = fields.Float(validate=validate.Range(min=0.1, max=10_000),
+                          metadata={"description": "load per server aimed at"})
 
 
 class EndpointCreateSchema(Schema):
@@ -71,8 +74,10 @@ class EndpointCreateSchema(Schema):
                           metadata={"description": "GPUs per server (tensor parallel size): "
                                                    "the user states it"})
     namespace = fields.String(load_default="default",
-                              validate=validate.Regexp(DNS_LABEL_RE, error="not a namespace"))
-    replicas = fields.Integer(load_default=1, validate=validate.Range(min=0, max=MAX_REPLICAS))
+                              validate=validate.Regexp(DNS_LABEL_RE, error="not a namespace"),
+                              metadata={"description": "the namespace (it must exist)"})
+    replicas = fields.Integer(load_default=1, validate=validate.Range(min=0, max=MAX_REPLICAS),
+                              metadata={"description": "servers (a pool: its workers)"})
     instance_type = fields.String(validate=validate.Regexp(ML_TYPE_RE,
                                                            error="not a HyperPod instance type"),
                                   metadata={"description": "the nodes to run on (required for "
@@ -101,7 +106,9 @@ class EndpointCreateSchema(Schema):
     kv_cache_l2 = fields.Boolean(load_default=False,
                                  metadata={"description": "managed: HyperPod's tiered storage "
                                                           "as the KV cache's second tier"})
-    autoscaling = fields.Nested(AutoscalingSchema)
+    autoscaling = fields.Nested(EndpointAutoscalingSchema,
+                                metadata={"description": "managed: the operator's autoscaling; "
+                                                         "sglang: KEDA on the router's load"})
     claim = fields.String(load_default="hypd-s3",
                           validate=validate.Regexp(DNS_LABEL_RE, error="not a claim name"),
                           metadata={"description": "the claim of the bucket mounted at /s3"})
@@ -150,10 +157,13 @@ class EndpointCreateSchema(Schema):
 class EndpointPatchSchema(Schema):
     """Explicit diff: only the fields present are acted on."""
 
-    replicas = fields.Integer(validate=validate.Range(min=0, max=MAX_REPLICAS))
-    autoscaling = fields.Nested(AutoscalingPatchSchema,
+    replicas = fields.Integer(validate=validate.Range(min=0, max=MAX_REPLICAS),
+                              metadata={"description": "servers (a pool: its workers)"})
+    autoscaling = fields.Nested(EndpointAutoscalingPatchSchema,
                                 metadata={"description": "bounds to change"})
-    routing = fields.String(validate=validate.OneOf(MANAGED_ROUTING + ROUTER_POLICIES))
+    routing = fields.String(validate=validate.OneOf(MANAGED_ROUTING + ROUTER_POLICIES),
+                            metadata={"description": "managed: its routing strategy; sglang: "
+                                                     "its router's policy"})
 
 
 class ReassignSchema(Schema):
@@ -167,8 +177,10 @@ class ReassignSchema(Schema):
 class InvokeSchema(Schema):
     """One OpenAI-compatible completion request, built by hypd: only these fields go."""
 
-    prompt = fields.String(required=True, validate=validate.Length(min=1, max=MAX_PROMPT))
-    max_tokens = fields.Integer(load_default=16, validate=validate.Range(min=1, max=MAX_TOKENS))
+    prompt = fields.String(required=True, validate=validate.Length(min=1, max=MAX_PROMPT),
+                           metadata={"description": "the prompt to complete"})
+    max_tokens = fields.Integer(load_default=16, validate=validate.Range(min=1, max=MAX_TOKENS),
+                                metadata={"description": "most tokens to generate"})
     model = Model("A pool's model (which binding Service)")
 
 
@@ -211,6 +223,8 @@ class EndpointListSchema(Schema):
 
 
 class InvokeReplySchema(Schema):
+    cluster = fields.String(required=True)
+    endpoint = fields.String(required=True)
     status = fields.Integer(required=True, metadata={"description": "the server's HTTP status"})
     service = fields.String(required=True)
     response = fields.Raw(allow_none=True, metadata={"description": "the server's JSON answer"})

@@ -338,5 +338,6 @@ class Invoke(MethodView):
             raise ApiError(409, "conflict", f"no server is ready behind Service "
                                             f"{ep.namespace}/{service}: "
                                             f"{answer.get('message')}")
-        return {"status": status, "service": f"{ep.namespace}/{service}", "response": answer,
+        return {"cluster": cluster, "endpoint": name, "status": status,
+                "service": f"{ep.namespace}/{service}", "response": answer,
                 "elapsed_ms": elapsed}
