@@ -44,6 +44,7 @@ PURPOSE_TRAINING_OPERATOR = "training-op"
 PURPOSE_INFERENCE_OPERATOR = "inference-op"
 PURPOSE_OBSERVABILITY = "observability"
 PURPOSE_TIERED_CHECKPOINTING = "ckpt"
+PURPOSE_MODEL_DOWNLOAD = "model-download"
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
@@ -402,14 +403,25 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
                                                 "s3:GetObject", "s3:PutObject"],
                        [f"{bucket_arn}/*"]),
         ]
+    elif purpose == PURPOSE_MODEL_DOWNLOAD:
+        # the download Job: find what is there already, write models/ only (multipart
+        # uploads included); a download's S3 source is granted to it alone, then taken back
+        statements = [
+            {**_statement("ListModels", ["s3:ListBucket"], [bucket_arn]),
+             "Condition": {"StringLike": {"s3:prefix": ["models/*"]}}},
+            _statement("WriteModels", ["s3:AbortMultipartUpload", "s3:PutObject"],
+                       [f"{bucket_arn}/models/*"]),
+        ]
     else:
         raise ValueError(f"no policy for a consumer role {purpose!r}")
     return {"Version": POLICY_VERSION, "Statement": statements}
 
 
 FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
-                    PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING)
-NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING)
+                    PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING,
+                    PURPOSE_MODEL_DOWNLOAD)
+NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING,
+                PURPOSE_MODEL_DOWNLOAD)
 
 
 def feature_role(cluster: str, region: str, account: str, purpose: str,

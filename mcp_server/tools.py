@@ -688,6 +688,30 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+MODEL_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_models", method="GET", path="/api/v1/clusters/{cluster}/models",
+        title="List the models in a cluster's bucket",
+        description="The models under models/ in the cluster's shared bucket (files, bytes, "
+        "location) and the downloads running or failed with their progress. Look here before "
+        "create_endpoint or download_model. Read-only.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="download_model", method="POST", path="/api/v1/clusters/{cluster}/models",
+        title="Download a model into a cluster's bucket",
+        description="Fetch a model into the cluster's bucket under models/<name>/ as a "
+        "Kubernetes Job: a Hugging Face model (repo org/model and revision) or an S3 prefix "
+        "to copy. For a gated model, name the Kubernetes Secret holding the user's hub token "
+        "(hub_token_secret); never ask for or pass the token itself. The operation reports "
+        "files and bytes as they arrive." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.",
+               "repo": "Ask the user which model (and revision) they want."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -701,6 +725,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *ENDPOINT_TOOLS,
-                               *AUDIT_TOOLS)
+                               *MODEL_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

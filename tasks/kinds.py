@@ -14,6 +14,7 @@ from tasks.endpoints import (
 from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
+from tasks.models import MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
@@ -39,4 +40,5 @@ KINDS = kind_table(
     ENDPOINT_UPDATE,
     ENDPOINT_REASSIGN,
     ENDPOINT_DELETE,
+    MODEL_DOWNLOAD,
 )

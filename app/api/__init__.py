@@ -15,6 +15,7 @@ from app.api import (
     health,
     instance_groups,
     metrics,
+    models,
     networks,
     nodes,
     operations,
@@ -22,7 +23,8 @@ from app.api import (
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
-              instance_groups.blp, cluster_software.blp, features.blp, endpoints.blp, nodes.blp,
+              instance_groups.blp, cluster_software.blp, features.blp, endpoints.blp, models.blp,
+              nodes.blp,
               operations.blp, audit.blp, metrics.blp)
 
 

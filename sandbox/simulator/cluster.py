@@ -43,7 +43,7 @@ from sandbox.simulator.pods import (
     container_id,
     qos_class,
 )
-from sandbox.simulator.programs import Programs
+from sandbox.simulator.programs import Line, Programs
 from sandbox.simulator.workloads import PLURALS as WORKLOAD_PLURALS
 from sandbox.simulator.workloads import WORKLOAD_KINDS, Workloads
 
@@ -418,15 +418,17 @@ class ClusterSimulator:
         elapsed = 0.0
         for line in c.program.lines:
             elapsed += line.after_s
-            text = line.text
-            self._after(run, elapsed, lambda t=text: self._log(run, c, t, restart))
+            self._after(run, elapsed, lambda ln=line: self._log(run, c, ln, restart))
         if c.program.exit_code is not None:
             code = c.program.exit_code
             self._after(run, elapsed + c.program.tail_s, lambda: self._exit(run, c, code, restart))
 
-    def _log(self, run: PodRun, c: ContainerRun, text: str, restart: int) -> None:
+    def _log(self, run: PodRun, c: ContainerRun, line: Line, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":
-            self.kube.logs.append(run.namespace, run.name, c.name, text)
+            if line.effect is not None:
+                line.effect()
+            if line.text is not None:
+                self.kube.logs.append(run.namespace, run.name, c.name, line.text)
 
     def _ready(self, run: PodRun, c: ContainerRun, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":

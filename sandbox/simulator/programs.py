@@ -33,10 +33,13 @@ _SLEEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 @dataclass(frozen=True)
 class Line:
-    """One line of output, `after_s` simulated seconds after the previous step."""
+    """One line of output, `after_s` simulated seconds after the previous step; `effect`,
+    if any, is what the container does to the world then (an object it uploads); a line
+    with `text` None prints nothing."""
 
     after_s: float
-    text: str
+    text: str | None
+    effect: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,15 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("DELETE", "/api/v1/clusters/walk-c/instance-groups/workers", None),
         *[("POST", f"/api/v1/clusters/walk-c/nodes/{action}", {"node_ids": [WALK_NODE]})
           for action in ("reboot", "replace", "delete")],
+        ("POST", "/api/v1/clusters/walk-c/endpoints",
+         {"name": "chat", "kind": "vllm", "model": "tiny", "gpus": 1}),
+        ("PATCH", "/api/v1/clusters/walk-c/endpoints/chat", {"replicas": 2}),
+        ("POST", "/api/v1/clusters/walk-c/endpoints/chat/reassign",
+         {"worker": "chat-abc-x1y2z", "model": "tiny"}),
+        ("POST", "/api/v1/clusters/walk-c/endpoints/chat/invoke", {"prompt": "hi"}),
+        ("DELETE", "/api/v1/clusters/walk-c/endpoints/chat", None),
+        ("POST", "/api/v1/clusters/walk-c/models",
+         {"name": "tiny", "source": "huggingface", "repo": "acme/tiny"}),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
     ]
