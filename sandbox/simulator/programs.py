@@ -167,12 +167,17 @@ def _script(run: _Run, script: str) -> None:
             command.append(token)
 
 
+DAEMONS = frozenset({"/controller", "/keda", "/keda-adapter", "/manager"})
+"""Entrypoints of controllers' images (the AWS Load Balancer Controller, KEDA's operator and
+metrics server, kubebuilder's managers): they serve until stopped, whatever their flags."""
+
+
 def from_command_line(container: dict[str, Any]) -> Program:
     """The default rule (see the module's docstring)."""
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])
     ]
-    if not argv:
+    if not argv or argv[0] in DAEMONS:
         return Program(exit_code=None)
     run = _Run()
     if os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]:
@@ -236,6 +241,8 @@ def model_server(_pod: dict[str, Any], container: dict[str, Any]) -> Program | N
     positional = argv[2] if kind == "vllm" and len(argv) > 2 and argv[1] == "serve" else None
     model = (_flag(argv, "--served-model-name") or _flag(argv, "--model-path", "--model")
              or positional or "model")
+    if kind == "sglang-router":
+        model = ""  # it routes whichever model a request names to its workers
     port_text = _flag(argv, "--port")
     port = int(port_text) if port_text and port_text.isdigit() else _SERVER_DEFAULT_PORT[kind]
     lines = (Line(0.0, f"INFO Started server process ({kind})"),

@@ -275,3 +275,54 @@ def test_deleting_an_endpoint_removes_every_object_it_made(stack, cluster):
                 if p["metadata"].get("labels", {}).get("hypd.io/endpoint") == "gone"]
     assert "gone" not in {i["name"] for i in _get(stack, cluster)["items"]}
     assert _delete(stack, cluster, "gone").status_code == 404
+
+
+# -- external load balancer, SGLang router and KEDA --------------------------------------------
+
+def test_an_external_endpoint_installs_the_load_balancer_controller_and_gets_an_nlb(stack,
+                                                                                    cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints",
+                           _vllm("public", replicas=1, service="load_balancer")))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "deploy", "service"]
+    kube = stack.kube(cluster)
+    controller = kube.get_object("apps/v1", "Deployment", "aws-load-balancer-controller",
+                                 "kube-system")
+    args = controller["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--cluster-name={cluster}" in args
+    account = kube.get_object("v1", "ServiceAccount", "aws-load-balancer-controller",
+                              "kube-system")
+    role = account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]
+    assert role.endswith(f"role/hypd/hypd-{cluster}-lb-controller")
+    service = kube.get_object("v1", "Service", "public", "default")
+    assert service["spec"]["type"] == "LoadBalancer"
+    view = _get(stack, cluster, "public")
+    assert view["address"].endswith(".elb.us-west-2.amazonaws.com")
+    # a second external endpoint finds the controller there: nothing installed again
+    assert _run(stack, _delete(stack, cluster, "public"))["status"] == "succeeded"
+
+
+def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack, cluster):
+    from tests.crdkit import validate
+
+    body = {"name": "big", "kind": "sglang", "model": "qwen", "gpus": 1, "replicas": 2,
+            "routing": "cache_aware", "autoscaling": {"min": 1, "max": 2, "target": 4}}
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "deploy", "service",
+                                                "autoscaler"]
+    kube = stack.kube(cluster)
+    assert kube.get_object("apps/v1", "Deployment", "keda-operator", "keda") is not None
+    scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
+    validate({k: v for k, v in scaled.items() if k != "status"},
+             "keda.sh_scaledobjects.yaml", "v1alpha1")
+    assert kube.get_object("apps/v1", "Deployment", "big-router", "default") is not None
+    reply = _post(stack, cluster, "endpoints/big/invoke", {"prompt": "route me"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["response"]["system_fingerprint"].startswith("big-router-")
+    changed = _run(stack, _patch(stack, cluster, "big", {"autoscaling": {"max": 3}}))
+    assert changed["status"] == "succeeded", changed
+    scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
+    assert scaled["spec"]["maxReplicaCount"] == 3
+    assert _run(stack, _delete(stack, cluster, "big"))["status"] == "succeeded"
+    assert kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default") is None
