@@ -326,3 +326,33 @@ def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack
     assert scaled["spec"]["maxReplicaCount"] == 3
     assert _run(stack, _delete(stack, cluster, "big"))["status"] == "succeeded"
     assert kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default") is None
+
+
+# -- through MCP (a real client over stdio) ----------------------------------------------
+
+@pytest.mark.asyncio
+async def test_an_agent_reads_pools_reassigns_and_invokes_over_mcp(stack, cluster, pool):
+    from tests.mcp_server.test_mcp_e2e import _follow, _stdio
+
+    async with _stdio(stack, stack.operator_token) as client:
+        listed = (await client.call_tool("list_endpoints", {"cluster": cluster}))
+        assert not listed.is_error, listed.content[0].text
+        view = next(i for i in listed.structured_content["items"] if i["name"] == "pool")
+        worker = next(w["name"] for w in view["workers"] if w["model"] == "unassigned")
+        reply = await client.call_tool("reassign_endpoint_worker", {
+            "cluster": cluster, "name": "pool", "worker": worker, "model": "qwen"})
+        assert not reply.is_error, reply.content[0].text
+        assert (await _follow(client, reply.structured_content))["status"] == "succeeded"
+        answer = await client.call_tool("invoke_endpoint", {
+            "cluster": cluster, "name": "pool", "prompt": "hello", "model": "qwen"})
+        assert not answer.is_error, answer.content[0].text
+        assert answer.structured_content["response"]["system_fingerprint"] == worker
+        assert answer.structured_content["status_tool"] == "get_endpoint"
+        refused = await client.call_tool("invoke_endpoint", {
+            "cluster": cluster, "name": "pool", "prompt": "hello", "path": "/etc"})
+        assert refused.is_error and "path" in refused.content[0].text  # refused, nothing sent
+    async with _stdio(stack, stack.viewer_token) as viewer:
+        names = {t.name for t in (await viewer.list_tools()).tools}
+        assert {"list_endpoints", "get_endpoint", "list_models"} <= names
+        assert not {"create_endpoint", "invoke_endpoint", "reassign_endpoint_worker",
+                    "download_model"} & names
