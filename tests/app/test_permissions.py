@@ -351,6 +351,15 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
         "update_features": {"cluster": "walk-c", "training_operator": {"enabled": True}},
         **{f"{action}_nodes": {"cluster": "walk-c", "node_ids": [WALK_NODE]}
            for action in ("reboot", "replace", "delete")},
+        "create_endpoint": {"cluster": "walk-c", "name": "chat", "kind": "vllm",
+                            "model": "tiny", "gpus": 1},
+        "update_endpoint": {"cluster": "walk-c", "name": "chat", "replicas": 2},
+        "reassign_endpoint_worker": {"cluster": "walk-c", "name": "chat",
+                                     "worker": "chat-abc-x1y2z", "model": "tiny"},
+        "invoke_endpoint": {"cluster": "walk-c", "name": "chat", "prompt": "hi"},
+        "delete_endpoint": {"cluster": "walk-c", "name": "chat"},
+        "download_model": {"cluster": "walk-c", "name": "tiny", "source": "huggingface",
+                           "repo": "acme/tiny"},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
     }
