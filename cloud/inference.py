@@ -507,6 +507,18 @@ def owned(api: Any, namespace: str | None, name: str | None = None
     return found
 
 
+def stored(api: Any, name: str) -> Endpoint | None:
+    """The endpoint `name` as the cluster holds it (its request, kept on its main object: the
+    servers' Deployment or the InferenceEndpointConfig), in whichever namespace it is."""
+    selector = f"{ENDPOINT_LABEL}={name},{kube.MANAGED_BY_LABEL}={kube.MANAGED_BY_VALUE}"
+    for api_version, kind in (("apps/v1", "Deployment"), (IEC_API, IEC_KIND)):
+        for obj in kube.list_objects(api, api_version, kind, None, selector):
+            found = stored_spec(obj)
+            if found is not None:
+                return found
+    return None
+
+
 def pool_workers(api: Any, ep: Endpoint) -> list[dict[str, Any]]:
     """The pool's workers (pods), oldest first."""
     pods = kube.list_objects(api, "v1", "Pod", ep.namespace,

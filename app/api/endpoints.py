@@ -79,11 +79,11 @@ def _stored(found: ClusterRef, name: str) -> Endpoint:
     """The endpoint as the cluster holds it (its request, on its main object)."""
     api = api_for(found)
     with talking_to(found):
-        for obj in inference.owned(api, None, name):
-            ep = inference.stored_spec(obj)
-            if ep is not None:
-                return ep
-    raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster {found.name!r}")
+        ep = inference.stored(api, name)
+    if ep is None:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return ep
 
 
 def _bucket(found: ClusterRef) -> str:
