@@ -158,7 +158,7 @@ def _job_logs(ws: Any, cluster: str, job: str, first: dict[str, Any]) -> None:
 
     try:
         ref = clusters.find(cluster)
-        api = kubeapi.api(ref)
+        api = kubeapi.api_for(ref)
         found = jobs.find(api, job)
     except (ApiError, kube.KubeError, OSError) as exc:
         status = getattr(exc, "status", None) or getattr(exc, "http_status", None)

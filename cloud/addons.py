@@ -108,9 +108,23 @@ def _containers(obj: dict[str, Any]) -> Iterable[dict[str, Any]]:
         yield from pod.get(key) or ()
 
 
-def render(dep: Dependency, region: str) -> list[dict[str, Any]]:
-    """The dependency's manifests ready to apply: images resolved for the region, and each
-    object labelled with hypd's labels and the dependency, annotated with its version."""
+PLACES = {"hypd-cluster-name": "cluster", "hypd-region": "region"}
+"""Values a manifest's container argument ends with (`--cluster-name=hypd-cluster-name`) that
+stand for the cluster's name and region (a controller that must be told them)."""
+
+
+def _place(arg: str, cluster: str | None, region: str) -> str:
+    flag, sep, value = arg.partition("=")
+    if not sep or value not in PLACES:
+        return arg
+    placed = {"cluster": cluster or "", "region": region}[PLACES[value]]
+    return f"{flag}={placed}"
+
+
+def render(dep: Dependency, region: str, cluster: str | None = None) -> list[dict[str, Any]]:
+    """The dependency's manifests ready to apply: images resolved for the region, the
+    cluster's name and region placed in the arguments that ask for them, and each object
+    labelled with hypd's labels and the dependency, annotated with its version."""
     out = []
     for file in dep.manifests:
         for doc in _manifest_file(file):
@@ -123,6 +137,9 @@ def render(dep: Dependency, region: str) -> list[dict[str, Any]]:
                 image = container.get("image", "")
                 if image.startswith(IMAGE_PREFIX):
                     container["image"] = image_for(image[len(IMAGE_PREFIX):], region)
+                if container.get("args"):
+                    container["args"] = [_place(str(a), cluster, region)
+                                         for a in container["args"]]
             out.append(obj)
     return out
 
@@ -301,7 +318,7 @@ def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region:
         if api is None:
             raise ValueError("applying manifests needs a kubernetes ApiClient")
         applied = []
-        for obj in render(dep, region):
+        for obj in render(dep, region, cluster):
             kube.server_side_apply(api, obj)
             applied.append(f"{obj['kind']}/{obj['metadata']['name']}")
         return {"name": dep.name, "action": action.kind, "objects": applied}

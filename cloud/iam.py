@@ -44,6 +44,8 @@ PURPOSE_TRAINING_OPERATOR = "training-op"
 PURPOSE_INFERENCE_OPERATOR = "inference-op"
 PURPOSE_OBSERVABILITY = "observability"
 PURPOSE_TIERED_CHECKPOINTING = "ckpt"
+PURPOSE_MODEL_DOWNLOAD = "model-download"
+PURPOSE_LB_CONTROLLER = "lb-controller"
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
@@ -402,14 +404,55 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
                                                 "s3:GetObject", "s3:PutObject"],
                        [f"{bucket_arn}/*"]),
         ]
+    elif purpose == PURPOSE_MODEL_DOWNLOAD:
+        # the download Job: find what is there already, write models/ only (multipart
+        # uploads included); a download's S3 source is granted to it alone, then taken back
+        statements = [
+            {**_statement("ListModels", ["s3:ListBucket"], [bucket_arn]),
+             "Condition": {"StringLike": {"s3:prefix": ["models/*"]}}},
+            _statement("WriteModels", ["s3:AbortMultipartUpload", "s3:PutObject"],
+                       [f"{bucket_arn}/models/*"]),
+        ]
+    elif purpose == PURPOSE_LB_CONTROLLER:
+        # NLBs for LoadBalancer Services: read the network, make and tag load balancers,
+        # target groups, listeners and their security groups (none of these calls can be
+        # scoped to resources that do not exist yet; the controller tags what it makes)
+        statements = [
+            _statement("ReadNetwork", ["ec2:DescribeAvailabilityZones",
+                                       "ec2:DescribeInstances", "ec2:DescribeInternetGateways",
+                                       "ec2:DescribeNetworkInterfaces",
+                                       "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets",
+                                       "ec2:DescribeTags", "ec2:DescribeVpcs"], "*"),
+            _statement("LoadBalancerSecurityGroups", [
+                "ec2:AuthorizeSecurityGroupIngress", "ec2:CreateSecurityGroup",
+                "ec2:CreateTags", "ec2:DeleteSecurityGroup",
+                "ec2:RevokeSecurityGroupIngress"], "*"),
+            _statement("LoadBalancers", [
+                "elasticloadbalancing:AddTags", "elasticloadbalancing:CreateListener",
+                "elasticloadbalancing:CreateLoadBalancer",
+                "elasticloadbalancing:CreateTargetGroup",
+                "elasticloadbalancing:DeleteListener",
+                "elasticloadbalancing:DeleteLoadBalancer",
+                "elasticloadbalancing:DeleteTargetGroup",
+                "elasticloadbalancing:DeregisterTargets",
+                "elasticloadbalancing:Describe*",
+                "elasticloadbalancing:ModifyListener",
+                "elasticloadbalancing:ModifyLoadBalancerAttributes",
+                "elasticloadbalancing:ModifyTargetGroup",
+                "elasticloadbalancing:ModifyTargetGroupAttributes",
+                "elasticloadbalancing:RegisterTargets",
+                "elasticloadbalancing:RemoveTags"], "*"),
+        ]
     else:
         raise ValueError(f"no policy for a consumer role {purpose!r}")
     return {"Version": POLICY_VERSION, "Statement": statements}
 
 
 FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
-                    PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING)
-NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING)
+                    PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING,
+                    PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER)
+NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING,
+                PURPOSE_MODEL_DOWNLOAD)
 
 
 def feature_role(cluster: str, region: str, account: str, purpose: str,

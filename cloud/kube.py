@@ -367,3 +367,27 @@ def open_log(api: ApiClient, namespace: str, pod: str, query: list[tuple[str, st
             message = status.get("message") or message
         raise KubeError(response.status, reason, message)
     return response
+def merge_patch(api: ApiClient, api_version: str, kind: str, name: str,
+                namespace: str | None, patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch (for fields of an object hypd does not own whole, e.g. one label
+    of a pod a controller made)."""
+    return _call(api, "PATCH", object_path(api, api_version, kind, name, namespace), None,
+                 dict(patch), "application/merge-patch+json")
+
+
+def service_proxy(api: ApiClient, namespace: str, service: str, port: str, path: str,
+                  body: Mapping[str, Any], limit: int) -> tuple[int, bytes]:
+    """POST `body` (JSON) to `path` of a Service through the API server's service proxy;
+    (status, at most `limit` bytes of the answer). Every part of the address is quoted, so
+    nothing the names hold can leave the Service's own proxy path."""
+    resource = (f"/api/v1/namespaces/{quote(namespace, safe='')}/services/"
+                f"{quote(service, safe='')}:{quote(port, safe='')}/proxy/"
+                + "/".join(quote(part, safe="") for part in path.strip("/").split("/")))
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    method, url, headers, payload, _ = api.param_serialize(
+        method="POST", resource_path=resource, header_params=headers, body=dict(body),
+        auth_settings=["BearerToken"])
+    response = api.call_api(method, url, header_params=headers, body=payload,
+                            _request_timeout=REQUEST_TIMEOUT_S)
+    data = response.read() or b""
+    return response.status, data[:limit]

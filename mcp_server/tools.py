@@ -711,6 +711,109 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_ENDPOINT_NOTES = {"cluster": "Name of the cluster.", "name": "Name of the endpoint."}
+
+ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_endpoints", method="GET", path="/api/v1/clusters/{cluster}/endpoints",
+        title="List a cluster's inference endpoints",
+        description="Inference endpoints of a cluster: kind (managed, vllm, sglang, custom), "
+        "model, replicas ready, Services and load balancer address, state (creating, "
+        "deploying, ready, updating, deleting, failed, incomplete), and for a model pool "
+        "which worker serves which model. Read-only.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="get_endpoint", method="GET", path="/api/v1/clusters/{cluster}/endpoints/{name}",
+        title="Get an inference endpoint",
+        description="One inference endpoint as the cluster holds it: its request, state, "
+        "servers ready, Services, load balancer address, a pool's workers and their models. "
+        "Read-only.",
+        notes=_ENDPOINT_NOTES,
+    ),
+    ToolSpec(
+        name="create_endpoint", method="POST", path="/api/v1/clusters/{cluster}/endpoints",
+        title="Create an inference endpoint",
+        description="Deploy a model from the cluster's bucket (models/<model>, see "
+        "list_models): kind managed (the HyperPod inference operator; its feature must be on, "
+        "see get_features; tiered KV cache and intelligent routing) or vllm, sglang or custom "
+        "(a Deployment hypd makes) behind an in-cluster Service, an external NLB "
+        "(load_balancer, internet-facing: confirm with the user) or a model pool (warm "
+        "workers reassigned by reassign_endpoint_worker). SGLang with several replicas gets "
+        "the SGLang router and KEDA autoscaling." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.",
+               "gpus": "Ask the user how many GPUs each server uses; never guess it.",
+               "instance_type": "Ask the user; see list_instance_types."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="update_endpoint", method="PATCH",
+        path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Change an inference endpoint",
+        description="Change only what the user asked: replicas, autoscaling bounds or routing. "
+        "Already as asked: changed false and no status tool. A pool scales in by removing "
+        "unassigned workers only (refused with conflict otherwise)." + _FOLLOW,
+        notes=_ENDPOINT_NOTES,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_endpoint", method="DELETE",
+        path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Delete an inference endpoint",
+        description="Delete the endpoint and everything hypd made for it (servers, Services "
+        "and load balancer, router, autoscaler). The model stays in the bucket. Confirm with "
+        "the user first." + _FOLLOW,
+        notes=_ENDPOINT_NOTES,
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="reassign_endpoint_worker", method="POST",
+        path="/api/v1/clusters/{cluster}/endpoints/{name}/reassign",
+        title="Reassign a pool worker to a model",
+        description="Point one worker of a model pool at another of the pool's models (or "
+        "unassigned): only its model label changes, the worker is kept and reloads. Read the "
+        "workers with get_endpoint first." + _FOLLOW,
+        notes=_ENDPOINT_NOTES,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="invoke_endpoint", method="POST",
+        path="/api/v1/clusters/{cluster}/endpoints/{name}/invoke",
+        title="Send a test completion to an endpoint",
+        description="Send one OpenAI-compatible completion (a prompt and a token bound) to the "
+        "endpoint's own Service and return the server's answer; a pool needs the model to "
+        "ask. It uses the endpoint's GPUs, so it is an operator's; it starts no operation "
+        "(get_endpoint shows the endpoint afterwards).",
+        notes=_ENDPOINT_NOTES,
+        mutating=True, status_tool="get_endpoint",
+        status_args_from={"cluster": "cluster", "name": "endpoint"},
+    ),
+)
+
+
+MODEL_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_models", method="GET", path="/api/v1/clusters/{cluster}/models",
+        title="List the models in a cluster's bucket",
+        description="The models under models/ in the cluster's shared bucket (files, bytes, "
+        "location) and the downloads running or failed with their progress. Look here before "
+        "create_endpoint or download_model. Read-only.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="download_model", method="POST", path="/api/v1/clusters/{cluster}/models",
+        title="Download a model into a cluster's bucket",
+        description="Fetch a model into the cluster's bucket under models/<name>/ as a "
+        "Kubernetes Job: a Hugging Face model (repo org/model and revision) or an S3 prefix "
+        "to copy. For a gated model, name the Kubernetes Secret holding the user's hub token "
+        "(hub_token_secret); never ask for or pass the token itself. The operation reports "
+        "files and bytes as they arrive." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.",
+               "repo": "Ask the user which model (and revision) they want."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -725,6 +828,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
-                               *JOB_TOOLS, *AUDIT_TOOLS)
+                               *JOB_TOOLS, *ENDPOINT_TOOLS, *MODEL_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

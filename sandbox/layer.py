@@ -26,6 +26,7 @@ from sandbox.kube import KubeRegistry
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
 from sandbox.simulator.cluster import ClusterSimulator
+from sandbox.simulator.downloads import DownloadProgram, MotoObjects
 from sandbox.simulator.training import TrainingBook
 from sandbox.timing import Clock, Transitions
 
@@ -50,12 +51,22 @@ class LocalAwsApp:
         # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
         # training settings and pod faults, shared by every cluster's training operators
         self.training = TrainingBook()
-        self.kubes = KubeRegistry(
-            attach=lambda kube: ClusterSimulator(kube, self._speed, training=self.training))
+        self.kubes = KubeRegistry(attach=self._simulator, holds=self.holds)
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self
         )
+
+    def _simulator(self, kube: Any) -> ClusterSimulator:
+        """A cluster's controllers; its containers that upload reach this local AWS's S3."""
+        simulator = ClusterSimulator(kube, self._speed, training=self.training)
+
+        def has_secret_key(namespace: str, name: str, key: str) -> bool:
+            secret = kube.get_object("v1", "Secret", name, namespace) or {}
+            return key in (secret.get("data") or {})
+
+        simulator.programs.register(DownloadProgram(MotoObjects(), has_secret_key))
+        return simulator
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]

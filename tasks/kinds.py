@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
+from tasks.endpoints import (
+    ENDPOINT_CREATE,
+    ENDPOINT_DELETE,
+    ENDPOINT_REASSIGN,
+    ENDPOINT_UPDATE,
+)
 from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.jobs import JOB_CREATE
+from tasks.models import MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
@@ -31,4 +38,9 @@ KINDS = kind_table(
     NODES_DELETE,
     FEATURE_UPDATE,
     JOB_CREATE,
+    ENDPOINT_CREATE,
+    ENDPOINT_UPDATE,
+    ENDPOINT_REASSIGN,
+    ENDPOINT_DELETE,
+    MODEL_DOWNLOAD,
 )

@@ -11,11 +11,13 @@ from app.api import (
     clusters,
     diagnostics,
     discovery,
+    endpoints,
     features,
     health,
     instance_groups,
     jobs,
     metrics,
+    models,
     networks,
     nodes,
     operations,
@@ -24,7 +26,8 @@ from app.api import (
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              diagnostics.blp, jobs.blp, operations.blp, audit.blp, metrics.blp)
+              diagnostics.blp, jobs.blp, endpoints.blp, models.blp, operations.blp, audit.blp,
+              metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

@@ -30,7 +30,7 @@ from app.readmodels import clusters as readmodel
 from app.readmodels import features as features_readmodel
 from app.readmodels import jobs as jobs_readmodel
 from app.readmodels.clusters import ClusterRef
-from app.readmodels.kubeapi import api as kube_api
+from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
 from cloud import aws, capacity, hyperpod, iam, jobs, kube, recipes, storage, training
 from cloud.training import HangRule, JobSpec, RunPolicy

@@ -20,9 +20,7 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels.clusters import ClusterRef
-from app.readmodels.kubeapi import api as _api
-from app.readmodels.kubeapi import not_active as _not_active
-from app.readmodels.kubeapi import talking_to as _talking_to
+from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
@@ -42,8 +40,6 @@ blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
 STORAGE_TAG = "hypd:storage"
 RUNNING = ("queued", "running")
 
-
-# the cluster ----------------------------------------------------------------------------------
 
 # reading items ----------------------------------------------------------------------------------
 
@@ -168,9 +164,9 @@ def _state(item: dict[str, Any], op: dict[str, Any] | None) -> None:
 
 
 def _items(cluster: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
-    why = _not_active(cluster)
-    api = None if why else _api(cluster)
-    with _talking_to(cluster):
+    why = not_active(cluster)
+    api = None if why else api_for(cluster)
+    with talking_to(cluster):
         return _collect(cluster, api), why
 
 
@@ -183,8 +179,8 @@ def _field_error(field: str, message: str) -> ApiError:
 
 def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
     name, namespace = body["name"], body["namespace"]
-    api = _api(cluster)
-    with _talking_to(cluster):
+    api = api_for(cluster)
+    with talking_to(cluster):
         if kube.get_object(api, "v1", "Namespace", namespace) is None:
             raise _field_error("namespace", f"namespace {namespace!r} does not exist in cluster "
                                             f"{cluster.name}")
@@ -279,7 +275,7 @@ class StorageItem(MethodView):
 
         def precheck() -> None:
             found = readmodel.find(cluster)
-            _api(found)  # its claims and users are read from its Kubernetes: ACTIVE only
+            api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE only
             items, _ = _items(found)
             item = items.get(name)
             if item is None:

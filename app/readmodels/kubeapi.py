@@ -1,5 +1,5 @@
-"""A cluster's Kubernetes API as a route reaches it: only once its EKS cluster is ACTIVE, and
-with the API's or AWS's failures said in the error envelope's words."""
+"""A route's way to a cluster's Kubernetes API: refused (409) until the EKS cluster is
+ACTIVE, and the API's failures said in the one error envelope (502 upstream_error)."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def talking_to(cluster: ClusterRef) -> Iterator[None]:
                                               f"{cluster.name} did not answer: {exc}") from exc
 
 
-def api(cluster: ClusterRef) -> Any:
-    """The cluster's ApiClient; 409 while its EKS cluster is not ACTIVE."""
+def api_for(cluster: ClusterRef) -> Any:
+    """The cluster's Kubernetes API client (409 while its EKS cluster is not ACTIVE)."""
     why = not_active(cluster)
     if why:
         raise ApiError(409, "conflict", why)

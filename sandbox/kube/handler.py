@@ -9,6 +9,7 @@ policies decide (403), and the request is served from the store.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import logging
@@ -204,6 +205,21 @@ class KubeHandler:
 
         if t.subresource and t.subresource != "status":
             return await self._subresource(request, rt, namespace, t, verb)
+        answer = await self._verb(request, rt, namespace, t, verb)
+        if verb in ("create", "update", "patch", "delete", "deletecollection"):
+            await self._hold(f"{verb} {rt.plural}")
+        return answer
+
+    async def _hold(self, action: str) -> None:
+        """Keep a write's answer back at an armed fault point (after the store took it)."""
+        holds = self.kube.holds
+        hold = holds.take("kubernetes", action) if holds is not None else None
+        if hold is not None:
+            await asyncio.get_running_loop().run_in_executor(None, holds.park, hold, 0)
+
+    async def _verb(self, request: web.BaseRequest, rt: ResourceType, namespace: str | None,
+                    t: paths.Target, verb: str) -> web.StreamResponse:
+        query = request.query
         if t.subresource == "status" and "status" not in rt.subresources:
             raise no_such_resource()
         store = self.kube.store
@@ -446,6 +462,12 @@ class KubeHandler:
             and verb in ("get", "update", "patch")
         ):
             return await self._scale(request, rt, namespace, t.name or "", verb)
+        if (sub == "proxy" or sub.startswith("proxy/")) and (rt.group, rt.plural) == (
+                "", "services") and self.kube.service_proxy is not None:
+            status, content_type, body = self.kube.service_proxy(
+                namespace or "default", t.name or "", sub[len("proxy"):] or "/",
+                request.method, await request.read())
+            return web.Response(status=status, body=body, content_type=content_type)
         if sub in ("proxy",) or sub.startswith("proxy/"):
             raise KubeError(503, "ServiceUnavailable", "the sandbox runs no containers to proxy to")
         raise no_such_resource()

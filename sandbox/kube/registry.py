@@ -59,6 +59,12 @@ class LocalKube:
         self._port = 0
         # what plays the cluster's controllers (the simulator): start()/stop() on the loop
         self.companions: list[Any] = []
+        # the service proxy's far end, set by the simulator: (namespace, "[scheme:]svc:port",
+        # path, method, body) -> (status, content type, body)
+        self.service_proxy: Callable[[str, str, str, str, bytes], tuple[int, str, bytes]] | \
+            None = None
+        # the local AWS's fault points: a write's answer held back after the store took it
+        self.holds: Any = None
         for namespace in INITIAL_NAMESPACES:
             self.store.put(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
@@ -196,11 +202,15 @@ class KubeRegistry:
         self,
         default_version: str = DEFAULT_KUBERNETES_VERSION,
         attach: Callable[[LocalKube], Any] | None = None,
+        holds: Any = None,
     ) -> None:
         """`attach(kube)` gives what plays a new cluster's controllers (an object with
-        `start()` and `stop()`, called on the clusters' event loop), or nothing."""
+        `start()` and `stop()`, called on the clusters' event loop), or nothing; `holds`
+        (sandbox.holds.HoldBook) the fault points writes may be held at (service
+        `kubernetes`, action `<verb> <plural>`, e.g. `patch deployments`)."""
         self.default_version = default_version
         self._attach = attach
+        self._holds = holds
         self._lock = threading.RLock()
         self._kubes: dict[str, LocalKube] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -234,6 +244,7 @@ class KubeRegistry:
             if kube is None:
                 loop = self._ensure_loop()
                 kube = LocalKube(cluster_name, loop, kubernetes_version or self.default_version)
+                kube.holds = self._holds
                 if self._attach is not None:
                     kube.companions.append(self._attach(kube))
                 self._run(kube._start())

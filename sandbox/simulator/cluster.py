@@ -43,13 +43,15 @@ from sandbox.simulator.pods import (
     container_id,
     qos_class,
 )
-from sandbox.simulator.programs import Programs
+from sandbox.simulator.programs import Line, Programs
 from sandbox.simulator.training import TrainingBook, TrainingControllers
+from sandbox.simulator.workloads import PLURALS as WORKLOAD_PLURALS
+from sandbox.simulator.workloads import WORKLOAD_KINDS, Workloads
 
 log = logging.getLogger(__name__)
 
 WATCHED = frozenset({("", "pods"), ("", "nodes"), ("", "persistentvolumes"),
-                     ("", "persistentvolumeclaims")})
+                     ("", "persistentvolumeclaims")}) | WORKLOAD_KINDS
 VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
@@ -76,6 +78,8 @@ class ClusterSimulator:
         self._ips: set[str] = set()
         # (pod uid, field path, reason, message) → (event name, first seen, count)
         self._events: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
+        self.workloads = Workloads(kube, self.programs)
+        kube.service_proxy = self.workloads.proxy
 
     # --- lifecycle (called on the cluster's event loop) ---------------------------------
 
@@ -125,6 +129,8 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
+        if changed & WORKLOAD_PLURALS:
+            steps.append(self.workloads.reconcile)
         if changed & VOLUME_KINDS:
             steps.append(self._bind_volumes)
         if changed & {"training-jobs", "pods"}:
@@ -418,15 +424,17 @@ class ClusterSimulator:
         elapsed = 0.0
         for line in c.program.lines:
             elapsed += line.after_s
-            text = line.text
-            self._after(run, elapsed, lambda t=text: self._log(run, c, t, restart))
+            self._after(run, elapsed, lambda ln=line: self._log(run, c, ln, restart))
         if c.program.exit_code is not None:
             code = c.program.exit_code
             self._after(run, elapsed + c.program.tail_s, lambda: self._exit(run, c, code, restart))
 
-    def _log(self, run: PodRun, c: ContainerRun, text: str, restart: int) -> None:
+    def _log(self, run: PodRun, c: ContainerRun, line: Line, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":
-            self.kube.logs.append(run.namespace, run.name, c.name, text, restart)
+            if line.effect is not None:
+                line.effect()
+            if line.text is not None:
+                self.kube.logs.append(run.namespace, run.name, c.name, line.text, restart)
 
     def _ready(self, run: PodRun, c: ContainerRun, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":

@@ -33,10 +33,13 @@ _SLEEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 @dataclass(frozen=True)
 class Line:
-    """One line of output, `after_s` simulated seconds after the previous step."""
+    """One line of output, `after_s` simulated seconds after the previous step; `effect`,
+    if any, is what the container does to the world then (an object it uploads); a line
+    with `text` None prints nothing."""
 
     after_s: float
-    text: str
+    text: str | None
+    effect: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,23 @@ class Program:
     lines: tuple[Line, ...] = ()
     exit_code: int | None = 0
     tail_s: float = 0.0  # simulated seconds between the last line and the exit
+    serves: ModelServer | None = None
+    """An HTTP model server the container runs (what the service proxy reaches), if any."""
 
     @property
     def duration_s(self) -> float:
         return sum(line.after_s for line in self.lines) + self.tail_s
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """An OpenAI-compatible server a container runs: its kind (`vllm`, `sglang`,
+    `sglang-router`), the model name it serves ("": whichever a request names) and its
+    port."""
+
+    kind: str
+    model: str
+    port: int
 
 
 Resolver = Callable[[dict[str, Any], dict[str, Any]], Program | None]  # (pod, container)
@@ -151,12 +167,17 @@ def _script(run: _Run, script: str) -> None:
             command.append(token)
 
 
+DAEMONS = frozenset({"/controller", "/keda", "/keda-adapter", "/manager"})
+"""Entrypoints of controllers' images (the AWS Load Balancer Controller, KEDA's operator and
+metrics server, kubebuilder's managers): they serve until stopped, whatever their flags."""
+
+
 def from_command_line(container: dict[str, Any]) -> Program:
     """The default rule (see the module's docstring)."""
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])
     ]
-    if not argv:
+    if not argv or argv[0] in DAEMONS:
         return Program(exit_code=None)
     run = _Run()
     if os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]:
@@ -169,3 +190,63 @@ def from_command_line(container: dict[str, Any]) -> Program:
         exit_code=None if run.forever else run.status,
         tail_s=run.pending_s,
     )
+
+
+# --- model servers (vLLM, SGLang and the SGLang router) ---------------------------------------
+
+SERVER_START_S = 30.0  # simulated seconds from start to "startup complete" (weights loaded)
+_SERVER_DEFAULT_PORT = {"vllm": 8000, "sglang": 30000, "sglang-router": 30000}
+
+
+def _flag(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def server_kind(container: dict[str, Any]) -> str | None:
+    """Which model server a container runs, from its command line (or, with none, from the
+    image whose entrypoint is the server: vllm/vllm-openai)."""
+    argv = [str(a) for a in (container.get("command") or [])] + [
+        str(a) for a in (container.get("args") or [])]
+    joined = " ".join(argv)
+    if "sglang_router.launch_router" in joined:
+        return "sglang-router"
+    if "sglang.launch_server" in joined:
+        return "sglang"
+    if "vllm serve" in joined or "vllm.entrypoints.openai.api_server" in joined:
+        return "vllm"
+    if not argv and "vllm-openai" in str(container.get("image", "")):
+        return "vllm"
+    return None
+
+
+def model_server(_pod: dict[str, Any], container: dict[str, Any]) -> Program | None:
+    """A model server's run: it loads its weights, says it is up, and serves until stopped
+    (the service proxy answers its HTTP requests; see the workloads' proxy)."""
+    kind = server_kind(container)
+    if kind is None:
+        return None
+    argv = [str(a) for a in (container.get("command") or [])] + [
+        str(a) for a in (container.get("args") or [])]
+    if argv and os.path.basename(argv[0]) in SHELLS:
+        # a script choosing its model when it runs (a pool worker reading its assignment):
+        # it serves the model each request names
+        return Program(lines=(Line(0.0, f"INFO waiting for a model ({kind})"),),
+                       exit_code=None, serves=ModelServer(kind, "", _SERVER_DEFAULT_PORT[kind]))
+    positional = argv[2] if kind == "vllm" and len(argv) > 2 and argv[1] == "serve" else None
+    model = (_flag(argv, "--served-model-name") or _flag(argv, "--model-path", "--model")
+             or positional or "model")
+    if kind == "sglang-router":
+        model = ""  # it routes whichever model a request names to its workers
+    port_text = _flag(argv, "--port")
+    port = int(port_text) if port_text and port_text.isdigit() else _SERVER_DEFAULT_PORT[kind]
+    lines = (Line(0.0, f"INFO Started server process ({kind})"),
+             Line(0.0, f"INFO Loading model {model}"),
+             Line(SERVER_START_S, "INFO Application startup complete."),
+             Line(0.0, f"INFO Uvicorn running on http://0.0.0.0:{port}"))
+    return Program(lines=lines, exit_code=None, serves=ModelServer(kind, model, port))

@@ -14,6 +14,8 @@ import * as capacity from './views/capacity.js';
 import * as groupNew from './views/group_new.js';
 import * as audit from './views/audit.js';
 import * as jobs from './views/jobs.js';
+import * as endpoints from './views/endpoints.js';
+import * as models from './views/models.js';
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
@@ -23,6 +25,8 @@ const ROUTES = [
   { re: /^\/clusters\/([^/]+)\/capacity\/?$/, view: capacity, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/capacity\/add-group\/?$/, view: groupNew, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/jobs\/?$/, view: jobs, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/endpoints\/?$/, view: endpoints, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/models\/?$/, view: models, nav: 'clusters' },
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },

@@ -147,7 +147,8 @@ def test_hyperpod_namespace_and_bindings_are_what_hyperpod_expects():
                        if o["kind"] == "ClusterRoleBinding")
         assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io",
                                         "kind": "User", "name": "hyperpod-service-linked-role"}]
-    hyperpods = [d for d in manifest_deps() if d.feature != "kuberay"]
+    hyperpods = [d for d in manifest_deps()
+                 if d.feature in ("hyperpod_resiliency", "device_plugins")]
     for obj in (o for d in hyperpods for o in addons.render(d, REGION)):
         if obj["kind"] in ("ServiceAccount", "DaemonSet"):
             assert obj["metadata"]["namespace"] in ("aws-hyperpod", "kube-system")

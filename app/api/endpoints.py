@@ -1,0 +1,343 @@
+"""Inference endpoints of a cluster: list and read (from the cluster), create, change
+(explicit diff), delete, reassign a pool worker — each an operation on
+`cluster/<c>/endpoint/<e>` (tasks/endpoints.py) — and one test request through the
+Kubernetes API server's service proxy, to the endpoint's own Service only."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from flask import jsonify
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app import context, mutations
+from app.errors import ApiError
+from app.permissions import access
+from app.readmodels import clusters as readmodel
+from app.readmodels import endpoints as endpoints_model
+from app.readmodels import features as features_model
+from app.readmodels.clusters import ClusterRef
+from app.readmodels.kubeapi import api_for, not_active, talking_to
+from cloud import aws, features, iam, inference, kube, storage
+from cloud.inference import Endpoint
+from schemas.common import MutationReplySchema, NoChangeSchema
+from schemas.endpoints import (
+    EndpointCreateSchema,
+    EndpointListSchema,
+    EndpointPatchSchema,
+    EndpointSchema,
+    InvokeReplySchema,
+    InvokeSchema,
+    ReassignSchema,
+)
+from tasks.endpoints import (
+    ENDPOINT_CREATE,
+    ENDPOINT_DELETE,
+    ENDPOINT_REASSIGN,
+    ENDPOINT_UPDATE,
+    OPERATOR_FEATURE,
+    target,
+)
+
+blp = Blueprint("endpoints", __name__, url_prefix="/api/v1/clusters",
+                description="Inference endpoints: managed (HyperPod inference operator) and "
+                            "self-managed (vLLM, SGLang, custom) with model pools")
+
+INVOKE_PATH = "v1/completions"
+INVOKE_PORT = "http"
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+def _url(cluster: str, name: str) -> str:
+    return f"/api/v1/clusters/{cluster}/endpoints/{name}"
+
+
+def _field_error(field: str, message: str) -> ApiError:
+    return ApiError(422, "validation_failed", f"{field}: {message}",
+                    {"fields": {field: [message]}})
+
+
+def _items(found: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
+    why = not_active(found)
+    api = None if why else api_for(found)
+    with talking_to(found):
+        return endpoints_model.collect(found.name, api), why
+
+
+def _one(found: ClusterRef, name: str) -> dict[str, Any]:
+    items, _ = _items(found)
+    if name not in items:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return items[name]
+
+
+def _stored(found: ClusterRef, name: str) -> Endpoint:
+    """The endpoint as the cluster holds it (its request, on its main object)."""
+    api = api_for(found)
+    with talking_to(found):
+        ep = inference.stored(api, name)
+    if ep is None:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return ep
+
+
+def _bucket(found: ClusterRef) -> str:
+    account = iam.account_id(aws.client("sts", region=found.region))
+    return storage.shared_bucket_name(found.name, account, found.region)
+
+
+# -- checks before an endpoint is recorded ------------------------------------------------------
+
+def _check_operator(found: ClusterRef) -> None:
+    state = features_model.read(found)["features"][OPERATOR_FEATURE]["state"]
+    if state not in features.ENABLED_STATES:
+        raise ApiError(412, "precondition_failed",
+                       f"a managed endpoint needs the {OPERATOR_FEATURE} feature, which is "
+                       f"{state} on cluster {found.name!r}: turn it on first (PATCH "
+                       f"/api/v1/clusters/{found.name}/features "
+                       f'{{"{OPERATOR_FEATURE}": {{"enabled": true}}}})',
+                       {"feature": OPERATOR_FEATURE, "state": state})
+
+
+def _check_model(found: ClusterRef, bucket: str, models: list[str]) -> None:
+    s3 = aws.client("s3", region=found.region)
+    for model in models:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"models/{model}/", MaxKeys=1)
+        if not listed.get("KeyCount"):
+            raise _field_error("model" if len(models) == 1 else "pool_models",
+                               f"no model {model!r} under models/ in bucket {bucket}: "
+                               "download it first (POST /clusters/<c>/models)")
+
+
+def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
+    api = api_for(found)
+    with talking_to(found):
+        items, _ = _items(found)
+        if ep.name in items and items[ep.name]["state"] != "failed":
+            raise ApiError(409, "conflict", f"endpoint {ep.name!r} already exists on cluster "
+                                            f"{found.name}", {"name": ep.name})
+        if kube.get_object(api, "v1", "Namespace", ep.namespace) is None:
+            raise _field_error("namespace", f"namespace {ep.namespace!r} does not exist")
+        if ep.kind != inference.MANAGED:
+            if kube.get_object(api, "v1", "PersistentVolumeClaim", ep.claim,
+                               ep.namespace) is None:
+                raise _field_error("claim", f"no claim {ep.claim!r} in namespace "
+                                            f"{ep.namespace!r} to mount at /s3")
+            for name in [ep.name, *(inference.pool_service_name(ep, m)
+                                    for m in ep.pool_models)]:
+                taken = kube.get_object(api, "v1", "Service", name, ep.namespace)
+                if taken is not None and not kube.managed_by_hypd(taken):
+                    raise ApiError(409, "conflict", f"a Service named {name!r} exists in "
+                                                    f"{ep.namespace} and is not hypd's")
+    _check_model(found, bucket, list(ep.pool_models) or [ep.model])
+    if ep.kind == inference.MANAGED:
+        _check_operator(found)
+
+
+# -- routes ----------------------------------------------------------------------------------------
+
+@blp.route("/<string:cluster>/endpoints")
+class Endpoints(MethodView):
+    @access("viewer")
+    @blp.response(200, EndpointListSchema)
+    def get(self, cluster):
+        """List a cluster's inference endpoints: kind, model, replicas ready, Services and
+        load balancer address, a pool's workers and their models, and any operation
+        changing one."""
+        items, why = _items(readmodel.find(cluster))
+        return {"cluster": cluster, "items": sorted(items.values(), key=lambda i: i["name"]),
+                "note": why}
+
+    @access("operator")
+    @blp.arguments(EndpointCreateSchema)
+    @blp.response(202, MutationReplySchema)
+    @blp.alt_response(412, description="a managed endpoint while the inference operator is "
+                                       "off")
+    def post(self, body, cluster):
+        """Create an inference endpoint: managed (an InferenceEndpointConfig for the HyperPod
+        inference operator: tiered KV cache, intelligent routing, autoscaling) or a vLLM,
+        SGLang or custom Deployment with GPUs, probes and the bucket at /s3, behind an
+        in-cluster Service, an NLB, or as a model pool; SGLang with several replicas gets the
+        SGLang router and KEDA autoscaling."""
+        ep = Endpoint.from_params(body)
+        params: dict[str, Any] = {"cluster": cluster, "endpoint": ep.as_params()}
+
+        def precheck() -> None:
+            found = readmodel.find(cluster)
+            params["region"] = found.region
+            params["bucket"] = _bucket(found)
+            _check_new(found, ep, params["bucket"])
+
+        return mutations.submit(ENDPOINT_CREATE, target(cluster, ep.name), params, precheck)
+
+
+@blp.route("/<string:cluster>/endpoints/<string:name>")
+class EndpointItem(MethodView):
+    @access("viewer")
+    @blp.response(200, EndpointSchema)
+    def get(self, cluster, name):
+        """One endpoint, read from the cluster."""
+        return _one(readmodel.find(cluster), name)
+
+    @access("operator")
+    @blp.arguments(EndpointPatchSchema)
+    @blp.response(202, MutationReplySchema)
+    @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
+    def patch(self, body, cluster, name):
+        """Change an endpoint: only the fields present — replicas, autoscaling bounds,
+        routing — each compared with the endpoint as the cluster holds it. Already as asked:
+        200, nothing sent. A pool scales in by removing unassigned workers only (409 when
+        that would take an assigned one)."""
+        replayed = mutations.replayed()
+        if replayed is not None:
+            return replayed
+        context.engine().store.ensure_target_free(target(cluster, name))
+        found = readmodel.find(cluster)
+        before = _stored(found, name)
+        _check_change(before, body)
+        after = before.changed(body)
+        if after == before:
+            return jsonify({"changed": False, "resource_url": _url(cluster, name),
+                            "message": f"endpoint {name!r} is already as asked"})
+        if after.service == inference.POOL and after.replicas < before.replicas:
+            _check_pool_scale_in(found, before, after)
+        params = {"cluster": cluster, "region": found.region, "bucket": _bucket(found),
+                  "endpoint": after.as_params(), "before": before.as_params(),
+                  "changes": body}
+        return mutations.submit(ENDPOINT_UPDATE, target(cluster, name), params)
+
+    @access("operator")
+    @blp.response(202, MutationReplySchema)
+    def delete(self, cluster, name):
+        """Delete an endpoint: every object hypd made for it (the Deployment and its pods,
+        Services and load balancer, router, ScaledObject, InferenceEndpointConfig)."""
+        params: dict[str, Any] = {"cluster": cluster}
+
+        def precheck() -> None:
+            found = readmodel.find(cluster)
+            params["region"] = found.region
+            params["endpoint"] = _stored(found, name).as_params()
+
+        return mutations.submit(ENDPOINT_DELETE, target(cluster, name), params, precheck)
+
+
+def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:
+    routing = body.get("routing")
+    if routing is not None:
+        allowed = (inference.MANAGED_ROUTING if ep.kind == inference.MANAGED
+                   else inference.ROUTER_POLICIES if ep.routed else ())
+        if routing not in allowed:
+            raise _field_error("routing", f"endpoint {ep.name!r} takes "
+                                          f"{', '.join(allowed) or 'no routing setting'}")
+    if "autoscaling" in body:
+        if ep.autoscaling is None:
+            raise _field_error("autoscaling", f"endpoint {ep.name!r} has no autoscaling to "
+                                              "change")
+        merged = {"min": ep.autoscaling.min, "max": ep.autoscaling.max, **body["autoscaling"]}
+        if merged["min"] > merged["max"]:
+            raise _field_error("autoscaling", "min must not exceed max")
+    if "replicas" in body and ep.autoscaling is not None and ep.kind != inference.MANAGED:
+        raise _field_error("replicas", "the autoscaler sets this endpoint's replicas: change "
+                                       "its autoscaling bounds instead")
+
+
+def _check_pool_scale_in(found: ClusterRef, before: Endpoint, after: Endpoint) -> None:
+    api = api_for(found)
+    with talking_to(found):
+        workers = inference.pool_workers(api, before)
+    free = [w for w in workers if inference.worker_model(w) == inference.UNASSIGNED]
+    excess = len(workers) - after.replicas
+    if excess > len(free):
+        raise ApiError(409, "conflict",
+                       f"pool {before.name!r} has {len(workers) - len(free)} assigned workers: "
+                       f"scaling it to {after.replicas} would remove an assigned one; "
+                       "reassign workers to unassigned first",
+                       {"assigned": len(workers) - len(free), "unassigned": len(free)})
+
+
+@blp.route("/<string:cluster>/endpoints/<string:name>/reassign")
+class Reassign(MethodView):
+    @access("operator")
+    @blp.arguments(ReassignSchema)
+    @blp.response(202, MutationReplySchema)
+    @blp.alt_response(200, schema=NoChangeSchema, description="the worker already serves it")
+    def post(self, body, cluster, name):
+        """Reassign a pool worker to another model (or to unassigned): only the worker's
+        model label changes, so the pod is kept and its binding Service follows the label."""
+        replayed = mutations.replayed()
+        if replayed is not None:
+            return replayed
+        context.engine().store.ensure_target_free(target(cluster, name))
+        found = readmodel.find(cluster)
+        ep = _stored(found, name)
+        if ep.service != inference.POOL:
+            raise ApiError(409, "conflict", f"endpoint {name!r} is not a model pool")
+        if body["model"] not in (*ep.pool_models, inference.UNASSIGNED):
+            raise _field_error("model", f"pool {name!r} serves "
+                                        f"{', '.join(ep.pool_models)} (or unassigned)")
+        with talking_to(found):
+            workers = {w["metadata"]["name"]: w for w in
+                       inference.pool_workers(api_for(found), ep)}
+        if body["worker"] not in workers:
+            raise _field_error("worker", f"no worker {body['worker']!r} in pool {name!r}")
+        if inference.worker_model(workers[body["worker"]]) == body["model"]:
+            return jsonify({"changed": False, "resource_url": _url(cluster, name),
+                            "message": f"worker {body['worker']!r} already serves "
+                                       f"{body['model']}"})
+        params = {"cluster": cluster, "region": found.region, "endpoint": ep.as_params(),
+                  **body}
+        return mutations.submit(ENDPOINT_REASSIGN, target(cluster, name), params)
+
+
+@blp.route("/<string:cluster>/endpoints/<string:name>/invoke")
+class Invoke(MethodView):
+    @access("operator")
+    @blp.arguments(InvokeSchema)
+    @blp.response(200, InvokeReplySchema)
+    @blp.alt_response(409, description="no server is ready behind the endpoint's Service")
+    def post(self, body, cluster, name):
+        """Send one test completion (OpenAI-compatible, `POST /v1/completions`) to the
+        endpoint's own Service through the Kubernetes API server's service proxy. hypd fixes
+        the Service, port, path and method; only the prompt, a token bound and a pool's
+        model come from the request."""
+        found = readmodel.find(cluster)
+        ep = _stored(found, name)
+        if ep.kind == inference.MANAGED:
+            raise ApiError(409, "conflict", f"endpoint {name!r} is managed: the inference "
+                                            "operator serves it through its own load "
+                                            "balancer; test it there")
+        model = body.get("model")
+        if ep.service == inference.POOL:
+            if model not in ep.pool_models:
+                raise _field_error("model", f"pool {name!r} serves "
+                                            f"{', '.join(ep.pool_models)}: name one")
+        elif model not in (None, ep.model):
+            raise _field_error("model", f"endpoint {name!r} serves {ep.model}")
+        served = model or ep.model
+        service = inference.front_service(ep, served)
+        request = {"model": served, "prompt": body["prompt"], "max_tokens": body["max_tokens"]}
+        api = api_for(found)
+        started = time.monotonic()
+        with talking_to(found):
+            try:
+                status, raw = kube.service_proxy(api, ep.namespace, service, INVOKE_PORT,
+                                                 INVOKE_PATH, request, MAX_ANSWER_BYTES)
+            except kube.KubeError as exc:
+                raise ApiError(502, "upstream_error", str(exc)) from exc
+        elapsed = round((time.monotonic() - started) * 1000, 1)
+        try:
+            answer = json.loads(raw) if raw else None
+        except ValueError:
+            answer = raw.decode("utf-8", "replace")
+        if status == 503 and isinstance(answer, dict) and answer.get("kind") == "Status":
+            raise ApiError(409, "conflict", f"no server is ready behind Service "
+                                            f"{ep.namespace}/{service}: "
+                                            f"{answer.get('message')}")
+        return {"cluster": cluster, "endpoint": name, "status": status,
+                "service": f"{ep.namespace}/{service}", "response": answer,
+                "elapsed_ms": elapsed}

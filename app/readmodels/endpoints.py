@@ -1,0 +1,115 @@
+"""A cluster's inference endpoints as REST, MCP and the dashboard show them: read from the
+cluster (the objects hypd labelled for each endpoint, the request kept on its main object,
+the Deployment's and pods' status, the load balancer's address) and from the endpoint
+operations running now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import context
+from cloud import inference
+from cloud.inference import Endpoint
+
+RUNNING_STATE = {"endpoint.create": "creating", "endpoint.update": "updating",
+                 "endpoint.reassign": "updating", "endpoint.delete": "deleting"}
+
+
+def _ops(cluster: str) -> dict[str, dict[str, Any]]:
+    """The newest endpoint operation of each endpoint name."""
+    newest: dict[str, dict[str, Any]] = {}
+    prefix = f"cluster/{cluster}/endpoint/"
+    for op in context.engine().store.list(target=f"cluster/{cluster}/endpoint", limit=500):
+        if op["kind"].startswith("endpoint.") and op["target"].startswith(prefix):
+            newest.setdefault(op["target"][len(prefix):], op)
+    return newest
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _worker(pod: dict[str, Any]) -> dict[str, Any]:
+    status = pod.get("status") or {}
+    return {"name": pod["metadata"]["name"], "model": inference.worker_model(pod),
+            "ready": _ready(pod), "node": (pod.get("spec") or {}).get("nodeName"),
+            "phase": status.get("phase"),
+            "restarts": sum(c.get("restartCount", 0)
+                            for c in status.get("containerStatuses") or [])}
+
+
+def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
+          objs: list[dict[str, Any]], api: Any) -> dict[str, Any]:
+    services = [o for o in objs if o["kind"] == "Service"]
+    front = next((s for s in services if s["metadata"]["name"] == ep.name), None)
+    ingress = (((front or {}).get("status") or {}).get("loadBalancer") or {}).get("ingress")
+    view: dict[str, Any] = {
+        "name": ep.name, "cluster": cluster, "namespace": ep.namespace, "kind": ep.kind,
+        "model": ep.model, "service": None if ep.kind == inference.MANAGED else ep.service,
+        "replicas": ep.replicas, "gpus": ep.gpus, "instance_type": ep.instance_type,
+        "routing": ep.routing, "autoscaling": ({"min": ep.autoscaling.min,
+                                                "max": ep.autoscaling.max,
+                                                "target": ep.autoscaling.target}
+                                               if ep.autoscaling else None),
+        "address": (ingress[0].get("hostname") or ingress[0].get("ip")) if ingress else None,
+        "services": sorted(s["metadata"]["name"] for s in services),
+        "pool_models": list(ep.pool_models), "workers": [], "ready_replicas": None,
+        "state": "incomplete", "message": None, "operation_id": None,
+    }
+    status = (main or {}).get("status") or {}
+    if ep.kind == inference.MANAGED:
+        view["ready_replicas"] = status.get("availableReplicas") or status.get(
+            "readyReplicas")
+        state = str(status.get("state") or status.get("deploymentStatus") or "")
+        view["state"] = "failed" if "fail" in state.lower() else (
+            "ready" if state.lower() in ("deploymentcomplete", "inservice", "ready")
+            else "deploying")
+        view["message"] = status.get("message") or (f"the inference operator reports {state}"
+                                                     if state else None)
+        return view
+    view["ready_replicas"] = status.get("readyReplicas") or 0
+    if ep.service == inference.POOL and api is not None:
+        view["workers"] = [_worker(p) for p in inference.pool_workers(api, ep)]
+    if main is None:
+        view["message"] = "its Deployment is missing; delete the endpoint, or create it again"
+    elif ep.service == inference.POOL:
+        view["state"] = "ready" if len(view["workers"]) == ep.replicas else "deploying"
+    else:
+        wanted = ep.autoscaling.min if ep.autoscaling else ep.replicas
+        view["state"] = "ready" if (status.get("availableReplicas") or 0) >= wanted \
+            else "deploying"
+    return view
+
+
+def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
+    """Every endpoint of the cluster, by name."""
+    objs = inference.owned(api, None) if api is not None else []
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for obj in objs:
+        by_name.setdefault(obj["metadata"]["labels"][inference.ENDPOINT_LABEL], []).append(obj)
+    ops = _ops(cluster)
+    items: dict[str, dict[str, Any]] = {}
+    for name, mine in by_name.items():
+        main = next((o for o in mine if inference.stored_spec(o) is not None), None)
+        if main is None:
+            continue
+        ep = inference.stored_spec(main)
+        assert ep is not None
+        items[name] = _view(cluster, ep, main, mine, api)
+    for name, op in ops.items():
+        if name not in items and op["kind"] == "endpoint.create" and \
+                op["status"] != "succeeded":
+            ep = Endpoint.from_params(op["params"]["endpoint"])
+            items[name] = _view(cluster, ep, None, [], None)
+            items[name]["state"] = "failed" if op["status"] in ("failed", "cancelled") \
+                else "creating"
+            items[name]["message"] = (op.get("error") or {}).get("message")
+    for name, item in items.items():
+        op = ops.get(name)
+        if op is None:
+            continue
+        item["operation_id"] = op["id"]
+        if op["status"] in ("queued", "running"):
+            item["state"] = RUNNING_STATE[op["kind"]]
+    return items

@@ -1,0 +1,105 @@
+// #/clusters/<name>/models — the models in a cluster's bucket, and downloads with their
+// progress (files and bytes as they reach the bucket). A hub token is named by its Secret.
+
+import { api, isAbort, mutator, fieldErrors } from '../api.js';
+import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
+
+const REFRESH_MS = 2000;
+
+function size(bytes) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes || 0;
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) { n /= 1024; u += 1; }
+  return `${n.toFixed(u ? 1 : 0)} ${units[u]}`;
+}
+
+export function mount(root, ctx) {
+  const cluster = ctx.params[0];
+  const send = mutator();
+  const list = h('div', { testid: 'models-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the bucket…'));
+  const field = (id, label, attrs = {}) => {
+    const input = h('input', { type: 'text', id: `model-${id}`, testid: `model-${id}`, class: 'mono', autocomplete: 'off', spellcheck: 'false', ...attrs });
+    return [input, h('div', { class: 'field' }, h('label', { for: `model-${id}` }, label), input,
+      h('div', { class: 'err', testid: `error-model-${id}`, role: 'alert' }))];
+  };
+  const [nameIn, nameField] = field('name', 'Name in the bucket (models/<name>/)', { placeholder: 'e.g. llama-3-8b' });
+  const [repoIn, repoField] = field('repo', 'Hugging Face id', { placeholder: 'org/model' });
+  const [revIn, revField] = field('revision', 'Revision', { value: 'main' });
+  const [secretIn, secretField] = field('secret', 'Hub token: Secret name (optional, default namespace)');
+  const [keyIn, keyField] = field('secret-key', 'Its key', { value: 'token' });
+  const formErr = h('div', { class: 'form-error', testid: 'model-form-error', role: 'alert' });
+  const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'model-download' }, 'Download'));
+  const form = h('form', { testid: 'model-form', novalidate: true }, formErr, nameField, repoField, revField,
+    secretField, keyField,
+    h('div', { class: 'hint' }, 'The token stays in its Kubernetes Secret: hypd passes only the reference.'),
+    h('div', { class: 'inline' }, submit), roleHint('downloading a model', 'model-role-hint'));
+
+  root.append(
+    h('div', { class: 'page-head' },
+      h('h1', null, 'Models'),
+      h('span', { class: 'sub' }, cluster, ' · ', h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/endpoints`, testid: 'models-endpoints-link' }, 'Endpoints →')),
+      h('span', { class: 'spacer' })),
+    h('div', { class: 'grid-2' },
+      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'In the bucket')), list),
+      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Download a model')),
+        h('div', { class: 'card-body' }, form))));
+
+  async function load() {
+    try {
+      const data = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/models`, { signal: ctx.signal });
+      render(data);
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+
+  function render(data) {
+    clear(list);
+    const items = data.items || [];
+    list.appendChild(h('div', { class: 'hint' }, h('span', { class: 'id' }, `s3://${data.bucket}/models/`)));
+    if (!items.length) {
+      list.appendChild(h('div', { class: 'empty', testid: 'models-empty' }, 'No models yet.'));
+      return;
+    }
+    list.appendChild(h('table', { class: 'data', testid: 'models-table' },
+      h('thead', null, h('tr', null, ['Model', 'State', 'Files', 'Size'].map((t) => h('th', null, t)))),
+      h('tbody', null, items.map((m) => h('tr', { testid: `model-row-${m.name}` },
+        h('td', null, h('b', { class: 'id' }, m.name)),
+        h('td', null, badge(m.state, { testid: `model-state-${m.name}` }),
+          m.operation_id ? h('a', { href: opHref(m.operation_id), class: 'sub-id' }, ' operation') : null,
+          m.message ? h('div', { class: 'sub-id' }, m.message) : null),
+        h('td', { class: 'num', testid: `model-files-${m.name}` }, `${m.files}`),
+        h('td', { class: 'num', testid: `model-bytes-${m.name}` }, size(m.bytes)))))));
+  }
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    formErr.textContent = '';
+    for (const el of form.querySelectorAll('.err')) el.textContent = '';
+    const body = { name: nameIn.value.trim(), source: 'huggingface', repo: repoIn.value.trim(),
+      revision: revIn.value.trim() || 'main' };
+    if (secretIn.value.trim()) body.hub_token_secret = { name: secretIn.value.trim(), key: keyIn.value.trim() };
+    submit.disabled = true;
+    try {
+      await send(`/api/v1/clusters/${encodeURIComponent(cluster)}/models`, { body, signal: ctx.signal });
+      nameIn.value = '';
+      load();
+    } catch (e) {
+      if (isAbort(e)) return;
+      const fields = fieldErrors(e.details);
+      for (const [name, msg] of Object.entries(fields)) {
+        const id = { name: 'name', repo: 'repo', revision: 'revision', hub_token_secret: 'secret' }[name.split('.')[0]];
+        const el = id && form.querySelector(`[data-testid=error-model-${id}]`);
+        if (el) el.textContent = msg; else formErr.textContent = `${name}: ${msg}`;
+      }
+      if (!Object.keys(fields).length) formErr.textContent = e.message;
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  load();
+  const timer = setInterval(load, REFRESH_MS);
+  return () => clearInterval(timer);
+}

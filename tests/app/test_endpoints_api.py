@@ -1,0 +1,385 @@
+"""Inference endpoints through REST on the full stack: a vLLM Deployment behind its Service
+answering a test completion through the Kubernetes API server's service proxy (and nothing
+else reachable through it), a model pool whose workers are reassigned by label and scaled in
+around their assignments, explicit-diff changes, the managed endpoint refused while the
+inference operator is off, and deletion."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_clusters_api import _body, _create, _name
+
+GPU_TYPE = "ml.g5.12xlarge"  # 4 GPUs a node
+
+
+def _post(stack, cluster: str, path: str, body: dict, token: str = "operator"):
+    with stack.client(token) as c:
+        return c.post(f"/api/v1/clusters/{cluster}/{path}", json=body)
+
+
+def _run(stack, reply) -> dict:
+    assert reply.status_code == 202, reply.text
+    return stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+
+
+def _get(stack, cluster: str, name: str | None = None) -> dict:
+    path = f"/api/v1/clusters/{cluster}/endpoints" + (f"/{name}" if name else "")
+    with stack.client("viewer") as c:
+        reply = c.get(path)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def _upload_model(stack, cluster: str, model: str) -> None:
+    """A model the user put in the cluster's bucket (the download route's job otherwise)."""
+    s3 = stack.aws("s3")
+    bucket = next(b["Name"] for b in s3.list_buckets()["Buckets"]
+                  if b["Name"].startswith(f"hypd-{cluster}-"))
+    s3.put_object(Bucket=bucket, Key=f"models/{model}/config.json", Body=b"{}")
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    stack.wait_idle()
+    name = _name("inf")
+    op = _create(stack, _body(name, instance_type=GPU_TYPE, instance_count=2))
+    assert op["status"] == "succeeded", op
+    for model in ("tiny", "llama", "qwen"):
+        _upload_model(stack, name, model)
+    return name
+
+
+def _vllm(name: str, **extra) -> dict:
+    return {"name": name, "kind": "vllm", "model": "tiny", "gpus": 1, "replicas": 2,
+            "instance_type": GPU_TYPE, **extra}
+
+
+@pytest.fixture(scope="module")
+def served(stack, cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints", _vllm("chat")))
+    assert op["status"] == "succeeded", op
+    return "chat"
+
+
+def test_a_vllm_endpoint_is_a_deployment_and_service_that_serves(stack, cluster, served):
+    kube = stack.kube(cluster)
+    deployment = kube.get_object("apps/v1", "Deployment", served, "default")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["vllm", "serve", "/s3/models/tiny"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert deployment["status"]["availableReplicas"] == 2
+    service = kube.get_object("v1", "Service", served, "default")
+    assert service["spec"]["type"] == "ClusterIP"
+    view = _get(stack, cluster, served)
+    assert (view["state"], view["ready_replicas"], view["services"]) == ("ready", 2, [served])
+
+
+def test_invoke_reaches_the_endpoints_service_through_the_proxy(stack, cluster, served):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke",
+                  {"prompt": "Hello there", "max_tokens": 5})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["status"] == 200 and body["service"] == f"default/{served}"
+    answer = body["response"]
+    assert answer["object"] == "text_completion" and answer["model"] == "tiny"
+    assert answer["usage"]["completion_tokens"] == 5
+    pods = {p["metadata"]["name"] for p in stack.kube(cluster).list_objects("v1", "Pod",
+                                                                            "default")
+            if p["metadata"].get("labels", {}).get("hypd.io/endpoint") == served}
+    assert answer["system_fingerprint"] in pods  # a pod of this endpoint answered
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"prompt": "x", "path": "/api/v1/secrets"}, "path"),
+    ({"prompt": "x", "namespace": "kube-system"}, "namespace"),
+    ({"prompt": "x", "service": "kubernetes"}, "service"),
+    ({"prompt": "x", "url": "http://169.254.169.254/"}, "url"),
+    ({"prompt": "x", "method": "DELETE"}, "method"),
+    ({"prompt": "x" * 4001}, "prompt"),
+    ({"prompt": "x", "max_tokens": 100000}, "max_tokens"),
+    ({"prompt": "x", "model": "../../secrets"}, "model"),
+])
+def test_invoke_refuses_any_other_target_or_an_unbounded_body(stack, cluster, served, body,
+                                                               field):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke", body)
+    assert reply.status_code == 422, reply.text
+    assert field in reply.json()["error"]["details"]["fields"]
+
+
+def test_invoke_refuses_another_model_and_an_unknown_endpoint(stack, cluster, served):
+    reply = _post(stack, cluster, f"endpoints/{served}/invoke",
+                  {"prompt": "x", "model": "llama"})
+    assert reply.status_code == 422 and "serves tiny" in reply.text
+    reply = _post(stack, cluster, "endpoints/kubernetes/invoke", {"prompt": "x"})
+    assert reply.status_code == 404
+
+
+# -- a model pool ------------------------------------------------------------------------------
+
+POOL_LABEL = "hypd.io/model"
+
+
+@pytest.fixture(scope="module")
+def pool(stack, cluster):
+    body = {"name": "pool", "kind": "vllm", "model": "llama", "gpus": 1, "replicas": 3,
+            "service": "pool", "pool_models": ["llama", "qwen"], "instance_type": GPU_TYPE}
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    return "pool"
+
+
+def _workers(stack, cluster: str) -> dict[str, dict]:
+    return {p["metadata"]["name"]: p for p in stack.kube(cluster).list_objects(
+        "v1", "Pod", "default") if p["metadata"].get("labels", {}).get(
+            "hypd.io/endpoint") == "pool"}
+
+
+def _reassign(stack, cluster: str, worker: str, model: str):
+    return _post(stack, cluster, "endpoints/pool/reassign", {"worker": worker, "model": model})
+
+
+def _assign(stack, cluster: str, worker: str, model: str) -> None:
+    """The worker serving `model`, whatever other tests of the module did before."""
+    if _workers(stack, cluster)[worker]["metadata"]["labels"][POOL_LABEL] != model:
+        assert _run(stack, _reassign(stack, cluster, worker, model))["status"] == "succeeded"
+
+
+def _free_worker(stack, cluster: str) -> str:
+    """An unassigned worker (one made so, if every worker serves a model now)."""
+    workers = _workers(stack, cluster)
+    free = sorted(n for n, p in workers.items()
+                  if p["metadata"]["labels"][POOL_LABEL] == "unassigned")
+    if free:
+        return free[0]
+    name = sorted(workers)[0]
+    _assign(stack, cluster, name, "unassigned")
+    return name
+
+
+def test_a_pool_is_warm_unassigned_workers_and_a_binding_service_per_model(stack, cluster,
+                                                                          pool):
+    kube = stack.kube(cluster)
+    deployment = kube.get_object("apps/v1", "Deployment", pool, "default")
+    assert POOL_LABEL not in deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["template"]["metadata"]["labels"][POOL_LABEL] == "unassigned"
+    workers = _workers(stack, cluster)
+    assert len(workers) in (2, 3)  # 2 once the scale-in test has run
+    for model in ("llama", "qwen"):
+        service = kube.get_object("v1", "Service", f"pool-{model}", "default")
+        assert service["spec"]["selector"][POOL_LABEL] == model
+    view = _get(stack, cluster, pool)
+    assert {w["name"]: w["model"] for w in view["workers"]} == {
+        n: p["metadata"]["labels"][POOL_LABEL] for n, p in workers.items()}
+
+
+def test_reassigning_changes_only_the_workers_label_and_keeps_the_worker(stack, cluster,
+                                                                        pool):
+    name = _free_worker(stack, cluster)
+    for other in _workers(stack, cluster):
+        if other != name:
+            _assign(stack, cluster, other, "unassigned")  # llama's only worker: this one
+    pods_before = set(_workers(stack, cluster))
+    before = _workers(stack, cluster)[name]
+    op = _run(stack, _reassign(stack, cluster, name, "llama"))
+    assert op["status"] == "succeeded", op
+    after = _workers(stack, cluster)[name]
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]  # not replaced
+    assert after["metadata"]["labels"] == {**before["metadata"]["labels"],
+                                           POOL_LABEL: "llama"}
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("annotations") == before["metadata"].get("annotations")
+    assert after["metadata"]["ownerReferences"] == before["metadata"]["ownerReferences"]
+    assert set(_workers(stack, cluster)) == pods_before  # nothing orphaned or added
+    # its model's binding Service now reaches it
+    reply = _post(stack, cluster, "endpoints/pool/invoke", {"prompt": "hi", "model": "llama"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["response"]["system_fingerprint"] == name
+    assert reply.json()["service"] == "default/pool-llama"
+    # the other model has no worker yet
+    reply = _post(stack, cluster, "endpoints/pool/invoke", {"prompt": "hi", "model": "qwen"})
+    assert reply.status_code == 409 and "no server is ready" in reply.text
+    # asking again changes nothing
+    again = _reassign(stack, cluster, name, "llama")
+    assert again.status_code == 200 and again.json()["changed"] is False
+
+
+def test_a_pool_scale_in_keeps_its_assigned_workers(stack, cluster, pool):
+    names = sorted(_workers(stack, cluster))
+    assert len(names) == 3  # the only test that scales the pool
+    _assign(stack, cluster, names[0], "llama")
+    for other in names[1:]:
+        _assign(stack, cluster, other, "unassigned")
+    assigned = [names[0]]
+    uids = {n: _workers(stack, cluster)[n]["metadata"]["uid"] for n in assigned}
+    with stack.client() as c:
+        reply = c.patch(f"/api/v1/clusters/{cluster}/endpoints/pool", json={"replicas": 2})
+    op = _run(stack, reply)
+    assert op["status"] == "succeeded", op
+    workers = _workers(stack, cluster)
+    assert len(workers) == 2
+    assert {n: workers[n]["metadata"]["uid"] for n in assigned if n in workers} == uids
+    # a second assigned worker: scaling to one would take an assigned one, refused
+    other = next(n for n in workers if n not in assigned)
+    assert _run(stack, _reassign(stack, cluster, other, "qwen"))["status"] == "succeeded"
+    with stack.client() as c:
+        reply = c.patch(f"/api/v1/clusters/{cluster}/endpoints/pool", json={"replicas": 1})
+    assert reply.status_code == 409 and "assigned" in reply.text
+    assert len(_workers(stack, cluster)) == 2
+
+
+# -- changes and deletion --------------------------------------------------------------------------
+
+def _patch(stack, cluster: str, name: str, body: dict):
+    with stack.client() as c:
+        return c.patch(f"/api/v1/clusters/{cluster}/endpoints/{name}", json=body)
+
+
+def test_a_change_already_true_sends_nothing_and_a_new_count_rolls_out(stack, cluster, served):
+    same = _patch(stack, cluster, served, {"replicas": 2})
+    assert same.status_code == 200 and same.json()["changed"] is False
+    refused = _patch(stack, cluster, served, {"routing": "kvaware"})
+    assert refused.status_code == 422 and "routing" in refused.json()["error"]["details"][
+        "fields"]
+    op = _run(stack, _patch(stack, cluster, served, {"replicas": 1}))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["deploy"]
+    deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", served, "default")
+    assert deployment["spec"]["replicas"] == 1
+    assert _get(stack, cluster, served)["replicas"] == 1
+
+
+def test_a_managed_endpoint_needs_the_inference_operator_then_is_a_config(stack, cluster):
+    from tests.app.featurekit import state, toggle
+    from tests.crdkit import validate
+
+    body = {"name": "managed", "kind": "managed", "model": "llama", "gpus": 4,
+            "instance_type": GPU_TYPE, "routing": "prefixaware", "kv_cache_l2": True,
+            "autoscaling": {"min": 1, "max": 2}}
+    assert state(stack, cluster, "inference_operator") == "off"
+    refused = _post(stack, cluster, "endpoints", body)
+    assert refused.status_code == 412, refused.text
+    assert "inference_operator" in refused.json()["error"]["message"]
+    assert toggle(stack, cluster, {"inference_operator": {"enabled": True}})[
+        "status"] == "succeeded"
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    config = stack.kube(cluster).get_object(
+        "inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "managed",
+        "default")
+    validate({k: v for k, v in config.items() if k != "status"},
+             "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml", "v1")
+    assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
+    view = _get(stack, cluster, "managed")
+    assert view["kind"] == "managed" and view["autoscaling"]["max"] == 2
+    invoke = _post(stack, cluster, "endpoints/managed/invoke", {"prompt": "x"})
+    assert invoke.status_code == 409
+    deleted = _run(stack, _delete(stack, cluster, "managed"))
+    assert deleted["status"] == "succeeded", deleted
+    assert toggle(stack, cluster, {"inference_operator": {"enabled": False}})[
+        "status"] == "succeeded"
+
+
+def _delete(stack, cluster: str, name: str):
+    with stack.client() as c:
+        return c.delete(f"/api/v1/clusters/{cluster}/endpoints/{name}")
+
+
+def test_deleting_an_endpoint_removes_every_object_it_made(stack, cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints", _vllm("gone", replicas=1)))
+    assert op["status"] == "succeeded", op
+    op = _run(stack, _delete(stack, cluster, "gone"))
+    assert op["status"] == "succeeded", op
+    kube = stack.kube(cluster)
+    assert kube.get_object("apps/v1", "Deployment", "gone", "default") is None
+    assert kube.get_object("v1", "Service", "gone", "default") is None
+    assert not [p for p in kube.list_objects("v1", "Pod", "default")
+                if p["metadata"].get("labels", {}).get("hypd.io/endpoint") == "gone"]
+    assert "gone" not in {i["name"] for i in _get(stack, cluster)["items"]}
+    assert _delete(stack, cluster, "gone").status_code == 404
+
+
+# -- external load balancer, SGLang router and KEDA --------------------------------------------
+
+def test_an_external_endpoint_installs_the_load_balancer_controller_and_gets_an_nlb(stack,
+                                                                                    cluster):
+    op = _run(stack, _post(stack, cluster, "endpoints",
+                           _vllm("public", replicas=1, service="load_balancer")))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "deploy", "service"]
+    kube = stack.kube(cluster)
+    controller = kube.get_object("apps/v1", "Deployment", "aws-load-balancer-controller",
+                                 "kube-system")
+    args = controller["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--cluster-name={cluster}" in args
+    account = kube.get_object("v1", "ServiceAccount", "aws-load-balancer-controller",
+                              "kube-system")
+    role = account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]
+    assert role.endswith(f"role/hypd/hypd-{cluster}-lb-controller")
+    service = kube.get_object("v1", "Service", "public", "default")
+    assert service["spec"]["type"] == "LoadBalancer"
+    view = _get(stack, cluster, "public")
+    assert view["address"].endswith(".elb.us-west-2.amazonaws.com")
+    # a second external endpoint finds the controller there: nothing installed again
+    assert _run(stack, _delete(stack, cluster, "public"))["status"] == "succeeded"
+
+
+def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack, cluster):
+    from tests.crdkit import validate
+
+    body = {"name": "big", "kind": "sglang", "model": "qwen", "gpus": 1, "replicas": 2,
+            "routing": "cache_aware", "autoscaling": {"min": 1, "max": 2, "target": 4}}
+    op = _run(stack, _post(stack, cluster, "endpoints", body))
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["requirements", "deploy", "service",
+                                                "autoscaler"]
+    kube = stack.kube(cluster)
+    assert kube.get_object("apps/v1", "Deployment", "keda-operator", "keda") is not None
+    scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
+    validate({k: v for k, v in scaled.items() if k != "status"},
+             "keda.sh_scaledobjects.yaml", "v1alpha1")
+    assert kube.get_object("apps/v1", "Deployment", "big-router", "default") is not None
+    reply = _post(stack, cluster, "endpoints/big/invoke", {"prompt": "route me"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["response"]["system_fingerprint"].startswith("big-router-")
+    changed = _run(stack, _patch(stack, cluster, "big", {"autoscaling": {"max": 3}}))
+    assert changed["status"] == "succeeded", changed
+    scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
+    assert scaled["spec"]["maxReplicaCount"] == 3
+    assert _run(stack, _delete(stack, cluster, "big"))["status"] == "succeeded"
+    assert kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default") is None
+
+
+# -- through MCP (a real client over stdio) ----------------------------------------------
+
+@pytest.mark.asyncio
+async def test_an_agent_reads_pools_reassigns_and_invokes_over_mcp(stack, cluster, pool):
+    from tests.mcp_server.test_mcp_e2e import _follow, _stdio
+
+    async with _stdio(stack, stack.operator_token) as client:
+        listed = (await client.call_tool("list_endpoints", {"cluster": cluster}))
+        assert not listed.is_error, listed.content[0].text
+        view = next(i for i in listed.structured_content["items"] if i["name"] == "pool")
+        assert {w["name"] for w in view["workers"]} == set(_workers(stack, cluster))
+        worker = _free_worker(stack, cluster)
+        for other in _workers(stack, cluster):
+            if other != worker and _workers(stack, cluster)[other]["metadata"]["labels"][
+                    POOL_LABEL] == "qwen":
+                _assign(stack, cluster, other, "unassigned")  # qwen's only worker: this one
+        reply = await client.call_tool("reassign_endpoint_worker", {
+            "cluster": cluster, "name": "pool", "worker": worker, "model": "qwen"})
+        assert not reply.is_error, reply.content[0].text
+        assert (await _follow(client, reply.structured_content))["status"] == "succeeded"
+        answer = await client.call_tool("invoke_endpoint", {
+            "cluster": cluster, "name": "pool", "prompt": "hello", "model": "qwen"})
+        assert not answer.is_error, answer.content[0].text
+        assert answer.structured_content["response"]["system_fingerprint"] == worker
+        assert answer.structured_content["status_tool"] == "get_endpoint"
+        refused = await client.call_tool("invoke_endpoint", {
+            "cluster": cluster, "name": "pool", "prompt": "hello", "path": "/etc"})
+        assert refused.is_error and "path" in refused.content[0].text  # refused, nothing sent
+    async with _stdio(stack, stack.viewer_token) as viewer:
+        names = {t.name for t in (await viewer.list_tools()).tools}
+        assert {"list_endpoints", "get_endpoint", "list_models"} <= names
+        assert not {"create_endpoint", "invoke_endpoint", "reassign_endpoint_worker",
+                    "download_model"} & names

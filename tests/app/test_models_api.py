@@ -1,0 +1,130 @@
+"""Model download through REST on the full stack: a Kubernetes Job uploads through the S3
+API into the cluster's bucket under models/; the operation reports files and bytes and
+finishes when the Job does; a hub token is named by its Secret only and never appears in
+the operation, its events, the logs or the Job's spec."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.app.test_clusters_api import _body, _create, _name
+
+TOKEN = "hf_sandboxTOKENnever42shown"  # a test value: it must not leak
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    stack.wait_idle()
+    name = _name("mdl")
+    assert _create(stack, _body(name, instance_count=1))["status"] == "succeeded"
+    from kubernetes.client import CoreV1Api
+
+    CoreV1Api(stack.kube(name).api).create_namespaced_secret("default", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hub"},
+        "data": {"token": base64.b64encode(TOKEN.encode()).decode()}})
+    return name
+
+
+def _download(stack, cluster: str, body: dict):
+    with stack.client() as c:
+        return c.post(f"/api/v1/clusters/{cluster}/models", json=body)
+
+
+def _models(stack, cluster: str) -> dict:
+    with stack.client("viewer") as c:
+        reply = c.get(f"/api/v1/clusters/{cluster}/models")
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def test_a_download_reports_progress_finishes_and_never_shows_its_token(stack, cluster):
+    reply = _download(stack, cluster, {
+        "name": "llama-small", "source": "huggingface", "repo": "meta-llama/Llama-3.2-1B",
+        "revision": "main", "hub_token_secret": {"name": "hub", "key": "token"}})
+    assert reply.status_code == 202, reply.text
+    op_id = reply.json()["operation"]["id"]
+    op = stack.wait_operation(op_id, timeout=120)
+    assert op["status"] == "succeeded", op
+    job_step = next(s for s in op["steps"] if s["name"] == "job")
+    assert job_step["resources"]["files"] == 4
+    assert job_step["resources"]["bytes"] > 65_536
+    # the bucket holds them, uploaded through the S3 API
+    listed = _models(stack, cluster)
+    item = next(i for i in listed["items"] if i["name"] == "llama-small")
+    assert (item["state"], item["files"]) == ("available", 4)
+    assert item["bytes"] == job_step["resources"]["bytes"]
+    keys = [o["Key"] for o in stack.aws("s3").list_objects_v2(
+        Bucket=listed["bucket"], Prefix="models/llama-small/")["Contents"]]
+    assert sorted(keys) == sorted(f"models/llama-small/{f}" for f in (
+        "config.json", "generation_config.json", "model.safetensors", "tokenizer.json"))
+    # the Job: complete, the token only as a Secret reference
+    kube = stack.kube(cluster)
+    job = kube.get_object("batch/v1", "Job", "hypd-model-llama-small", "default")
+    assert any(c["type"] == "Complete" for c in job["status"]["conditions"])
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    token_env = next(e for e in env if e["name"] == "HF_TOKEN")
+    assert token_env == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+        "name": "hub", "key": "token"}}}
+    # the token is nowhere: operation, events, logs, the Job
+    with stack.client() as c:
+        events = c.get(f"/api/v1/operations/{op_id}/events").text
+        ops = c.get("/api/v1/operations?limit=500").text
+    pods = [p for p in kube.list_objects("v1", "Pod", "default")
+            if p["metadata"].get("labels", {}).get("job-name") == "hypd-model-llama-small"]
+    assert pods
+    from kubernetes.client import CoreV1Api
+
+    pod_log = CoreV1Api(kube.api).read_namespaced_pod_log(pods[0]["metadata"]["name"],
+                                                          "default")
+    haystack = {"operation": json.dumps(op), "events": events, "operations": ops,
+                "job": json.dumps(job), "pod": json.dumps(pods[0]), "pod log": pod_log,
+                "worker log": stack.log("worker"), "web log": stack.log("web"),
+                "kube events": json.dumps(kube.list_objects("v1", "Event", "default"))}
+    for where, text in haystack.items():
+        assert TOKEN not in text, where
+        assert base64.b64encode(TOKEN.encode()).decode() not in text, where
+
+
+def test_a_gated_model_without_a_token_fails_and_says_where_to_look(stack, cluster):
+    reply = _download(stack, cluster, {"name": "gated", "source": "huggingface",
+                                       "repo": "meta-llama/Llama-3.1-8B"})
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+    assert op["status"] == "failed"
+    assert "kubectl logs" in op["error"]["message"]
+    item = next(i for i in _models(stack, cluster)["items"] if i["name"] == "gated")
+    assert item["state"] == "failed"
+
+
+def test_an_s3_prefix_is_copied_and_its_read_is_taken_back(stack, cluster):
+    s3 = stack.aws("s3")
+    s3.create_bucket(Bucket=f"src-{cluster}",
+                     CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    for name in ("config.json", "weights.bin"):
+        s3.put_object(Bucket=f"src-{cluster}", Key=f"exports/m1/{name}", Body=b"x" * 1000)
+    reply = _download(stack, cluster, {"name": "copied", "source": "s3",
+                                       "s3_uri": f"s3://src-{cluster}/exports/m1"})
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+    assert op["status"] == "succeeded", op
+    assert [s["name"] for s in op["steps"]] == ["identity", "job", "cleanup"]
+    item = next(i for i in _models(stack, cluster)["items"] if i["name"] == "copied")
+    assert (item["files"], item["bytes"]) == (2, 2000)
+    iam = stack.aws("iam")
+    role = f"hypd-{cluster}-model-download"
+    assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["hypd-model-download"]
+
+
+def test_a_download_refuses_a_missing_secret_a_taken_name_and_a_raw_token(stack, cluster):
+    reply = _download(stack, cluster, {"name": "x1", "source": "huggingface", "repo": "a/b",
+                                       "hub_token_secret": {"name": "nope", "key": "token"}})
+    assert reply.status_code == 422 and "hub_token_secret" in reply.text
+    reply = _download(stack, cluster, {"name": "x1", "source": "huggingface", "repo": "a/b",
+                                       "hub_token": TOKEN})
+    assert reply.status_code == 422 and TOKEN not in reply.text
+    bucket = _models(stack, cluster)["bucket"]
+    stack.aws("s3").put_object(Bucket=bucket, Key="models/taken/config.json", Body=b"{}")
+    reply = _download(stack, cluster, {"name": "taken", "source": "huggingface",
+                                       "repo": "a/b"})
+    assert reply.status_code == 409 and "already" in reply.text

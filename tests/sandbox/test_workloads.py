@@ -1,0 +1,214 @@
+"""The simulator's workload controllers and the API server's service proxy, through the
+Kubernetes API as a user's tools reach them: Deployments → ReplicaSets → pods (scale in by
+the controller's order and pod-deletion-cost; a pod relabelled out of the selector is
+released and replaced), Jobs to completion, Services' Endpoints, and an OpenAI-compatible
+completion from a ready model-server pod through the service proxy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client as k8s
+
+from sandbox.kube import KubeRegistry, LocalKube
+from sandbox.kube.access import CLUSTER_ADMIN
+from sandbox.local_aws import client_env
+from sandbox.simulator.cluster import ClusterSimulator
+from sandbox.simulator.workloads import DELETION_COST
+from tests.sandbox.ekskit import REGION, api_client, eks_token
+from tests.sandbox.test_pod_lifecycle import ME, SPEED, _node
+from tests.stack import wait_until
+
+SERVER = {"name": "server", "image": "vllm/vllm-openai:v0.9.2",
+          "command": ["vllm", "serve", "/s3/models/tiny", "--served-model-name", "tiny",
+                      "--port", "8000"],
+          "ports": [{"name": "http", "containerPort": 8000}],
+          "readinessProbe": {"httpGet": {"path": "/health", "port": 8000},
+                             "initialDelaySeconds": 30}}
+
+
+@pytest.fixture(scope="module")
+def kube() -> Iterator[LocalKube]:
+    registry = KubeRegistry(attach=lambda local: ClusterSimulator(local, lambda: SPEED))
+    try:
+        local = registry.ensure("workloads-lab")
+        registry.set_access("workloads-lab", ME, {CLUSTER_ADMIN: {"type": "cluster"}})
+        for i in range(3):
+            local.put_object(_node(f"i-0bbbbbbbbbbbbbbb{i}", "ml.g5.8xlarge", f"10.2.0.{10 + i}"))
+        yield local
+    finally:
+        registry.close()
+
+
+@pytest.fixture(scope="module")
+def api(kube: LocalKube) -> k8s.ApiClient:
+    env = client_env("http://127.0.0.1:9", REGION)
+    sts = boto3.client("sts", region_name=REGION, endpoint_url=env["AWS_ENDPOINT_URL"],
+                       aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                       aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                       aws_session_token=env["AWS_SESSION_TOKEN"])
+    described = {"endpoint": kube.url,
+                 "certificateAuthority": {"data": base64.b64encode(kube.ca_pem).decode()}}
+    return api_client(described, eks_token(sts, kube.name))
+
+
+@pytest.fixture
+def ns(api: k8s.ApiClient) -> str:
+    name = f"w-{uuid.uuid4().hex[:6]}"
+    k8s.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    return name
+
+
+def _deployment(name: str, replicas: int, container: dict[str, Any],
+                pod_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name, **(pod_labels or {})}},
+                                  "spec": {"containers": [container]}}}}
+
+
+def _pods(api: k8s.ApiClient, ns: str, selector: str = "") -> list[Any]:
+    return k8s.CoreV1Api(api).list_namespaced_pod(ns, label_selector=selector).items
+
+
+def _ready(pod: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def test_a_deployment_runs_its_replicas_through_a_replica_set(api, ns):
+    apps = k8s.AppsV1Api(api)
+    apps.create_namespaced_deployment(ns, _deployment("web", 3, SERVER))
+    wait_until(lambda: (apps.read_namespaced_deployment("web", ns).status.ready_replicas
+                        or 0) == 3, 10, what="3 ready replicas")
+    sets = apps.list_namespaced_replica_set(ns).items
+    assert len(sets) == 1
+    rs = sets[0]
+    template_hash = rs.metadata.labels["pod-template-hash"]
+    assert rs.metadata.name == f"web-{template_hash}"
+    assert rs.metadata.owner_references[0].kind == "Deployment"
+    pods = _pods(api, ns, "app=web")
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod.metadata.name.startswith(f"web-{template_hash}-")
+        assert pod.metadata.owner_references[0].name == rs.metadata.name
+        assert pod.metadata.labels["pod-template-hash"] == template_hash
+        assert pod.spec.node_name and pod.status.phase == "Running"
+    status = apps.read_namespaced_deployment("web", ns).status
+    assert (status.replicas, status.updated_replicas, status.available_replicas) == (3, 3, 3)
+    assert {c.type: c.status for c in status.conditions} == {"Available": "True",
+                                                             "Progressing": "True"}
+
+
+def test_scale_in_deletes_the_lowest_deletion_cost_first(api, ns):
+    apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+    apps.create_namespaced_deployment(ns, _deployment("pool", 3, SERVER))
+    wait_until(lambda: len([p for p in _pods(api, ns, "app=pool") if _ready(p)]) == 3, 10,
+               what="3 ready pods")
+    names = sorted(p.metadata.name for p in _pods(api, ns, "app=pool"))
+    keep, doomed = names[:2], names[2]
+    for name in keep:
+        core.patch_namespaced_pod(name, ns, {"metadata": {"annotations": {
+            DELETION_COST: "1000"}}})
+    apps.patch_namespaced_deployment_scale("pool", ns, {"spec": {"replicas": 2}})
+    wait_until(lambda: len(_pods(api, ns, "app=pool")) == 2, 10, what="scaled to 2")
+    assert sorted(p.metadata.name for p in _pods(api, ns, "app=pool")) == keep
+    assert doomed not in [p.metadata.name for p in _pods(api, ns)]
+
+
+def test_a_pod_relabelled_out_of_the_selector_is_released_and_replaced(api, ns):
+    apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+    apps.create_namespaced_deployment(ns, _deployment("rel", 1, SERVER, {"model": "none"}))
+    wait_until(lambda: len(_pods(api, ns, "app=rel")) == 1, 10, what="one pod")
+    first = _pods(api, ns, "app=rel")[0].metadata.name
+    # a label outside the selector: the pod stays the set's
+    core.patch_namespaced_pod(first, ns, {"metadata": {"labels": {"model": "llama"}}})
+    # the selector's own label: released (orphaned) and replaced
+    core.patch_namespaced_pod(first, ns, {"metadata": {"labels": {"app": "other"}}})
+    wait_until(lambda: len(_pods(api, ns, "app=rel")) == 1
+               and _pods(api, ns, "app=rel")[0].metadata.name != first, 10,
+               what="a replacement")
+    orphan = core.read_namespaced_pod(first, ns)
+    assert not orphan.metadata.owner_references
+
+
+def test_a_job_runs_its_pod_to_completion(api, ns):
+    batch = k8s.BatchV1Api(api)
+    batch.create_namespaced_job(ns, {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo done"]}]}}}})
+    wait_until(lambda: (batch.read_namespaced_job("once", ns).status.succeeded or 0) == 1, 10,
+               what="the job's success")
+    job = batch.read_namespaced_job("once", ns)
+    assert {c.type for c in job.status.conditions} == {"SuccessCriteriaMet", "Complete"}
+    assert job.status.completion_time is not None and not job.status.active
+    pod = _pods(api, ns, "job-name=once")[0]
+    assert pod.status.phase == "Succeeded"
+    assert k8s.CoreV1Api(api).read_namespaced_pod_log(pod.metadata.name, ns) == "done\n"
+
+
+def test_a_failing_job_stops_at_its_backoff_limit(api, ns):
+    batch = k8s.BatchV1Api(api)
+    batch.create_namespaced_job(ns, {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fails"},
+        "spec": {"backoffLimit": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "busybox", "command": ["sh", "-c", "exit 3"]}]}}}})
+    wait_until(lambda: any(c.type == "Failed" for c in
+                           batch.read_namespaced_job("fails", ns).status.conditions or []),
+               10, what="the job's failure")
+    assert batch.read_namespaced_job("fails", ns).status.failed == 2
+
+
+def _proxy(api: k8s.ApiClient, ns: str, target: str, path: str, body: Any = None,
+           method: str = "POST") -> tuple[int, Any]:
+    resource = f"/api/v1/namespaces/{ns}/services/{target}/proxy/{path}"
+    method, url, headers, body, _ = api.param_serialize(
+        method=method, resource_path=resource, header_params={
+            "Content-Type": "application/json", "Accept": "application/json"},
+        body=body, auth_settings=["BearerToken"])
+    response = api.call_api(method, url, header_params=headers, body=body)
+    data = response.read()
+    return response.status, json.loads(data) if data else None
+
+
+def test_the_service_proxy_reaches_a_ready_model_server(api, ns):
+    apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+    apps.create_namespaced_deployment(ns, _deployment("llm", 2, SERVER))
+    core.create_namespaced_service(ns, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "llm"},
+        "spec": {"selector": {"app": "llm"}, "ports": [{"name": "http", "port": 80,
+                                                         "targetPort": "http"}]}})
+    wait_until(lambda: len((core.read_namespaced_endpoints("llm", ns).subsets or [None])[0]
+                           .addresses or []) == 2 if core.read_namespaced_endpoints(
+                               "llm", ns).subsets else False, 10, what="two ready endpoints")
+    subset = core.read_namespaced_endpoints("llm", ns).subsets[0]
+    assert [p.port for p in subset.ports] == [8000]
+    ips = {p.status.pod_ip for p in _pods(api, ns, "app=llm")}
+    assert {a.ip for a in subset.addresses} == ips
+
+    status, first = _proxy(api, ns, "llm:http", "v1/completions",
+                           {"model": "tiny", "prompt": "Say hi", "max_tokens": 4})
+    assert status == 200, first
+    assert first["object"] == "text_completion" and first["model"] == "tiny"
+    assert first["usage"]["completion_tokens"] == 4
+    assert len(first["choices"][0]["text"].split()) == 4
+    again = _proxy(api, ns, "llm:80", "v1/completions",
+                   {"model": "tiny", "prompt": "Say hi", "max_tokens": 4})[1]
+    assert again["choices"] == first["choices"]  # deterministic
+    status, missing = _proxy(api, ns, "nope:80", "v1/completions", {})
+    assert status == 404 and missing["reason"] == "NotFound"
+
+
+def test_the_service_proxy_without_ready_endpoints_is_unavailable(api, ns):
+    core = k8s.CoreV1Api(api)
+    core.create_namespaced_service(ns, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "empty"},
+        "spec": {"selector": {"app": "nothing"}, "ports": [{"port": 80}]}})
+    status, body = _proxy(api, ns, "empty:80", "v1/completions", {})
+    assert status == 503 and "no endpoints available" in body["message"]
