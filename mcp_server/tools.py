@@ -653,7 +653,7 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         "ms-swift, verl, or an own pytorch/ray command) and what each needs, and what elastic "
         "training (max_nodes above nodes) cannot be combined with: spot capacity, managed "
         "tiered checkpointing, checkpointless training, with the source. Read it before "
-        "proposing a job.",
+        "proposing a job; submit_job follows.",
     ),
     ToolSpec(
         name="submit_job", method="POST", path="/api/v1/clusters/{cluster}/jobs",
@@ -678,7 +678,7 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         title="List training jobs",
         description="A cluster's training jobs with state (submitting, pending, running, "
         "restarting, succeeded, failed, deleting), recipe, pods and restarts; filter by state "
-        "or recipe.",
+        "or recipe. get_job reads one in full.",
         notes={"cluster": "Name of the cluster."},
     ),
     ToolSpec(
@@ -705,7 +705,7 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         description="The last lines a job printed (tail, at most 10000; default 100), each "
         "tagged with its pod and time, oldest first; since (RFC 3339) reads from a time on, "
         "pod narrows to one pod, previous=true reads a restarted container's previous run "
-        "(why it failed). Bounded: ask for a small tail first.",
+        "(why it failed). Bounded: ask for a small tail first. get_job shows the job's state.",
         notes=_JOB_NOTES,
     ),
 )
@@ -720,7 +720,7 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         description="Inference endpoints of a cluster: kind (managed, vllm, sglang, custom), "
         "model, replicas ready, Services and load balancer address, state (creating, "
         "deploying, ready, updating, deleting, failed, incomplete), and for a model pool "
-        "which worker serves which model. Read-only.",
+        "which worker serves which model. Read-only; get_endpoint reads one in full.",
         notes={"cluster": "Name of the cluster."},
     ),
     ToolSpec(
@@ -728,7 +728,7 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         title="Get an inference endpoint",
         description="One inference endpoint as the cluster holds it: its request, state, "
         "servers ready, Services, load balancer address, a pool's workers and their models. "
-        "Read-only.",
+        "Read-only; invoke_endpoint tests it with one request.",
         notes=_ENDPOINT_NOTES,
     ),
     ToolSpec(
