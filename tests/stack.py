@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -290,6 +290,33 @@ class Stack:
             for status in ("queued", "running"):
                 for op in c.get("/api/v1/operations", params={"status": status}).json()["items"]:
                     self.wait_operation(op["id"], timeout)
+
+    def killed_once_answered(self, service: str, action: str,
+                             submit: Callable[[], httpx.Response],
+                             while_held: Callable[[], None] | None = None,
+                             timeout: float = 120.0) -> dict:
+        """The worst moment for a worker to die: `submit()` answers 202; once the local AWS
+        (or a cluster's Kubernetes, service "kubernetes") has answered service:action but
+        before hypd heard it, the worker's process group is SIGKILLed, the answer let go and
+        a new worker started. `while_held` looks at the world in between. Returns the
+        operation at its end."""
+        self.wait_idle()
+        hold = self.sandbox.hold(service, action)
+        try:
+            reply = submit()
+            assert reply.status_code == 202, reply.text
+            op_id = reply.json()["operation"]["id"]
+            self.sandbox.wait_held(hold, timeout=60)
+            if while_held is not None:
+                while_held()
+            self.kill_worker()
+            self.sandbox.release(hold)
+            self.start_worker()
+            return self.wait_operation(op_id, timeout)
+        finally:
+            self.sandbox.clear_holds()
+            if self.worker_proc is not None and self.worker_proc.poll() is not None:
+                self.start_worker()
 
     def wait_operation(self, op_id: str, timeout: float = 60.0) -> dict:
         """Follow an operation to a terminal state the way a client would (long-poll)."""

@@ -59,23 +59,8 @@ def test_an_unknown_group_is_refused_and_nothing_is_sent(stack, cluster):
 
 
 def _killed_once_aws_answered(stack, service: str, action: str, submit) -> dict:
-    """Submit (`submit()` answers the 202), SIGKILL the worker once AWS has answered
-    service:action but before hypd heard it, restart it; the operation at its end."""
-    stack.wait_idle()
-    hold = stack.sandbox.hold(service, action)
-    try:
-        reply = submit()
-        assert reply.status_code == 202, reply.text
-        op_id = reply.json()["operation"]["id"]
-        stack.sandbox.wait_held(hold, timeout=30)  # AWS has answered; hypd has not recorded
-        stack.kill_worker()
-        stack.sandbox.release(hold)
-        stack.start_worker()
-        op = stack.wait_operation(op_id, timeout=120)
-    finally:
-        stack.sandbox.clear_holds()
-        if stack.worker_proc.poll() is not None:
-            stack.start_worker()
+    """The operation `submit()` started, its worker killed once AWS answered service:action."""
+    op = stack.killed_once_answered(service, action, submit)
     assert op["status"] == "succeeded", op
     assert op["steps"][0]["attempts"] >= 2  # interrupted, then resumed by adopting
     return op

@@ -43,6 +43,7 @@ NOT_CLIENTS = {
     "kube": "cloud/kube.py: Kubernetes objects (get_object, list_objects, delete_object)",
     "storage": "cloud/storage.py's own functions (delete_bucket, delete_volume)",
     "hyperpod": "cloud/hyperpod.py's own functions (delete_cluster)",
+    "jobs": "cloud/jobs.py's own functions (list_jobs: training jobs in a cluster)",
     "_VERSION": "a compiled regular expression (search)",
     "p.regex": "cloud/failure_patterns.py: a pattern's compiled regular expression (search)",
 }

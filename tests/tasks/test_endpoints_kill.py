@@ -16,24 +16,19 @@ def test_a_worker_killed_mid_deploy_makes_the_endpoint_once(stack):
         "status"] == "succeeded"
     _upload_model(stack, cluster, "tiny")
     kube = stack.kube(cluster)
-    hold = stack.sandbox.hold("kubernetes", "patch deployments")
-    try:
+    made: dict = {}
+
+    def submit():
         with stack.client() as c:
-            reply = c.post(f"/api/v1/clusters/{cluster}/endpoints", json={
+            return c.post(f"/api/v1/clusters/{cluster}/endpoints", json={
                 "name": "once", "kind": "vllm", "model": "tiny", "gpus": 1, "replicas": 2})
-        assert reply.status_code == 202, reply.text
-        op_id = reply.json()["operation"]["id"]
-        stack.sandbox.wait_held(hold, timeout=60)  # the API server has it; hypd has not
-        made = kube.get_object("apps/v1", "Deployment", "once", "default")
-        assert made is not None
-        stack.kill_worker()
-        stack.sandbox.release(hold)
-        stack.start_worker()
-        op = stack.wait_operation(op_id, timeout=120)
-    finally:
-        stack.sandbox.clear_holds()
-        if stack.worker_proc.poll() is not None:
-            stack.start_worker()
+
+    def the_api_server_has_it():  # hypd has not heard it yet
+        made.update(kube.get_object("apps/v1", "Deployment", "once", "default") or {})
+        assert made
+
+    op = stack.killed_once_answered("kubernetes", "patch deployments", submit,
+                                    while_held=the_api_server_has_it)
     assert op["status"] == "succeeded", op
     deploy = next(s for s in op["steps"] if s["name"] == "deploy")
     assert deploy["attempts"] >= 2, deploy  # interrupted, then resumed by adopting

@@ -66,20 +66,8 @@ def test_a_worker_killed_at_each_step_of_an_enable_still_finishes_it_once(stack,
     assert state(stack, cluster, feature) == "off"
     roles_before = role_names(stack, cluster)
     since = stack.sandbox.calls()[-1]["seq"]
-    hold = stack.sandbox.hold(service, action)
-    try:
-        reply = patch(stack, cluster, {feature: {"enabled": True}})
-        assert reply.status_code == 202, reply.text
-        op_id = reply.json()["operation"]["id"]
-        stack.sandbox.wait_held(hold, timeout=60)  # AWS has answered; hypd has not recorded
-        stack.kill_worker()
-        stack.sandbox.release(hold)
-        stack.start_worker()
-        op = stack.wait_operation(op_id, timeout=120)
-    finally:
-        stack.sandbox.clear_holds()
-        if stack.worker_proc.poll() is not None:
-            stack.start_worker()
+    op = stack.killed_once_answered(
+        service, action, lambda: patch(stack, cluster, {feature: {"enabled": True}}))
     assert op["status"] == "succeeded", op
     killed = next(s for s in op["steps"] if s["name"] == step)
     assert killed["attempts"] >= 2, killed  # interrupted, then resumed by adopting

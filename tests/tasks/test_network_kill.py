@@ -59,21 +59,12 @@ def test_worker_killed_at_fault_point_still_creates_everything_once(stack, step)
     name = f"kill-{step.replace('_', '-')}-{uuid.uuid4().hex[:4]}"
     stack.wait_idle()
     before = stack.sandbox.counters()["by_action"]
-    hold = stack.sandbox.hold("ec2", FAULT_POINTS[step])
-    try:
+
+    def submit():
         with stack.client() as c:
-            reply = c.post("/api/v1/networks", json={"name": name})
-        assert reply.status_code == 202, reply.text
-        op_id = reply.json()["operation"]["id"]
-        stack.sandbox.wait_held(hold, timeout=30)  # AWS has answered; hypd has not recorded
-        stack.kill_worker()
-        stack.sandbox.release(hold)
-        stack.start_worker()
-        op = stack.wait_operation(op_id, timeout=90)
-    finally:
-        stack.sandbox.clear_holds()
-        if stack.worker_proc.poll() is not None:
-            stack.start_worker()
+            return c.post("/api/v1/networks", json={"name": name})
+
+    op = stack.killed_once_answered("ec2", FAULT_POINTS[step], submit, timeout=90)
     assert op["status"] == "succeeded", op
     killed = next(s for s in op["steps"] if s["name"] == step)
     assert killed["attempts"] >= 2  # the step really was interrupted and resumed
