@@ -62,7 +62,5 @@ fi
 # lint is part of the test command: a change that breaks it does not pass
 "$venv/bin/ruff" check .
 # distributed by test: the local AWS runs in a process of its own, so no test process holds
-# the stack's moto state (docs/ARCHITECTURE.md, Sandbox control); work stealing starts each
-# worker on its own half of the suite, so a module's shared cluster is made once, not once
-# per interleaving
-exec "$venv/bin/python" -m pytest -n 2 --dist worksteal "$@"
+# the stack's moto state (docs/ARCHITECTURE.md, Sandbox control)
+exec "$venv/bin/python" -m pytest -n 2 --dist load "$@"
