@@ -98,7 +98,10 @@ def plans(pools: Iterable[Mapping[str, Any]],
 def _asks_for(pod: Mapping[str, Any], plan: GroupPlan, group_nodes: set[str]) -> bool:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
-        return spec["nodeName"] in group_nodes
+        # the cluster's own pods (kube-system: coredns's replicas) can run elsewhere and do
+        # not hold a node: Karpenter consolidates them away
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        return spec["nodeName"] in group_nodes and namespace != "kube-system"
     selector = spec.get("nodeSelector") or {}
     if not selector:
         return False
