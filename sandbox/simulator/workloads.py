@@ -411,26 +411,19 @@ class Workloads:
             new["succeeded"] = succeeded
         if failed:
             new["failed"] = failed
+        ended = None
         if succeeded >= completions:
             new["completionTime"] = at
-            new["conditions"] = [
-                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                 "message": "Reached expected number of succeeded pods",
-                 "lastProbeTime": at, "lastTransitionTime": at},
-                {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                 "message": "Reached expected number of succeeded pods",
-                 "lastProbeTime": at, "lastTransitionTime": at}]
-            for pod in active:
-                self._delete_pod(pod)
-            new["active"] = 0
+            ended = (("SuccessCriteriaMet", "Complete"), "CompletionsReached",
+                     "Reached expected number of succeeded pods")
         elif failed > backoff_limit:
-            new["conditions"] = [
-                {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
-                 "message": "Job has reached the specified backoff limit",
-                 "lastProbeTime": at, "lastTransitionTime": at},
-                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                 "message": "Job has reached the specified backoff limit",
-                 "lastProbeTime": at, "lastTransitionTime": at}]
+            ended = (("FailureTarget", "Failed"), "BackoffLimitExceeded",
+                     "Job has reached the specified backoff limit")
+        if ended is not None:
+            kinds, reason, message = ended
+            new["conditions"] = [{"type": kind, "status": "True", "reason": reason,
+                                  "message": message, "lastProbeTime": at,
+                                  "lastTransitionTime": at} for kind in kinds]
             for pod in active:
                 self._delete_pod(pod)
             new["active"] = 0
