@@ -1,10 +1,11 @@
 """A live tail of a training job's logs for one WebSocket, straight from the Kubernetes API.
 
-It runs in the web process, never in Celery: one reader thread per pod follows that pod's
-log (`follow=true&timestamps=true`) and puts lines into one bounded buffer; the socket's own
-thread sends them in batches. Pods are looked up again every second, so pods made later (a
-RayJob's workers, a recreated pod) are followed too, and a container restarted in place is
-followed into its next run.
+It runs in the web process, never in Celery: the job's pods are followed once per process,
+whoever tails them (app/log_feeds.py: one reader thread per pod, `follow=true&timestamps=true`,
+its lines fanned out to every tail); each tail's lines go into its own bounded buffer and the
+socket's own thread sends them in batches. Pods are looked up again every second, so pods
+made later (a RayJob's workers, a recreated pod) are followed too, and a container restarted
+in place is followed into its next run.
 
 - Every line is `{"pod", "time", "line", "cursor"}`; `cursor` is `<time>|<n>`: the n-th line
   of that pod stamped `<time>`. A client that reconnects sends the last cursor of each pod
@@ -23,15 +24,17 @@ followed into its next run.
 from __future__ import annotations
 
 import collections
-import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from cloud import jobs, kube
+from cloud import jobs
 from cloud.metrics import LOG_LINES_DROPPED
+
+if TYPE_CHECKING:
+    from app.log_feeds import Subscription
 
 MAX_BUFFERED_LINES = 10_000
 MAX_LINE_CHARS = 16_384
@@ -126,148 +129,8 @@ class LineBuffer:
             return len(self._lines)
 
 
-@dataclass
-class PodTail:
-    """One pod's reader: its cursor and the thread following it."""
-
-    name: str
-    cursor: Cursor | None
-    thread: threading.Thread | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    response: Any = None
-
-
-class JobTail:
-    """Follows every pod of one job (or one pod) into a LineBuffer."""
-
-    def __init__(self, api: Any, job: dict[str, Any], tail: int, pod: str | None,
-                 after: dict[str, str]) -> None:
-        self.api = api
-        self.job = job
-        self.namespace = job["metadata"].get("namespace") or "default"
-        self.tail = tail
-        self.only = pod
-        self.after = after
-        self.buffer = LineBuffer()
-        self.pods: dict[str, PodTail] = {}
-        self.stopped = threading.Event()
-
-    # -- pods --------------------------------------------------------------------------------
-
-    def refresh(self) -> list[dict[str, Any]]:
-        """Look the job's pods up; start a reader for each new one. Returns the pods."""
-        found = jobs.pods(self.api, self.job)
-        for pod in found:
-            name = pod["metadata"]["name"]
-            if self.only not in (None, name) or name in self.pods:
-                continue
-            tail = PodTail(name, Cursor.parse(self.after.get(name)))
-            tail.thread = threading.Thread(target=self._follow, args=(tail,), daemon=True,
-                                           name=f"tail-{name}")
-            self.pods[name] = tail
-            tail.thread.start()
-        return found
-
-    def idle(self) -> bool:
-        """Every reader has finished (its pod ended or went)."""
-        return all(t.done.is_set() for t in self.pods.values())
-
-    def stop(self) -> None:
-        self.stopped.set()
-        for tail in self.pods.values():
-            response = tail.response
-            if response is not None:
-                with contextlib.suppress(Exception):
-                    response.shutdown()  # wakes a reader blocked on the stream
-        for tail in self.pods.values():
-            if tail.thread is not None:
-                tail.thread.join(timeout=2)
-
-    # -- one pod -------------------------------------------------------------------------------
-
-    def _emit(self, tail: PodTail, when: str, text: str, previous: bool = False) -> None:
-        if tail.cursor is None:
-            tail.cursor = Cursor()
-        if not tail.cursor.admit(when):
-            return
-        item = {"pod": tail.name, "time": when, "line": text[:MAX_LINE_CHARS],
-                "cursor": tail.cursor.text()}
-        if previous:
-            item["previous"] = True
-        self.buffer.put(item)
-
-    def _pod(self, name: str) -> dict[str, Any] | None:
-        return kube.get_object(self.api, "v1", "Pod", name, self.namespace)
-
-    def _follow(self, tail: PodTail) -> None:
-        try:
-            self._run(tail)
-        except Exception as exc:  # the stream broke: say so in the log, end this reader
-            if not self.stopped.is_set():
-                self.buffer.put({"pod": tail.name, "time": "", "line": "", "cursor": "",
-                                 "error": f"reading the log of {tail.name} failed: {exc}"})
-        finally:
-            tail.done.set()
-
-    def _run(self, tail: PodTail) -> None:
-        first = True
-        while not self.stopped.is_set():
-            pod = self._pod(tail.name)
-            if pod is None:
-                return
-            status = pod.get("status") or {}
-            container = jobs.main_container(pod)
-            state = next((cs for cs in status.get("containerStatuses") or []
-                          if cs.get("name") == container), None)
-            current = (state or {}).get("state") or {}
-            if "running" not in current and "terminated" not in current:
-                if status.get("phase") in ("Succeeded", "Failed"):
-                    return
-                time.sleep(WAIT_RESTART_S)  # not started yet, or backing off a restart
-                continue
-            if first and int(state.get("restartCount") or 0) > 0:
-                self._previous(tail, container)
-            first = False
-            self._stream(tail, container)
-            pod = self._pod(tail.name)
-            phase = ((pod or {}).get("status") or {}).get("phase")
-            if pod is None or phase in ("Succeeded", "Failed"):
-                return
-            time.sleep(WAIT_RESTART_S)  # ended: the container restarts in place (or not)
-
-    def _since(self, tail: PodTail) -> dict[str, Any]:
-        if tail.cursor is not None and tail.cursor.time:
-            return {"since_time": tail.cursor.time}
-        return {"tail": self.tail}
-
-    def _previous(self, tail: PodTail, container: str) -> None:
-        with contextlib.suppress(kube.KubeError):
-            for when, text in jobs.read_lines(self.api, self.namespace, tail.name, container,
-                                              previous=True, **self._since(tail)):
-                self._emit(tail, when, text, previous=True)
-
-    def _stream(self, tail: PodTail, container: str) -> None:
-        query = kube.log_query(container, follow=True, **self._since(tail))
-        try:
-            response = kube.open_log(self.api, self.namespace, tail.name, query)
-        except kube.KubeError as exc:
-            if exc.http_status == 400:  # not started after all: look again
-                return
-            raise
-        tail.response = response
-        try:
-            for when, text in jobs.follow_lines(response):
-                if self.stopped.is_set():
-                    return
-                self._emit(tail, when, text)
-        finally:
-            tail.response = None
-            with contextlib.suppress(Exception):
-                response.release_conn()
-
-
 def run(send: Callable[[dict[str, Any]], None], poll_client: Callable[[], bool],
-        job_tail: JobTail, job_state: Callable[[], str | None]) -> str | None:
+        job_tail: Subscription, job_state: Callable[[], str | None]) -> str | None:
     """Send the tail until the job has ended and every reader is done (returns its state),
     or the client went (`poll_client` answers False). Pods are looked up every second; the
     job's state only once every reader is idle (it decides the end, nothing else), so an open

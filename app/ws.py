@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, current_app, request
 from flask_sock import ConnectionClosed, Sock
 
-from app import audit, auth, job_logs
+from app import audit, auth, job_logs, log_feeds
 from app.errors import ApiError
 from app.permissions import access
 from cloud import jobs, kube
@@ -188,7 +188,8 @@ def _job_logs(ws: Any, cluster: str, job: str, first: dict[str, Any]) -> None:
         ws.receive(timeout=0)  # raises ConnectionClosed once the client went
         return True
 
-    tailing = job_logs.JobTail(api, found, tail, pod, {str(k): str(v) for k, v in after.items()})
+    tailing = log_feeds.subscribe(api, (ref.name, ref.region), found, tail, pod,
+                                  {str(k): str(v) for k, v in after.items()})
     ended = job_logs.run(lambda payload: _send(ws, payload), client_here, tailing, state)
     _send(ws, {"type": "end", "state": ended})
     ws.close(1000, ended or "gone")

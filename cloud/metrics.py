@@ -75,8 +75,11 @@ SWEEPER_PICKUPS = _Metric("Counter", "hypd_sweeper_pickups", "Stalled operations
 LOG_LINES_DROPPED = _Metric("Counter", "hypd_log_tail_dropped_lines", "Log lines a job's "
                             "live tail dropped because its client read too slowly (each "
                             "drop is marked in the stream)")
+LOG_FOLLOWS = _Metric("Gauge", "hypd_log_follows_open", "Pod log streams held open on "
+                      "clusters' Kubernetes APIs for live tails: one per followed pod per web "
+                      "process, however many tails follow it", (), multiprocess_mode="livesum")
 ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS,
-       LOG_LINES_DROPPED)
+       LOG_LINES_DROPPED, LOG_FOLLOWS)
 
 
 def registry(settings: Settings, only: Path | None = None) -> Any:

@@ -59,6 +59,35 @@ def test_a_job_writes_logs_a_websocket_client_receives_in_order_and_finishes(sta
         assert own[-1]["cursor"].startswith(own[-1]["time"] + "|")
 
 
+def test_tails_of_one_job_share_one_follow_per_pod_and_each_gets_every_line(stack, cluster):
+    """Six browsers on one job: the panel holds one stream per pod per web process (not one
+    per tail), and every tail still gets every line, in order, after its own tail."""
+    from app.cli import default_web_workers
+    from tests.app.test_metrics import _scrape, _value
+
+    name = job_name("shared")
+    stack.sandbox.set_training(steps=200, lines_per_second=0.04, job=name)  # ~5 s of lines
+    assert submit(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN}
+                  ).status_code == 201
+    pods = (f"{name}-pods-0", f"{name}-pods-1")
+    tails = [_connect(stack, cluster["name"], name, tail=10_000) for _ in range(6)]
+    got: list[list[dict]] = [[] for _ in tails]
+    for ws, lines in zip(tails, got, strict=True):  # each tail is reading both pods' logs
+        while {x["pod"] for x in lines} != set(pods):
+            message = json.loads(ws.recv())
+            assert message["type"] != "end", message
+            if message["type"] == "lines":
+                lines.extend(message["lines"])
+    follows = _value(_scrape(stack), "hypd_log_follows_open")
+    assert 0 < follows <= len(pods) * default_web_workers() < len(pods) * len(tails)
+    for ws, lines in zip(tails, got, strict=True):
+        messages, code = read_all(ws)
+        assert code == 1000 and messages[-1] == {"type": "end", "state": "succeeded"}
+        lines.extend(_lines(messages))
+        for pod in pods:
+            assert _steps(lines, pod) == [str(i) for i in range(1, 201)]
+
+
 def test_a_log_tail_survives_a_reconnect_without_losing_or_repeating_lines(stack, cluster):
     name = job_name("resume")
     stack.sandbox.set_training(steps=300, lines_per_second=0.2, job=name)  # ~1.5 s of lines
