@@ -43,7 +43,8 @@ def _close(schema: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def closed_schema(file: str, version: str) -> dict[str, Any]:
-    crd = yaml.safe_load((CRD_DIR / file).read_text())
+    crd = yaml.load((CRD_DIR / file).read_text(), Loader=getattr(yaml, "CSafeLoader",
+                                                                  yaml.SafeLoader))
     found = next(v for v in crd["spec"]["versions"] if v["name"] == version)
     schema = _close(copy.deepcopy(found["schema"]["openAPIV3Schema"]))
     # metadata is Kubernetes' own ObjectMeta: checked by the API server, open here
@@ -51,6 +52,18 @@ def closed_schema(file: str, version: str) -> dict[str, Any]:
     return schema
 
 
+@functools.cache
+def _validator(file: str, version: str) -> Any:
+    """The closed schema's validator, its schema checked once (checking RayJob's takes
+    seconds: `jsonschema.validate` would do it at every call)."""
+    schema = closed_schema(file, version)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 def validate(manifest: dict[str, Any], file: str, version: str) -> None:
     """Raise jsonschema.ValidationError when `manifest` does not fit the closed schema."""
-    jsonschema.validate(manifest, closed_schema(file, version))
+    error = jsonschema.exceptions.best_match(_validator(file, version).iter_errors(manifest))
+    if error is not None:
+        raise error
