@@ -116,6 +116,27 @@ def test_an_s3_prefix_is_copied_and_its_read_is_taken_back(stack, cluster):
     assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["hypd-model-download"]
 
 
+def test_a_failed_s3_copy_takes_its_read_back_once(stack, cluster):
+    """The Job fails (its source bucket does not exist): the read granted for it goes before
+    the operation fails — one DeleteRolePolicy for the one PutRolePolicy, none repeated."""
+    from tests.app.test_clusters_api import _calls, _last_seq
+
+    since = _last_seq(stack)
+    reply = _download(stack, cluster, {"name": "lost", "source": "s3",
+                                       "s3_uri": f"s3://gone-{cluster}/exports/m1"})
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+    assert op["status"] == "failed" and "kubectl logs" in op["error"]["message"], op
+    job = next(s for s in op["steps"] if s["name"] == "job")
+    assert job["resources"]["source_grant"] == "revoked"
+    role = f"hypd-{cluster}-model-download"
+    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
+        "hypd-model-download"]
+    for action in ("PutRolePolicy", "DeleteRolePolicy"):
+        mine = [c for c in _calls(stack, "iam", action, since)
+                if c["params"].get("PolicyName") == "hypd-source-lost"]
+        assert len(mine) == 1, (action, mine)
+
+
 def test_a_download_refuses_a_missing_secret_a_taken_name_and_a_raw_token(stack, cluster):
     reply = _download(stack, cluster, {"name": "x1", "source": "huggingface", "repo": "a/b",
                                        "hub_token_secret": {"name": "nope", "key": "token"}})
