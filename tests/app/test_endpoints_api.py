@@ -1,8 +1,9 @@
 """Inference endpoints through REST on the full stack: a vLLM Deployment behind its Service
 answering a test completion through the Kubernetes API server's service proxy (and nothing
 else reachable through it), a model pool whose workers are reassigned by label and scaled in
-around their assignments, explicit-diff changes, the managed endpoint refused while the
-inference operator is off, and deletion."""
+around their assignments, explicit-diff changes, a managed endpoint (refused while the
+inference operator is off; then deployed by the operator to ready and invoked through the
+operator's Service), and deletion."""
 
 from __future__ import annotations
 
