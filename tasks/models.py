@@ -7,9 +7,10 @@ by its operation label when a crashed attempt made it; its wait reports the file
 in the bucket and ends when the Job does), `cleanup` (the source's read taken back).
 
 The source's read never outlives the download: a Job that fails or disappears takes it back
-before the step fails. Its state is recorded on the `job` step (`source_grant`: granting →
-granted → revoking → revoked) before each IAM call, so a re-run task adopts what an earlier
-one did instead of calling again; a retry of the failed operation grants it anew.
+before the step fails, and a cancelled download before it stops (`on_cancel`). Its state is
+recorded on the `job` step (`source_grant`: granting → granted → revoking → revoked) before
+each IAM call, so a re-run task adopts what an earlier one did instead of calling again; a
+retry of the failed operation grants it anew.
 """
 
 from __future__ import annotations
@@ -177,5 +178,11 @@ def model_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['cluster']}/models"
 
 
+def take_back_source(ctx: StepContext) -> None:
+    """A cancelled download's source read goes too (its Job, left to run, loses it)."""
+    _revoke_source(ctx, _download(ctx))
+
+
 MODEL_DOWNLOAD = OperationKind(name="model.download", steps=(IDENTITY, JOB, CLEANUP),
-                               select=_steps, resource_url=model_url)
+                               select=_steps, resource_url=model_url,
+                               on_cancel=take_back_source)
