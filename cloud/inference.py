@@ -64,6 +64,9 @@ IMAGES = {
 MANAGED_IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/djl-inference:0.32.0-lmi14.0.0-cu124"
 PORTS = {VLLM: 8000, SGLANG: 30000, CUSTOM: 8000, MANAGED: 8080}
 SERVICE_PORT = 80
+PORT_NAME = "http"
+INVOKE_PATH = "v1/completions"
+"""The one path a test request goes to (OpenAI's completions), on every kind of endpoint."""
 ROUTER_PORT = 30000
 ROUTER_METRICS_PORT = 29000
 MODEL_DIR = "/s3/models"
@@ -219,6 +222,7 @@ def endpoint_config(ep: Endpoint, bucket: str, region: str) -> dict[str, Any]:
         "modelName": ep.model,
         "endpointName": ep.name,
         "instanceType": ep.instance_type,
+        "invocationEndpoint": INVOKE_PATH,
         "replicas": ep.replicas,
         "modelSourceConfig": {"modelSourceType": "s3",
                               "s3Storage": {"bucketName": bucket, "region": region},
@@ -226,7 +230,7 @@ def endpoint_config(ep: Endpoint, bucket: str, region: str) -> dict[str, Any]:
         "worker": {
             "image": ep.image or MANAGED_IMAGE.format(region=region),
             "resources": {"limits": dict(gpus), "requests": dict(gpus)},
-            "modelInvocationPort": {"containerPort": port, "name": "http"},
+            "modelInvocationPort": {"containerPort": port, "name": PORT_NAME},
             "modelVolumeMount": {"name": "model-weights", "mountPath": "/opt/ml/model"},
             "environmentVariables": [
                 {"name": "OPTION_ROLLING_BATCH", "value": "vllm"},
@@ -283,7 +287,7 @@ def _server_container(ep: Endpoint) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "server",
         "image": ep.image or IMAGES[ep.kind],
-        "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}],
+        "ports": [{"name": PORT_NAME, "containerPort": port, "protocol": "TCP"}],
         "env": [{"name": "HYPD_MODEL_PATH", "value": f"{MODEL_DIR}/{ep.model}"},
                 {"name": "HYPD_GPUS", "value": str(ep.gpus)}],
         "resources": {"limits": dict(gpus), "requests": dict(gpus)},
@@ -350,7 +354,7 @@ def _service(ep: Endpoint, name: str, selector: dict[str, str], target: int,
              role: str | None = None, external: bool = False, **extra: str) -> dict[str, Any]:
     meta = _meta(ep, name, role, **extra)
     spec: dict[str, Any] = {"selector": selector, "ports": [
-        {"name": "http", "port": SERVICE_PORT, "targetPort": target, "protocol": "TCP"}]}
+        {"name": PORT_NAME, "port": SERVICE_PORT, "targetPort": target, "protocol": "TCP"}]}
     if external:
         meta["annotations"] = dict(NLB_ANNOTATIONS)
         spec["type"] = "LoadBalancer"
@@ -387,6 +391,46 @@ def front_service(ep: Endpoint, model: str | None = None) -> str:
     return pool_service_name(ep, model) if ep.service == POOL and model else ep.name
 
 
+OPERATOR_COMPLETE, OPERATOR_FAILED = "DeploymentComplete", "DeploymentFailed"
+
+
+def operator_state(config: Mapping[str, Any]) -> str | None:
+    """The inference operator's word on an InferenceEndpointConfig (`status.state`, else
+    `status.deploymentStatus.deploymentObjectOverallState`, which the HyperPod CLI shows):
+    DeploymentPending, DeploymentInProgress, DeploymentComplete, DeploymentFailed, …; None
+    before it has written one — or when it wrote it for an older generation of the spec."""
+    status = config.get("status") or {}
+    generation = (config.get("metadata") or {}).get("generation")
+    observed = status.get("observedGeneration")
+    if generation is not None and observed is not None and observed < generation:
+        return None
+    return status.get("state") or (status.get("deploymentStatus") or {}).get(
+        "deploymentObjectOverallState")
+
+
+def operator_service(api: Any, config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The Service the inference operator made for an InferenceEndpointConfig, and its port
+    to the model server: (name, port). AWS does not document the Service's name, so it is
+    found the way Kubernetes links them — the Service whose controller is this config (its
+    ownerReference names the config's uid) — in the config's namespace, never by a naming
+    rule. None until the operator has made it."""
+    md = config.get("metadata") or {}
+    uid, namespace = md.get("uid"), md.get("namespace")
+    worker = (config.get("spec") or {}).get("worker") or {}
+    invocation = worker.get("modelInvocationPort") or {}
+    targets = {invocation.get("name"), invocation.get("containerPort"),
+               str(invocation.get("containerPort"))} - {None}
+    for service in kube.list_objects(api, "v1", "Service", namespace):
+        refs = (service.get("metadata") or {}).get("ownerReferences") or []
+        if not any(r.get("uid") == uid and r.get("controller") and r.get("kind") == IEC_KIND
+                   for r in refs):
+            continue
+        for port in (service.get("spec") or {}).get("ports") or []:
+            if port.get("targetPort", port.get("port")) in targets:
+                return service["metadata"]["name"], str(port.get("name") or port["port"])
+    return None
+
+
 # -- the SGLang router and KEDA ------------------------------------------------------------------
 
 def router_name(ep: Endpoint) -> str:
@@ -419,7 +463,7 @@ def router_objects(ep: Endpoint) -> list[dict[str, Any]]:
                     "--service-discovery-port", str(ep.server_port),
                     "--prometheus-host", "0.0.0.0",
                     "--prometheus-port", str(ROUTER_METRICS_PORT)],
-        "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"},
+        "ports": [{"name": PORT_NAME, "containerPort": ROUTER_PORT, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": ROUTER_METRICS_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/health", "port": ROUTER_PORT},
                            "periodSeconds": 10},

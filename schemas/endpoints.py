@@ -102,7 +102,9 @@ class EndpointCreateSchema(Schema):
                             metadata={"description": "managed: prefixaware, kvaware, session "
                                                      "or roundrobin; sglang's router: "
                                                      "cache_aware, round_robin, random or "
-                                                     "power_of_two"})
+                                                     "power_of_two",
+                                      "x-hypd-by-kind": {"managed": list(MANAGED_ROUTING),
+                                                         "sglang": list(ROUTER_POLICIES)}})
     kv_cache_l2 = fields.Boolean(load_default=False,
                                  metadata={"description": "managed: HyperPod's tiered storage "
                                                           "as the KV cache's second tier"})

@@ -146,11 +146,29 @@ def _available(ctx: StepContext, ep: Endpoint, name: str, wanted: int) -> float 
     return None
 
 
+def _operator_done(ctx: StepContext, ep: Endpoint) -> float | None:
+    """Until the inference operator reports the config's current spec deployed."""
+    config = kube.get_object(_api(ctx), inference.IEC_API, inference.IEC_KIND, ep.name,
+                             ep.namespace)
+    if config is None:
+        raise StepFailed(f"{inference.IEC_KIND} {ep.namespace}/{ep.name} disappeared while "
+                         "deploying; retry to apply it again", "upstream_error")
+    state = inference.operator_state(config)
+    if state == inference.OPERATOR_FAILED:
+        message = ((config.get("status") or {}).get("deploymentStatus") or {}).get("message")
+        raise StepFailed(f"the inference operator failed to deploy {ep.name}: "
+                         f"{message or state}", "upstream_error")
+    if state != inference.OPERATOR_COMPLETE:
+        ctx.detail(f"the inference operator reports {state or 'nothing yet'}")
+        return READY_POLL_S
+    return None
+
+
 @guarded
 def wait_deploy(ctx: StepContext) -> float | None:
     ep = _endpoint(ctx)
     if ep.kind == inference.MANAGED:
-        return None  # the operator takes it from here; the endpoint's state reads its status
+        return _operator_done(ctx, ep)
     if ep.service == inference.POOL:
         wanted = 0  # unassigned workers wait for a model: running, not ready
     elif ep.autoscaling is not None:

@@ -1,10 +1,16 @@
 """Operation kind `model.download` (target `cluster/<c>/model/<m>`): fetch a model into the
 cluster's bucket under `models/<m>/` as a Kubernetes Job (cloud/models.py).
 
-Steps: `identity` (the download service account and its IRSA role, made once; for an S3
-source, read of that prefix added to the role for this download), `job` (the Job, adopted by
-its operation label when a crashed attempt made it; its wait reports the files and bytes in
-the bucket and ends when the Job does), `cleanup` (the source's read taken back).
+Steps: `identity` (the download service account and its IRSA role, made once), `job` (for an
+S3 source, read of that prefix granted to the role for this download; then the Job, adopted
+by its operation label when a crashed attempt made it; its wait reports the files and bytes
+in the bucket and ends when the Job does), `cleanup` (the source's read taken back).
+
+The source's read never outlives the download: a Job that fails or disappears takes it back
+before the step fails, and a cancelled download before it stops (`on_cancel`). Its state is
+recorded on the `job` step (`source_grant`: granting → granted → revoking → revoked) before
+each IAM call, so a re-run task adopts what an earlier one did instead of calling again; a
+retry of the failed operation grants it anew.
 """
 
 from __future__ import annotations
@@ -46,13 +52,61 @@ def ensure_identity(ctx: StepContext) -> dict[str, Any]:
                            storage.shared_bucket_name(cluster, account, ctx.region))
     made = identity.ensure(ctx.client("iam"), _api(ctx), dependencies.by_name()[ACCOUNT],
                            facts)
-    download = _download(ctx)
-    if download.source == "s3":
-        ctx.client("iam").put_role_policy(
-            RoleName=made["role"], PolicyName=_source_policy_name(download.model),
-            PolicyDocument=json.dumps(models.source_policy(download.s3_uri or "",
-                                                      iam.partition_of(ctx.region))))
     return {"role": made["role"], "service_account": models.SERVICE_ACCOUNT}
+
+
+# -- the S3 source's read, for this download only ---------------------------------------------
+
+GRANTING, GRANTED, REVOKING, REVOKED = "granting", "granted", "revoking", "revoked"
+
+
+def _role(ctx: StepContext) -> str:
+    return iam.role_name(ctx.params["cluster"], iam.PURPOSE_MODEL_DOWNLOAD)
+
+
+def _grant_source(ctx: StepContext, download: Download) -> None:
+    """Let the download's role read the S3 source (once per attempt of the operation)."""
+    state = ctx.resources.get("source_grant")
+    if download.source != "s3" or state == GRANTED:
+        return
+    client = ctx.client("iam")
+    policy = _source_policy_name(download.model)
+    if state == GRANTING:  # an earlier task may have made it before it died
+        with contextlib.suppress(client.exceptions.NoSuchEntityException):
+            client.get_role_policy(RoleName=_role(ctx), PolicyName=policy)
+            ctx.record(source_grant=GRANTED)
+            return
+    ctx.record(source_grant=GRANTING)
+    client.put_role_policy(
+        RoleName=_role(ctx), PolicyName=policy,
+        PolicyDocument=json.dumps(models.source_policy(download.s3_uri or "",
+                                                  iam.partition_of(ctx.region))))
+    ctx.record(source_grant=GRANTED)
+
+
+def _grant_state(ctx: StepContext) -> str | None:
+    """Where the source's read stands: this step's record, else the job step's."""
+    return ctx.resources.get("source_grant",
+                             (ctx.outputs.get(JOB.name) or {}).get("source_grant"))
+
+
+def _revoke_source(ctx: StepContext, download: Download) -> bool:
+    """Take the source's read back, once: False when there was nothing to take back."""
+    if download.source != "s3" or _grant_state(ctx) in (None, REVOKED):
+        return False
+    ctx.record(source_grant=REVOKING)
+    client = ctx.client("iam")
+    with contextlib.suppress(client.exceptions.NoSuchEntityException):
+        client.delete_role_policy(RoleName=_role(ctx),
+                                  PolicyName=_source_policy_name(download.model))
+    ctx.record(source_grant=REVOKED)
+    return True
+
+
+def _failed(ctx: StepContext, download: Download, message: str, code: str) -> StepFailed:
+    """The download failed: its source's read goes before the step fails."""
+    _revoke_source(ctx, download)
+    return StepFailed(message, code)
 
 
 @guarded
@@ -66,12 +120,14 @@ def apply_job(ctx: StepContext) -> dict[str, Any]:
     if found is not None:
         mine = (found["metadata"].get("labels") or {}).get(models.OPERATION_LABEL) == ctx.op_id
         if mine:
+            _grant_source(ctx, download)
             return {"job": name, "uid": found["metadata"].get("uid"), "adopted": True}
         if models.job_state(found) == "running":
-            raise StepFailed(f"Job {models.NAMESPACE}/{name} of another download is still "
-                             "running", "conflict")
+            raise _failed(ctx, download, f"Job {models.NAMESPACE}/{name} of another download "
+                                         "is still running", "conflict")
         kube.delete_object(api, "batch/v1", "Job", name, models.NAMESPACE)
         raise StepRetry(f"removing the finished Job {name} of an earlier download", 2.0)
+    _grant_source(ctx, download)
     job = models.download_job(download, ctx.params["bucket"], ctx.region, ctx.op_id)
     made = kube.server_side_apply(api, job)
     return {"job": name, "uid": made["metadata"].get("uid")}
@@ -89,22 +145,21 @@ def wait_job(ctx: StepContext) -> float | None:
     ctx.detail(f"{done['files']} files, {done['bytes']} bytes in "
                f"s3://{ctx.params['bucket']}/models/{download.model}/ (Job {state})")
     if state == "missing":
-        raise StepFailed(f"the download Job {models.job_name(download.model)} disappeared; "
-                         "retry to run it again", "upstream_error")
+        raise _failed(ctx, download, f"the download Job {models.job_name(download.model)} "
+                                     "disappeared; retry to run it again", "upstream_error")
     if state == "failed":
-        raise StepFailed(f"the download Job {models.job_name(download.model)} failed: see "
-                         f"kubectl logs -n {models.NAMESPACE} "
-                         f"job/{models.job_name(download.model)}", "upstream_error")
+        raise _failed(ctx, download, f"the download Job {models.job_name(download.model)} "
+                                     f"failed: see kubectl logs -n {models.NAMESPACE} "
+                                     f"job/{models.job_name(download.model)}",
+                      "upstream_error")
     return PROGRESS_POLL_S if state == "running" else None
 
 
 @guarded
 def remove_source_grant(ctx: StepContext) -> dict[str, Any]:
+    """The source's read, taken back through the job step's record of it."""
     download = _download(ctx)
-    role = iam.role_name(ctx.params["cluster"], iam.PURPOSE_MODEL_DOWNLOAD)
-    client = ctx.client("iam")
-    with contextlib.suppress(client.exceptions.NoSuchEntityException):
-        client.delete_role_policy(RoleName=role, PolicyName=_source_policy_name(download.model))
+    _revoke_source(ctx, download)
     return {"removed": _source_policy_name(download.model)}
 
 
@@ -123,5 +178,11 @@ def model_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['cluster']}/models"
 
 
+def take_back_source(ctx: StepContext) -> None:
+    """A cancelled download's source read goes too (its Job, left to run, loses it)."""
+    _revoke_source(ctx, _download(ctx))
+
+
 MODEL_DOWNLOAD = OperationKind(name="model.download", steps=(IDENTITY, JOB, CLEANUP),
-                               select=_steps, resource_url=model_url)
+                               select=_steps, resource_url=model_url,
+                               on_cancel=take_back_source)

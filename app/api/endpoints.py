@@ -46,8 +46,6 @@ blp = Blueprint("endpoints", __name__, url_prefix="/api/v1/clusters",
                 description="Inference endpoints: managed (HyperPod inference operator) and "
                             "self-managed (vLLM, SGLang, custom) with model pools")
 
-INVOKE_PATH = "v1/completions"
-INVOKE_PORT = "http"
 MAX_ANSWER_BYTES = 64 * 1024
 
 
@@ -294,6 +292,23 @@ class Reassign(MethodView):
         return mutations.submit(ENDPOINT_REASSIGN, target(cluster, name), params)
 
 
+def _invoke_target(found: ClusterRef, api: Any, ep: Endpoint, model: str) -> tuple[str, str]:
+    """The endpoint's own Service and port, as the cluster holds them: hypd's Service (a
+    pool's binding Service for the model), or for a managed endpoint the Service the
+    inference operator made for its InferenceEndpointConfig (found by ownerReference)."""
+    if ep.kind != inference.MANAGED:
+        return inference.front_service(ep, model), inference.PORT_NAME
+    with talking_to(found):
+        config = kube.get_object(api, inference.IEC_API, inference.IEC_KIND, ep.name,
+                                 ep.namespace)
+        target = inference.operator_service(api, config) if config else None
+    if target is None:
+        raise ApiError(409, "conflict", f"endpoint {ep.name!r} has no Service yet: the "
+                                        "inference operator has not made it; follow its "
+                                        f"state with GET {_url(found.name, ep.name)}")
+    return target
+
+
 @blp.route("/<string:cluster>/endpoints/<string:name>/invoke")
 class Invoke(MethodView):
     @access("operator")
@@ -302,15 +317,12 @@ class Invoke(MethodView):
     @blp.alt_response(409, description="no server is ready behind the endpoint's Service")
     def post(self, body, cluster, name):
         """Send one test completion (OpenAI-compatible, `POST /v1/completions`) to the
-        endpoint's own Service through the Kubernetes API server's service proxy. hypd fixes
-        the Service, port, path and method; only the prompt, a token bound and a pool's
-        model come from the request."""
+        endpoint's own Service through the Kubernetes API server's service proxy (for a
+        managed endpoint, the Service the inference operator made for it). hypd fixes the
+        Service, port, path and method; only the prompt, a token bound and a pool's model
+        come from the request."""
         found = readmodel.find(cluster)
         ep = _stored(found, name)
-        if ep.kind == inference.MANAGED:
-            raise ApiError(409, "conflict", f"endpoint {name!r} is managed: the inference "
-                                            "operator serves it through its own load "
-                                            "balancer; test it there")
         model = body.get("model")
         if ep.service == inference.POOL:
             if model not in ep.pool_models:
@@ -319,14 +331,15 @@ class Invoke(MethodView):
         elif model not in (None, ep.model):
             raise _field_error("model", f"endpoint {name!r} serves {ep.model}")
         served = model or ep.model
-        service = inference.front_service(ep, served)
-        request = {"model": served, "prompt": body["prompt"], "max_tokens": body["max_tokens"]}
         api = api_for(found)
+        service, port = _invoke_target(found, api, ep, served)
+        request = {"model": served, "prompt": body["prompt"], "max_tokens": body["max_tokens"]}
         started = time.monotonic()
         with talking_to(found):
             try:
-                status, raw = kube.service_proxy(api, ep.namespace, service, INVOKE_PORT,
-                                                 INVOKE_PATH, request, MAX_ANSWER_BYTES)
+                status, raw = kube.service_proxy(api, ep.namespace, service, port,
+                                                 inference.INVOKE_PATH, request,
+                                                 MAX_ANSWER_BYTES)
             except kube.KubeError as exc:
                 raise ApiError(502, "upstream_error", str(exc)) from exc
         elapsed = round((time.monotonic() - started) * 1000, 1)

@@ -59,14 +59,17 @@ def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
     }
     status = (main or {}).get("status") or {}
     if ep.kind == inference.MANAGED:
-        view["ready_replicas"] = status.get("availableReplicas") or status.get(
-            "readyReplicas")
-        state = str(status.get("state") or status.get("deploymentStatus") or "")
-        view["state"] = "failed" if "fail" in state.lower() else (
-            "ready" if state.lower() in ("deploymentcomplete", "inservice", "ready")
-            else "deploying")
-        view["message"] = status.get("message") or (f"the inference operator reports {state}"
-                                                     if state else None)
+        state = inference.operator_state(main or {})
+        deployment = status.get("deploymentStatus") or {}
+        view["ready_replicas"] = (deployment.get("status") or {}).get("availableReplicas", 0)
+        view["state"] = {inference.OPERATOR_COMPLETE: "ready",
+                         inference.OPERATOR_FAILED: "failed"}.get(state, "deploying")
+        view["message"] = deployment.get("message") or (
+            f"the inference operator reports {state}" if state else
+            "waiting for the inference operator")
+        if api is not None and main is not None:
+            made = inference.operator_service(api, main)
+            view["services"] = [made[0]] if made else []
         return view
     view["ready_replicas"] = status.get("readyReplicas") or 0
     if ep.service == inference.POOL and api is not None:

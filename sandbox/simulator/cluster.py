@@ -34,6 +34,7 @@ from sandbox.kube.patches import MERGE_PATCH
 from sandbox.kube.store import Event
 from sandbox.kube.streams import CLOSING
 from sandbox.simulator import scheduling, volumes
+from sandbox.simulator.inference import InferenceOperator
 from sandbox.simulator.pods import (
     PULL_S,
     TERMINAL,
@@ -79,6 +80,7 @@ class ClusterSimulator:
         # (pod uid, field path, reason, message) → (event name, first seen, count)
         self._events: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
         self.workloads = Workloads(kube, self.programs)
+        self.inference = InferenceOperator(self)
         kube.service_proxy = self.workloads.proxy
 
     # --- lifecycle (called on the cluster's event loop) ---------------------------------
@@ -119,6 +121,8 @@ class ClusterSimulator:
         """The kind an event changed, if the controllers care."""
         if isinstance(item, Event) and self.training.watches(item):
             return {"training-jobs"}
+        if isinstance(item, Event) and self.inference.watches(item):
+            return {"inference-endpoints"}
         if not isinstance(item, Event) or (item.group, item.plural) not in WATCHED:
             return set()
         if item.plural == "pods" and item.type == "DELETED":
@@ -129,6 +133,8 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
+        if changed & {"inference-endpoints", "deployments", "services"}:
+            steps.append(self.inference.reconcile)
         if changed & WORKLOAD_PLURALS:
             steps.append(self.workloads.reconcile)
         if changed & VOLUME_KINDS:

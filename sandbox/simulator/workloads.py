@@ -89,7 +89,7 @@ def _owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
                for r in _md(obj).get("ownerReferences") or [])
 
 
-def _owner_ref(owner: dict[str, Any]) -> dict[str, Any]:
+def owner_ref(owner: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
             "name": _md(owner).get("name"), "uid": _md(owner).get("uid"),
             "controller": True, "blockOwnerDeletion": True}
@@ -187,7 +187,7 @@ class Workloads:
             log.debug("workloads: %s %s not written", obj.get("kind"), _md(obj).get("name"))
             return None
 
-    def _patch(self, group: str, plural: str, obj: dict[str, Any], patch: dict[str, Any],
+    def patch_object(self, group: str, plural: str, obj: dict[str, Any], patch: dict[str, Any],
                manager: str) -> None:
         md = _md(obj)
         rt = self._type(group, obj["apiVersion"].split("/")[-1], plural)
@@ -201,7 +201,7 @@ class Workloads:
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
             return
-        self._replace_status(group, plural, obj, {**current, **status}, manager)
+        self.replace_status(group, plural, obj, {**current, **status}, manager)
 
     def _delete_pod(self, pod: dict[str, Any]) -> None:
         md = _md(pod)
@@ -255,14 +255,14 @@ class Workloads:
                              "namespace": md.get("namespace"), "labels": labels,
                              "annotations": {"deployment.kubernetes.io/desired-replicas":
                                              str(replicas)},
-                             "ownerReferences": [_owner_ref(deployment)]},
+                             "ownerReferences": [owner_ref(deployment)]},
                 "spec": {"replicas": replicas, "selector": selector,
                          "template": pod_template},
             }, DEPLOYMENT_CONTROLLER)
         for rs in owned:
             wanted = replicas if rs is current else 0
             if (rs.get("spec") or {}).get("replicas", 1) != wanted:
-                self._patch("apps", "replicasets", rs, {"spec": {"replicas": wanted}},
+                self.patch_object("apps", "replicasets", rs, {"spec": {"replicas": wanted}},
                             DEPLOYMENT_CONTROLLER)
 
     def _deployment_status(self, deployment: dict[str, Any],
@@ -321,9 +321,9 @@ class Workloads:
                  for c in current_status.get("conditions") or []] == \
                 [(c["type"], c["status"], c["reason"]) for c in conditions]:
             return
-        self._replace_status("apps", "deployments", deployment, status, DEPLOYMENT_CONTROLLER)
+        self.replace_status("apps", "deployments", deployment, status, DEPLOYMENT_CONTROLLER)
 
-    def _replace_status(self, group: str, plural: str, obj: dict[str, Any],
+    def replace_status(self, group: str, plural: str, obj: dict[str, Any],
                         status: dict[str, Any], manager: str) -> None:
         md = _md(obj)
         rt = self._type(group, obj["apiVersion"].split("/")[-1], plural)
@@ -348,7 +348,7 @@ class Workloads:
                 # relabelled out of the selector: released, and replaced below
                 refs = [r for r in _md(pod).get("ownerReferences") or []
                         if r.get("uid") != md.get("uid")]
-                self._patch("", "pods", pod, {"metadata": {"ownerReferences": refs or None}},
+                self.patch_object("", "pods", pod, {"metadata": {"ownerReferences": refs or None}},
                             REPLICASET_CONTROLLER)
                 continue
             mine.append(pod)
@@ -377,7 +377,7 @@ class Workloads:
             "metadata": {
                 "name": prefix + _suffix(), "namespace": _md(owner).get("namespace"),
                 "labels": {**(template_md.get("labels") or {}), **(extra_labels or {})},
-                "ownerReferences": [_owner_ref(owner)],
+                "ownerReferences": [owner_ref(owner)],
             },
             "spec": json.loads(json.dumps(template.get("spec") or {})),
         }
@@ -436,7 +436,7 @@ class Workloads:
                               JOB_CONTROLLER, labels)
                 new["active"] += 1
         if {k: status.get(k) for k in new} != new:
-            self._replace_status("batch", "jobs", job, {**status, **new}, JOB_CONTROLLER)
+            self.replace_status("batch", "jobs", job, {**status, **new}, JOB_CONTROLLER)
 
     # --- services -------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 // made from the same schemas that validate every request), so the dashboard keeps no copies
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
 // default CIDR, count bounds, an instance group's choices, node health values and statuses,
-// how many node ids one batch call takes, the managed features' option bounds. Labels and
+// how many node ids one batch call takes, the managed features' option bounds, an endpoint's
+// kinds, services, routing per kind and bounds, a download's sources. Labels and
 // hints stay here; they are presentation.
 
 export let rules = null;
@@ -67,7 +68,28 @@ export function rulesFrom(doc) {
   const group = (f) => field('InstanceGroupCreate', f);
   const nodeQuery = (p) => pathParam('/api/v1/clusters/{cluster}/nodes', 'get', p);
   const nodeIds = field('NodeAction', 'node_ids');
+  const ep = (f) => field('EndpointCreate', f);
+  const tokens = field('Invoke', 'max_tokens');
+  const download = (f) => field('ModelDownload', f);
   return {
+    endpoints: {
+      kinds: ep('kind').enum,
+      services: ep('service').enum,
+      defaultService: ep('service').default,
+      routingByKind: ep('routing')['x-hypd-by-kind'],
+      gpus: { min: ep('gpus').minimum, max: ep('gpus').maximum },
+      replicas: { min: ep('replicas').minimum, max: ep('replicas').maximum, default: ep('replicas').default },
+      model: new RegExp(ep('model').pattern),
+      instanceType: new RegExp(ep('instance_type').pattern),
+      promptMax: field('Invoke', 'prompt').maxLength,
+      maxTokens: { min: tokens.minimum, max: tokens.maximum, default: tokens.default },
+    },
+    downloads: {
+      sources: download('source').enum,
+      repo: new RegExp(download('repo').pattern),
+      s3Uri: new RegExp(download('s3_uri').pattern),
+      defaultRevision: download('revision').default,
+    },
     name: { re: new RegExp(name.pattern), rule: name.description, maxLength: 32 },
     defaultCidr: field('NetworkCreate', 'cidr').default,
     zonesPerNetwork: { min: field('NetworkCreate', 'availability_zones').minItems,

@@ -91,6 +91,12 @@ class OperationKind:
     select: Callable[[dict[str, Any]], tuple[Step, ...]] | None = None
     """Which of `steps` an operation with these params runs (default: all), fixed when the
     operation is recorded (e.g. an existing VPC replaces the network steps)."""
+    on_cancel: Callable[[StepContext], None] | None = None
+    """What a running operation takes back when it is cancelled (e.g. a grant made for it),
+    called with the context of the step it stopped at, before it is marked cancelled. It
+    must be safe to call again (a crash may repeat it): record before acting, as a step
+    does. A failure it raises is logged and the operation is cancelled all the same; a
+    retryable one (StepRetry, throttling) tries again at the next boundary."""
 
     def steps_for(self, params: dict[str, Any]) -> tuple[Step, ...]:
         return self.select(params) if self.select else self.steps

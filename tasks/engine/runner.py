@@ -166,6 +166,8 @@ class Runner:
         step = current_step(op)
         if op["cancel_requested"]:
             # Nothing of ours is in flight at a task's start: this is a step boundary.
+            if not self._take_back(op_id, gen, op, step, heartbeat):
+                return
             self.store.update(op_id, _cancel, gen)
             log.info("operation cancelled at a step boundary")
             return
@@ -221,6 +223,24 @@ class Runner:
         _observe_step(op, step["name"])
         log.info("step succeeded")
         self._next(op_id, gen, 0)
+
+    def _take_back(self, op_id: str, gen: int, op: dict[str, Any],
+                   step: dict[str, Any] | None, heartbeat: Heartbeat | None) -> bool:
+        """Run the kind's `on_cancel` at the step the operation stopped at; False when it
+        asked to be tried again (the next boundary is scheduled)."""
+        kind = self.kinds.get(op["kind"])
+        if kind is None or kind.on_cancel is None or step is None:
+            return True
+        on_cancel = kind.on_cancel
+        ctx = StepRuntime(self.store, op, step, op["params"].get("region") or self.region,
+                          lock_ttl_s=self.lease_ms / 1000, heartbeat=heartbeat)
+        outcome = self._call(lambda: on_cancel(ctx))
+        if isinstance(outcome, _Later):
+            self._next(op_id, gen, self._clamp(outcome.after or self.poll_min_s))
+            return False
+        if isinstance(outcome, _Failure):
+            log.warning("taking back what the operation made failed: %s", outcome.message)
+        return True
 
     # outcomes ----------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Inference endpoints through REST on the full stack: a vLLM Deployment behind its Service
 answering a test completion through the Kubernetes API server's service proxy (and nothing
 else reachable through it), a model pool whose workers are reassigned by label and scaled in
-around their assignments, explicit-diff changes, the managed endpoint refused while the
-inference operator is off, and deletion."""
+around their assignments, explicit-diff changes, a managed endpoint (refused while the
+inference operator is off; then deployed by the operator to ready and invoked through the
+operator's Service), and deletion."""
 
 from __future__ import annotations
 
@@ -249,11 +250,21 @@ def test_a_change_already_true_sends_nothing_and_a_new_count_rolls_out(stack, cl
     assert _get(stack, cluster, served)["replicas"] == 1
 
 
-def test_a_managed_endpoint_needs_the_inference_operator_then_is_a_config(stack, cluster):
+def _controlled_by(obj: dict, owner: dict) -> bool:
+    return any(r.get("uid") == owner["metadata"]["uid"] and r.get("controller")
+               for r in obj["metadata"].get("ownerReferences") or [])
+
+
+def test_a_managed_endpoint_is_made_served_and_invoked_through_the_inference_operator(
+        stack, cluster):
+    """The operator (the sandbox plays it as aws/sagemaker-hyperpod-cli reads it: pods
+    labelled app=<config>, `status.deploymentStatus.deploymentObjectOverallState`) makes the
+    model servers and their Service from the InferenceEndpointConfig; hypd reports the
+    endpoint ready from that status and invokes it through the operator's own Service."""
     from tests.app.featurekit import state, toggle
     from tests.crdkit import validate
 
-    body = {"name": "managed", "kind": "managed", "model": "llama", "gpus": 4,
+    body = {"name": "managed", "kind": "managed", "model": "llama", "gpus": 1,
             "instance_type": GPU_TYPE, "routing": "prefixaware", "kv_cache_l2": True,
             "autoscaling": {"min": 1, "max": 2}}
     assert state(stack, cluster, "inference_operator") == "off"
@@ -263,19 +274,48 @@ def test_a_managed_endpoint_needs_the_inference_operator_then_is_a_config(stack,
     assert toggle(stack, cluster, {"inference_operator": {"enabled": True}})[
         "status"] == "succeeded"
     op = _run(stack, _post(stack, cluster, "endpoints", body))
-    assert op["status"] == "succeeded", op
-    config = stack.kube(cluster).get_object(
-        "inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig", "managed",
-        "default")
-    validate({k: v for k, v in config.items() if k != "status"},
-             "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml", "v1")
+    assert op["status"] == "succeeded", op  # its deploy step waited for the operator
+    kube = stack.kube(cluster)
+    config = kube.get_object("inference.sagemaker.aws.amazon.com/v1",
+                             "InferenceEndpointConfig", "managed", "default")
+    # the spec hypd wrote and the status the operator wrote, both the CRD's closed schema
+    validate(config, "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml", "v1")
     assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
+    assert config["status"]["state"] == "DeploymentComplete"
+    assert config["status"]["deploymentStatus"]["deploymentObjectOverallState"] == \
+        "DeploymentComplete"
+    deployments = [d for d in kube.list_objects("apps/v1", "Deployment", "default")
+                   if _controlled_by(d, config)]
+    services = [s for s in kube.list_objects("v1", "Service", "default")
+                if _controlled_by(s, config)]
+    assert len(deployments) == 1 and len(services) == 1
+    pods = [p for p in kube.list_objects("v1", "Pod", "default")
+            if p["metadata"].get("labels", {}).get("app") == "managed"]
+    assert len(pods) == 1 and pods[0]["status"]["phase"] == "Running"
+    node = kube.get_object("v1", "Node", pods[0]["spec"]["nodeName"])
+    assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == GPU_TYPE
     view = _get(stack, cluster, "managed")
+    assert (view["state"], view["ready_replicas"], view["services"]) == (
+        "ready", 1, [services[0]["metadata"]["name"]])
     assert view["kind"] == "managed" and view["autoscaling"]["max"] == 2
-    invoke = _post(stack, cluster, "endpoints/managed/invoke", {"prompt": "x"})
-    assert invoke.status_code == 409
+    # invoke reaches the operator's Service (and so a model server of this endpoint) ...
+    invoke = _post(stack, cluster, "endpoints/managed/invoke", {"prompt": "hi", "max_tokens": 3})
+    assert invoke.status_code == 200, invoke.text
+    answer = invoke.json()
+    assert answer["service"] == f"default/{services[0]['metadata']['name']}"
+    assert answer["response"]["model"] == "llama"
+    assert answer["response"]["system_fingerprint"] == pods[0]["metadata"]["name"]
+    # ... and nothing else: other targets, another model
+    for other, field in (({"prompt": "x", "service": "kubernetes"}, "service"),
+                         ({"prompt": "x", "path": "/api/v1/secrets"}, "path"),
+                         ({"prompt": "x", "model": "qwen"}, "model")):
+        reply = _post(stack, cluster, "endpoints/managed/invoke", other)
+        assert reply.status_code == 422 and field in reply.text, reply.text
     deleted = _run(stack, _delete(stack, cluster, "managed"))
     assert deleted["status"] == "succeeded", deleted
+    assert kube.get_object("apps/v1", "Deployment", deployments[0]["metadata"]["name"],
+                           "default") is None  # the operator's objects went with the config
+    assert kube.get_object("v1", "Service", services[0]["metadata"]["name"], "default") is None
     assert toggle(stack, cluster, {"inference_operator": {"enabled": False}})[
         "status"] == "succeeded"
 

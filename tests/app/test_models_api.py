@@ -116,6 +116,53 @@ def test_an_s3_prefix_is_copied_and_its_read_is_taken_back(stack, cluster):
     assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["hypd-model-download"]
 
 
+def test_a_failed_s3_copy_takes_its_read_back_once(stack, cluster):
+    """The Job fails (its source bucket does not exist): the read granted for it goes before
+    the operation fails — one DeleteRolePolicy for the one PutRolePolicy, none repeated."""
+    from tests.app.test_clusters_api import _calls, _last_seq
+
+    since = _last_seq(stack)
+    reply = _download(stack, cluster, {"name": "lost", "source": "s3",
+                                       "s3_uri": f"s3://gone-{cluster}/exports/m1"})
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
+    assert op["status"] == "failed" and "kubectl logs" in op["error"]["message"], op
+    job = next(s for s in op["steps"] if s["name"] == "job")
+    assert job["resources"]["source_grant"] == "revoked"
+    role = f"hypd-{cluster}-model-download"
+    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
+        "hypd-model-download"]
+    for action in ("PutRolePolicy", "DeleteRolePolicy"):
+        mine = [c for c in _calls(stack, "iam", action, since)
+                if c["params"].get("PolicyName") == "hypd-source-lost"]
+        assert len(mine) == 1, (action, mine)
+
+
+def test_a_cancelled_s3_copy_takes_its_read_back(stack, cluster):
+    """Cancelled while its Job is being made (the API server's answer held): the operation
+    stops at the next step boundary and takes the source's read back first."""
+    s3 = stack.aws("s3")
+    s3.create_bucket(Bucket=f"src2-{cluster}",
+                     CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket=f"src2-{cluster}", Key="exports/m3/config.json", Body=b"{}")
+    hold = stack.sandbox.hold("kubernetes", "patch jobs")
+    try:
+        reply = _download(stack, cluster, {"name": "stopped", "source": "s3",
+                                           "s3_uri": f"s3://src2-{cluster}/exports/m3"})
+        op_id = reply.json()["operation"]["id"]
+        stack.sandbox.wait_held(hold, timeout=60)
+        with stack.client() as c:
+            assert c.post(f"/api/v1/operations/{op_id}/cancel").status_code == 202
+    finally:
+        stack.sandbox.release(hold)
+    op = stack.wait_operation(op_id, timeout=120)
+    assert op["status"] == "cancelled", op
+    job = next(s for s in op["steps"] if s["name"] == "job")
+    assert job["resources"]["source_grant"] == "revoked"
+    role = f"hypd-{cluster}-model-download"
+    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
+        "hypd-model-download"]
+
+
 def test_a_download_refuses_a_missing_secret_a_taken_name_and_a_raw_token(stack, cluster):
     reply = _download(stack, cluster, {"name": "x1", "source": "huggingface", "repo": "a/b",
                                        "hub_token_secret": {"name": "nope", "key": "token"}})

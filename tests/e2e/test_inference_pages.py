@@ -1,8 +1,11 @@
-"""The inference pages in a real browser: a model pool's workers with the model each serves,
-reassigned by menu (the worker stays; only its label changes), and a model download
-followed to the end with its files and bytes."""
+"""The inference pages in a real browser: an endpoint created from its form, seen ready,
+tested with one completion and deleted; a model pool's workers with the model each serves,
+reassigned by menu (the worker stays; only its label changes); model downloads (from the hub
+and from an S3 prefix) followed to the end with their files and bytes."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -33,6 +36,14 @@ def cluster(stack):
     return name
 
 
+def _open(page, stack, token: str, role: str, cluster: str, view: str) -> None:
+    """Signed in, on the cluster's endpoints or models page once it has read the cluster."""
+    sign_in(page, stack, token, role)
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/{view}")
+    row = "endpoint-row-pool" if view == "endpoints" else "model-row-llama"
+    expect(page.get_by_test_id(row)).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+
+
 def _workers(stack, cluster: str) -> dict[str, dict]:
     return {p["metadata"]["name"]: p for p in stack.kube(cluster).list_objects(
         "v1", "Pod", "default") if p["metadata"].get("labels", {}).get(
@@ -40,9 +51,7 @@ def _workers(stack, cluster: str) -> dict[str, dict]:
 
 
 def test_a_pool_worker_is_reassigned_by_menu(page, stack, cluster):
-    sign_in(page, stack, stack.operator_token, "operator")
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
-    expect(page.get_by_test_id("endpoint-row-pool")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    _open(page, stack, stack.operator_token, "operator", cluster, "endpoints")
     worker = sorted(_workers(stack, cluster))[0]
     uid = _workers(stack, cluster)[worker]["metadata"]["uid"]
     expect(page.get_by_test_id(f"worker-model-{worker}")).to_have_text("unassigned")
@@ -59,18 +68,48 @@ def test_a_pool_worker_is_reassigned_by_menu(page, stack, cluster):
 
 
 def test_a_viewer_sees_the_pool_but_cannot_reassign(page, stack, cluster):
-    sign_in(page, stack, stack.viewer_token, "viewer")
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
-    expect(page.get_by_test_id("endpoint-row-pool")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    _open(page, stack, stack.viewer_token, "viewer", cluster, "endpoints")
     worker = sorted(_workers(stack, cluster))[0]
     expect(page.get_by_test_id(f"worker-reassign-{worker}")).to_be_disabled()
     expect(page.get_by_test_id("endpoints-role-hint")).to_be_visible()
+    expect(page.get_by_test_id("ep-create")).to_be_disabled()
+    expect(page.get_by_test_id("endpoint-delete-pool")).to_be_disabled()
+
+
+def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cluster):
+    _open(page, stack, stack.operator_token, "operator", cluster, "endpoints")
+    page.get_by_test_id("ep-name").fill("web")
+    page.get_by_test_id("ep-kind").select_option("vllm")
+    page.get_by_test_id("ep-model").fill("llama")
+    page.get_by_test_id("ep-gpus").fill("1")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
+            f"/api/v1/clusters/{cluster}/endpoints")) as sent:
+        page.get_by_test_id("ep-create").click()
+    assert sent.value.post_data_json == {"name": "web", "kind": "vllm", "model": "llama",
+                                         "gpus": 1, "replicas": 1, "service": "in_cluster"}
+    expect(page.get_by_test_id("endpoint-state-web")).to_have_text(
+        "ready", timeout=OPERATION_TIMEOUT_MS)
+    page.get_by_test_id("endpoint-invoke-web").click()
+    page.get_by_test_id("invoke-prompt").fill("Hello there")
+    page.get_by_test_id("invoke-max-tokens").fill("4")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
+            "/endpoints/web/invoke")) as sent:
+        page.get_by_test_id("invoke-confirm").click()
+    assert sent.value.post_data_json == {"prompt": "Hello there", "max_tokens": 4}
+    expect(page.get_by_test_id("invoke-service")).to_contain_text("default/web · HTTP 200")
+    expect(page.get_by_test_id("invoke-text")).to_have_text(re.compile(r"^\s*\S+( \S+){3}$"))
+    page.get_by_test_id("invoke-cancel").click()
+    page.get_by_test_id("endpoint-delete-web").click()
+    with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
+            "/endpoints/web")):
+        page.get_by_test_id("endpoint-delete-confirm").click()
+    expect(page.get_by_test_id("endpoint-row-web")).to_have_count(
+        0, timeout=OPERATION_TIMEOUT_MS)
+    assert stack.kube(cluster).get_object("apps/v1", "Deployment", "web", "default") is None
 
 
 def test_a_download_shows_its_progress_to_the_end(page, stack, cluster):
-    sign_in(page, stack, stack.operator_token, "operator")
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/models")
-    expect(page.get_by_test_id("model-row-llama")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    _open(page, stack, stack.operator_token, "operator", cluster, "models")
     page.get_by_test_id("model-name").fill("tiny-ui")
     page.get_by_test_id("model-repo").fill("acme/tiny")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
@@ -81,3 +120,26 @@ def test_a_download_shows_its_progress_to_the_end(page, stack, cluster):
     expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text(
         "available", timeout=OPERATION_TIMEOUT_MS)
     expect(page.get_by_test_id("model-files-tiny-ui")).to_have_text("4")
+
+
+def test_an_s3_prefix_is_downloaded_from_the_form(page, stack, cluster):
+    s3 = stack.aws("s3")
+    s3.create_bucket(Bucket=f"src-{cluster}",
+                     CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket=f"src-{cluster}", Key="exports/m2/config.json", Body=b"{}")
+    _open(page, stack, stack.operator_token, "operator", cluster, "models")
+    page.get_by_test_id("model-name").fill("copied-ui")
+    page.get_by_test_id("model-source").select_option("s3")
+    expect(page.get_by_test_id("model-repo")).to_be_hidden()
+    page.get_by_test_id("model-s3-uri").fill("not-a-uri")
+    page.get_by_test_id("model-download").click()
+    expect(page.get_by_test_id("error-model-s3-uri")).to_contain_text("s3://")
+    page.get_by_test_id("model-s3-uri").fill(f"s3://src-{cluster}/exports/m2")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
+            f"/api/v1/clusters/{cluster}/models")) as sent:
+        page.get_by_test_id("model-download").click()
+    assert sent.value.post_data_json == {"name": "copied-ui", "source": "s3",
+                                         "s3_uri": f"s3://src-{cluster}/exports/m2"}
+    expect(page.get_by_test_id("model-state-copied-ui")).to_have_text(
+        "available", timeout=OPERATION_TIMEOUT_MS)
+    expect(page.get_by_test_id("model-files-copied-ui")).to_have_text("1")

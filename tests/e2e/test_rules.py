@@ -11,8 +11,10 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
 from cloud.nodes import batch_size, request_limit
+from schemas import endpoints
 from schemas.clusters import CAPACITY_TYPES, EFA_MODES, KUBERNETES_VERSIONS, STAGES
 from schemas.instance_groups import MAX_COUNT, TAINT_EFFECTS
+from schemas.models import SOURCES
 from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
@@ -39,7 +41,12 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
                 nodes: {health: r.nodes.health, statuses: r.nodes.statuses,
                         pageMax: r.nodes.pageMax, batch: r.nodes.batchSize,
                         most: r.nodes.maxPerAction},
-                upgrade: r.upgradeVersions};
+                upgrade: r.upgradeVersions,
+                endpoints: {kinds: r.endpoints.kinds, services: r.endpoints.services,
+                            routing: r.endpoints.routingByKind,
+                            gpus: [r.endpoints.gpus.min, r.endpoints.gpus.max],
+                            tokens: r.endpoints.maxTokens.max, prompt: r.endpoints.promptMax},
+                sources: r.downloads.sources, s3: r.downloads.s3Uri.test('s3://b-1/p/q')};
     }""")
     assert rules["capacity"] == list(CAPACITY_TYPES)
     assert rules["stages"] == list(STAGES)
@@ -57,6 +64,13 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
         "health": [*HEALTH_VALUES, UNKNOWN_HEALTH], "statuses": list(INSTANCE_STATUSES),
         "pageMax": MAX_PAGE, "batch": batch_size(), "most": request_limit()}
     assert rules["upgrade"] == list(KUBERNETES_VERSIONS)
+    assert rules["endpoints"] == {
+        "kinds": list(endpoints.KINDS), "services": list(endpoints.SERVICES),
+        "routing": {"managed": list(endpoints.MANAGED_ROUTING),
+                    "sglang": list(endpoints.ROUTER_POLICIES)},
+        "gpus": [1, endpoints.MAX_GPUS], "tokens": endpoints.MAX_TOKENS,
+        "prompt": endpoints.MAX_PROMPT}
+    assert rules["sources"] == list(SOURCES) and rules["s3"] is True
 
 
 def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):

@@ -1,8 +1,11 @@
-// #/clusters/<name>/endpoints — a cluster's inference endpoints, and a model pool's workers
-// with the model each serves (reassigned by menu: only the worker's label changes).
+// #/clusters/<name>/endpoints — a cluster's inference endpoints (created from a form, tested
+// with one completion, deleted), and a model pool's workers with the model each serves
+// (reassigned by menu: only the worker's label changes).
 
 import { api, isAbort, mutator } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
+import { endpointForm } from './endpoint_form.js';
+import { openInvoke, openDelete } from './endpoint_actions.js';
 
 const REFRESH_MS = 5000;
 
@@ -16,7 +19,10 @@ export function mount(root, ctx) {
       h('span', { class: 'sub' }, cluster, ' · ', h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/models`, testid: 'endpoints-models-link' }, 'Models →')),
       h('span', { class: 'spacer' })),
     roleHint('reassigning a worker', 'endpoints-role-hint'),
-    body);
+    body,
+    h('div', { class: 'card', testid: 'endpoint-create-card' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Create an endpoint')),
+      h('div', { class: 'card-body' }, endpointForm(cluster, ctx, (reply) => settle(reply)))));
 
   let timer = null;
   let busy = false;
@@ -35,13 +41,13 @@ export function mount(root, ctx) {
     if (note) body.appendChild(h('div', { class: 'hint', testid: 'endpoints-note' }, note));
     if (!items.length) {
       body.appendChild(h('div', { class: 'card' }, h('div', { class: 'empty', testid: 'endpoints-empty' },
-        'No endpoints yet. Create one with the API or an agent (create_endpoint).')));
+        'No endpoints yet. Create one below, or with an agent (create_endpoint).')));
       return;
     }
     body.appendChild(h('div', { class: 'card' },
       h('div', { class: 'table-wrap' },
         h('table', { class: 'data', testid: 'endpoints-table' },
-          h('thead', null, h('tr', null, ['Endpoint', 'Kind', 'Model', 'Service', 'State', 'Ready', 'Address']
+          h('thead', null, h('tr', null, ['Endpoint', 'Kind', 'Model', 'Service', 'State', 'Ready', 'Address', '']
             .map((t) => h('th', null, t)))),
           h('tbody', null, items.map(row))))));
     for (const ep of items.filter((i) => i.service === 'pool')) body.appendChild(pool(ep));
@@ -58,7 +64,16 @@ export function mount(root, ctx) {
         ep.operation_id && ['creating', 'updating', 'deleting'].includes(ep.state)
           ? h('a', { href: opHref(ep.operation_id), class: 'sub-id' }, ' progress') : null),
       h('td', { class: 'num', testid: `endpoint-ready-${ep.name}` }, `${ep.ready_replicas ?? 0} / ${wanted}`),
-      h('td', null, h('span', { class: 'id' }, ep.address || (ep.services || []).join(', ') || '—')));
+      h('td', null, h('span', { class: 'id' }, ep.address || (ep.services || []).join(', ') || '—')),
+      h('td', { class: 'nowrap' }, actions(ep)));
+  }
+
+  function actions(ep) {
+    const test = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: `endpoint-invoke-${ep.name}`, disabled: ep.state !== 'ready' }, 'Test'));
+    test.addEventListener('click', () => openInvoke(cluster, ep, ctx.signal));
+    const remove = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `endpoint-delete-${ep.name}`, disabled: ep.state === 'deleting' }, 'Delete'));
+    remove.addEventListener('click', () => openDelete(cluster, ep, ctx.signal, (reply) => settle(reply)));
+    return [test, ' ', remove];
   }
 
   function pool(ep) {
@@ -97,6 +112,18 @@ export function mount(root, ctx) {
       h('td', null, w.ready ? 'yes' : 'no'),
       h('td', null, h('span', { class: 'id' }, w.node || '—')),
       h('td', { class: 'nowrap' }, select, ' ', button));
+  }
+
+  /** After a create or delete: show it now, and again as soon as its operation ends. */
+  async function settle(reply) {
+    load();
+    if (!reply || !reply.operation) return;
+    try {
+      await follow(reply.operation.id);
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+    load();
   }
 
   async function follow(id) {

@@ -1,8 +1,10 @@
 // #/clusters/<name>/models — the models in a cluster's bucket, and downloads with their
-// progress (files and bytes as they reach the bucket). A hub token is named by its Secret.
+// progress (files and bytes as they reach the bucket): from the Hugging Face hub (a hub
+// token is named by its Secret) or copied from an S3 prefix.
 
 import { api, isAbort, mutator, fieldErrors } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
+import { rules } from '../rules.js';
 
 const REFRESH_MS = 2000;
 
@@ -25,15 +27,27 @@ export function mount(root, ctx) {
   };
   const [nameIn, nameField] = field('name', 'Name in the bucket (models/<name>/)', { placeholder: 'e.g. llama-3-8b' });
   const [repoIn, repoField] = field('repo', 'Hugging Face id', { placeholder: 'org/model' });
-  const [revIn, revField] = field('revision', 'Revision', { value: 'main' });
+  const [revIn, revField] = field('revision', 'Revision', { value: rules.downloads.defaultRevision });
+  const [s3In, s3Field] = field('s3-uri', 'S3 prefix to copy', { placeholder: 's3://bucket/prefix' });
+  const sourceSel = h('select', { id: 'model-source', testid: 'model-source' },
+    rules.downloads.sources.map((v) => h('option', { value: v }, { huggingface: 'Hugging Face hub', s3: 'S3 prefix' }[v] || v)));
+  const sourceField = h('div', { class: 'field' }, h('label', { for: 'model-source' }, 'Source'), sourceSel,
+    h('div', { class: 'err', testid: 'error-model-source', role: 'alert' }));
   const [secretIn, secretField] = field('secret', 'Hub token: Secret name (optional, default namespace)');
   const [keyIn, keyField] = field('secret-key', 'Its key', { value: 'token' });
   const formErr = h('div', { class: 'form-error', testid: 'model-form-error', role: 'alert' });
   const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'model-download' }, 'Download'));
-  const form = h('form', { testid: 'model-form', novalidate: true }, formErr, nameField, repoField, revField,
-    secretField, keyField,
-    h('div', { class: 'hint' }, 'The token stays in its Kubernetes Secret: hypd passes only the reference.'),
+  const hubOnly = [repoField, revField, secretField, keyField,
+    h('div', { class: 'hint' }, 'The token stays in its Kubernetes Secret: hypd passes only the reference.')];
+  const s3Only = [s3Field, h('div', { class: 'hint' }, 'The download\'s role may read this prefix only while it copies.')];
+  const form = h('form', { testid: 'model-form', novalidate: true }, formErr, nameField, sourceField, hubOnly, s3Only,
     h('div', { class: 'inline' }, submit), roleHint('downloading a model', 'model-role-hint'));
+  const shape = () => {
+    for (const el of hubOnly) el.hidden = sourceSel.value !== 'huggingface';
+    for (const el of s3Only) el.hidden = sourceSel.value !== 's3';
+  };
+  sourceSel.addEventListener('change', shape);
+  shape();
 
   root.append(
     h('div', { class: 'page-head' },
@@ -77,9 +91,18 @@ export function mount(root, ctx) {
     ev.preventDefault();
     formErr.textContent = '';
     for (const el of form.querySelectorAll('.err')) el.textContent = '';
-    const body = { name: nameIn.value.trim(), source: 'huggingface', repo: repoIn.value.trim(),
-      revision: revIn.value.trim() || 'main' };
-    if (secretIn.value.trim()) body.hub_token_secret = { name: secretIn.value.trim(), key: keyIn.value.trim() };
+    const body = { name: nameIn.value.trim(), source: sourceSel.value };
+    if (body.source === 's3') {
+      body.s3_uri = s3In.value.trim();
+      if (!rules.downloads.s3Uri.test(body.s3_uri)) {
+        form.querySelector('[data-testid=error-model-s3-uri]').textContent = 'An S3 prefix: s3://bucket/prefix';
+        return;
+      }
+    } else {
+      body.repo = repoIn.value.trim();
+      body.revision = revIn.value.trim() || rules.downloads.defaultRevision;
+      if (secretIn.value.trim()) body.hub_token_secret = { name: secretIn.value.trim(), key: keyIn.value.trim() };
+    }
     submit.disabled = true;
     try {
       await send(`/api/v1/clusters/${encodeURIComponent(cluster)}/models`, { body, signal: ctx.signal });
@@ -89,7 +112,8 @@ export function mount(root, ctx) {
       if (isAbort(e)) return;
       const fields = fieldErrors(e.details);
       for (const [name, msg] of Object.entries(fields)) {
-        const id = { name: 'name', repo: 'repo', revision: 'revision', hub_token_secret: 'secret' }[name.split('.')[0]];
+        const id = { name: 'name', source: 'source', repo: 'repo', revision: 'revision', s3_uri: 's3-uri',
+          hub_token_secret: 'secret' }[name.split('.')[0]];
         const el = id && form.querySelector(`[data-testid=error-model-${id}]`);
         if (el) el.textContent = msg; else formErr.textContent = `${name}: ${msg}`;
       }

@@ -330,7 +330,31 @@ SELECTIVE = OperationKind(
 )
 
 
-KINDS = kind_table(KIND, SELECTIVE)
+def _take_back(ctx):
+    CALLS.append(("take back", ctx.step, ctx.outputs["one"].get("one_id")))
+    pending = BEHAVIOUR.get("take back", [])
+    if pending:
+        raise pending.pop(0)
+
+
+TAKING_BACK = OperationKind(name="test.taking-back", steps=KIND.steps, on_cancel=_take_back)
+KINDS = kind_table(KIND, SELECTIVE, TAKING_BACK)
+
+
+def test_a_cancelled_operation_takes_back_what_it_made_before_it_stops(env):
+    """on_cancel runs at the boundary where the cancel lands, with that step's context; a
+    retryable failure of it waits for the next boundary, a permanent one still cancels."""
+    engine, runner, queue, store = env
+    BEHAVIOUR["two.wait"] = [0.1, 0.1]
+    BEHAVIOUR["take back"] = [StepRetry("Throttling"), StepFailed("gone")]
+    op, _ = engine.submit(TAKING_BACK, "thing/t", {"name": "t"}, "tester")
+    runner.advance(*queue.items.pop(0)[:2])  # one
+    runner.advance(*queue.items.pop(0)[:2])  # two applied, waiting
+    engine.cancel(op["id"])
+    drain(runner, queue)
+    final = store.get(op["id"])
+    assert final["status"] == "cancelled"
+    assert [c for c in CALLS if c[0] == "take back"] == [("take back", "two", "one-1")] * 2
 
 
 def test_a_kind_outside_the_table_is_refused_at_submit(env):

@@ -1,0 +1,116 @@
+// The "Create an endpoint" form of #/clusters/<name>/endpoints: the decisions the API takes
+// (name, kind, model in the bucket, GPUs per server — the user states them —, replicas,
+// instance type, service variant with a pool's models, routing for the kind, the managed
+// KV cache's second tier). Choices and bounds are the API's (rules.js); the API refuses
+// what a form cannot know (a model not in the bucket, the inference operator off).
+
+import { isAbort, mutator, fieldErrors } from '../api.js';
+import { h, guard, roleHint } from '../ui.js';
+import { rules, validateName } from '../rules.js';
+
+const FIELDS = ['name', 'kind', 'model', 'gpus', 'replicas', 'instance_type', 'service', 'pool_models',
+  'routing', 'kv_cache_l2'];
+
+/** The form; `onSent(reply, name)` runs after the API accepted a create. */
+export function endpointForm(cluster, ctx, onSent) {
+  const r = rules.endpoints;
+  const send = mutator();
+  const errs = Object.fromEntries(FIELDS.map((f) => [f, h('div', { class: 'err', testid: `error-ep-${f}`, role: 'alert' })]));
+  const input = (id, attrs = {}) => h('input', { type: 'text', id: `ep-${id}`, testid: `ep-${id}`, class: 'mono', autocomplete: 'off', spellcheck: 'false', ...attrs });
+  const nameIn = input('name', { placeholder: 'e.g. chat' });
+  const kindSel = h('select', { id: 'ep-kind', testid: 'ep-kind' }, r.kinds.map((k) => h('option', { value: k, selected: k === 'vllm' }, k)));
+  const modelIn = input('model', { placeholder: 'a model under models/' });
+  const gpusIn = input('gpus', { type: 'number', min: r.gpus.min, max: r.gpus.max, step: 1, placeholder: 'GPUs per server' });
+  const replicasIn = input('replicas', { type: 'number', min: r.replicas.min, max: r.replicas.max, step: 1, value: String(r.replicas.default) });
+  const typeIn = input('instance-type', { placeholder: 'ml.g5.12xlarge (optional; required for managed)' });
+  const serviceSel = h('select', { id: 'ep-service', testid: 'ep-service' }, r.services.map((s) => h('option', { value: s, selected: s === r.defaultService }, s)));
+  const poolIn = input('pool-models', { placeholder: 'llama, qwen' });
+  const routingSel = h('select', { id: 'ep-routing', testid: 'ep-routing' });
+  const l2Box = h('input', { type: 'checkbox', id: 'ep-kv-l2', testid: 'ep-kv-l2' });
+  const formErr = h('div', { class: 'form-error', testid: 'ep-form-error', role: 'alert' });
+  const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'ep-create' }, 'Create endpoint'));
+  const field = (label, forId, el, err, hint) => h('div', { class: 'field' }, h('label', { for: forId }, label), el, err,
+    hint ? h('div', { class: 'hint' }, hint) : null);
+  const serviceField = field('Service', 'ep-service', serviceSel, errs.service, 'in_cluster: a ClusterIP Service; load_balancer: an NLB; pool: warm workers, one Service per model.');
+  const poolField = field('Pool models', 'ep-pool-models', poolIn, errs.pool_models, 'Comma-separated models under models/.');
+  const routingField = field('Routing', 'ep-routing', routingSel, errs.routing);
+  const l2Field = h('div', { class: 'field' }, h('label', { for: 'ep-kv-l2' }, l2Box, ' Tiered storage as the KV cache\'s second tier'), errs.kv_cache_l2);
+  const form = h('form', { testid: 'ep-form', novalidate: true }, formErr,
+    field('Name', 'ep-name', nameIn, errs.name),
+    field('Kind', 'ep-kind', kindSel, errs.kind, 'managed: the HyperPod inference operator serves it; vllm, sglang: a Deployment hypd makes.'),
+    field('Model', 'ep-model', modelIn, errs.model),
+    h('div', { class: 'field-row' },
+      field('GPUs per server', 'ep-gpus', gpusIn, errs.gpus, 'State it: hypd never guesses it.'),
+      field('Replicas', 'ep-replicas', replicasIn, errs.replicas)),
+    field('Instance type', 'ep-instance-type', typeIn, errs.instance_type),
+    serviceField, poolField, routingField, l2Field,
+    h('div', { class: 'inline' }, submit), roleHint('creating an endpoint', 'ep-role-hint'));
+
+  function shape() {
+    const kind = kindSel.value;
+    const managed = kind === 'managed';
+    serviceField.hidden = managed;
+    poolField.hidden = managed || serviceSel.value !== 'pool';
+    l2Field.hidden = !managed;
+    const routes = (r.routingByKind || {})[kind] || [];
+    routingSel.replaceChildren(h('option', { value: '' }, 'Default'), routes.map((p) => h('option', { value: p }, p)));
+    routingField.hidden = !routes.length;
+  }
+  kindSel.addEventListener('change', shape);
+  serviceSel.addEventListener('change', shape);
+  shape();
+
+  function problems(body) {
+    const out = {};
+    const nameWhy = validateName(body.name);
+    if (nameWhy) out.name = nameWhy;
+    if (!r.model.test(body.model || '')) out.model = 'Name a model under models/ (lowercase letters, digits, hyphens).';
+    if (!(body.gpus >= r.gpus.min && body.gpus <= r.gpus.max)) out.gpus = `From ${r.gpus.min} to ${r.gpus.max}.`;
+    if (!(body.replicas >= r.replicas.min && body.replicas <= r.replicas.max)) out.replicas = `From ${r.replicas.min} to ${r.replicas.max}.`;
+    if (body.instance_type && !r.instanceType.test(body.instance_type)) out.instance_type = 'A HyperPod type such as ml.g5.12xlarge.';
+    for (const m of body.pool_models || []) if (!r.model.test(m)) out.pool_models = `Not a model name: ${m}`;
+    return out;
+  }
+
+  function request() {
+    const kind = kindSel.value;
+    const body = { name: nameIn.value.trim(), kind, model: modelIn.value.trim(),
+      gpus: Number(gpusIn.value), replicas: Number(replicasIn.value) };
+    if (typeIn.value.trim()) body.instance_type = typeIn.value.trim();
+    if (kind === 'managed') body.kv_cache_l2 = l2Box.checked;
+    else body.service = serviceSel.value;
+    if (body.service === 'pool') body.pool_models = poolIn.value.split(',').map((m) => m.trim()).filter(Boolean);
+    if (!routingField.hidden && routingSel.value) body.routing = routingSel.value;
+    return body;
+  }
+
+  function show(fields) {
+    for (const [name, msg] of Object.entries(fields)) {
+      const err = errs[name.split('.')[0]];
+      if (err) err.textContent = msg; else formErr.textContent = `${name}: ${msg}`;
+    }
+  }
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    formErr.textContent = '';
+    for (const el of Object.values(errs)) el.textContent = '';
+    const body = request();
+    const wrong = problems(body);
+    if (Object.keys(wrong).length) { show(wrong); return; }
+    submit.disabled = true;
+    try {
+      const reply = await send(`/api/v1/clusters/${encodeURIComponent(cluster)}/endpoints`, { body, signal: ctx.signal });
+      nameIn.value = '';
+      onSent(reply, body.name);
+    } catch (e) {
+      if (isAbort(e)) return;
+      const fields = fieldErrors(e.details);
+      show(fields);
+      if (!Object.keys(fields).length) formErr.textContent = e.message;
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
