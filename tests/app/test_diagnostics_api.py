@@ -222,8 +222,8 @@ def test_creation_finds_the_failed_stage_and_suggests_reading_then_rerunning_it(
 
 def test_nccl_for_one_job_cites_only_that_jobs_pods(stack, training):
     """Two jobs in one namespace: one rank of `sick` dies of an NCCL timeout (its last words,
-    in the run before its restart), `well` runs clean; a namespace-wide diagnosis cannot
-    tell them apart, a job's diagnosis can."""
+    in the run before its restart), `well` runs clean; each job's diagnosis reads only its
+    own pods."""
     name = training["name"]
     sick, well = job_name("sick"), job_name("well")
     for job in (sick, well):
@@ -244,10 +244,8 @@ def test_nccl_for_one_job_cites_only_that_jobs_pods(stack, training):
     assert _finding(diagnosis, "efa-error", node_id)["evidence"][0]["text"] == EFA_LINE
     assert {e["ref"].split("/")[1] for f in diagnosis["findings"]
             for e in f["evidence"] if e["source"].startswith("pod_")} == {pod["name"]}
-    # the namespace holds both jobs: its diagnosis finds the timeout whichever job one asks
-    # about; the other job's own diagnosis finds nothing
-    shared = _diagnose(stack, name, "nccl", namespace="default")
-    assert any(f["code"] == "nccl-timeout" for f in shared["findings"])
+    # the same namespace, and the other job's own diagnosis finds nothing
+    assert done[sick]["namespace"] == done[well]["namespace"] == "default"
     clean = _diagnose(stack, name, "nccl", job=well)
     assert clean["healthy"] is True and clean["findings"] == [], clean["findings"]
     with stack.client("viewer") as c:
