@@ -294,11 +294,14 @@ def iter_objects(api: ApiClient, api_version: str, kind: str, namespace: str | N
 
 
 def pod_log(api: ApiClient, namespace: str, name: str, container: str | None = None,
-            tail_lines: int | None = None) -> str:
-    """The last `tail_lines` lines of a pod's container log (`pods/log`), as text."""
+            tail_lines: int | None = None, previous: bool = False) -> str:
+    """The last `tail_lines` lines of a pod's container log (`pods/log`), as text; with
+    `previous`, of the container's run before its last restart."""
     query = [("container", container)] if container else []
     if tail_lines is not None:
         query.append(("tailLines", str(tail_lines)))
+    if previous:
+        query.append(("previous", "true"))
     path = object_path(api, "v1", "Pod", name, namespace) + "/log"
     return _call(api, "GET", path, query, text=True)
 

@@ -636,8 +636,9 @@ DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
         "(-> retry a stage), each naming the tool and arguments to call (get_node, "
         "reboot_nodes, replace_nodes, run_cluster_stage). Nothing is run: present the "
         "findings, run the investigate steps, and call a mutating suggestion only after the "
-        "user agrees. Ask the user nothing first; for nccl, pass namespace when they name "
-        "the workload's.",
+        "user agrees. Ask the user nothing first; for nccl, pass job when the user names the "
+        "failing training job (list_jobs lists them): only its pods are read, so another job's "
+        "errors are never cited; else namespace when they name the workload's.",
         notes={"cluster": "Name of the cluster."},
     ),
 )

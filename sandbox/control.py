@@ -214,11 +214,13 @@ class SandboxControl:
         return self._request("PUT", "/training", body)["settings"]
 
     def fail_training_pod(self, job: str, pod: str | None = None, exit_code: int = 1,
-                          after_lines: int = 2, count: int = 1) -> dict[str, Any]:
+                          after_lines: int = 2, count: int = 1,
+                          last_words: list[str] | None = None) -> dict[str, Any]:
         """Make the next `count` runs of the job's training containers (or one pod's) exit
-        with `exit_code` after `after_lines` lines."""
+        with `exit_code` after `after_lines` lines, printing `last_words` last."""
         body: dict[str, Any] = {"job": job, "exit_code": exit_code,
-                                "after_lines": after_lines, "count": count}
+                                "after_lines": after_lines, "count": count,
+                                "last_words": list(last_words or ())}
         if pod is not None:
             body["pod"] = pod
         return self._request("POST", "/training/faults", body)

@@ -19,11 +19,12 @@ NAME_RULE = (
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 
 
-def Name(**kwargs) -> fields.String:
-    """The one rule for every user-chosen name (DESIGN.md: Names)."""
+def Name(what: str = "", **kwargs) -> fields.String:
+    """The one rule for every user-chosen name (DESIGN.md: Names); `what` says what the
+    name picks, ahead of the rule, in the field's description."""
     return fields.String(
         validate=validate.Regexp(NAME_RE, error=f"invalid name: {NAME_RULE}"),
-        metadata={"description": f"A name that {NAME_RULE}."},
+        metadata={"description": f"{what}A name that {NAME_RULE}."},
         **kwargs,
     )
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from schemas.common import Name
+
 KINDS = ("creation", "node-health", "nccl")
 """creation: why a cluster's create failed; node-health: which nodes are unhealthy and why;
 nccl: NCCL, EFA, Xid and out-of-memory errors in the pods' logs and events."""
@@ -34,6 +36,8 @@ class DiagnosticQuerySchema(Schema):
         validate=validate.Regexp(DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "nccl: read only this namespace's pods (default: every "
                                  "namespace but the system ones)"})
+    job = Name("nccl: read only this training job's pods (list_jobs names them; 404 "
+               "not_found when the cluster has no such job). ")
     tail_lines = fields.Integer(
         load_default=DEFAULT_TAIL_LINES,
         validate=validate.Range(min=1, max=MAX_TAIL_LINES),
@@ -45,7 +49,8 @@ class EvidenceSchema(Schema):
                            metadata={"description": "where it was read"})
     ref = fields.String(required=True, metadata={
         "description": "what it was read from: an operation id and step, an event id, a "
-                       "node id, namespace/pod[/container]"})
+                       "node id, namespace/pod[/container], with ' (previous run)' for the "
+                       "run of a container before its last restart"})
     text = fields.String(required=True, metadata={"description": "what it says, verbatim"})
     at = fields.String(allow_none=True, metadata={"description": "when, where known"})
 

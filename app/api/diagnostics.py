@@ -25,7 +25,9 @@ def diagnose(path, query, cluster, kind):
     `node-health` (nodes in Failure, marked for reboot or replacement by HyperPod's health
     label, or not Ready, with their HyperPod events and conditions) or `nccl` (the pods'
     last log lines, warning events and container states matched against known failure
-    patterns: NCCL timeouts and errors, EFA errors, NVIDIA Xid errors, out of memory).
+    patterns: NCCL timeouts and errors, EFA errors, NVIDIA Xid errors, out of memory —
+    of every workload, of one `namespace`, or of one training `job`'s pods only; 404 for a
+    job the cluster does not have).
     Answers findings, each citing its evidence, and suggested commands ordered investigate
     → reboot → replace (→ retry a stage) — suggestions only: nothing is run."""
     return diagnostics.diagnose(cluster, kind, query)

@@ -1,7 +1,8 @@
 """What a diagnosis reads, read-only: the cluster's operations (Redis), HyperPod's cluster,
 nodes and events (AWS), the Kubernetes Nodes' health labels and conditions, and — for the
-nccl kind — the pods' events, container states and last log lines. Each source that cannot
-be read now is named, not fatal: a diagnosis says what it could not see.
+nccl kind — the pods' events, container states and last log lines (every workload's, one
+namespace's or one training job's; a restarted container's previous run too). Each source
+that cannot be read now is named, not fatal: a diagnosis says what it could not see.
 
 `app/readmodels/findings.py` turns what is gathered into findings and suggestions.
 """
@@ -14,10 +15,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from app.errors import ApiError
 from app.readmodels import findings
 from app.readmodels import nodes as nodes_model
 from app.readmodels.clusters import ClusterRef, find
-from cloud import aws, hyperpod, kube
+from cloud import aws, hyperpod, jobs, kube
 from cloud import nodes as cloud_nodes
 from schemas.diagnostics import MAX_PODS
 
@@ -116,14 +118,50 @@ def _container_states(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return states
 
 
-def _pods(api: Any, found: Gathered, namespace: str | None, tail_lines: int) -> None:
-    pods = [p for p in kube.iter_objects(api, "v1", "Pod", namespace)
-            if namespace or (p["metadata"].get("namespace") or "default") not in SYSTEM_NAMESPACES]
+def _job_pods(api: Any, cluster: str, namespace: str | None, job: str
+              ) -> tuple[str, list[dict[str, Any]]]:
+    """The named job's namespace and pods (404 when the cluster has no such job there)."""
+    found = jobs.find(api, job)
+    if found is None or namespace not in (None, found["metadata"].get("namespace")):
+        where = f" in namespace {namespace!r}" if namespace else ""
+        raise ApiError(404, "not_found", f"no job named {job!r}{where} on cluster "
+                                         f"{cluster!r} (list_jobs names its jobs)")
+    return found["metadata"].get("namespace") or "default", jobs.pods(api, found)
+
+
+def _logs(api: Any, pod: dict[str, Any], tail_lines: int) -> list[tuple[str, str]]:
+    """(where, line) of each container's last lines — and of its run before its last
+    restart, whose last words say why it died (an NCCL timeout kills the process)."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    ns = meta.get("namespace") or "default"
+    restarted = {c.get("name") for c in (pod.get("status") or {}).get("containerStatuses") or ()
+                 if c.get("restartCount")}
+    lines = []
+    for container in spec.get("containers") or ():
+        name = container["name"]
+        runs = [(f"{name} (previous run)", True)] if name in restarted else []
+        for where, previous in [*runs, (name, False)]:
+            try:
+                text = kube.pod_log(api, ns, meta["name"], name, tail_lines, previous=previous)
+            except kube.KubeError:
+                continue  # not started yet (or no earlier run kept): no log to read
+            lines += [(where, line) for line in text.splitlines() if line.strip()]
+    return lines
+
+
+def _pods(api: Any, found: Gathered, namespace: str | None, tail_lines: int,
+          job: str | None = None) -> None:
+    if job:
+        namespace, pods = _job_pods(api, found.cluster, namespace, job)
+    else:
+        pods = [p for p in kube.iter_objects(api, "v1", "Pod", namespace)
+                if namespace or (p["metadata"].get("namespace") or "default")
+                not in SYSTEM_NAMESPACES]
     pods = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
     pods.sort(key=lambda p: (p.get("status") or {}).get("startTime") or "", reverse=True)
     if len(pods) > MAX_PODS:
         found.read("pod_log", f"{len(pods)} pods: read the {MAX_PODS} started last "
-                              "(name a namespace to narrow it)")
+                              "(name a namespace or a job to narrow it)")
     events: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for event in kube.iter_objects(api, "v1", "Event", namespace):
         involved = event.get("involvedObject") or {}
@@ -133,26 +171,20 @@ def _pods(api: Any, found: Gathered, namespace: str | None, tail_lines: int) -> 
                 "reason": event.get("reason"), "message": event.get("message"),
                 "at": event.get("lastTimestamp") or event.get("eventTime")})
     for pod in pods[:MAX_PODS]:
-        meta, spec = pod["metadata"], pod.get("spec") or {}
+        meta = pod["metadata"]
         ns = meta.get("namespace") or "default"
-        lines = []
-        for container in spec.get("containers") or ():
-            try:
-                text = kube.pod_log(api, ns, meta["name"], container["name"], tail_lines)
-            except kube.KubeError:
-                continue  # not started yet: no log to read
-            lines += [(container["name"], line) for line in text.splitlines() if line.strip()]
         found.pods.append({"namespace": ns, "name": meta["name"],
-                           "node_name": spec.get("nodeName"),
+                           "node_name": pod["spec"]["nodeName"],
                            "phase": (pod.get("status") or {}).get("phase"),
                            "containers": _container_states(pod),
-                           "events": events.get((ns, meta["name"]), []), "lines": lines})
+                           "events": events.get((ns, meta["name"]), []),
+                           "lines": _logs(api, pod, tail_lines)})
     found.read("pod_event")
     found.read("pod_log")
 
 
 def gather(ref: ClusterRef, kind: str, namespace: str | None = None,
-           tail_lines: int = 500) -> Gathered:
+           tail_lines: int = 500, job: str | None = None) -> Gathered:
     """Everything the kind's rules read (see findings.py)."""
     found = Gathered(ref.name, list(ref.life))
     found.read("operation")
@@ -165,7 +197,7 @@ def gather(ref: ClusterRef, kind: str, namespace: str | None = None,
         if api is not None:
             _conditions(api, found, suspects)
             if kind == "nccl":
-                _pods(api, found, namespace, tail_lines)
+                _pods(api, found, namespace, tail_lines, job)
     except UNREADABLE as exc:
         found.read("pod_log" if kind == "nccl" else "node_condition", _why(exc))
     return found
@@ -174,7 +206,7 @@ def gather(ref: ClusterRef, kind: str, namespace: str | None = None,
 def diagnose(cluster: str, kind: str, query: dict[str, Any]) -> dict[str, Any]:
     """The diagnosis (DiagnosisSchema) of a found cluster; 404 for an unknown one."""
     ref = find(cluster)
-    found = gather(ref, kind, query.get("namespace"), query["tail_lines"])
+    found = gather(ref, kind, query.get("namespace"), query["tail_lines"], query.get("job"))
     as_of = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return {"cluster": cluster, "kind": kind, "as_of": as_of, "sources": found.sources,
             **findings.diagnosis(found, kind)}

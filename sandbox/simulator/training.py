@@ -25,8 +25,9 @@ restarts, and writes the job's status with the fields the real controllers docum
 What a training container prints is this module's resolver in the cluster's `Programs` book:
 `steps` progress lines (step, loss, throughput), `lines_per_second` simulated, as the
 sandbox's training settings say (`/_sandbox/training`), then exit 0 — unless an armed pod
-fault (`/_sandbox/training/faults`) matches the pod: then it exits with the fault's code
-after `after_lines` lines, once per use of the fault.
+fault (`/_sandbox/training/faults`) matches the pod: then it prints the fault's
+`last_words` (e.g. an NCCL watchdog's timeout) after `after_lines` progress lines and exits
+with the fault's code, once per use of the fault.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class PodFault:
     exit_code: int
     after_lines: int
     count: int
+    last_words: tuple[str, ...] = ()
+    """What the process prints just before it exits (an NCCL watchdog's timeout, an Xid)."""
     fired: int = 0
 
     def matches(self, namespace: str, job: str, pod: str) -> bool:
@@ -95,6 +98,20 @@ class PodFault:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "remaining": self.count - self.fired}
+
+
+MAX_LAST_WORDS = 20
+MAX_LINE_CHARS = 2000
+
+
+def _last_words(spec: dict[str, Any]) -> tuple[str, ...]:
+    words = spec.get("last_words", [])
+    if (not isinstance(words, list) or len(words) > MAX_LAST_WORDS
+            or not all(isinstance(w, str) and "\n" not in w and len(w) <= MAX_LINE_CHARS
+                       for w in words)):
+        raise TrainingControlError(f"last_words must be a list of at most {MAX_LAST_WORDS} "
+                                   f"lines of at most {MAX_LINE_CHARS} characters")
+    return tuple(words)
 
 
 def _int(spec: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -154,7 +171,8 @@ class TrainingBook:
                              namespace=spec.get("namespace"),
                              exit_code=_int(spec, "exit_code", 1, 1, 255),
                              after_lines=_int(spec, "after_lines", 2, 0, 1_000_000),
-                             count=_int(spec, "count", 1, 1, 1000))
+                             count=_int(spec, "count", 1, 1, 1000),
+                             last_words=_last_words(spec))
             self._faults.append(fault)
         return fault
 
@@ -230,6 +248,7 @@ class TrainingControllers:
         texts += [f"{md.get('name')}: step {i}/{settings.steps} loss={2.5 / i:.4f} "
                   f"throughput={900 + (i * 37) % 200} samples/s" for i in range(1, steps + 1)]
         if fault:
+            texts += fault.last_words
             texts.append(f"{md.get('name')}: error: process exited with code "
                          f"{fault.exit_code} (sandbox fault {fault.id})")
         return Program(lines=self._timed(texts, settings.lines_per_second),

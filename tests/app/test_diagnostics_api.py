@@ -17,6 +17,7 @@ from app.readmodels.findings import TOOL_CALLS
 from mcp_server.server import build_server
 from mcp_server.tools import TOOLS_BY_NAME
 from schemas.diagnostics import DiagnosisSchema
+from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
 from tests.app.test_clusters_api import ZONE
 from tests.stack import wait_until
 
@@ -217,6 +218,47 @@ def test_creation_finds_the_failed_stage_and_suggests_reading_then_rerunning_it(
         f"/api/v1/clusters/{name}/stages/network/run")
     assert {s["source"]: s["read"] for s in diagnosis["sources"]}["hyperpod_cluster"] is False
     delete_cluster(stack, name)
+
+
+def test_nccl_for_one_job_cites_only_that_jobs_pods(stack, training):
+    """Two jobs in one namespace: one rank of `sick` dies of an NCCL timeout (its last words,
+    in the run before its restart), `well` runs clean; each job's diagnosis reads only its
+    own pods."""
+    name = training["name"]
+    sick, well = job_name("sick"), job_name("well")
+    for job in (sick, well):
+        stack.sandbox.set_training(steps=2, lines_per_second=50, job=job)
+    stack.sandbox.fail_training_pod(sick, after_lines=1, last_words=[TIMEOUT_LINE, EFA_LINE])
+    for job in (sick, well):
+        reply = submit(stack, name, {"name": job, **TORCHRUN})
+        assert reply.status_code == 201, reply.text
+    done = {job: wait_state(stack, name, job, "succeeded") for job in (sick, well)}
+    assert done[sick]["restarts"] == 1 and done[well]["restarts"] == 0
+    pod = done[sick]["pods"][0]
+    node_id = pod["node"].removeprefix("hyperpod-")
+    diagnosis = _diagnose(stack, name, "nccl", job=sick)
+    timeout = _finding(diagnosis, "nccl-timeout", node_id)
+    assert timeout["evidence"][0]["text"] == TIMEOUT_LINE
+    assert timeout["evidence"][0]["ref"].startswith(f"default/{pod['name']}/")
+    assert timeout["evidence"][0]["ref"].endswith(" (previous run)")  # the run that died
+    assert _finding(diagnosis, "efa-error", node_id)["evidence"][0]["text"] == EFA_LINE
+    assert {e["ref"].split("/")[1] for f in diagnosis["findings"]
+            for e in f["evidence"] if e["source"].startswith("pod_")} == {pod["name"]}
+    # the same namespace, and the other job's own diagnosis finds nothing
+    assert done[sick]["namespace"] == done[well]["namespace"] == "default"
+    clean = _diagnose(stack, name, "nccl", job=well)
+    assert clean["healthy"] is True and clean["findings"] == [], clean["findings"]
+    with stack.client("viewer") as c:
+        missing = c.get(f"/api/v1/clusters/{name}/diagnostics/nccl",
+                        params={"job": "no-such-job"})
+        elsewhere = c.get(f"/api/v1/clusters/{name}/diagnostics/nccl",
+                          params={"job": well, "namespace": "elsewhere"})
+        bad = c.get(f"/api/v1/clusters/{name}/diagnostics/nccl", params={"job": "Bad_Name"})
+    for reply in (missing, elsewhere):
+        assert reply.status_code == 404, reply.text
+        assert reply.json()["error"]["code"] == "not_found"
+    assert "no-such-job" in missing.json()["error"]["message"]
+    assert bad.status_code == 422 and "job" in bad.json()["error"]["details"]["fields"]
 
 
 @pytest.mark.asyncio

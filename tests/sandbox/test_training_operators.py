@@ -18,7 +18,7 @@ from sandbox.gaps.eks_addons import Crd
 from sandbox.kube import KubeRegistry, LocalKube
 from sandbox.kube.access import CLUSTER_ADMIN
 from sandbox.simulator.cluster import ClusterSimulator
-from sandbox.simulator.training import TrainingBook
+from sandbox.simulator.training import TrainingBook, TrainingControlError
 from tests.sandbox.test_pod_lifecycle import ME, SPEED, _node, core_api
 from tests.stack import wait_until
 
@@ -110,7 +110,9 @@ def test_a_pytorch_job_runs_one_pod_per_gpu_node_prints_progress_and_completes(
 def test_a_failed_process_restarts_in_place_and_spends_the_recovery_budget(
         kube: LocalKube, core: k8s.CoreV1Api) -> None:
     name = _name("flaky")
-    BOOK.add_fault({"job": name, "pod": f"{name}-pods-0", "after_lines": 1, "exit_code": 3})
+    last_words = "[rank0]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout"
+    BOOK.add_fault({"job": name, "pod": f"{name}-pods-0", "after_lines": 1, "exit_code": 3,
+                    "last_words": [last_words]})
     kube.put_object(_pytorch_job(name, 1, max_retries=2))
     job = _finished(kube, name, "Completed")
     assert job["status"]["restartCount"] == 1  # one of the two restarts allowed used
@@ -120,9 +122,16 @@ def test_a_failed_process_restarts_in_place_and_spends_the_recovery_budget(
     # the failed run's last words are the previous instance's log; the current one is whole
     previous = core.read_namespaced_pod_log(f"{name}-pods-0", "default", previous=True)
     assert "error: process exited with code 3" in previous.splitlines()[-1]
-    assert "step 1/5" in previous.splitlines()[-2]
+    assert previous.splitlines()[-2] == last_words  # what it printed before it died
+    assert "step 1/5" in previous.splitlines()[-3]
     current = core.read_namespaced_pod_log(f"{name}-pods-0", "default")
     assert "step 5/5" in current.splitlines()[-1] and "exited" not in current
+
+
+@pytest.mark.parametrize("words", [["a\nb"], ["x"] * 21, "not a list", [3]])
+def test_last_words_are_bounded_lines(words: Any) -> None:
+    with pytest.raises(TrainingControlError):
+        TrainingBook().add_fault({"job": "j", "last_words": words})
 
 
 def test_a_job_whose_restarts_exceed_its_retry_limit_fails_and_its_pods_go(
