@@ -164,13 +164,17 @@ class Store:
         uid = md.get("uid")
         if not uid:
             return
-        for key, _obj in list(self.emulator.objects.items()):
+        for key, stored in list(self.emulator.objects.items()):
+            # the owner test reads the stored object in place: copying every object of the
+            # store at each removal made deleting n objects O(n²) copies
+            if stored.deleted or not any(
+                    r.get("uid") == uid
+                    for r in (stored.raw.get("metadata") or {}).get("ownerReferences") or []):
+                continue
             dependent = self._load(key)
             if dependent is None:
                 continue
             refs = (dependent.get("metadata") or {}).get("ownerReferences") or []
-            if not any(r.get("uid") == uid for r in refs):
-                continue
             dep_rt = self.catalog.storage_type(key[0].group or "", key[0].plural or "")
             if dep_rt is None:
                 continue
