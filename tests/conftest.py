@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.stack import REPO, RUNNING, Stack, free_port
+
+SHARED_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["']module["']""")
+
+
+def _shares_a_module_fixture(test_file: Path) -> bool:
+    """The module, or a conftest.py of its folder, defines a module-scoped fixture (read
+    from the source: xdist's controller collects nothing)."""
+    files = [test_file, test_file.parent / "conftest.py"]
+    return any(f.is_file() and SHARED_MODULE_FIXTURE.search(f.read_text()) for f in files)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist load`, except that a module sharing a module-scoped fixture (a cluster, a
+    browser) is sent to one worker as a whole: spread over both, each would make its
+    cluster. xdist's own `loadgroup` does this by marks but cannot under pytest 9 (it renames
+    node ids through an attribute pytest 9 no longer reads)."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = Path(str(config.rootpath))
+    grouped: dict[str, bool] = {}
+
+    class ModuleFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if module not in grouped:
+                grouped[module] = _shares_a_module_fixture(root / module)
+            return module if grouped[module] else nodeid
+
+    return ModuleFixtureScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -32,3 +32,11 @@ def test_the_suite_is_distributed_by_test():
     dev_sh = (REPO / "dev.sh").read_text()
     [command] = re.findall(r"^exec .* -m pytest (.*)$", dev_sh, re.M)
     assert re.search(r"-n 2 --dist (load|worksteal)\b", command), command
+
+
+def test_a_module_sharing_a_module_fixture_is_scheduled_whole_and_others_test_by_test():
+    from tests.conftest import _shares_a_module_fixture
+
+    assert _shares_a_module_fixture(REPO / "tests/app/test_nodes_api.py")  # its own cluster
+    assert _shares_a_module_fixture(REPO / "tests/e2e/test_dashboard.py")  # the browser
+    assert not _shares_a_module_fixture(REPO / "tests/app/test_errors.py")
