@@ -40,8 +40,9 @@ VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kic
 AUDIT = "hypd:audit"
 """The audit log: a refusal is written there (checked entry by entry, not as unchanged)."""
 
-OPERATOR_READS = {("GET", "/api/v1/audit")}
-"""Reads a route declares for operators only: the audit log says who did what."""
+OPERATOR_READS = {("GET", "/api/v1/audit"), ("GET", "/api/v1/clusters/{cluster}/mlflow/ui-url")}
+"""Reads a route declares for operators only: the audit log says who did what; the MLflow
+UI's presigned URL is a credential to a UI that can change runs."""
 
 DRY_RUNS = ({"dry_run": "true"}, {"dry_run": "1"}, {"dry_run": "yes"}, {"dry_run": "True"})
 NOT_DRY_RUNS = ({}, {"dry_run": "false"}, {"dry_run": "maybe"}, {"role": "operator"},
@@ -196,6 +197,8 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
         ("POST", "/api/v1/clusters/walk-c/jobs", JOB),
+        ("PUT", "/api/v1/clusters/walk-c/mlflow", {}),
+        ("DELETE", "/api/v1/clusters/walk-c/mlflow", None),
         ("DELETE", "/api/v1/clusters/walk-c/jobs/fit", None),
     ]
 
