@@ -54,6 +54,14 @@ def _not_found(name: str) -> AwsError:
     return AwsError("ResourceNotFound", f"Tracking server with name {name} not found.")
 
 
+def _found(book: TrackingServers, ctx: GapContext, name: str) -> dict[str, Any]:
+    """The tracking server of that name in the caller's account and region (hold the lock)."""
+    server = book.servers.get(_key(ctx, name))
+    if server is None:
+        raise _not_found(name)
+    return server
+
+
 def _change(book: TrackingServers, key: tuple[str, str, str], frm: str, to: str | None) -> Any:
     def change() -> None:
         with book.lock:
@@ -113,10 +121,7 @@ def create(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
 def describe(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
     book = TRACKING_SERVERS.of(ctx)
     with book.lock:
-        server = book.servers.get(_key(ctx, p["TrackingServerName"]))
-        if server is None:
-            raise _not_found(p["TrackingServerName"])
-        return dict(server)
+        return dict(_found(book, ctx, p["TrackingServerName"]))
 
 
 @answers(SERVICE, "ListMlflowTrackingServers")
@@ -137,9 +142,7 @@ def delete(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
     book = TRACKING_SERVERS.of(ctx)
     key = _key(ctx, p["TrackingServerName"])
     with book.lock:
-        server = book.servers.get(key)
-        if server is None:
-            raise _not_found(p["TrackingServerName"])
+        server = _found(book, ctx, p["TrackingServerName"])
         status = server["TrackingServerStatus"]
         if status in NOT_DELETABLE:
             raise validation(f"Tracking server {key[2]} cannot be deleted while it is "
@@ -157,9 +160,7 @@ def delete(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
 def presigned_url(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
     book = TRACKING_SERVERS.of(ctx)
     with book.lock:
-        server = book.servers.get(_key(ctx, p["TrackingServerName"]))
-        if server is None:
-            raise _not_found(p["TrackingServerName"])
+        server = _found(book, ctx, p["TrackingServerName"])
         if server["TrackingServerStatus"] not in USABLE:
             raise validation(f"Tracking server {p['TrackingServerName']} is "
                              f"{server['TrackingServerStatus']}.")

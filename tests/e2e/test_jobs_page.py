@@ -57,3 +57,14 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
     page.get_by_test_id("log-pause").click()
     expect(page.get_by_test_id("log-pause")).to_have_text("Resume")
+    # the MLflow card: create hypd's tracking server from the form, see it ready, detach it
+    expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
+    with page.expect_request(lambda r: r.method == "PUT" and r.url.endswith("/mlflow")) as put:
+        page.get_by_test_id("mlflow-create").click()
+    assert put.value.post_data_json == {"size": "Small"}
+    assert put.value.headers.get("idempotency-key")
+    expect(page.get_by_test_id("mlflow-state")).to_have_text("ready", timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("mlflow-arn")).to_contain_text(f"mlflow-tracking-server/hypd-{cluster}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_test_id("mlflow-detach").click()
+    expect(page.get_by_test_id("mlflow-state")).to_have_text("none", timeout=AWS_READ_TIMEOUT_MS)
