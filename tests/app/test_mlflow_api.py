@@ -2,8 +2,8 @@
 cluster the job tests share (no cluster of its own): hypd's own tracking server is created
 (Creating → Created on the sandbox's clock), jobs submitted then carry its ARN, experiment and
 identity and GET job links it, detaching deletes it; an existing tracking server is attached
-and detaching leaves it. Each test detaches what it attached, so the shared cluster's other
-jobs are as before."""
+and detaching leaves it (a worker killed mid-create: tests/tasks/test_mlflow_kill.py). Each
+test detaches what it attached, so the shared cluster's other jobs are as before."""
 
 from __future__ import annotations
 

@@ -1,13 +1,16 @@
 """MLflow's pieces that need no AWS: the environment and service account every pod of a job
 gets (pinned for both job kinds; tests/cloud/test_training.py checks such a RayJob against
 KubeRay's CRD), the two roles' least-privilege policies, and how a tracking server is named
-or referred to."""
+or referred to; the tracking server's ensure, wait and delete against SageMaker's answers
+(botocore's Stubber: moto has no MLflow, and the adoption paths are what a re-run after a
+crash takes)."""
 
 from __future__ import annotations
 
 import pytest
 
 from cloud import iam, mlflow, recipes
+from cloud.errors import NotYet
 from tests.cloud.test_training import CONFIGS, _spec
 
 ARN = "arn:aws:sagemaker:us-west-2:123456789012:mlflow-tracking-server/hypd-lab"
@@ -81,3 +84,82 @@ def test_a_tracking_server_is_named_by_name_or_by_an_arn_of_the_clusters_region(
     with pytest.raises(mlflow.MlflowError) as bad:
         mlflow.parse_ref("not a name", "us-west-2")
     assert bad.value.field == "tracking_server"
+
+
+# -- the tracking server's ensure and delete against SageMaker's answers -----------------------
+
+HYPD_TAGS = [{"Key": "hypd:managed-by", "Value": "hypd"}, {"Key": "hypd:cluster", "Value": "lab"}]
+
+
+def _described(status: str = "Created") -> dict:
+    return {"TrackingServerArn": ARN, "TrackingServerName": "hypd-lab",
+            "TrackingServerStatus": status}
+
+
+@pytest.fixture
+def sm():
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("sagemaker", region_name="us-west-2", aws_access_key_id="x",
+                          aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        yield client, stub
+        stub.assert_no_pending_responses()
+
+
+def _missing(stub, method: str = "describe_mlflow_tracking_server") -> None:
+    stub.add_client_error(method, "ResourceNotFound", http_status_code=400)
+
+
+def test_a_create_refused_as_in_use_adopts_hypds_tracking_server(sm):
+    """What a re-run after a crash meets: the name is taken by the server the crashed attempt
+    made (CreateMlflowTrackingServer has no client token), recognised by its tags."""
+    client, stub = sm
+    _missing(stub)
+    stub.add_client_error("create_mlflow_tracking_server", "ResourceInUse")
+    stub.add_response("describe_mlflow_tracking_server", _described("Creating"))
+    stub.add_response("list_tags", {"Tags": HYPD_TAGS})
+    assert mlflow.ensure_server(client, "lab", "bucket", RECORD["role_arn"], "Small") == ARN
+
+
+def test_an_existing_tracking_server_of_hypds_name_is_adopted_only_with_hypds_tags(sm):
+    client, stub = sm
+    stub.add_response("describe_mlflow_tracking_server", _described())
+    stub.add_response("list_tags", {"Tags": HYPD_TAGS})
+    assert mlflow.ensure_server(client, "lab", "bucket", RECORD["role_arn"], "Small") == ARN
+    stub.add_response("describe_mlflow_tracking_server", _described())
+    stub.add_response("list_tags", {"Tags": []})
+    with pytest.raises(mlflow.MlflowError, match="attach it instead") as refused:
+        mlflow.ensure_server(client, "lab", "bucket", RECORD["role_arn"], "Small")
+    assert refused.value.code == "conflict"
+
+
+def test_only_hypds_tracking_server_is_deleted_and_not_while_it_is_being_created(sm):
+    client, stub = sm
+    stub.add_response("describe_mlflow_tracking_server", _described())
+    stub.add_response("list_tags", {"Tags": []})
+    assert mlflow.delete_server(client, "hypd-lab", "lab") is False  # no delete call made
+    stub.add_response("describe_mlflow_tracking_server", _described("Creating"))
+    stub.add_response("list_tags", {"Tags": HYPD_TAGS})
+    with pytest.raises(NotYet):
+        mlflow.delete_server(client, "hypd-lab", "lab")
+    stub.add_response("describe_mlflow_tracking_server", _described())
+    stub.add_response("list_tags", {"Tags": HYPD_TAGS})
+    stub.add_response("delete_mlflow_tracking_server", {"TrackingServerArn": ARN},
+                      {"TrackingServerName": "hypd-lab"})
+    assert mlflow.delete_server(client, "hypd-lab", "lab") is True
+
+
+def test_waiting_is_a_not_yet_while_creating_and_a_refusal_when_stopped(sm):
+    client, stub = sm
+    stub.add_response("describe_mlflow_tracking_server", _described("Creating"))
+    with pytest.raises(NotYet) as waiting:
+        mlflow.wait_usable(client, "hypd-lab")
+    assert waiting.value.retry_after == mlflow.CREATE_POLL_S  # a re-scheduled check
+    stub.add_response("describe_mlflow_tracking_server", _described("Stopped"))
+    with pytest.raises(mlflow.MlflowError, match="start it first") as stopped:
+        mlflow.wait_usable(client, "hypd-lab")
+    assert stopped.value.code == "precondition_failed"
+    stub.add_response("describe_mlflow_tracking_server", _described("Created"))
+    assert mlflow.wait_usable(client, "hypd-lab") is None
