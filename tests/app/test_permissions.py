@@ -387,6 +387,8 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
         "retry_operation": {"operation_id": targets["failed"]},
         "submit_job": {"cluster": "walk-c", **JOB},
         "delete_job": {"cluster": "walk-c", "job": "fit"},
+        "set_mlflow": {"cluster": "walk-c"},
+        "detach_mlflow": {"cluster": "walk-c"},
     }
     assert set(arguments) == mutating, "a mutating tool is missing from the walk"
     before = _snapshot(stack)
