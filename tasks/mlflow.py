@@ -16,6 +16,8 @@ then its role.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from cloud import eks, iam, kube, mlflow, storage
@@ -150,10 +152,15 @@ def remove_identity(ctx: StepContext) -> dict[str, Any]:
     return {**removed, "role_deleted": iam.delete_role(ctx.client("iam"), role, cluster)}
 
 
+ClusterName = Callable[[StepContext], str]
+
+
 @guarded
-def delete_tracking_server(ctx: StepContext) -> dict[str, Any]:
-    name = _recorded(ctx, "tracking_server_name") or mlflow.server_name(_cluster(ctx))
-    deleted = mlflow.delete_server(ctx.client("sagemaker"), name, _cluster(ctx))
+def delete_tracking_server(ctx: StepContext, cluster_of: ClusterName = _cluster
+                           ) -> dict[str, Any]:
+    cluster = cluster_of(ctx)
+    name = _recorded(ctx, "tracking_server_name") or mlflow.server_name(cluster)
+    deleted = mlflow.delete_server(ctx.client("sagemaker"), name, cluster)
     return {"name": name, "deleted": deleted,
             **({} if deleted else {"kept": "not made by hypd for this cluster, or gone"})}
 
@@ -163,6 +170,16 @@ def wait_server_gone(ctx: StepContext) -> float | None:
     if ctx.resources.get("deleted"):
         mlflow.wait_gone(ctx.client("sagemaker"), ctx.resources["name"])
     return None
+
+
+def cluster_delete_step(cluster_of: ClusterName) -> Step:
+    """The cluster delete's own step: hypd's tracking server of the cluster goes with it
+    (by its tags; an attached one stays), before the bucket its artifacts are in. Its
+    record, service accounts and associations go with the EKS cluster, its roles with the
+    cluster's roles."""
+    return Step("mlflow", "Delete the MLflow tracking server if hypd made it",
+                functools.partial(delete_tracking_server, cluster_of=cluster_of),
+                wait_server_gone)
 
 
 @guarded
