@@ -7,6 +7,7 @@ import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '..
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
 const REFRESH_MS = 3000;
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 export async function openMlflowUi(cluster, signal) {
   try {
@@ -23,10 +24,10 @@ export function mountMlflow(card, ctx, cluster) {
   let timer = null;
   card.append(h('div', { class: 'card-body' }, loading('Loading MLflow…')));
 
-  async function load() {
+  async function load(poll = true) {
     clearTimeout(timer);
     try {
-      render(await api(path, { signal: ctx.signal }));
+      render(await api(path, { signal: ctx.signal }), poll);
     } catch (e) {
       if (!isAbort(e)) toastError(e);
     }
@@ -36,13 +37,30 @@ export function mountMlflow(card, ctx, cluster) {
     try {
       const reply = await send(path, { method, body, signal: ctx.signal });
       toast(reply.changed === false ? reply.message : done, { kind: 'info', timeout: 3000 });
+      if (reply.operation) return follow(reply.operation.id);
     } catch (e) {
       if (!isAbort(e)) toastError(e);
     }
     load();
   }
 
-  function render(view) {
+  // the operation is long-polled (the API answers at its next change), the card re-read at
+  // each change: no fixed timer stands between a step's end and what the card shows
+  async function follow(opId) {
+    while (!ctx.signal.aborted) {
+      await load(false);
+      try {
+        const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
+        if (TERMINAL.has(op.status)) return load();
+      } catch (e) {
+        if (isAbort(e)) return;
+        toastError(e);
+        return load();
+      }
+    }
+  }
+
+  function render(view, poll) {
     clear(card);
     const server = view.tracking_server || {};
     const body = h('div', { class: 'card-body', testid: 'mlflow-card' },
@@ -86,7 +104,8 @@ export function mountMlflow(card, ctx, cluster) {
     const hint = roleHint('creating, attaching or detaching MLflow', 'mlflow-role-hint');
     if (hint) body.append(hint);
     card.append(body);
-    if (SETTLING.has(view.state) && !ctx.signal.aborted) timer = setTimeout(load, REFRESH_MS);
+    // an operation elsewhere (another tab, an agent) or AWS settling: look again later
+    if (poll && SETTLING.has(view.state) && !ctx.signal.aborted) timer = setTimeout(load, REFRESH_MS);
   }
 
   load();
