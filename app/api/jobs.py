@@ -213,7 +213,9 @@ class Jobs(MethodView):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
         (HyperPodPyTorchJob, needs the training_operator feature), verl (RayJob; KubeRay is
         installed when first needed), or your own command. Every pod mounts the cluster's
-        bucket at /s3. Answers 201 with the job; follow it with GET …/jobs/<job>."""
+        bucket at /s3; with an MLflow tracking server attached (…/mlflow), every pod gets
+        MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME and an identity allowed to log to it.
+        Answers 201 with the job; follow it with GET …/jobs/<job>."""
         auth.require_role(auth.current(), "operator")
         ref = readmodel.find(cluster)
         api = kube_api(ref)
@@ -265,7 +267,8 @@ class Job(MethodView):
     @blp.response(200, JobSchema)
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
-        of allowed), recent events."""
+        of allowed), recent events, and the MLflow tracking server and experiment it logs
+        to (the UI opens through …/mlflow/ui-url)."""
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
