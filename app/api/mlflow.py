@@ -144,10 +144,13 @@ class Mlflow(MethodView):
             if wanted is None:
                 return
             found = mlflow.describe(aws.client("sagemaker", region=ref.region), wanted)
-            if found is None:
+            given = body["tracking_server"]
+            if found is None or (given.startswith("arn:") and found["TrackingServerArn"] != given):
+                # an ARN of another account names a server this panel's account does not hold
                 raise ApiError(422, "validation_failed",
-                               f"tracking_server: no tracking server named {wanted} in "
-                               f"{ref.region}", {"fields": {"tracking_server": ["not found"]}})
+                               f"tracking_server: no tracking server {given} in {ref.region} "
+                               "of this panel's account",
+                               {"fields": {"tracking_server": ["not found"]}})
 
         return mutations.submit(MLFLOW_ATTACH, target(cluster), params, precheck)
 

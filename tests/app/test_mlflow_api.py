@@ -146,6 +146,9 @@ def test_an_existing_tracking_server_is_attached_and_detaching_keeps_it(stack, c
     refused = _put(stack, cluster, {"tracking_server": "no-such-server"})
     assert refused.status_code == 422, refused.text
     assert "tracking_server" in refused.json()["error"]["details"]["fields"]
+    elsewhere = arn.replace(arn.split(":")[4], "210987654321")  # same name, another account
+    refused = _put(stack, cluster, {"tracking_server": elsewhere})
+    assert refused.status_code == 422 and "this panel's account" in refused.text, refused.text
     since = _last_seq(stack)
     try:
         attached = _run(stack, _put(stack, cluster, {"tracking_server": arn}))

@@ -67,5 +67,5 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     assert put.value.post_data_json == {"tracking_server": "no-such-server"}
     assert put.value.headers.get("idempotency-key")
     expect(page.get_by_test_id("toast-message").last).to_contain_text(
-        "no tracking server named no-such-server")
+        "no tracking server no-such-server")
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
