@@ -46,6 +46,8 @@ PURPOSE_OBSERVABILITY = "observability"
 PURPOSE_TIERED_CHECKPOINTING = "ckpt"
 PURPOSE_MODEL_DOWNLOAD = "model-download"
 PURPOSE_LB_CONTROLLER = "lb-controller"
+PURPOSE_MLFLOW_SERVER = "mlflow-server"
+PURPOSE_MLFLOW = "mlflow"
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
@@ -470,6 +472,40 @@ def feature_role(cluster: str, region: str, account: str, purpose: str,
         inline={f"hypd-{purpose}": _feature_policy(purpose, region, account, bucket)},
         description=f"hypd: {purpose} of cluster {cluster}",
     )
+
+
+def mlflow_server_role(cluster: str, region: str, bucket: str, prefix: str) -> RoleSpec:
+    """The role SageMaker's managed MLflow tracking server assumes to keep its artifacts:
+    trust `sagemaker.amazonaws.com`, and only list/read/write/delete under `prefix/` of the
+    cluster's bucket (AWS suggests AmazonS3FullAccess; the artifact store is one prefix, so
+    this is all it needs). Automatic model registration is off, so no SageMaker rights."""
+    bucket_arn = f"arn:{partition_of(region)}:s3:::{bucket}"
+    policy = {"Version": POLICY_VERSION, "Statement": [
+        {**_statement("ListArtifacts", ["s3:ListBucket"], [bucket_arn]),
+         "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*"]}}},
+        _statement("ReadWriteArtifacts", ["s3:AbortMultipartUpload", "s3:DeleteObject",
+                                          "s3:GetObject", "s3:PutObject"],
+                   [f"{bucket_arn}/{prefix}/*"]),
+    ]}
+    return RoleSpec(
+        name=role_name(cluster, PURPOSE_MLFLOW_SERVER), purpose=PURPOSE_MLFLOW_SERVER,
+        cluster=cluster, trust=service_trust("sagemaker.amazonaws.com"),
+        inline={f"hypd-{PURPOSE_MLFLOW_SERVER}": policy},
+        description=f"hypd: the MLflow tracking server of cluster {cluster} (its artifacts)")
+
+
+def mlflow_role(cluster: str, account: str, eks_cluster_arn: str,
+                tracking_server_arn: str) -> RoleSpec:
+    """The role a training job's pods log to MLflow as (EKS Pod Identity, bound to the
+    job service account): `sagemaker-mlflow:*` on the cluster's one tracking server ARN and
+    nothing else — not on the nodes' role, which every pod and the node itself would hold."""
+    policy = {"Version": POLICY_VERSION, "Statement": [
+        _statement("LogToTrackingServer", ["sagemaker-mlflow:*"], [tracking_server_arn])]}
+    return RoleSpec(
+        name=role_name(cluster, PURPOSE_MLFLOW), purpose=PURPOSE_MLFLOW, cluster=cluster,
+        trust=pod_identity_trust(account, eks_cluster_arn),
+        inline={f"hypd-{PURPOSE_MLFLOW}": policy},
+        description=f"hypd: training jobs of cluster {cluster} logging to MLflow")
 
 
 def role_state(iam: Any, name: str) -> dict[str, Any] | None:

@@ -129,6 +129,8 @@ class JobSpec:
     instance_group: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     run_policy: RunPolicy = RunPolicy()
+    service_account: str | None = None
+    """The pods' service account (the MLflow identity's, when the cluster has MLflow)."""
 
     @property
     def elastic(self) -> bool:
@@ -169,6 +171,8 @@ def _pod_spec(spec: JobSpec, containers: list[dict[str, Any]],
               restart_policy: str | None = None) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": containers,
                            "volumes": [storage.pod_volume(SHARED_CLAIM)]}
+    if spec.service_account:
+        pod["serviceAccountName"] = spec.service_account
     if spec.instance_group:
         pod["nodeSelector"] = {INSTANCE_GROUP_LABEL: spec.instance_group}
     if restart_policy:

@@ -687,8 +687,9 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         title="Get a training job",
         description="One training job now: state and message, pods with their nodes and "
         "restarts, the recovery budget (restarts used of job_max_retry_count, remaining), "
-        "recent events, and its paths under /s3. Call it again to follow a job; read "
-        "get_job_logs for what it printed.",
+        "recent events, its paths under /s3, and its mlflow block (tracking server and "
+        "experiment it logs to; get_mlflow_ui_url opens the MLflow UI). Call it again to "
+        "follow a job; read get_job_logs for what it printed.",
         notes=_JOB_NOTES,
     ),
     ToolSpec(
@@ -708,6 +709,53 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         "pod narrows to one pod, previous=true reads a restarted container's previous run "
         "(why it failed). Bounded: ask for a small tail first. get_job shows the job's state.",
         notes=_JOB_NOTES,
+    ),
+)
+
+MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_mlflow", method="GET", path="/api/v1/clusters/{cluster}/mlflow",
+        title="Get a cluster's MLflow tracking server",
+        description="The cluster's MLflow tracking server (SageMaker managed MLflow) that "
+        "training jobs log metrics to: state (none, creating, attaching, ready, settling, "
+        "detaching, failed, unavailable), ARN, URL, status, whether hypd made it, and the role "
+        "jobs log as. Look here before set_mlflow; get_job shows the tracking server and "
+        "experiment of one job.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="set_mlflow", method="PUT", path="/api/v1/clusters/{cluster}/mlflow",
+        title="Create or attach an MLflow tracking server",
+        description="Give a cluster an MLflow tracking server: without tracking_server, hypd "
+        "creates one (hypd-<cluster>, artifacts under mlflow/ of the cluster's bucket; about 20 "
+        "minutes on AWS and billed per hour: confirm with the user); with tracking_server (a "
+        "name or ARN in the cluster's region), an existing one is attached and never deleted "
+        "by hypd. Jobs submitted afterwards (submit_job) get MLFLOW_TRACKING_URI, "
+        "MLFLOW_EXPERIMENT_NAME and an identity allowed to log to it. Already attached: "
+        "changed false." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "tracking_server": "Ask the user whether "
+               "to attach an existing one (list them with the AWS console or CLI)."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="detach_mlflow", method="DELETE", path="/api/v1/clusters/{cluster}/mlflow",
+        title="Detach the MLflow tracking server",
+        description="Detach a cluster's MLflow tracking server: new jobs stop logging to it; "
+        "the jobs' role and Pod Identity associations are removed; the tracking server and "
+        "its runs are deleted only when hypd made it (get_mlflow says so in made_by_hypd). "
+        "Confirm with the user first." + _FOLLOW,
+        notes={"cluster": "Name of the cluster."},
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="get_mlflow_ui_url", method="GET", path="/api/v1/clusters/{cluster}/mlflow/ui-url",
+        title="Open the MLflow UI",
+        description="A presigned URL of the cluster's MLflow UI (experiments, runs, metrics "
+        "such as training throughput), valid 5 minutes to open. Give it to the user to open; "
+        "it is a credential: never log, store or repeat it elsewhere. get_mlflow tells whether "
+        "a tracking server is attached.",
+        notes={"cluster": "Name of the cluster."},
     ),
 )
 
@@ -829,6 +877,7 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
-                               *JOB_TOOLS, *ENDPOINT_TOOLS, *MODEL_TOOLS, *AUDIT_TOOLS)
+                               *JOB_TOOLS, *MLFLOW_TOOLS, *ENDPOINT_TOOLS, *MODEL_TOOLS,
+                               *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

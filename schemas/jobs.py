@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.common import Name
+from schemas.mlflow import JobMlflowSchema
 from schemas.storage import DNS_LABEL_RE
 
 RECIPES = ("torchrun", "llama-factory", "ms-swift", "verl", "pytorch", "ray")
@@ -155,7 +156,8 @@ class JobSchema(Schema):
     events = fields.List(fields.Nested(JobEventSchema))
     paths = fields.Dict(keys=fields.String(), values=fields.String())
     operation_id = fields.String(allow_none=True)
-    mlflow = fields.Dict(allow_none=True)
+    mlflow = fields.Nested(JobMlflowSchema, allow_none=True, metadata={
+        "description": "where the job logs to MLflow (the cluster's tracking server)"})
     notes = fields.List(fields.String())
 
 

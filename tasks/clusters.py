@@ -30,6 +30,7 @@ from cloud import (
 from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
 from tasks import active
+from tasks import mlflow as mlflow_kind
 from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
@@ -470,6 +471,7 @@ def _delete_steps() -> tuple[Step, ...]:
         _staged("storage",
                 Step("kubernetes_objects", "Delete load balancer Services and volume claims",
                      delete_kubernetes_objects, wait_load_balancers_gone),
+                mlflow_kind.cluster_delete_step(_name),
                 *storage_kind.file_system_steps(
                     lambda ctx: tags_for(CLUSTER_TAG, _name(ctx)),
                     "Delete the FSx for Lustre file systems hypd made for the cluster"),

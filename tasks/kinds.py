@@ -15,6 +15,7 @@ from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.jobs import JOB_CREATE
+from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH
 from tasks.models import MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
@@ -38,6 +39,8 @@ KINDS = kind_table(
     NODES_DELETE,
     FEATURE_UPDATE,
     JOB_CREATE,
+    MLFLOW_ATTACH,
+    MLFLOW_DETACH,
     ENDPOINT_CREATE,
     ENDPOINT_UPDATE,
     ENDPOINT_REASSIGN,

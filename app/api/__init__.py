@@ -17,6 +17,7 @@ from app.api import (
     instance_groups,
     jobs,
     metrics,
+    mlflow,
     models,
     networks,
     nodes,
@@ -26,8 +27,8 @@ from app.api import (
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              diagnostics.blp, jobs.blp, endpoints.blp, models.blp, operations.blp, audit.blp,
-              metrics.blp)
+              diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, operations.blp,
+              audit.blp, metrics.blp)
 
 
 def register_blueprints(api: Api) -> None:

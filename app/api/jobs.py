@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from flask import jsonify, make_response, request
@@ -32,7 +33,7 @@ from app.readmodels import jobs as jobs_readmodel
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
-from cloud import aws, capacity, hyperpod, iam, jobs, kube, recipes, storage, training
+from cloud import aws, capacity, hyperpod, iam, jobs, kube, mlflow, recipes, storage, training
 from cloud.training import HangRule, JobSpec, RunPolicy
 from schemas.common import MutationReplySchema
 from schemas.jobs import (
@@ -135,6 +136,29 @@ def _namespace(api: Any, ref: ClusterRef, namespace: str) -> None:
         kube.server_side_apply(api, obj)
 
 
+def _with_mlflow(spec: JobSpec, record: dict[str, Any] | None) -> JobSpec:
+    """With a tracking server attached, the job's pods log to it: its ARN as
+    MLFLOW_TRACKING_URI, the experiment (the job's name unless the request's env names
+    one), and the namespace's `hypd-mlflow` service account, which Pod Identity binds to a
+    role allowed `sagemaker-mlflow:*` on that ARN only."""
+    if record is None:
+        return spec
+    env = dict(spec.env)
+    env.update(mlflow.job_env(record, env.get(mlflow.EXPERIMENT) or spec.name))
+    return replace(spec, env=tuple(sorted(env.items())), service_account=mlflow.SERVICE_ACCOUNT)
+
+
+def _mlflow_binding(api: Any, ref: ClusterRef, namespace: str,
+                    record: dict[str, Any] | None) -> None:
+    """The job namespace's MLflow service account and Pod Identity association (made once
+    per namespace; the attach made the default namespace's)."""
+    if record is None or not record.get("role_arn"):
+        return
+    token = _digest(["mlflow", ref.name, namespace, record["role_arn"]])[:32]
+    mlflow.ensure_binding(aws.client("eks", region=ref.region), api, ref.name, namespace,
+                          record["role_arn"], token)
+
+
 def _existing(api: Any, ref: ClusterRef, name: str, key_hash: str | None,
               body_hash: str) -> dict[str, Any] | None:
     """The job this request already made (an Idempotency-Key replay), or None; 409 for a
@@ -189,11 +213,15 @@ class Jobs(MethodView):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
         (HyperPodPyTorchJob, needs the training_operator feature), verl (RayJob; KubeRay is
         installed when first needed), or your own command. Every pod mounts the cluster's
-        bucket at /s3. Answers 201 with the job; follow it with GET …/jobs/<job>."""
+        bucket at /s3; with an MLflow tracking server attached (…/mlflow), every pod gets
+        MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME and an identity allowed to log to it.
+        Answers 201 with the job; follow it with GET …/jobs/<job>."""
         auth.require_role(auth.current(), "operator")
         ref = readmodel.find(cluster)
         api = kube_api(ref)
-        spec = _spec(body)
+        with talking_to(ref):
+            tracking = mlflow.read_record(api)
+        spec = _with_mlflow(_spec(body), tracking)
         config = {k: body[k] for k in ("script", "config", "data", "args", "command")
                   if body.get(k) is not None}
         built = recipes.build(body["recipe"], spec, config)
@@ -217,6 +245,7 @@ class Jobs(MethodView):
             if built.kind == recipes.PYTORCH:
                 _operator_checks(ref, body, spec)
             _namespace(api, ref, spec.namespace)
+            _mlflow_binding(api, ref, spec.namespace, tracking)
             if built.kind == recipes.RAY and job_tasks.kuberay_missing(
                     api, aws.client("eks", region=ref.region), cluster):
                 params = {"cluster": cluster, "region": ref.region, "name": spec.name,
@@ -238,7 +267,8 @@ class Job(MethodView):
     @blp.response(200, JobSchema)
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
-        of allowed), recent events."""
+        of allowed), recent events, and the MLflow tracking server and experiment it logs
+        to (the UI opens through …/mlflow/ui-url)."""
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):

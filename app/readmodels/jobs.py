@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from cloud import jobs, recipes, training
+from cloud import jobs, mlflow, recipes, training
 from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> di
         else None,
         "events": jobs.events(api, obj, job_pods) if detail else [],
         "paths": recipes.paths(name, _env(obj).get("HYPD_DATA_DIR")),
-        "operation_id": None, "mlflow": None,
+        "operation_id": None, "mlflow": mlflow_link(cluster, _env(obj)),
         "notes": [NOTES[obj["kind"]]] if obj.get("kind") in NOTES else [],
     }
     return out
@@ -67,7 +67,20 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
             "started_at": None, "finished_at": None, "pods": [], "restarts": 0,
             "recovery_budget": None, "events": [],
             "paths": recipes.paths(params["name"], _env(manifest).get("HYPD_DATA_DIR")),
-            "operation_id": op["id"], "mlflow": None, "notes": [NOTES[manifest["kind"]]]}
+            "operation_id": op["id"], "mlflow": mlflow_link(cluster, _env(manifest)),
+            "notes": [NOTES[manifest["kind"]]]}
+
+
+def mlflow_link(cluster: str, env: dict[str, str]) -> dict[str, Any] | None:
+    """Where the job logs its metrics, read from its own environment (what its pods got):
+    the tracking server, the experiment, and the route and tool that open the MLflow UI (a
+    presigned URL is a credential of its own, made on request, never part of a job)."""
+    arn = env.get(mlflow.TRACKING_URI)
+    if not arn:
+        return None
+    return {"tracking_server_arn": arn, "experiment_name": env.get(mlflow.EXPERIMENT),
+            "ui_url_route": f"/api/v1/clusters/{cluster}/mlflow/ui-url",
+            "ui_url_tool": "get_mlflow_ui_url"}
 
 
 def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers, karpenter
+from sandbox.gaps import GapContext, answers, karpenter, sagemaker_mlflow
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
@@ -1707,6 +1707,8 @@ def _list_events(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
 @answers(SERVICE, "ListTags")
 def _list_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any] | Reply:
     arn = params["ResourceArn"]
+    if sagemaker_mlflow.is_tracking_server_arn(arn):
+        return sagemaker_mlflow.tags_of(ctx, arn)
     if CLUSTER_ARN.fullmatch(arn) is None:
         return ctx.moto()
     hp = _state(ctx)

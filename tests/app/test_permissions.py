@@ -40,8 +40,9 @@ VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kic
 AUDIT = "hypd:audit"
 """The audit log: a refusal is written there (checked entry by entry, not as unchanged)."""
 
-OPERATOR_READS = {("GET", "/api/v1/audit")}
-"""Reads a route declares for operators only: the audit log says who did what."""
+OPERATOR_READS = {("GET", "/api/v1/audit"), ("GET", "/api/v1/clusters/{cluster}/mlflow/ui-url")}
+"""Reads a route declares for operators only: the audit log says who did what; the MLflow
+UI's presigned URL is a credential to a UI that can change runs."""
 
 DRY_RUNS = ({"dry_run": "true"}, {"dry_run": "1"}, {"dry_run": "yes"}, {"dry_run": "True"})
 NOT_DRY_RUNS = ({}, {"dry_run": "false"}, {"dry_run": "maybe"}, {"role": "operator"},
@@ -196,6 +197,8 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
         ("POST", "/api/v1/clusters/walk-c/jobs", JOB),
+        ("PUT", "/api/v1/clusters/walk-c/mlflow", {}),
+        ("DELETE", "/api/v1/clusters/walk-c/mlflow", None),
         ("DELETE", "/api/v1/clusters/walk-c/jobs/fit", None),
     ]
 
@@ -384,6 +387,8 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
         "retry_operation": {"operation_id": targets["failed"]},
         "submit_job": {"cluster": "walk-c", **JOB},
         "delete_job": {"cluster": "walk-c", "job": "fit"},
+        "set_mlflow": {"cluster": "walk-c"},
+        "detach_mlflow": {"cluster": "walk-c"},
     }
     assert set(arguments) == mutating, "a mutating tool is missing from the walk"
     before = _snapshot(stack)

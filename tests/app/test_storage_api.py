@@ -259,7 +259,8 @@ async def test_an_agent_adds_lists_and_removes_storage_through_mcp(stack, cluste
 
 
 def test_deleting_the_cluster_deletes_its_file_systems_and_only_hypds_buckets(stack, cluster):
-    """Last in this module: the cluster goes, asked to delete its data too."""
+    """Last in this module: the cluster goes, asked to delete its data too (and its MLflow
+tracking server, which keeps its artifacts in the bucket)."""
     name = cluster["name"]
     s3 = _client(stack, "s3")
     theirs = f"user-results-{uuid.uuid4().hex[:8]}"
@@ -270,6 +271,10 @@ def test_deleting_the_cluster_deletes_its_file_systems_and_only_hypds_buckets(st
     our_bucket = ours["steps"][0]["resources"]["bucket"]
     file_systems = sorted(i["fsx"]["file_system_id"] for i in _get(stack, name).json()["items"]
                           if i["kind"] == "fsx")  # the create's hypd-fsx, and any added since
+    with stack.client() as c:  # and hypd's MLflow tracking server, whose artifacts are there
+        made = c.put(f"/api/v1/clusters/{name}/mlflow", json={})
+    assert made.status_code == 202, made.text
+    assert stack.wait_operation(made.json()["operation"]["id"])["status"] == "succeeded"
     stack.wait_idle()
     with stack.client() as c:
         reply = c.delete(f"/api/v1/clusters/{name}", params={"delete_data": "true"})
@@ -281,6 +286,12 @@ def test_deleting_the_cluster_deletes_its_file_systems_and_only_hypds_buckets(st
     left = [f for f in _client(stack, "fsx").describe_file_systems()["FileSystems"]
             if {"Key": "hypd:cluster", "Value": name} in f.get("Tags", [])]
     assert left == []
+    mlflow_step = next(s for s in done["steps"] if s["name"] == "mlflow")
+    assert mlflow_step["resources"]["deleted"] is True
+    with pytest.raises(ClientError) as gone:
+        _client(stack, "sagemaker").describe_mlflow_tracking_server(
+            TrackingServerName=f"hypd-{name}")
+    assert gone.value.response["Error"]["Code"] == "ResourceNotFound"
     buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
     assert our_bucket not in buckets
     assert theirs in buckets

@@ -33,7 +33,9 @@ CONFIGS = {"torchrun": {"script": "/s3/code/train.py", "args": ["--epochs", "1"]
 
 @pytest.mark.parametrize("recipe", ["verl", "ray"])
 def test_every_generated_rayjob_validates_against_kuberays_crd_as_a_closed_schema(recipe):
-    built = recipes.build(recipe, _spec(recipe=recipe), CONFIGS[recipe])
+    # with a service account too (a cluster with MLflow gives its jobs one)
+    account = {"service_account": "hypd-mlflow"} if recipe == "verl" else {}
+    built = recipes.build(recipe, _spec(recipe=recipe, **account), CONFIGS[recipe])
     assert built.kind == "ray"
     validate(built.manifest, RAYJOB_CRD, "v1")
     # the check is closed: a misspelt field fails

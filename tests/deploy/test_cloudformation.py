@@ -52,9 +52,11 @@ NOT_IN_MOTO = {
 }
 """Resource types of the template moto's CloudFormation skips."""
 
-BOUNDARY_WILDCARDS = {"ec2:Describe*", "elasticloadbalancing:*"}
-"""The boundary's only wildcards: AmazonEKSClusterPolicy uses these families whole (a
-ceiling, not a grant: a role gets only what its own policies also allow)."""
+BOUNDARY_WILDCARDS = {"ec2:Describe*", "elasticloadbalancing:*", "sagemaker-mlflow:*"}
+"""The boundary's only wildcards: AmazonEKSClusterPolicy uses the first two families whole;
+`sagemaker-mlflow:*` is the MLflow REST API (its actions follow MLflow's versions), which the
+jobs' MLflow role holds on one tracking server's ARN only. A ceiling, not a grant: a role gets
+only what its own policies also allow."""
 
 IAM_WRITES = ("iam:Create", "iam:Put", "iam:Attach", "iam:Update", "iam:Delete", "iam:Detach",
               "iam:Tag", "iam:Untag", "iam:Add", "iam:Remove", "iam:Set", "iam:PassRole")

@@ -57,3 +57,15 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
     page.get_by_test_id("log-pause").click()
     expect(page.get_by_test_id("log-pause")).to_have_text("Resume")
+    # the MLflow card: nothing attached, the create/attach form, and the API's own refusal of
+    # an unknown tracking server shown as it said it (the flow itself: test_mlflow_api.py)
+    expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
+    expect(page.get_by_test_id("mlflow-create")).to_be_enabled()
+    page.get_by_test_id("mlflow-existing").fill("no-such-server")
+    with page.expect_request(lambda r: r.method == "PUT" and r.url.endswith("/mlflow")) as put:
+        page.get_by_test_id("mlflow-attach").click()
+    assert put.value.post_data_json == {"tracking_server": "no-such-server"}
+    assert put.value.headers.get("idempotency-key")
+    expect(page.get_by_test_id("toast-message").last).to_contain_text(
+        "no tracking server no-such-server")
+    expect(page.get_by_test_id("mlflow-state")).to_have_text("none")

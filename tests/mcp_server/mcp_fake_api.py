@@ -28,8 +28,9 @@ TOKENS = {
     OPERATOR_TOKEN: {"name": "operator", "role": "operator"},
     VIEWER_TOKEN: {"name": "viewer", "role": "viewer"},
 }
-OPERATOR_READS = frozenset({"list_audit"})
-"""Read tools whose route is an operator's (the audit log): hidden from viewers and from a
+OPERATOR_READS = frozenset({"list_audit", "get_mlflow_ui_url"})
+"""Read tools whose route is an operator's (the audit log, the MLflow UI's presigned URL, a
+credential): hidden from viewers and from a
 `--read-only` server started with a token (which publishes a viewer's tools)."""
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 TERMINAL = {"succeeded", "failed", "cancelled"}

@@ -7,6 +7,7 @@
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery } from '../ui.js';
 import { openOperation } from '../modal.js';
+import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
 const REFRESH_MS = 3000;
 const ROW_PX = 18; // one log line's height (css .log-row)
@@ -27,6 +28,7 @@ export function mount(root, ctx) {
   const tbody = h('tbody', { testid: 'jobs-body' }, h('tr', null, h('td', { colspan: 7 }, loading('Loading jobs…'))));
   const logCard = h('div', { class: 'card', testid: 'job-log-card', hidden: true });
   const formCard = h('div', { class: 'card', testid: 'job-form-card' }, h('div', { class: 'card-body' }, loading('Loading recipes…')));
+  const mlflowCard = h('div', { class: 'card', testid: 'mlflow-panel' });
 
   root.append(
     h('div', { class: 'page-head' },
@@ -40,7 +42,9 @@ export function mount(root, ctx) {
             h('th', null, 'Pods'), h('th', null, 'Recovery budget'), h('th', null, 'Started'), h('th', null, ''))),
           tbody))),
     logCard,
-    formCard);
+    formCard,
+    mlflowCard);
+  mountMlflow(mlflowCard, ctx, cluster);
 
   // -- the list ------------------------------------------------------------------------------
 
@@ -73,7 +77,7 @@ export function mount(root, ctx) {
     const open = h('a', { href: '#', testid: `job-open-${job.name}` }, job.name);
     open.addEventListener('click', (e) => { e.preventDefault(); select(job.name); });
     return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },
-      h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace)),
+      h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace), mlflowLink(job)),
       h('td', null, job.recipe || '—'),
       h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), job.operation_id
         ? h('div', { class: 'small' }, h('a', { href: `#/operations/${job.operation_id}` }, 'operation')) : null),
@@ -82,6 +86,13 @@ export function mount(root, ctx) {
         ? `${budget.used} of ${budget.allowed ?? '∞'} used${budget.remaining !== null ? ` (${budget.remaining} left)` : ''}` : '—'),
       h('td', null, job.started_at ? timeEl(job.started_at) : '—'),
       h('td', null, del));
+  }
+
+  function mlflowLink(job) {
+    if (!job.mlflow) return null;
+    const link = h('a', { href: '#', testid: `job-mlflow-${job.name}`, title: job.mlflow.tracking_server_arn }, `MLflow: ${job.mlflow.experiment_name}`);
+    link.addEventListener('click', (e) => { e.preventDefault(); openMlflowUi(cluster, ctx.signal); });
+    return h('div', { class: 'small' }, link);
   }
 
   function select(name) {

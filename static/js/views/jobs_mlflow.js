@@ -1,0 +1,112 @@
+// The jobs page's MLflow card: the cluster's tracking server (GET …/mlflow) and its actions —
+// create hypd's own, attach an existing one by name or ARN, detach, open the MLflow UI
+// (a presigned URL asked for on the click and opened at once, never kept or shown).
+
+import { api, isAbort, mutator, canMutate } from '../api.js';
+import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
+
+const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
+const REFRESH_MS = 3000;
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export async function openMlflowUi(cluster, signal) {
+  try {
+    const reply = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/mlflow/ui-url`, { signal });
+    window.open(reply.url, '_blank', 'noopener');
+  } catch (e) {
+    if (!isAbort(e)) toastError(e);
+  }
+}
+
+export function mountMlflow(card, ctx, cluster) {
+  const path = `/api/v1/clusters/${encodeURIComponent(cluster)}/mlflow`;
+  const send = mutator();
+  let timer = null;
+  card.append(h('div', { class: 'card-body' }, loading('Loading MLflow…')));
+
+  async function load(poll = true) {
+    clearTimeout(timer);
+    try {
+      render(await api(path, { signal: ctx.signal }), poll);
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+
+  async function change(method, body, done) {
+    try {
+      const reply = await send(path, { method, body, signal: ctx.signal });
+      toast(reply.changed === false ? reply.message : done, { kind: 'info', timeout: 3000 });
+      if (reply.operation) return follow(reply.operation.id);
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+    load();
+  }
+
+  // the operation is long-polled (the API answers at its next change), the card re-read at
+  // each change: no fixed timer stands between a step's end and what the card shows
+  async function follow(opId) {
+    while (!ctx.signal.aborted) {
+      await load(false);
+      try {
+        const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
+        if (TERMINAL.has(op.status)) return load();
+      } catch (e) {
+        if (isAbort(e)) return;
+        toastError(e);
+        return load();
+      }
+    }
+  }
+
+  function render(view, poll) {
+    clear(card);
+    const server = view.tracking_server || {};
+    const body = h('div', { class: 'card-body', testid: 'mlflow-card' },
+      h('h2', null, 'MLflow ', badge(view.state, { testid: 'mlflow-state' })),
+      h('p', { class: 'muted small' }, 'Jobs submitted while a tracking server is attached log to it: ',
+        h('code', null, 'MLFLOW_TRACKING_URI'), ' (its ARN), ', h('code', null, 'MLFLOW_EXPERIMENT_NAME'),
+        ' (the job\'s name unless its env names one), and a role allowed to log to that tracking server only.'));
+    if (view.tracking_server) {
+      body.append(h('dl', { class: 'kv' },
+        h('dt', null, 'Tracking server'), h('dd', { testid: 'mlflow-arn' }, server.arn || server.name),
+        h('dt', null, 'Status'), h('dd', null, server.status || '—'),
+        h('dt', null, 'Made by hypd'), h('dd', null, view.made_by_hypd ? 'yes (detaching deletes it)' : 'no (detaching keeps it)')));
+    }
+    if (view.message) body.append(h('p', { class: 'muted small', testid: 'mlflow-message' }, view.message));
+    if (view.operation_id) body.append(h('p', { class: 'small' }, h('a', { href: `#/operations/${view.operation_id}` }, 'last operation')));
+    const actions = h('div', { class: 'actions' });
+    if (view.state === 'ready' && canMutate()) {
+      const open = h('button', { type: 'button', class: 'btn btn-sm', testid: 'mlflow-open' }, 'Open MLflow UI');
+      open.addEventListener('click', () => openMlflowUi(cluster, ctx.signal));
+      actions.append(open);
+    }
+    if (view.tracking_server || view.state === 'failed') {
+      const detach = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: 'mlflow-detach' }, 'Detach'));
+      detach.addEventListener('click', () => {
+        const what = view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).';
+        if (window.confirm(`Detach the tracking server from ${cluster}? ${what}`)) change('DELETE', undefined, 'Detaching the tracking server.');
+      });
+      actions.append(detach);
+    } else if (view.state === 'none') {
+      const size = guard(h('select', { testid: 'mlflow-size' }, ...['Small', 'Medium', 'Large'].map((s) => h('option', { value: s }, s))));
+      const create = guard(h('button', { type: 'button', class: 'btn btn-sm btn-primary', testid: 'mlflow-create' }, 'Create tracking server'));
+      create.addEventListener('click', () => change('PUT', { size: size.value }, 'Creating the tracking server (about 20 minutes on AWS).'));
+      const existing = guard(h('input', { type: 'text', testid: 'mlflow-existing', placeholder: 'existing tracking server: name or ARN' }));
+      const attach = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: 'mlflow-attach' }, 'Attach'));
+      attach.addEventListener('click', () => {
+        if (existing.value.trim()) change('PUT', { tracking_server: existing.value.trim() }, 'Attaching the tracking server.');
+      });
+      actions.append(size, create, existing, attach);
+    }
+    body.append(actions);
+    const hint = roleHint('creating, attaching or detaching MLflow', 'mlflow-role-hint');
+    if (hint) body.append(hint);
+    card.append(body);
+    // an operation elsewhere (another tab, an agent) or AWS settling: look again later
+    if (poll && SETTLING.has(view.state) && !ctx.signal.aborted) timer = setTimeout(load, REFRESH_MS);
+  }
+
+  load();
+}

@@ -1,0 +1,209 @@
+"""Operation kinds `mlflow.attach` and `mlflow.detach` (target `cluster/<c>/mlflow`): a
+cluster's managed MLflow tracking server (cloud/mlflow.py).
+
+`mlflow.attach` either makes hypd's own tracking server — `server_role` (the role SageMaker
+keeps artifacts with), `tracking_server` (adopted by name and tags, else created; its wait
+re-schedules while it is Creating, about 20 minutes on AWS, never holding a worker) — or,
+given `tracking_server_name`, `verify`s an existing one (waits while it settles, refuses a
+stopped or failed one). Then `identity` (the jobs' role scoped to that ARN, the `default`
+namespace's service account and its Pod Identity association) and `record` (the ConfigMap the
+jobs route reads). Every step adopts what an earlier attempt made.
+
+`mlflow.detach` undoes it in reverse: the record first (new jobs stop getting MLflow), the
+jobs' identity, the tracking server only when its tags say hypd made it for this cluster,
+then its role.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from cloud import eks, iam, kube, mlflow, storage
+from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed
+from tasks.outcomes import guarded, output
+
+
+def target(cluster: str) -> str:
+    return f"cluster/{cluster}/mlflow"
+
+
+def _cluster(ctx: StepContext) -> str:
+    return ctx.params["cluster"]
+
+
+def _api(ctx: StepContext) -> Any:
+    return eks.api_client(_cluster(ctx), ctx.region)
+
+
+def _account(ctx: StepContext) -> str:
+    return iam.account_id(ctx.client("sts"))
+
+
+def _server(ctx: StepContext) -> dict[str, Any]:
+    """The tracking server this operation attaches: the one it made or the one it checked."""
+    step = "verify" if ctx.params.get("tracking_server_name") else "tracking_server"
+    return {"name": output(ctx, step, "name"), "arn": output(ctx, step, "arn")}
+
+
+# -- attach -------------------------------------------------------------------------------------
+
+@guarded
+def ensure_server_role(ctx: StepContext) -> dict[str, Any]:
+    cluster = _cluster(ctx)
+    bucket = storage.shared_bucket_name(cluster, _account(ctx), ctx.region)
+    spec = iam.mlflow_server_role(cluster, ctx.region, bucket, mlflow.ARTIFACT_PREFIX)
+    return {"role": spec.name, "role_arn": iam.ensure_role_spec(ctx.client("iam"), spec),
+            "bucket": bucket}
+
+
+@guarded
+def ensure_tracking_server(ctx: StepContext) -> dict[str, Any]:
+    cluster = _cluster(ctx)
+    role = ctx.outputs["server_role"]
+    arn = mlflow.ensure_server(ctx.client("sagemaker"), cluster, role["bucket"],
+                               role["role_arn"], ctx.params.get("size") or "Small")
+    return {"name": mlflow.server_name(cluster), "arn": arn,
+            "artifact_store_uri": mlflow.artifact_uri(role["bucket"])}
+
+
+@guarded
+def wait_usable(ctx: StepContext) -> float | None:
+    name = ctx.resources.get("name") or ctx.params.get("tracking_server_name") or \
+        mlflow.server_name(_cluster(ctx))
+    mlflow.wait_usable(ctx.client("sagemaker"), name)
+    return None
+
+
+@guarded
+def verify_existing(ctx: StepContext) -> dict[str, Any]:
+    name = ctx.params["tracking_server_name"]
+    found = mlflow.describe(ctx.client("sagemaker"), name)
+    if found is None:
+        raise StepFailed(f"no tracking server named {name} in {ctx.region}", "not_found")
+    return {"name": name, "arn": found["TrackingServerArn"]}
+
+
+@guarded
+def ensure_identity(ctx: StepContext) -> dict[str, Any]:
+    cluster = _cluster(ctx)
+    server = _server(ctx)
+    found = eks.describe(ctx.client("eks"), cluster)
+    if found is None:
+        raise StepFailed(f"EKS cluster {cluster} does not exist in {ctx.region}", "not_found")
+    spec = iam.mlflow_role(cluster, _account(ctx), found["arn"], server["arn"])
+    role_arn = iam.ensure_role_spec(ctx.client("iam"), spec)
+    ctx.record(role=spec.name, role_arn=role_arn)
+    bound = mlflow.ensure_binding(ctx.client("eks"), _api(ctx), cluster,
+                                  mlflow.RECORD_NAMESPACE, role_arn, ctx.token("association"))
+    return {"role": spec.name, "role_arn": role_arn, "bound": [bound["namespace"]]}
+
+
+@guarded
+def apply_record(ctx: StepContext) -> dict[str, Any]:
+    server = _server(ctx)
+    made = not ctx.params.get("tracking_server_name")
+    manifest = mlflow.record_manifest(_cluster(ctx), server["name"], server["arn"], made,
+                                      output(ctx, "identity", "role_arn"))
+    kube.server_side_apply(_api(ctx), manifest)
+    return {"config_map": f"{mlflow.RECORD_NAMESPACE}/{mlflow.RECORD_NAME}"}
+
+
+SERVER_ROLE = Step("server_role", "The role the tracking server keeps artifacts with "
+                   "(mlflow/ of the cluster's bucket)", ensure_server_role)
+TRACKING_SERVER = Step("tracking_server", "Create the MLflow tracking server (about 20 "
+                       "minutes on AWS)", ensure_tracking_server, wait_usable)
+VERIFY = Step("verify", "Check the existing tracking server", verify_existing, wait_usable)
+IDENTITY = Step("identity", "The jobs' role (log to this tracking server only), service "
+                "account and Pod Identity association", ensure_identity)
+RECORD = Step("record", "Record the tracking server in the cluster (jobs read it)",
+              apply_record)
+
+
+def _attach_steps(params: dict[str, Any]) -> tuple[Step, ...]:
+    if params.get("tracking_server_name"):
+        return (VERIFY, IDENTITY, RECORD)
+    return (SERVER_ROLE, TRACKING_SERVER, IDENTITY, RECORD)
+
+
+# -- detach -------------------------------------------------------------------------------------
+
+@guarded
+def delete_record(ctx: StepContext) -> dict[str, Any]:
+    api = _api(ctx)
+    found = mlflow.read_record(api)
+    if found is not None:
+        ctx.record(**found)  # before deleting: a retry still knows what was attached
+    return {"deleted": mlflow.delete_record(api)}
+
+
+def _recorded(ctx: StepContext, key: str) -> Any:
+    return (ctx.outputs.get("record") or {}).get(key, ctx.params.get(key))
+
+
+@guarded
+def remove_identity(ctx: StepContext) -> dict[str, Any]:
+    cluster = _cluster(ctx)
+    role = iam.role_name(cluster, iam.PURPOSE_MLFLOW)
+    found = iam.role_state(ctx.client("iam"), role)
+    removed = mlflow.remove_bindings(ctx.client("eks"), _api(ctx), cluster,
+                                     found["arn"] if found else None)
+    return {**removed, "role_deleted": iam.delete_role(ctx.client("iam"), role, cluster)}
+
+
+ClusterName = Callable[[StepContext], str]
+
+
+@guarded
+def delete_tracking_server(ctx: StepContext, cluster_of: ClusterName = _cluster
+                           ) -> dict[str, Any]:
+    cluster = cluster_of(ctx)
+    name = _recorded(ctx, "tracking_server_name") or mlflow.server_name(cluster)
+    deleted = mlflow.delete_server(ctx.client("sagemaker"), name, cluster)
+    return {"name": name, "deleted": deleted,
+            **({} if deleted else {"kept": "not made by hypd for this cluster, or gone"})}
+
+
+@guarded
+def wait_server_gone(ctx: StepContext) -> float | None:
+    if ctx.resources.get("deleted"):
+        mlflow.wait_gone(ctx.client("sagemaker"), ctx.resources["name"])
+    return None
+
+
+def cluster_delete_step(cluster_of: ClusterName) -> Step:
+    """The cluster delete's own step: hypd's tracking server of the cluster goes with it
+    (by its tags; an attached one stays), before the bucket its artifacts are in. Its
+    record, service accounts and associations go with the EKS cluster, its roles with the
+    cluster's roles."""
+    return Step("mlflow", "Delete the MLflow tracking server if hypd made it",
+                functools.partial(delete_tracking_server, cluster_of=cluster_of),
+                wait_server_gone)
+
+
+@guarded
+def delete_server_role(ctx: StepContext) -> dict[str, Any]:
+    cluster = _cluster(ctx)
+    role = iam.role_name(cluster, iam.PURPOSE_MLFLOW_SERVER)
+    return {"role": role, "deleted": iam.delete_role(ctx.client("iam"), role, cluster)}
+
+
+DETACH_STEPS = (
+    Step("record", "Remove the record (new jobs no longer log to MLflow)", delete_record),
+    Step("identity", "Remove the jobs' Pod Identity associations, service accounts and role",
+         remove_identity),
+    Step("tracking_server", "Delete the tracking server if hypd made it", delete_tracking_server,
+         wait_server_gone),
+    Step("server_role", "Delete the tracking server's role if hypd made it", delete_server_role),
+)
+
+
+def mlflow_url(params: dict[str, Any]) -> str:
+    return f"/api/v1/clusters/{params['cluster']}/mlflow"
+
+
+MLFLOW_ATTACH = OperationKind(name="mlflow.attach",
+                              steps=(SERVER_ROLE, TRACKING_SERVER, VERIFY, IDENTITY, RECORD),
+                              select=_attach_steps, resource_url=mlflow_url)
+MLFLOW_DETACH = OperationKind(name="mlflow.detach", steps=DETACH_STEPS, resource_url=mlflow_url)
