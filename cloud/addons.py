@@ -3,7 +3,9 @@ installed, the plan, the apply, the wait.
 
 `plan` acts only on wanted entries that are missing — a re-run never reinstalls what is
 there. There is no Helm here: what HyperPod's chart does that HyperPod documents as required
-and that fits in a few small manifests is kept as data and applied with server-side apply.
+and that fits in a few small manifests is kept as data and applied with server-side apply;
+a Secret annotated for a serving certificate is generated and created once instead
+(cloud/serving_certs.py), as a chart's install-time certificate would be.
 An add-on whose consumer has an identity is installed bound to its role: Pod Identity
 through the add-on's own `podIdentityAssociations`, IRSA through `serviceAccountRoleArn`.
 
@@ -30,7 +32,7 @@ import yaml
 from botocore.exceptions import ClientError
 from kubernetes.client import ApiClient
 
-from cloud import kube
+from cloud import kube, serving_certs
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
 from cloud.dependencies import (
     ADDON,
@@ -317,11 +319,18 @@ def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region:
     if action.kind == APPLY_MANIFESTS:
         if api is None:
             raise ValueError("applying manifests needs a kubernetes ApiClient")
-        applied = []
+        applied, kept = [], []
         for obj in render(dep, region, cluster):
-            kube.server_side_apply(api, obj)
-            applied.append(f"{obj['kind']}/{obj['metadata']['name']}")
-        return {"name": dep.name, "action": action.kind, "objects": applied}
+            name = f"{obj['kind']}/{obj['metadata']['name']}"
+            if serving_certs.service_of(obj):
+                # made once, never applied again: a re-run must not rotate the certificate
+                if not serving_certs.ensure_secret(api, obj):
+                    kept.append(name)
+                    continue
+            else:
+                kube.server_side_apply(api, obj)
+            applied.append(name)
+        return {"name": dep.name, "action": action.kind, "objects": applied, "kept": kept}
     if action.kind == REMOVE_ADDON:
         try:
             eks.delete_addon(clusterName=cluster, addonName=dep.name)

@@ -217,11 +217,10 @@ def _meta(manifest: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
     return api_version, kind, name, (manifest.get("metadata") or {}).get("namespace")
 
 
-def server_side_apply(api: ApiClient, manifest: Mapping[str, Any],
-                      field_manager: str = FIELD_MANAGER, force: bool = True) -> dict[str, Any]:
-    """Create or update the object with server-side apply (PATCH
-    `application/apply-patch+yaml`, JSON being YAML), stamped with hypd's label. `force`
-    takes over fields another manager owns. Returns the object as the server stored it."""
+def _placed(api: ApiClient, manifest: Mapping[str, Any]
+            ) -> tuple[dict[str, Any], tuple[str, str, str, str | None]]:
+    """The manifest stamped with hypd's label, and its (apiVersion, kind, name, namespace):
+    a namespaced kind must name its namespace, a cluster-scoped one loses any."""
     body = stamped(manifest)
     api_version, kind, name, namespace = _meta(body)
     _, namespaced = resource_info(api, api_version, kind)
@@ -229,11 +228,35 @@ def server_side_apply(api: ApiClient, manifest: Mapping[str, Any],
         raise ValueError(f"{kind} {name} is namespaced: set metadata.namespace")
     if not namespaced:
         body["metadata"].pop("namespace", None)
+        namespace = None
+    return body, (api_version, kind, name, namespace)
+
+
+def server_side_apply(api: ApiClient, manifest: Mapping[str, Any],
+                      field_manager: str = FIELD_MANAGER, force: bool = True) -> dict[str, Any]:
+    """Create or update the object with server-side apply (PATCH
+    `application/apply-patch+yaml`, JSON being YAML), stamped with hypd's label. `force`
+    takes over fields another manager owns. Returns the object as the server stored it."""
+    body, (api_version, kind, name, namespace) = _placed(api, manifest)
     query = [("fieldManager", field_manager)]
     if force:
         query.append(("force", "true"))
     return _call(api, "PATCH", object_path(api, api_version, kind, name, namespace), query,
                  body, "application/apply-patch+yaml")
+
+
+def create_object(api: ApiClient, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Create the object (POST), stamped with hypd's label; None when it exists already
+    (409 AlreadyExists), which is left as it is. For what must be made once and never
+    re-applied (server-side apply would converge an existing object on the manifest)."""
+    body, (api_version, kind, _, namespace) = _placed(api, manifest)
+    try:
+        return _call(api, "POST", object_path(api, api_version, kind, None, namespace),
+                     body=body, content_type="application/json")
+    except KubeError as exc:
+        if exc.http_status == 409:
+            return None
+        raise
 
 
 def get_object(api: ApiClient, api_version: str, kind: str, name: str,

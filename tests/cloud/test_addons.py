@@ -4,10 +4,15 @@ tests/cloud/test_dependencies.py."""
 
 from __future__ import annotations
 
+import base64
+import json
+import logging
+
 import kubernetes_validate
 import pytest
+from cryptography import x509
 
-from cloud import addons, dependencies, kube
+from cloud import addons, dependencies, kube, serving_certs
 from tests.cloud.test_eks import FakeEks
 from tests.cloud.test_kube import FakeKube
 
@@ -171,6 +176,42 @@ def test_strict_validation_catches_a_misspelt_field():
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
+def _only(objects, kind: str) -> dict:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def test_the_lb_controller_mounts_its_serving_certificate_and_its_webhook_service_reaches_it():
+    """The controller exits without ca.crt/tls.crt/tls.key in its webhook server's directory
+    (kubernetes-sigs/aws-load-balancer-controller#1942): the chart's Secret, mount, Service."""
+    objects = addons.render(by_name("aws-load-balancer-controller"), REGION, "lab")
+    secret, service = _only(objects, "Secret"), _only(objects, "Service")
+    deployment = _only(objects, "Deployment")
+    for obj in (secret, service, deployment):
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    assert secret["metadata"]["namespace"] == "kube-system"
+    assert secret["type"] == "kubernetes.io/tls" and "data" not in secret  # filled once, live
+    assert serving_certs.service_of(secret) == service["metadata"]["name"] == \
+        "aws-load-balancer-webhook-service"
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    (volume,) = [v for v in pod["spec"]["volumes"]
+                 if (v.get("secret") or {}).get("secretName") == secret["metadata"]["name"]]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount["mountPath"] == "/tmp/k8s-webhook-server/serving-certs"
+    assert mount["readOnly"] is True
+    # the Service selects the controller's pods and sends 443 to its webhook port, 9443
+    assert service["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    (port,) = service["spec"]["ports"]
+    assert (port["name"], port["port"]) == ("webhook-server", 443)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports[port["targetPort"]] == 9443
+    # no admission webhooks: nothing in the API server calls it, the Service mutator stays off
+    assert "--enable-service-mutator-webhook=false" in container["args"]
+    assert not [o for o in objects if "WebhookConfiguration" in o["kind"]]
+
+
 # ---------------------------------------------------------------------------------------
 # installed / apply / settle
 # ---------------------------------------------------------------------------------------
@@ -282,3 +323,41 @@ def test_an_addon_is_installed_bound_to_its_role_by_its_mechanism():
     # no identity: neither
     assert created["cert-manager"]["addonVersion"] == "v1.18.2-eksbuild.2"
     assert not {"podIdentityAssociations", "serviceAccountRoleArn"} & set(created["cert-manager"])
+
+
+def test_the_lb_controllers_certificate_secret_is_made_once_and_its_key_never_shown(
+        api, fake_kube, caplog):
+    caplog.set_level(logging.DEBUG)
+    eks, dep = FakeEks(), by_name("aws-load-balancer-controller")
+    action = addons.Action(addons.APPLY_MANIFESTS, dep)
+    first = addons.apply(action, eks, api, "lab", REGION)
+    assert "Secret/aws-load-balancer-tls" in first["objects"] and first["kept"] == []
+    secret = kube.get_object(api, "v1", "Secret", "aws-load-balancer-tls", "kube-system")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    assert secret["metadata"]["labels"]["hypd/dependency"] == dep.name
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    cert.verify_directly_issued_by(
+        x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca.crt"])))
+    assert "aws-load-balancer-webhook-service.kube-system.svc" in cert.extensions\
+        .get_extension_for_class(x509.SubjectAlternativeName).value\
+        .get_values_for_type(x509.DNSName)
+
+    # a re-run (the webhook Service deleted by hand: the plan applies the manifests again)
+    # puts the Service back and keeps the Secret: no second create, nothing applied over it
+    kube.delete_object(api, "v1", "Service", "aws-load-balancer-webhook-service", "kube-system")
+    (again,) = addons.plan([dep], addons.installed(eks, api, "lab", [dep]))
+    writes = len(fake_kube.requests)
+    second = addons.apply(again, eks, api, "lab", REGION)
+    assert second["kept"] == ["Secret/aws-load-balancer-tls"]
+    assert "Service/aws-load-balancer-webhook-service" in second["objects"]
+    assert not [r for r in fake_kube.requests[writes:]
+                if r["path"].endswith(("/secrets", "/secrets/aws-load-balancer-tls"))
+                and r["method"] != "GET"]
+    assert kube.get_object(api, "v1", "Secret", "aws-load-balancer-tls", "kube-system") == secret
+    assert addons.plan([dep], addons.installed(eks, api, "lab", [dep])) == []
+
+    key = secret["data"]["tls.key"]
+    shown = json.dumps([first, second]) + caplog.text
+    assert key not in shown and base64.b64decode(key).decode() not in shown
+    assert "PRIVATE KEY" not in shown

@@ -25,9 +25,10 @@ CRD_GROUP = "example.hypd.dev/v1"
 
 
 class FakeKube:
-    """Just enough of an API server: server-side apply (PATCH apply-patch+yaml), GET, LIST
-    with label selectors and paging, DELETE, and discovery for one custom group. Requests
-    need `Authorization: Bearer k8s-aws-v1.…` (or whatever `accept_token` allows)."""
+    """Just enough of an API server: server-side apply (PATCH apply-patch+yaml), create
+    (POST), GET, LIST with label selectors and paging, DELETE, and discovery for one custom
+    group. Requests need `Authorization: Bearer k8s-aws-v1.…` (or whatever `accept_token`
+    allows)."""
 
     def __init__(self) -> None:
         self.ca = trustme.CA()
@@ -121,6 +122,8 @@ class FakeKube:
             return 404, _status(404, "NotFound", f"no route {path}")
         prefix, namespace, plural, name = parsed
         if name is None:
+            if method == "POST":
+                return self._create(prefix, namespace, plural, body)
             if method != "GET":
                 return 405, _status(405, "MethodNotAllowed", method)
             return 200, self._list(prefix, namespace, plural, query)
@@ -151,6 +154,19 @@ class FakeKube:
             self.objects[key] = stored
             return (200 if existing else 201), stored
         return 405, _status(405, "MethodNotAllowed", method)
+
+    def _create(self, prefix: str, namespace: str | None, plural: str,
+                body: Any) -> tuple[int, Any]:
+        meta = (body or {}).get("metadata") or {}
+        key = (prefix, namespace, plural, meta.get("name"))
+        if not meta.get("name") or (namespace and meta.get("namespace", namespace) != namespace):
+            return 400, _status(400, "BadRequest", "name/namespace differ from the path")
+        if key in self.objects:
+            return 409, _status(409, "AlreadyExists", f"{plural} {meta['name']!r} already exists")
+        stored = {**body, "metadata": {**meta, "uid": str(uuid.uuid4()),
+                                       "resourceVersion": str(len(self.requests))}}
+        self.objects[key] = stored
+        return 201, stored
 
     def _list(self, prefix: str, namespace: str | None, plural: str,
               query: dict[str, str]) -> dict[str, Any]:
@@ -241,6 +257,16 @@ def test_server_side_apply_creates_then_updates(fake_kube, api):
     assert updated["metadata"]["uid"] == created["metadata"]["uid"]
     assert fake_kube.requests[-1]["query"] == {"fieldManager": "other"}
     assert kube.get_object(api, "v1", "ConfigMap", "settings", "default")["data"] == {"a": "2"}
+
+
+def test_create_makes_once_and_leaves_an_existing_object_alone(fake_kube, api):
+    created = kube.create_object(api, configmap(a="1"))
+    assert kube.managed_by_hypd(created)
+    request = fake_kube.requests[-1]
+    assert (request["method"], request["path"]) == ("POST",
+                                                    "/api/v1/namespaces/default/configmaps")
+    assert kube.create_object(api, configmap(a="2")) is None  # 409 AlreadyExists
+    assert kube.get_object(api, "v1", "ConfigMap", "settings", "default") == created
 
 
 def test_cluster_scoped_kinds_use_cluster_paths(fake_kube, api):
