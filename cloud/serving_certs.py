@@ -11,7 +11,8 @@ A manifest asks for one with a Secret that carries no data and the annotation
 `hypd/serving-certificate-for: <service>` (a Service in the Secret's namespace):
 `ensure_secret` creates that Secret with a new CA and certificate when it does not exist and
 keeps it untouched when it does — a re-run never rotates it, and it is never server-side
-applied (an apply without the data would strip it). The private key leaves this module only
+applied (an apply without the data would strip it); one lacking a key file (not hypd's) is
+refused, not overwritten. The private key leaves this module only
 inside the Secret's body; nothing here logs or returns it, and `ServingCertificate`'s repr
 leaves it out.
 """
@@ -31,8 +32,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes.client import ApiClient
 
 from cloud import kube
+from cloud.errors import Refusal
 
 SERVING_CERT_ANNOTATION = "hypd/serving-certificate-for"
+DATA_KEYS = ("ca.crt", "tls.crt", "tls.key")
+"""What controller-runtime's webhook server reads from its certificate directory."""
 CLUSTER_DOMAIN = "cluster.local"
 """EKS's cluster DNS domain (not configurable there)."""
 VALID_DAYS = 3650
@@ -52,8 +56,7 @@ class ServingCertificate:
     def secret_data(self) -> dict[str, str]:
         """The `data` of a `kubernetes.io/tls` Secret, with the CA as `ca.crt`."""
         return {name: base64.b64encode(value).decode("ascii") for name, value in
-                (("ca.crt", self.ca_pem), ("tls.crt", self.cert_pem),
-                 ("tls.key", self.key_pem))}
+                zip(DATA_KEYS, (self.ca_pem, self.cert_pem, self.key_pem), strict=True)}
 
 
 def dns_names(service: str, namespace: str) -> list[str]:
@@ -127,14 +130,22 @@ def service_of(manifest: Mapping[str, Any]) -> str | None:
 
 def ensure_secret(api: ApiClient, manifest: Mapping[str, Any]) -> bool:
     """Create the manifest's Secret with a new serving certificate unless it exists: True
-    when made now, False when one was there already (kept as it is, whoever made it)."""
+    when made now, False when one with the three files was there already (kept as it is,
+    whoever made it). One without them is refused (412): the controller could not start
+    with it, and it is not hypd's to replace."""
     service = service_of(manifest)
     meta = manifest.get("metadata") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
     if not service or not name or not namespace:
         raise ValueError("a serving-certificate Secret needs a name, a namespace and the "
                          f"{SERVING_CERT_ANNOTATION} annotation")
-    if kube.get_object(api, "v1", "Secret", name, namespace) is not None:
+    found = kube.get_object(api, "v1", "Secret", name, namespace)
+    if found is not None:
+        lacking = sorted(set(DATA_KEYS) - set(found.get("data") or {}))
+        if lacking:  # someone else's, unusable: not hypd's to overwrite
+            raise Refusal(f"Secret {namespace}/{name} exists without {', '.join(lacking)}: "
+                          "delete it and hypd makes a new serving certificate there",
+                          "precondition_failed")
         return False
     secret = {**manifest, "type": "kubernetes.io/tls",
               "data": generate(service, namespace).secret_data()}

@@ -13,6 +13,7 @@ import pytest
 from cryptography import x509
 
 from cloud import addons, dependencies, kube, serving_certs
+from cloud.errors import Refusal
 from tests.cloud.test_eks import FakeEks
 from tests.cloud.test_kube import FakeKube
 
@@ -361,3 +362,16 @@ def test_the_lb_controllers_certificate_secret_is_made_once_and_its_key_never_sh
     shown = json.dumps([first, second]) + caplog.text
     assert key not in shown and base64.b64decode(key).decode() not in shown
     assert "PRIVATE KEY" not in shown
+
+
+def test_a_foreign_secret_without_the_certificate_files_is_refused_not_overwritten(api):
+    dep = by_name("aws-load-balancer-controller")
+    theirs = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "aws-load-balancer-tls", "namespace": "kube-system"},
+              "data": {"tls.crt": "eA=="}}
+    kube.server_side_apply(api, theirs)
+    with pytest.raises(Refusal, match=r"without ca\.crt, tls\.key") as refused:
+        addons.apply(addons.Action(addons.APPLY_MANIFESTS, dep), FakeEks(), api, "lab", REGION)
+    assert refused.value.code == "precondition_failed"
+    kept = kube.get_object(api, "v1", "Secret", "aws-load-balancer-tls", "kube-system")
+    assert kept["data"] == {"tls.crt": "eA=="}
