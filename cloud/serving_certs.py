@@ -12,9 +12,8 @@ A manifest asks for one with a Secret that carries no data and the annotation
 `ensure_secret` creates that Secret with a new CA and certificate when it does not exist and
 keeps it untouched when it does — a re-run never rotates it, and it is never server-side
 applied (an apply without the data would strip it); one lacking a key file (not hypd's) is
-refused, not overwritten. The private key leaves this module only
-inside the Secret's body; nothing here logs or returns it, and `ServingCertificate`'s repr
-leaves it out.
+refused, not overwritten. The private key goes only into the Secret's body: nothing here
+logs it, `ensure_secret` returns none of it, and `ServingCertificate`'s repr leaves it out.
 """
 
 from __future__ import annotations
