@@ -10,7 +10,9 @@ nodes, volumes or claims change, reconciles:
    `Unschedulable`, event `FailedScheduling`), trying again when the cluster changes;
 3. the kubelet of each node starts the pods bound to it (`pods.PodRun`) and moves their
    containers on with timers, writing status, logs and events (Pulling, Pulled, Created,
-   Started, BackOff) as it goes.
+   Started, BackOff) as it goes. A pod with a secret volume whose Secret does not exist
+   (and is not `optional`) stays `ContainerCreating`, with `FailedMount` events, until it
+   does (tried again after 0.5 s, doubling up to 2m2s, as the kubelet's volume manager).
 
 Only pods the simulator itself started are moved on: a pod whose status someone else wrote
 (a test, or a later simulator playing another controller) is left to them. Delays are
@@ -57,6 +59,8 @@ VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
 BINDER = "persistentvolume-controller"
+MOUNT_RETRY_S = (0.5, 122.0)
+"""The kubelet's volume manager tries a failed mount again after 0.5 s, doubling up to 2m2s."""
 
 
 def _md(obj: dict[str, Any]) -> dict[str, Any]:
@@ -398,9 +402,33 @@ class ClusterSimulator:
             key = "initContainers" if c.init else "containers"
             self._event(pod, kind, reason, message, KUBELET, run.node, f"spec.{key}{{{c.name}}}")
 
-    def _sandbox_ready(self, run: PodRun) -> None:
+    def _missing_secrets(self, pod: dict[str, Any]) -> list[tuple[str, str]]:
+        """(volume, Secret) for each secret volume whose Secret is not in the pod's namespace
+        (an `optional` one may be missing)."""
+        missing = []
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            source = volume.get("secret")
+            if not source or source.get("optional"):
+                continue
+            name = str(source.get("secretName") or "")
+            try:
+                self.kube.store.get(self._type("secrets"), _md(pod).get("namespace"), name)
+            except KubeError:
+                missing.append((str(volume.get("name")), name))
+        return missing
+
+    def _sandbox_ready(self, run: PodRun, retry_s: float = MOUNT_RETRY_S[0]) -> None:
         pod = self._pod(run)
         if pod is None:
+            return
+        missing = self._missing_secrets(pod)
+        if missing:  # the kubelet mounts volumes before it makes the sandbox: it waits
+            for volume, secret in missing:
+                self._event(pod, "Warning", "FailedMount",
+                            f'MountVolume.SetUp failed for volume "{volume}" : secret '
+                            f'"{secret}" not found', KUBELET, run.node)
+            later = min(retry_s * 2, MOUNT_RETRY_S[1])
+            self._after(run, retry_s, lambda: self._sandbox_ready(run, later))
             return
         host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
         run.pod_ip = run.host_ip if host_network else self._allocate_ip(run.host_ip)

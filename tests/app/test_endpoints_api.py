@@ -7,6 +7,9 @@ operator's Service), and deletion."""
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from tests.app.test_clusters_api import _body, _create, _name
@@ -360,7 +363,30 @@ def test_an_external_endpoint_installs_the_load_balancer_controller_and_gets_an_
     assert service["spec"]["type"] == "LoadBalancer"
     view = _get(stack, cluster, "public")
     assert view["address"].endswith(".elb.us-west-2.amazonaws.com")
-    # a second external endpoint finds the controller there: nothing installed again
+    # its webhook server's certificate: made by hypd, mounted (the sandbox's kubelet starts
+    # no pod whose secret volume's Secret is missing, so the controller ran with it)
+    secret = kube.get_object("v1", "Secret", "aws-load-balancer-tls", "kube-system")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    assert {"name": "cert", "secret": {"secretName": "aws-load-balancer-tls",
+                                       "defaultMode": 420}} in \
+        controller["spec"]["template"]["spec"]["volumes"]
+    # a second install (the webhook Service removed by hand: the manifests are applied again)
+    # puts the Service back and keeps the Secret as it was
+    assert _run(stack, _delete(stack, cluster, "public"))["status"] == "succeeded"
+    kube.delete_object("v1", "Service", "aws-load-balancer-webhook-service", "kube-system")
+    again = _run(stack, _post(stack, cluster, "endpoints",
+                              _vllm("public", replicas=1, service="load_balancer")))
+    assert again["status"] == "succeeded", again
+    (applied,) = [a for s in again["steps"] if s["name"] == "requirements"
+                  for a in s["resources"]["actions"]]
+    assert applied["kept"] == ["Secret/aws-load-balancer-tls"], applied
+    assert kube.get_object("v1", "Service", "aws-load-balancer-webhook-service", "kube-system")
+    assert kube.get_object("v1", "Secret", "aws-load-balancer-tls", "kube-system") == secret
+    key = secret["data"]["tls.key"]
+    for where, text in (("operations", json.dumps([op, again])),
+                        ("worker log", stack.log("worker")), ("web log", stack.log("web"))):
+        assert key not in text and base64.b64decode(key).decode() not in text, where
     assert _run(stack, _delete(stack, cluster, "public"))["status"] == "succeeded"
 
 

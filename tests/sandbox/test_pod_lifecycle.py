@@ -205,6 +205,24 @@ def test_restart_policy_restarts_with_back_off(core: k8s.CoreV1Api, ns: str) -> 
     assert _events(core, ns, "flaky", "BackOff")
 
 
+def test_a_secret_volume_waits_for_its_secret(core: k8s.CoreV1Api, ns: str) -> None:
+    volumes = [{"name": "cert", "secret": {"secretName": "serving"}},
+               {"name": "extra", "secret": {"secretName": "absent", "optional": True}}]
+    core.create_namespaced_pod(ns, _pod("mounted", ["sh", "-c", "sleep infinity"],
+                                        volumes=volumes))
+    (event,) = wait_until(lambda: _events(core, ns, "mounted", "FailedMount"), 10,
+                          what="FailedMount")
+    assert event.message == ('MountVolume.SetUp failed for volume "cert" : secret "serving" '
+                             "not found")
+    pod = _read(core, ns, "mounted")
+    (cs,) = pod["status"]["containerStatuses"]
+    assert pod["status"]["phase"] == "Pending" and "podIP" not in pod["status"]
+    assert cs["state"]["waiting"]["reason"] == "ContainerCreating"
+    core.create_namespaced_secret(ns, {"metadata": {"name": "serving"},
+                                       "stringData": {"tls.crt": "x"}})
+    _phase(core, ns, "mounted", "Running")
+
+
 def test_init_containers_run_first(core: k8s.CoreV1Api, ns: str) -> None:
     pod = _pod("staged", ["sh", "-c", "echo main"])
     pod["spec"]["initContainers"] = [{"name": "setup", "image": "busybox",
