@@ -126,18 +126,19 @@ def test_a_failed_s3_copy_takes_its_read_back_once(stack, cluster):
                                        "s3_uri": f"s3://gone-{cluster}/exports/m1"})
     op = stack.wait_operation(reply.json()["operation"]["id"], timeout=120)
     assert op["status"] == "failed" and "kubectl logs" in op["error"]["message"], op
-    # recorded on the step it stopped at: the job step's, or the cleanup's when the cancel
-    # landed after the Job had finished
-    grants = [s["resources"]["source_grant"] for s in op["steps"]
-              if (s.get("resources") or {}).get("source_grant")]
-    assert grants[-1] == "revoked", op["steps"]
-    role = f"hypd-{cluster}-model-download"
-    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
-        "hypd-model-download"]
+    job = next(s for s in op["steps"] if s["name"] == "job")
+    assert job["resources"]["source_grant"] == "revoked"  # before the step failed
+    _assert_only_the_download_policy_left(stack, cluster)
     for action in ("PutRolePolicy", "DeleteRolePolicy"):
         mine = [c for c in _calls(stack, "iam", action, since)
                 if c["params"].get("PolicyName") == "hypd-source-lost"]
         assert len(mine) == 1, (action, mine)
+
+
+def _assert_only_the_download_policy_left(stack, cluster: str) -> None:
+    role = f"hypd-{cluster}-model-download"
+    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
+        "hypd-model-download"]
 
 
 def test_a_cancelled_s3_copy_takes_its_read_back(stack, cluster):
@@ -164,9 +165,7 @@ def test_a_cancelled_s3_copy_takes_its_read_back(stack, cluster):
     grants = [s["resources"]["source_grant"] for s in op["steps"]
               if (s.get("resources") or {}).get("source_grant")]
     assert grants[-1] == "revoked", op["steps"]
-    role = f"hypd-{cluster}-model-download"
-    assert stack.aws("iam").list_role_policies(RoleName=role)["PolicyNames"] == [
-        "hypd-model-download"]
+    _assert_only_the_download_policy_left(stack, cluster)
 
 
 def test_a_download_refuses_a_missing_secret_a_taken_name_and_a_raw_token(stack, cluster):
