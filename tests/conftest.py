@@ -25,6 +25,7 @@ def _shares_a_module_fixture(test_file: Path) -> bool:
     return any(f.is_file() and SHARED_MODULE_FIXTURE.search(f.read_text()) for f in files)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist load`, except that a module sharing a module-scoped fixture (a cluster, a
     browser) is sent to one worker as a whole: spread over both, each would make its
