@@ -128,11 +128,15 @@ def failed_op(stack: Any) -> str:
 @pytest.fixture(scope="module")
 def patient_worker(stack: Any) -> Iterator[None]:
     """The suite's worker, restarted to wait 15 minutes for an AWS answer (by default it
-    gives up after 30 s and asks again): a walk slowed down by a loaded machine must not
-    outlast the hold that keeps its running operation mid-step."""
+    gives up after 30 s and asks again), with a two-minute broker visibility timeout (the
+    suite's 5 s makes Celery's hard task time limit 10 s: a walk slowed to 19 s by a loaded
+    machine had the held step's process killed, and the sweeper ran the step again) and a
+    one-minute lease (a heartbeat starved for the suite's 2 s would do the same): the walk
+    must not outlast the hold that keeps its running operation mid-step."""
     stack.wait_idle()
     stack.kill_worker()
-    stack.start_worker(HYPD_AWS_READ_TIMEOUT_S="900")
+    stack.start_worker(HYPD_AWS_READ_TIMEOUT_S="900", HYPD_LEASE_S="60",
+                       HYPD_VISIBILITY_TIMEOUT_S="120")
     yield
     stack.wait_idle()
     stack.kill_worker()
