@@ -15,6 +15,7 @@ from typing import Any
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from sandbox import moto_speed
 from sandbox.env import DEFAULT_REGION, HOST, UNSET_ENV, client_env
 from sandbox.layer import LocalAwsApp
 
@@ -56,6 +57,7 @@ class LocalAws:
         """Listen (port 0 picks a free one) and serve on a daemon thread; returns the URL."""
         if self._server is not None:
             return self.url
+        moto_speed.apply()
         if self._load_managed_policies:
             _managed_policies(+1)
             self._holds_policies = True

@@ -225,8 +225,9 @@ class Store:
                 raise bad_request("continue key is not valid") from exc
         with self._lock:
             found: list[tuple[tuple[str, str], dict[str, Any]]] = []
+            key = rt.key  # built anew at each read: once, not once per stored object
             for (res, ns, name), _obj in self.emulator.objects.items():
-                if res != rt.key or (namespace is not None and ns != namespace):
+                if res != key or (namespace is not None and ns != namespace):
                     continue
                 obj = self._load((res, ns, name))
                 if obj is not None and match(obj):

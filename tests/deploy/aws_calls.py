@@ -108,6 +108,7 @@ def _receiver_service(node: ast.AST, assigned: dict[str, str]) -> str | None:
     return None
 
 
+@functools.cache  # the code does not change during a run
 def scan() -> Scan:
     used = services()
     table = _operations(used)

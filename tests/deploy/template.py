@@ -82,11 +82,20 @@ def allows(patterns: set[str], action: str) -> bool:
     return any(fnmatch.fnmatchcase(action.lower(), p.lower()) for p in patterns)
 
 
-def managed_documents(arns: set[str]) -> list[tuple[str, dict[str, Any]]]:
-    """The documents of AWS-managed policies (moto carries AWS's published set)."""
+@functools.cache
+def _aws_managed_policies() -> dict[str, Any]:
+    """moto's copy of AWS's published managed policies, parsed once (4.7 MB of JSON: the
+    boundary check after every test would otherwise parse it each time)."""
     from moto.iam.aws_managed_policies import aws_managed_policies_data
 
-    data = json.loads(aws_managed_policies_data)
+    return json.loads(aws_managed_policies_data)
+
+
+def managed_documents(arns: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The documents of AWS-managed policies (moto carries AWS's published set)."""
+    if not arns:
+        return []
+    data = _aws_managed_policies()
     found = []
     for arn in sorted(arns):
         name = arn.rsplit("/", 1)[-1]
