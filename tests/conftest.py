@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.stack import REPO, RUNNING, Stack, free_port
+from tests.stack import REPO, RUNNING, Stack, free_port, tls
 
 SHARED_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["']module["']""")
 
@@ -129,7 +129,7 @@ def mcp_http(stack: Any) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(base + "/healthz", verify=tls(), timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

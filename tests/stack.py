@@ -61,7 +61,7 @@ def free_port() -> int:
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls() -> ssl.SSLContext:
     """One TLS context for every client the tests make: httpx builds one per client
     otherwise (loading the CA bundle, ~80 ms of CPU each), thousands of times a run."""
     return ssl.create_default_context()
@@ -215,7 +215,7 @@ class Stack:
         if self.web_proc.poll() is not None:
             raise AssertionError("web server exited:\n" + self.log("web"))
         try:
-            return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+            return httpx.get(self.url + "/healthz", verify=tls(), timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -290,7 +290,7 @@ class Stack:
             token or "", token)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         with httpx.Client(base_url=self.url, headers=headers, timeout=30,
-                          verify=_tls()) as c:
+                          verify=tls()) as c:
             yield c
 
     def wait_idle(self, timeout: float = 90.0) -> None:

@@ -242,7 +242,11 @@ class Store:
             remaining = len(found) - limit
             found = found[:limit]
             token = base64.urlsafe_b64encode(json.dumps(found[-1][0]).encode()).decode().rstrip("=")
-        return [present(rt, obj) for _, obj in found], rv, token, remaining
+        # each `found` object is this call's own copy (`_load`): served as it is, not copied
+        # again (a list is the simulator's most frequent read)
+        for _, obj in found:
+            obj["apiVersion"] = rt.api_version
+        return [obj for _, obj in found], rv, token, remaining
 
     def since(self, rt: ResourceType, rv: int) -> list[Event]:
         """Events of this resource after `rv` (410 Gone when they are no longer kept)."""

@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from app import create_app
 from app.auth import TokenTable, digest
 from cloud.settings import Settings
+from tests.stack import tls
 
 BOGUS = "hypd_not-a-real-token-" + "x" * 24
 """A secret no table knows: a 401, which must not be echoed anywhere either."""
@@ -112,7 +113,7 @@ async def test_the_mcp_tool_is_an_operators(stack, story, mcp_http):
 def test_no_token_appears_in_logs_audit_entries_or_error_messages(stack, story):
     secrets = (stack.operator_token, stack.viewer_token, BOGUS)
     seen = []  # replies: errors (422, 404, 403, 401) and the operator's audit read
-    with httpx.Client(base_url=stack.url, timeout=30) as http:
+    with httpx.Client(verify=tls(), base_url=stack.url, timeout=30) as http:
         for secret in secrets:
             headers = {"Authorization": f"Bearer {secret}"}
             for method, path, body in (("POST", "/api/v1/networks", {"name": "UPPER"}),

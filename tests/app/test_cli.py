@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.stack import REPO, free_port, wait_until
+from tests.stack import REPO, free_port, tls, wait_until
 
 
 def _read_lines(stream, sink: list[str]) -> None:
@@ -71,18 +71,19 @@ def _stop_up(proc: subprocess.Popen) -> None:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return httpx.get(url, verify=tls(), timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
 
 def _make_network(base: str, auth: dict[str, str], name: str) -> dict:
     """Create a network through REST and follow its operation to its end."""
-    reply = httpx.post(base + "/api/v1/networks", json={"name": name}, headers=auth, timeout=30)
+    reply = httpx.post(base + "/api/v1/networks", verify=tls(), json={"name": name},
+                       headers=auth, timeout=30)
     assert reply.status_code == 202, reply.text
     op = reply.json()["operation"]
     for _ in range(30):
-        op = httpx.get(base + f"/api/v1/operations/{op['id']}", params={"wait": 5},
+        op = httpx.get(base + f"/api/v1/operations/{op['id']}", verify=tls(), params={"wait": 5},
                        headers=auth, timeout=30).json()
         if op["status"] in ("succeeded", "failed"):
             break
@@ -131,12 +132,12 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
                    for line in _log_lines(logs / "sandbox.log", "sandbox"))
 
         base = f"http://127.0.0.1:{port}"
-        page = httpx.get(base + "/", timeout=30)  # a loaded machine: no 5 s default
+        page = httpx.get(base + "/", verify=tls(), timeout=30)  # a loaded machine: no 5 s default
         assert page.status_code == 200 and "<html" in page.text.lower()
-        who = httpx.get(base + "/api/v1/auth/whoami",
+        who = httpx.get(base + "/api/v1/auth/whoami", verify=tls(),
                         headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert who.json() == {"name": "operator", "role": "operator"}
-        zones = httpx.get(base + "/api/v1/discovery/availability-zones",
+        zones = httpx.get(base + "/api/v1/discovery/availability-zones", verify=tls(),
                           headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert zones.status_code == 200 and len(zones.json()["items"]) >= 2
 

@@ -33,6 +33,7 @@ from app.auth import TokenTable
 from cloud.settings import Settings
 from mcp_server.tools import TOOLS
 from tests.app.wskit import connect, read_all
+from tests.stack import tls
 
 EXAMPLES = 4
 VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kick:")
@@ -101,7 +102,7 @@ def _assert_unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
 
 
 def _document(stack: Any) -> dict[str, Any]:
-    return httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+    return httpx.get(stack.url + "/api/v1/openapi.json", verify=tls(), timeout=10).json()
 
 
 def _operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -290,7 +291,7 @@ def test_a_viewer_changes_nothing_through_any_route(stack, targets):
     viewer = {"Authorization": f"Bearer {stack.viewer_token}"}
     before = _snapshot(stack)
     refused = 0
-    with httpx.Client(base_url=stack.url, timeout=60) as http:
+    with httpx.Client(verify=tls(), base_url=stack.url, timeout=60) as http:
         for method, path, body in _known_good(targets):
             for query in (*NOT_DRY_RUNS, *DRY_RUNS):
                 dry_run_opens = (method, path) in OPEN_DRY_RUNS and query in DRY_RUNS
@@ -337,7 +338,7 @@ def test_a_viewer_changes_nothing_with_requests_built_from_the_schemas(stack, fa
 def test_a_viewer_reads_every_read_route(stack):
     """The other half of the declaration: reads are a viewer's (none answers 403)."""
     doc = _document(stack)
-    with httpx.Client(base_url=stack.url, timeout=60,
+    with httpx.Client(verify=tls(), base_url=stack.url, timeout=60,
                       headers={"Authorization": f"Bearer {stack.viewer_token}"}) as http:
         for method, path, op in _operations(doc):
             if method != "GET" or "{" in path or op["x-hypd-role"] == permissions.PUBLIC:

@@ -23,6 +23,7 @@ from mcp_server.tools import TOOLS, TOOLS_BY_NAME
 from schemas.clusters import CAPACITY_TYPES, STAGES
 from schemas.common import NAME_RE
 from tests.mcp_server.mcp_fake_api import OPERATOR_READS, REPO_ROOT
+from tests.stack import tls
 
 FOLLOW_LIMIT_S = 240
 ALL = {t.name for t in TOOLS}
@@ -135,7 +136,7 @@ async def test_viewer_over_stdio_reads_only(stack: Any) -> None:
 
 @pytest.mark.asyncio
 async def test_http_mode_forwards_each_callers_token(stack: Any, mcp_http: str) -> None:
-    assert httpx.post(mcp_http + "/mcp", json={}).status_code == 401
+    assert httpx.post(mcp_http + "/mcp", verify=tls(), json={}).status_code == 401
     for token, expected, role in ((stack.viewer_token, READ, "viewer"),
                                   (stack.operator_token, ALL, "operator")):
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
@@ -156,7 +157,7 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
     """Each published tool's input schema is its route's request schema, field by field —
     path and query parameters and body fields, with enums, patterns and bounds — read here
     from the live document by a resolver of this test's own."""
-    doc = httpx.get(stack.url + "/api/v1/openapi.json", timeout=10).json()
+    doc = httpx.get(stack.url + "/api/v1/openapi.json", verify=tls(), timeout=10).json()
 
     def resolve(node: Any) -> Any:
         while isinstance(node, dict) and "$ref" in node:

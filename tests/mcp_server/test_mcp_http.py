@@ -22,6 +22,7 @@ from tests.mcp_server.mcp_fake_api import (
     VIEWER_TOKEN,
     FakeApi,
 )
+from tests.stack import tls
 
 
 def _free_port() -> int:
@@ -43,7 +44,7 @@ def mcp_http(fake_api_server: FakeApi) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(base + "/healthz", verify=tls(), timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -71,11 +72,11 @@ def test_no_bearer_or_a_refused_one_is_401(mcp_http: str) -> None:
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "0"}}}
     headers = {"Accept": "application/json, text/event-stream"}
-    missing = httpx.post(mcp_http + "/mcp", json=init, headers=headers)
+    missing = httpx.post(mcp_http + "/mcp", verify=tls(), json=init, headers=headers)
     assert missing.status_code == 401
     assert missing.json()["error"]["code"] == "unauthorized"
     assert missing.headers["www-authenticate"].startswith("Bearer")
-    refused = httpx.post(mcp_http + "/mcp", json=init,
+    refused = httpx.post(mcp_http + "/mcp", verify=tls(), json=init,
                          headers={**headers, "Authorization": "Bearer wrong"})
     assert refused.status_code == 401
     assert refused.json()["error"]["message"] == "missing or unknown bearer token"
