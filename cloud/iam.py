@@ -54,6 +54,12 @@ WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
 
 EKS_CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 SAGEMAKER_CLUSTER_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+INFERENCE_OPERATOR_POLICY = "AmazonSageMakerHyperPodInferenceAccess"
+"""AWS's policy for the HyperPod inference operator's execution role: at start it calls
+`sagemaker:UpdateClusterInference` (enables its watcher on the HyperPod cluster), and for an
+endpoint it makes the SageMaker model, endpoint config and endpoint (tagged `CreatedBy:
+HyperPodInference`), TLS certificates in ACM and the `hyperpod-tls*` bucket, network
+interfaces. Maintained by AWS as the operator changes; hypd adds only the model bucket."""
 
 STAR_RESOURCE_ACTIONS: dict[str, str] = {
     # action: why it is granted on "*" (AWS's Service Authorization Reference lists no
@@ -386,13 +392,10 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
         statements = [_statement("ReadHyperPodNodes", ["sagemaker:DescribeClusterNode"],
                                  [clusters])]
     elif purpose == PURPOSE_INFERENCE_OPERATOR:
+        # the rest comes with AWS's INFERENCE_OPERATOR_POLICY (see feature_role)
         statements = [
-            _statement("ReadHyperPodCluster", ["sagemaker:DescribeCluster"], [clusters]),
             _statement("ListModelBucket", ["s3:ListBucket"], [bucket_arn]),
             _statement("ReadModelWeights", ["s3:GetObject"], [f"{bucket_arn}/*"]),
-            _statement("PullServingImages", ["ecr:BatchCheckLayerAvailability",
-                                             "ecr:BatchGetImage", "ecr:GetAuthorizationToken",
-                                             "ecr:GetDownloadUrlForLayer"], "*"),
         ]
     elif purpose == PURPOSE_OBSERVABILITY:
         statements = [_statement("WriteMetrics", ["aps:RemoteWrite"],
@@ -450,6 +453,11 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
     return {"Version": POLICY_VERSION, "Statement": statements}
 
 
+FEATURE_MANAGED_POLICIES: dict[str, tuple[str, ...]] = {
+    PURPOSE_INFERENCE_OPERATOR: (INFERENCE_OPERATOR_POLICY,),
+}
+"""AWS-managed policies a consumer's role carries beside hypd's inline one."""
+
 FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
                     PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING,
                     PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER)
@@ -464,11 +472,13 @@ def feature_role(cluster: str, region: str, account: str, purpose: str,
     the cluster's shared bucket, for the consumers that read or write it."""
     if purpose in NEEDS_BUCKET and not bucket:
         raise ValueError(f"the {purpose} role is scoped to the cluster's bucket: give it")
+    managed = FEATURE_MANAGED_POLICIES.get(purpose, ())
     return RoleSpec(
         name=role_name(cluster, purpose),
         purpose=purpose,
         cluster=cluster,
         trust=trust,
+        managed_arns=tuple(managed_policy_arn(name, region) for name in managed),
         inline={f"hypd-{purpose}": _feature_policy(purpose, region, account, bucket)},
         description=f"hypd: {purpose} of cluster {cluster}",
     )

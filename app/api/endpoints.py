@@ -112,6 +112,25 @@ def _check_model(found: ClusterRef, bucket: str, models: list[str]) -> None:
                                "download it first (POST /clusters/<c>/models)")
 
 
+def _check_sagemaker_name(found: ClusterRef, ep: Endpoint) -> None:
+    """The inference operator names the SageMaker endpoint it makes after the config's
+    `endpointName` (the endpoint's name), and SageMaker endpoint names are unique in an
+    account and Region: a name another cluster's endpoint (or anything else) holds would
+    only fail later, inside the operator."""
+    sm = aws.client("sagemaker", region=found.region)
+    try:
+        held = sm.describe_endpoint(EndpointName=ep.name)
+    except Exception as exc:
+        if aws.error_code(exc) == "ValidationException":  # SageMaker's "Could not find"
+            return
+        raise
+    raise ApiError(409, "conflict",
+                   f"a SageMaker endpoint named {ep.name!r} already exists in {found.region} "
+                   f"({held.get('EndpointArn')}): a managed endpoint's SageMaker endpoint "
+                   "takes its name; choose another name",
+                   {"name": ep.name, "sagemaker_endpoint": held.get("EndpointArn")})
+
+
 def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
     api = api_for(found)
     with talking_to(found):
@@ -135,6 +154,8 @@ def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
     _check_model(found, bucket, list(ep.pool_models) or [ep.model])
     if ep.kind == inference.MANAGED:
         _check_operator(found)
+        if ep.name not in items:  # a failed one of this cluster may hold it still
+            _check_sagemaker_name(found, ep)
 
 
 # -- routes ----------------------------------------------------------------------------------------

@@ -276,6 +276,21 @@ def test_a_managed_endpoint_is_made_served_and_invoked_through_the_inference_ope
     assert "inference_operator" in refused.json()["error"]["message"]
     assert toggle(stack, cluster, {"inference_operator": {"enabled": True}})[
         "status"] == "succeeded"
+    # the operator's SageMaker endpoint takes the endpoint's name, unique in the Region: a
+    # name held already (here by a plain SageMaker endpoint) is refused before anything
+    sm = stack.aws("sagemaker")
+    role = "arn:aws:iam::123456789012:role/hypd/anyone"
+    sm.create_model(ModelName="taken-model", ExecutionRoleArn=role,
+                    PrimaryContainer={"Image": "repo/serve:1"})
+    sm.create_endpoint_config(EndpointConfigName="taken-config", ProductionVariants=[
+        {"VariantName": "AllTraffic", "ModelName": "taken-model",
+         "InstanceType": "ml.g4dn.xlarge", "InitialInstanceCount": 1}])
+    held = sm.create_endpoint(EndpointName="taken", EndpointConfigName="taken-config")
+    taken = _post(stack, cluster, "endpoints", {**body, "name": "taken"})
+    assert taken.status_code == 409, taken.text
+    assert taken.json()["error"]["details"] == {"name": "taken",
+                                                "sagemaker_endpoint": held["EndpointArn"]}
+    assert "taken" not in {e["name"] for e in _get(stack, cluster)["items"]}
     op = _run(stack, _post(stack, cluster, "endpoints", body))
     assert op["status"] == "succeeded", op  # its deploy step waited for the operator
     kube = stack.kube(cluster)

@@ -10,6 +10,7 @@ import pytest
 from cloud import aws
 from cloud import iam as roles
 from tests.cloud.conftest import AWS_MODE, REGION
+from tests.deploy.template import actions, boundary_misses, managed_documents
 
 ACCOUNT = "123456789012"
 SUBNETS = ["subnet-0aaa", "subnet-0bbb"]
@@ -221,11 +222,16 @@ def test_operator_and_observability_policies_are_pinned():
          "Action": ["sagemaker:DescribeClusterNode"],
          "Resource": [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/*"]}]
     assert [(s["Sid"], s["Action"]) for s in statements(inference)] == [
-        ("ReadHyperPodCluster", ["sagemaker:DescribeCluster"]),
         ("ListModelBucket", ["s3:ListBucket"]),
-        ("ReadModelWeights", ["s3:GetObject"]),
-        ("PullServingImages", ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage",
-                               "ecr:GetAuthorizationToken", "ecr:GetDownloadUrlForLayer"])]
+        ("ReadModelWeights", ["s3:GetObject"])]
+    # the operator's own needs (UpdateClusterInference at start, its SageMaker endpoints,
+    # TLS certificates) are AWS's policy for it, which hypd's boundary lets through whole
+    assert inference.managed_arns == (
+        "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess",)
+    assert boundary_misses(managed_documents(set(inference.managed_arns))) == []
+    assert "sagemaker:UpdateClusterInference" in actions(
+        managed_documents(set(inference.managed_arns))[0][1])
+    assert (training.managed_arns, observability.managed_arns) == ((), ())
     assert statements(observability) == [
         {"Sid": "WriteMetrics", "Effect": "Allow", "Action": ["aps:RemoteWrite"],
          "Resource": [f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/*"]}]
@@ -239,7 +245,9 @@ def test_feature_roles_are_least_privilege(spec):
             assert "*" not in action, action
         if "*" in as_list(statement["Resource"]):
             assert all(a in roles.STAR_RESOURCE_ACTIONS for a in as_list(statement["Action"]))
-    assert spec.managed_arns == ()
+    # no AWS-managed policy but the one AWS publishes for that very consumer
+    assert spec.managed_arns == tuple(roles.managed_policy_arn(name, REGION) for name in
+                                      roles.FEATURE_MANAGED_POLICIES.get(spec.purpose, ()))
 
 
 def test_an_unchanged_inline_policy_is_not_written_again(iam):

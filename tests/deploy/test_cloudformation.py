@@ -125,13 +125,20 @@ def test_role_creation_and_passing_are_confined_to_the_hypd_path_and_boundary():
     linked = next(s for s in _hypd_statements()
                   if "iam:CreateServiceLinkedRole" in as_list(s["Action"]))
     assert "iam:AWSServiceName" in linked["Condition"]["StringEquals"]
-    # the boundary is the one hypd's roles carry by default, and it writes nothing in IAM
+    # the boundary is the one hypd's roles carry by default, and it writes nothing in IAM;
+    # it passes no role but the SageMaker endpoint roles of the inference operator (AWS's
+    # AmazonSageMakerHyperPodInferenceAccess), to SageMaker only
     boundary = resources()["RoleBoundary"]["Properties"]
     assert boundary["Path"] == hypd_iam.ROLE_PATH
     assert boundary["ManagedPolicyName"] == hypd_iam.BOUNDARY_POLICY_NAME
     for statement in _statements(boundary["PolicyDocument"]):
         for action in as_list(statement["Action"]):
-            if action.startswith("iam:"):
+            if action == "iam:PassRole":
+                assert as_list(statement["Action"]) == ["iam:PassRole"]
+                assert statement["Resource"] == "arn:*:iam::*:role/SageMakerHyperPodInference*"
+                assert statement["Condition"] == {
+                    "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+            elif action.startswith("iam:"):
                 assert action == "iam:CreateServiceLinkedRole" and statement["Condition"]
     # hypd's own role is not under /hypd/: hypd can neither change nor pass it
     assert resources()["InstanceRole"]["Properties"].get("Path", "/") != hypd_iam.ROLE_PATH
