@@ -432,6 +432,8 @@ def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack
         "fields"]
     changed = _run(stack, _patch(stack, cluster, "big", {"autoscaling": {"max": 3}}))
     assert changed["status"] == "succeeded", changed
+    # the Services again too (an endpoint made before the load reader gets its Service)
+    assert [s["name"] for s in changed["steps"]] == ["deploy", "service", "autoscaler"]
     scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
     assert scaled["spec"]["maxReplicaCount"] == 3
     assert _run(stack, _delete(stack, cluster, "big"))["status"] == "succeeded"
