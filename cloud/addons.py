@@ -82,10 +82,15 @@ class Action:
 # ---------------------------------------------------------------------------------------
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML has it: upstream CRDs are large (KEDA's ScaledJob is
+0.6 MB: 2.6 s with the pure-Python loader, 0.3 s with this one)."""
+
+
 @functools.lru_cache(maxsize=64)
 def _manifest_file(file: str) -> tuple[dict[str, Any], ...]:
     with open(MANIFEST_DIR / file, encoding="utf-8") as handle:
-        return tuple(doc for doc in yaml.safe_load_all(handle) if doc)
+        return tuple(doc for doc in yaml.load_all(handle, Loader=_LOADER) if doc)
 
 
 def image_for(key: str, region: str) -> str:

@@ -18,8 +18,9 @@ each labelled `hypd.io/endpoint=<name>`:
   longer names the model it serves, so the kubelet restarts the container (the pod stays)
   and it loads the model it was assigned.
 - SGLang with several replicas: the SGLang router (cache-aware routing, its workers found by
-  label through the Kubernetes API) in front, and a KEDA `ScaledObject` scaling the servers
-  on the router's load.
+  label through the Kubernetes API) in front, hypd's load reader beside it (the servers'
+  total load as one number, on an in-cluster Service), and a KEDA `ScaledObject` scaling the
+  servers on that total (see `scaled_object` for why it is read that way).
 
 The request is kept on the endpoint's main object (annotation `hypd.io/endpoint-spec`), so
 reads and changes start from what the cluster holds, never from a copy of it.
@@ -27,14 +28,17 @@ reads and changes start from what the cluster holds, never from a copy of it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from cloud import kube, storage
 from cloud.errors import Refusal
+from cloud.incluster import sglang_load
 
 ENDPOINT_LABEL = "hypd.io/endpoint"
 ROLE_LABEL = "hypd.io/endpoint-role"
@@ -69,6 +73,14 @@ INVOKE_PATH = "v1/completions"
 """The one path a test request goes to (OpenAI's completions), on every kind of endpoint."""
 ROUTER_PORT = 30000
 ROUTER_METRICS_PORT = 29000
+LOAD_PORT = 29100
+"""hypd's load reader beside the router (cloud/incluster/sglang_load.py): `GET /load`."""
+LOAD_DIR = "/etc/hypd/load"
+LOAD_FILE = "sglang_load.py"
+LOAD_PATH = "load"
+LOAD_ANNOTATION = "hypd.io/load-program"
+"""The reader's SHA-256 on the router's pod template: a new reader rolls the router's pod
+(the running process would not read a changed ConfigMap again)."""
 MODEL_DIR = "/s3/models"
 MODEL_FILE_DIR = "/etc/hypd"
 MODEL_VOLUME = "hypd-model"
@@ -109,7 +121,7 @@ class Autoscaling:
     min: int
     max: int
     target: float = 8.0
-    """Running requests per server the autoscaler aims at."""
+    """Load per server the autoscaler aims at (SGLang: running plus waiting requests)."""
 
 
 @dataclass(frozen=True)
@@ -369,19 +381,21 @@ def pool_service_name(ep: Endpoint, model: str) -> str:
 
 
 def services(ep: Endpoint) -> list[dict[str, Any]]:
-    """The endpoint's Services: one in front (the router's when routed), or one binding
-    Service per pool model."""
+    """The endpoint's Services: one in front (the router's when routed, with the in-cluster
+    Service of its load reader beside it), or one binding Service per pool model."""
     if ep.service == POOL:
         return [_service(ep, pool_service_name(ep, m),
                          {ENDPOINT_LABEL: ep.name, ROLE_LABEL: SERVER, MODEL_LABEL: m},
                          ep.server_port, **{MODEL_LABEL: m}) for m in ep.pool_models]
     if ep.routed:
-        front = _service(ep, ep.name, {ENDPOINT_LABEL: ep.name, ROLE_LABEL: ROUTER},
-                         ROUTER_PORT, ROUTER, ep.service == LOAD_BALANCER)
-        metrics = {"name": "metrics", "port": ROUTER_METRICS_PORT,
-                   "targetPort": ROUTER_METRICS_PORT, "protocol": "TCP"}
-        front["spec"]["ports"].append(metrics)
-        return [front]
+        selector = {ENDPOINT_LABEL: ep.name, ROLE_LABEL: ROUTER}
+        front = _service(ep, ep.name, selector, ROUTER_PORT, ROUTER,
+                         ep.service == LOAD_BALANCER)
+        # the load reader's port stays in the cluster (the front may be an internet-facing NLB)
+        load = _service(ep, router_name(ep), selector, LOAD_PORT, ROUTER)
+        load["spec"]["ports"] = [{"name": "load", "port": LOAD_PORT, "targetPort": LOAD_PORT,
+                                  "protocol": "TCP"}]
+        return [front, load]
     return [_service(ep, ep.name, {ENDPOINT_LABEL: ep.name, ROLE_LABEL: SERVER},
                      ep.server_port, SERVER, ep.service == LOAD_BALANCER)]
 
@@ -437,10 +451,38 @@ def router_name(ep: Endpoint) -> str:
     return f"{ep.name}-router"
 
 
+def load_program() -> str:
+    """The load reader's source, as it is mounted into the router's pod."""
+    return Path(sglang_load.__file__).read_text(encoding="utf-8")
+
+
+def load_url(ep: Endpoint) -> str:
+    """Where KEDA reads the endpoint's load (the load reader's in-cluster Service)."""
+    return (f"http://{router_name(ep)}.{ep.namespace}.svc.cluster.local:{LOAD_PORT}"
+            f"/{LOAD_PATH}")
+
+
+def _load_container() -> dict[str, Any]:
+    """hypd's load reader, on the router's image (its Python) with the program mounted."""
+    return {
+        "name": "load", "image": IMAGES[ROUTER],
+        "command": ["python3", f"{LOAD_DIR}/{LOAD_FILE}",
+                    "--router", f"http://127.0.0.1:{ROUTER_PORT}",
+                    "--port", str(LOAD_PORT)],
+        "ports": [{"name": "load", "containerPort": LOAD_PORT, "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+        "volumeMounts": [{"name": "load", "mountPath": LOAD_DIR, "readOnly": True}],
+    }
+
+
 def router_objects(ep: Endpoint) -> list[dict[str, Any]]:
     """The router's service account and its right to find its workers (pods, in this
-    namespace), and its Deployment: cache-aware routing over the endpoint's servers."""
+    namespace), the load reader's program (a ConfigMap), and the router's Deployment:
+    cache-aware routing over the endpoint's servers, and the load reader beside it."""
     name = router_name(ep)
+    program = load_program()
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": _meta(ep, f"{name}-load", ROUTER), "data": {LOAD_FILE: program}}
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ep, name, ROUTER)}
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": _meta(ep, name, ROUTER),
@@ -470,24 +512,59 @@ def router_objects(ep: Endpoint) -> list[dict[str, Any]]:
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
     }
     selector = {ENDPOINT_LABEL: ep.name, ROLE_LABEL: ROUTER}
+    digest = hashlib.sha256(program.encode()).hexdigest()
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(ep, name, ROUTER),
         "spec": {"replicas": 1, "selector": {"matchLabels": selector},
-                 "template": {"metadata": {"labels": dict(selector)},
+                 "template": {"metadata": {"labels": dict(selector),
+                                           "annotations": {LOAD_ANNOTATION: digest}},
                               "spec": {"serviceAccountName": name,
-                                       "containers": [container]}}},
+                                       "containers": [container, _load_container()],
+                                       "volumes": [{"name": "load", "configMap": {
+                                           "name": config["metadata"]["name"]}}]}}},
     }
-    return [account, role, binding, deployment]
+    return [config, account, role, binding, deployment]
 
 
 def scaled_object(ep: Endpoint) -> dict[str, Any]:
     """KEDA's ScaledObject (fields KEDA 2.17 knows): the servers between the autoscaling
-    bounds, on the router's running requests per server (its Prometheus metrics, read by
-    KEDA's metrics-api scaler)."""
+    bounds, on the total load of the servers (running plus waiting requests) read from
+    hypd's load reader, with `metricType: AverageValue` — the HPA divides that total by the
+    target once (desired = ceil(total / target)), so the target is one server's load.
+
+    Why not something simpler (sources read for KEDA 2.17, which HyperPod's chart pins):
+
+    - KEDA 2.17's metrics-api scaler with `format: prometheus` (kedacore/keda v2.17.2, the
+      version hypd installs: pkg/scalers/metrics_api_scaler.go
+      `getValueFromPrometheusResponse`, lines 266-339) parses `valueLocation` as a
+      metric selector, keeps the series whose labels equal the selector's (matcher types
+      ignored) and returns the first one: no sum. Its JSON and YAML paths (gjson v1.18.0,
+      go.mod line 90; gjson.go lines 2912-2930: the modifiers are pretty … dig, no
+      arithmetic) cannot add either. Summing across endpoints
+      (`aggregateFromKubeServiceEndpoints`) came in KEDA 2.19.
+    - The router's `sgl_router_running_requests` is one gauge per worker, labelled
+      `worker` (sgl-project/sglang sgl-router/src/metrics.rs `set_running_requests`), set
+      only when the policy is cache_aware (sgl-router/src/routers/router.rs:
+      `if self.policy.name() == "cache_aware"`), and a removed worker's series stays with
+      its last value (the exporter has no idle timeout; the decrement looks the worker up
+      and finds it gone). KEDA would read one worker's stale or live count; AverageValue
+      would then divide that one server's load by the replicas a second time. The router
+      publishes no total running gauge (`sgl_router_max_load`/`min_load` are set only
+      when its load is imbalanced; `sgl_router_requests_total` is a counter).
+    - The servers' own load (`sglang:num_running_reqs`, or `/get_load`) is per server, and
+      a URL through their Service reaches one random server per poll; under cache-aware
+      routing servers differ by up to the router's balance threshold, so one sample is noise.
+    - KEDA's `prometheus` scaler would sum, but hypd's clusters run no Prometheus server
+      (HyperPod observability writes to Amazon Managed Prometheus, a toggle hypd does not
+      require, and KEDA would need its own SigV4 identity to query it).
+
+    So the sum is made beside the router: cloud/incluster/sglang_load.py asks the router for
+    its workers (`/list_workers`) and each server for `/get_load` (`num_reqs`: running plus
+    waiting, counted when asked, whatever the policy) and serves the total as JSON on an
+    in-cluster Service. A scaled-to-zero endpoint has no server to read: min 0 is refused
+    for SGLang (schemas/endpoints.py)."""
     if ep.autoscaling is None:
         raise ValueError("the endpoint has no autoscaling")
-    url = (f"http://{ep.name}.{ep.namespace}.svc.cluster.local:{ROUTER_METRICS_PORT}"
-           "/metrics")
     return {
         "apiVersion": KEDA_API, "kind": SCALED_OBJECT, "metadata": _meta(ep, ep.name),
         "spec": {
@@ -499,10 +576,9 @@ def scaled_object(ep: Endpoint) -> dict[str, Any]:
             "cooldownPeriod": 300,
             "triggers": [{
                 "type": "metrics-api",
-                "name": "running-requests",
+                "name": "servers-load",
                 "metricType": "AverageValue",
-                "metadata": {"url": url, "format": "prometheus",
-                             "valueLocation": "sgl_router_running_requests",
+                "metadata": {"url": load_url(ep), "format": "json", "valueLocation": "load",
                              "targetValue": str(ep.autoscaling.target)},
             }],
         },
@@ -534,6 +610,7 @@ def objects(ep: Endpoint, bucket: str, region: str) -> Objects:
 
 
 KINDS_OWNED = (("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ServiceAccount"),
+               ("v1", "ConfigMap"),
                ("rbac.authorization.k8s.io/v1", "Role"),
                ("rbac.authorization.k8s.io/v1", "RoleBinding"), (KEDA_API, SCALED_OBJECT),
                (IEC_API, IEC_KIND))

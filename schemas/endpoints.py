@@ -39,14 +39,20 @@ def Model(description: str = "A model under models/ in the cluster's bucket",
                          metadata={"description": f"{description}: {MODEL_RULE}."}, **kwargs)
 
 
+SGLANG_MIN_RULE = ("min must be at least 1 for sglang: KEDA reads the load from the servers, "
+                   "so with none it could never scale back up")
+
+
 class EndpointAutoscalingSchema(Schema):
     min = fields.Integer(required=True, validate=validate.Range(min=0, max=MAX_REPLICAS),
-                         metadata={"description": "fewest servers (0: scale to zero)"})
+                         metadata={"description": "fewest servers (0: scale to zero; "
+                                                  "managed only)"})
     max = fields.Integer(required=True, validate=validate.Range(min=1, max=MAX_REPLICAS),
                          metadata={"description": "most servers"})
     target = fields.Float(load_default=8.0, validate=validate.Range(min=0.1, max=10_000),
                           metadata={"description": "load per server the autoscaler aims at "
-                                                   "(running requests; managed: invocations)"})
+                                                   "(sglang: running plus waiting requests; "
+                                                   "managed: invocations)"})
 
     @validates_schema
     def _bounds(self, data: dict, **_: object) -> None:
@@ -110,7 +116,7 @@ class EndpointCreateSchema(Schema):
                                                           "as the KV cache's second tier"})
     autoscaling = fields.Nested(EndpointAutoscalingSchema,
                                 metadata={"description": "managed: the operator's autoscaling; "
-                                                         "sglang: KEDA on the router's load"})
+                                                         "sglang: KEDA on the servers' total load"})
     claim = fields.String(load_default="hypd-s3",
                           validate=validate.Regexp(DNS_LABEL_RE, error="not a claim name"),
                           metadata={"description": "the claim of the bucket mounted at /s3"})
@@ -154,6 +160,8 @@ class EndpointCreateSchema(Schema):
         if data.get("autoscaling") and kind not in ("managed", "sglang"):
             raise ValidationError("autoscaling is managed's or the SGLang router's (KEDA)",
                                   "autoscaling")
+        if kind == "sglang" and data.get("autoscaling") and data["autoscaling"]["min"] < 1:
+            raise ValidationError(SGLANG_MIN_RULE, "autoscaling")
 
 
 class EndpointPatchSchema(Schema):

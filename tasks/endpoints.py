@@ -7,7 +7,8 @@
   external one waits for its load balancer's address), `autoscaler` (KEDA's ScaledObject);
 - `endpoint.update` (explicit diff: replicas, autoscaling bounds, routing): `scale_in`
   (a pool only: unassigned workers are marked to go first and the Deployment scaled only
-  when the controller would remove nothing else), then `deploy` and `autoscaler` again;
+  when the controller would remove nothing else), then `deploy` again, and for a routed
+  SGLang endpoint `service` and `autoscaler` again;
 - `endpoint.reassign`: one pool worker's model label changed — nothing else of the pod;
 - `endpoint.delete`: every object hypd made for the endpoint, then waits until gone.
 
@@ -355,6 +356,8 @@ def _update_steps(params: dict[str, Any]) -> tuple[Step, ...]:
         steps.append(SCALE_IN)
     else:
         steps.append(DEPLOY)
+    if ep.routed:  # its Services again: the ScaledObject reads the load reader's Service
+        steps.append(SERVICE)
     if ep.routed or before.routed:
         steps.append(AUTOSCALER)
     return tuple(steps)
@@ -368,7 +371,7 @@ ENDPOINT_CREATE = OperationKind(
     name="endpoint.create", steps=(REQUIREMENTS, DEPLOY, SERVICE, AUTOSCALER),
     select=_create_steps, resource_url=endpoint_url)
 ENDPOINT_UPDATE = OperationKind(
-    name="endpoint.update", steps=(REQUIREMENTS, SCALE_IN, DEPLOY, AUTOSCALER),
+    name="endpoint.update", steps=(REQUIREMENTS, SCALE_IN, DEPLOY, SERVICE, AUTOSCALER),
     select=_update_steps, resource_url=endpoint_url)
 ENDPOINT_REASSIGN = OperationKind(
     name="endpoint.reassign",

@@ -25,6 +25,7 @@ from cloud import aws, features, iam, inference, kube, storage
 from cloud.inference import Endpoint
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.endpoints import (
+    SGLANG_MIN_RULE,
     EndpointCreateSchema,
     EndpointListSchema,
     EndpointPatchSchema,
@@ -145,8 +146,7 @@ def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
                                ep.namespace) is None:
                 raise _field_error("claim", f"no claim {ep.claim!r} in namespace "
                                             f"{ep.namespace!r} to mount at /s3")
-            for name in [ep.name, *(inference.pool_service_name(ep, m)
-                                    for m in ep.pool_models)]:
+            for name in [s["metadata"]["name"] for s in inference.services(ep)]:
                 taken = kube.get_object(api, "v1", "Service", name, ep.namespace)
                 if taken is not None and not kube.managed_by_hypd(taken):
                     raise ApiError(409, "conflict", f"a Service named {name!r} exists in "
@@ -260,6 +260,8 @@ def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:
         merged = {"min": ep.autoscaling.min, "max": ep.autoscaling.max, **body["autoscaling"]}
         if merged["min"] > merged["max"]:
             raise _field_error("autoscaling", "min must not exceed max")
+        if ep.kind == inference.SGLANG and merged["min"] < 1:
+            raise _field_error("autoscaling", SGLANG_MIN_RULE)
     if "replicas" in body and ep.autoscaling is not None and ep.kind != inference.MANAGED:
         raise _field_error("replicas", "the autoscaler sets this endpoint's replicas: change "
                                        "its autoscaling bounds instead")

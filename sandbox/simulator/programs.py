@@ -14,7 +14,9 @@ with one small, deterministic rule:
 - `sleep N` (seconds; `s`, `m`, `h`, `d` suffixes) waits N simulated seconds;
   `sleep infinity` never returns;
 - `exit N` ends with status N; `true` succeeds; `false` fails (status 1);
-- any other command prints nothing and succeeds.
+- any other command prints nothing and succeeds;
+- but a controller's entrypoint (`DAEMONS`) and hypd's own in-cluster programs
+  (`python3 /etc/hypd/…`) serve until stopped.
 
 Times are simulated seconds (the sandbox's speed scales them).
 """
@@ -170,6 +172,15 @@ def _script(run: _Run, script: str) -> None:
 DAEMONS = frozenset({"/controller", "/keda", "/keda-adapter", "/manager"})
 """Entrypoints of controllers' images (the AWS Load Balancer Controller, KEDA's operator and
 metrics server, kubebuilder's managers): they serve until stopped, whatever their flags."""
+INCLUSTER_DIR = "/etc/hypd/"
+"""Where hypd mounts its own in-cluster programs (cloud/incluster/, e.g. the SGLang load
+reader): `python3 <that dir>/…` serves until stopped."""
+
+
+def _daemon(argv: list[str]) -> bool:
+    return argv[0] in DAEMONS or (
+        os.path.basename(argv[0]).startswith("python") and len(argv) > 1
+        and argv[1].startswith(INCLUSTER_DIR))
 
 
 def from_command_line(container: dict[str, Any]) -> Program:
@@ -177,7 +188,7 @@ def from_command_line(container: dict[str, Any]) -> Program:
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])
     ]
-    if not argv or argv[0] in DAEMONS:
+    if not argv or _daemon(argv):
         return Program(exit_code=None)
     run = _Run()
     if os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]:

@@ -406,7 +406,7 @@ def test_an_external_endpoint_installs_the_load_balancer_controller_and_gets_an_
 
 
 def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack, cluster):
-    from tests.crdkit import validate
+    from tests.crdkit import validate, validate_served
 
     body = {"name": "big", "kind": "sglang", "model": "qwen", "gpus": 1, "replicas": 2,
             "routing": "cache_aware", "autoscaling": {"min": 1, "max": 2, "target": 4}}
@@ -419,16 +419,49 @@ def test_a_routed_sglang_endpoint_has_the_router_in_front_and_keda_scaling(stack
     scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
     validate({k: v for k, v in scaled.items() if k != "status"},
              "keda.sh_scaledobjects.yaml", "v1alpha1")
-    assert kube.get_object("apps/v1", "Deployment", "big-router", "default") is not None
+    # the cluster serves KEDA's own ScaledObject schema (2.17's), and the object fits it
+    served = kube.get_object("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                             "scaledobjects.keda.sh")
+    assert "triggers" in served["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+        "properties"]["spec"]["properties"]
+    validate_served({k: v for k, v in scaled.items() if k != "status"}, served, "v1alpha1")
+    # KEDA reads the servers' total load from the reader beside the router, in the cluster
+    (trigger,) = scaled["spec"]["triggers"]
+    assert (trigger["type"], trigger["metricType"]) == ("metrics-api", "AverageValue")
+    assert trigger["metadata"]["url"] == (
+        "http://big-router.default.svc.cluster.local:29100/load")
+    load = kube.get_object("v1", "Service", "big-router", "default")
+    assert load["spec"]["type"] == "ClusterIP"
+    assert [p["port"] for p in load["spec"]["ports"]] == [29100]
+    router = kube.get_object("apps/v1", "Deployment", "big-router", "default")
+    assert router["status"]["availableReplicas"] == 1  # the reader runs beside the router
+    assert [c["name"] for c in router["spec"]["template"]["spec"]["containers"]] == [
+        "router", "load"]
+    assert "sglang_load.py" in kube.get_object("v1", "ConfigMap", "big-router-load",
+                                               "default")["data"]
     reply = _post(stack, cluster, "endpoints/big/invoke", {"prompt": "route me"})
     assert reply.status_code == 200, reply.text
     assert reply.json()["response"]["system_fingerprint"].startswith("big-router-")
+    to_zero = _patch(stack, cluster, "big", {"autoscaling": {"min": 0}})
+    assert to_zero.status_code == 422 and "autoscaling" in to_zero.json()["error"]["details"][
+        "fields"]
     changed = _run(stack, _patch(stack, cluster, "big", {"autoscaling": {"max": 3}}))
     assert changed["status"] == "succeeded", changed
+    # the Services again too (an endpoint made before the load reader gets its Service)
+    assert [s["name"] for s in changed["steps"]] == ["deploy", "service", "autoscaler"]
     scaled = kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default")
     assert scaled["spec"]["maxReplicaCount"] == 3
     assert _run(stack, _delete(stack, cluster, "big"))["status"] == "succeeded"
     assert kube.get_object("keda.sh/v1alpha1", "ScaledObject", "big", "default") is None
+    assert kube.get_object("v1", "ConfigMap", "big-router-load", "default") is None
+
+
+def test_an_sglang_endpoint_is_not_autoscaled_from_zero_servers(stack, cluster):
+    body = {"name": "idle", "kind": "sglang", "model": "qwen", "gpus": 1,
+            "autoscaling": {"min": 0, "max": 2}}
+    reply = _post(stack, cluster, "endpoints", body)
+    assert reply.status_code == 422, reply.text
+    assert "at least 1" in reply.json()["error"]["details"]["fields"]["autoscaling"][0]
 
 
 # -- through MCP (a real client over stdio) ----------------------------------------------

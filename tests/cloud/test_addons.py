@@ -5,6 +5,7 @@ tests/cloud/test_dependencies.py."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 
@@ -168,6 +169,54 @@ def test_hyperpod_namespace_and_bindings_are_what_hyperpod_expects():
 def test_shipped_manifests_validate_strictly(dep):
     for obj in addons.render(dep, REGION):
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+UPSTREAM_CRDS = {  # dependency: (folder, {file: its git blob upstream}) — SOURCES.md there
+    "keda": ("keda-crds", {  # kedacore/keda v2.17.2 config/crd/bases/
+        "keda.sh_scaledobjects.yaml": "88ab656f0b815b9c825ce68cf378e44523979c41",
+        "keda.sh_scaledjobs.yaml": "9fa25c6729b413d0ee22ef8023088192db69d7ef",
+        "keda.sh_triggerauthentications.yaml": "c81f78a4d79ea6080f43a69e00ddfc2bf707f1e6",
+        "keda.sh_clustertriggerauthentications.yaml":
+            "bbd2e34b920a488f147135273f007fc4358ec066",
+        "eventing.keda.sh_cloudeventsources.yaml": "14c1fc9ace475e3e74fb97b6c47f24f5ba76028e",
+        "eventing.keda.sh_clustercloudeventsources.yaml":
+            "5ba7b0910d55d6f630541b2849529b7ff2d08462"}),
+    "aws-load-balancer-controller": ("aws-load-balancer-controller-crds", {
+        # kubernetes-sigs/aws-load-balancer-controller v2.13.4 config/crd/bases/
+        "elbv2.k8s.aws_targetgroupbindings.yaml": "f5385c977d4cfbe882c92090ad1e227bf3c849bd",
+        "elbv2.k8s.aws_ingressclassparams.yaml": "d33ee151aa863837ee6a1c83b1f2e5501eb5806e"}),
+}
+
+
+def _grants(role: dict, group: str, resource: str, verbs: set[str]) -> bool:
+    return any((group in rule["apiGroups"] or "*" in rule["apiGroups"])
+               and (resource in rule["resources"] or "*" in rule["resources"])
+               and (verbs <= set(rule["verbs"]) or "*" in rule["verbs"])
+               for rule in role["rules"])
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CRDS))
+def test_a_controllers_crds_are_upstreams_unchanged_and_it_may_watch_every_kind(name):
+    """The CRDs as upstream ships them (the API server holds a resource to its real schema,
+    not an open one), applied before the controller, which starts a controller for each
+    kind and so must be allowed to list and watch them all."""
+    folder, blobs = UPSTREAM_CRDS[name]
+    for file, blob in blobs.items():
+        data = (dependencies.MANIFEST_DIR / folder / file).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, file
+    objects = addons.render(by_name(name), REGION)
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    assert objects[:len(crds)] == crds and len(crds) == len(blobs)
+    role = _only(objects, "ClusterRole")
+    for crd in crds:
+        for version in crd["spec"]["versions"]:
+            schema = version["schema"]["openAPIV3Schema"]
+            assert schema["properties"]["spec"]["type"] == "object"
+            assert not schema.get("x-kubernetes-preserve-unknown-fields")
+        assert _grants(role, crd["spec"]["group"], crd["spec"]["names"]["plural"],
+                       {"list", "watch"}), crd["metadata"]["name"]
+    if name == "keda":
+        assert _grants(role, "batch", "jobs", {"list", "watch", "create"})  # ScaledJobs'
 
 
 def test_strict_validation_catches_a_misspelt_field():

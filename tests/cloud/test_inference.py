@@ -5,19 +5,23 @@ the pool's shape (the model label outside the selector)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
 import pytest
 
 from cloud import inference
+from cloud.dependencies import MANIFEST_DIR
 from cloud.inference import Autoscaling, Endpoint
 from tests.crdkit import validate as validate_crd
 
 K8S_VERSION = "1.33"
 IEC_FILE = "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
-KEDA_FILE = "keda.sh_scaledobjects.yaml"
+KEDA_FILE = "keda.sh_scaledobjects.yaml"  # KEDA 2.20.2's (../shared/crds)
+KEDA_217_FILE = MANIFEST_DIR / "keda-crds" / KEDA_FILE  # 2.17.2's, as hypd installs it
 BUCKET = "hypd-lab-123456789012-us-west-2"
 
 ENDPOINTS = {
@@ -68,9 +72,44 @@ def test_the_scaled_object_fits_kedas_crd_with_fields_keda_2_17_knows():
                                                 "kind": "Deployment", "name": "big"}
     assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (2, 6)
     assert "tolerance" not in json.dumps(scaled)  # KEDA 2.20's, not 2.17's
+    validate_crd(scaled, str(KEDA_217_FILE), "v1alpha1")  # the CRD hypd installs
     scaled["spec"]["triggers"][0]["metaData"] = {}
     with pytest.raises(jsonschema.ValidationError):
         validate_crd(scaled, KEDA_FILE, "v1alpha1")
+
+
+def test_keda_reads_the_servers_total_load_from_the_reader_beside_the_router():
+    """One number that is already the total, read as AverageValue (the HPA divides it by
+    the target once), from the load reader's in-cluster Service — not the router's
+    per-worker gauge, of which KEDA 2.17 would take the first series."""
+    ep = ENDPOINTS["sglang-routed"]
+    parts = inference.objects(ep, BUCKET, "us-west-2")
+    (trigger,) = inference.scaled_object(ep)["spec"]["triggers"]
+    assert trigger["type"] == "metrics-api" and trigger["metricType"] == "AverageValue"
+    meta = trigger["metadata"]
+    assert (meta["format"], meta["valueLocation"], meta["targetValue"]) == (
+        "json", "load", "12.0")
+    assert "sgl_router" not in json.dumps(trigger)
+    # the URL is the reader's Service, in the cluster, on the port the reader listens on
+    front, load = parts.services
+    assert meta["url"] == (f"http://{load['metadata']['name']}.{ep.namespace}"
+                           f".svc.cluster.local:{load['spec']['ports'][0]['port']}/load")
+    assert load["spec"]["type"] == "ClusterIP"
+    assert load["spec"]["selector"] == front["spec"]["selector"]
+    assert inference.LOAD_PORT not in [p["port"] for p in front["spec"]["ports"]]
+    router = next(o for o in parts.router if o["kind"] == "Deployment")
+    pod = router["spec"]["template"]["spec"]
+    reader = next(c for c in pod["containers"] if c["name"] == "load")
+    assert reader["ports"][0]["containerPort"] == load["spec"]["ports"][0]["targetPort"]
+    assert reader["command"][:2] == ["python3", "/etc/hypd/load/sglang_load.py"]
+    # what runs is the tested file itself, mounted from a ConfigMap hypd makes from it
+    config = next(o for o in parts.router if o["kind"] == "ConfigMap")
+    program = (Path(inference.__file__).parent / "incluster" / "sglang_load.py").read_text()
+    assert config["data"] == {"sglang_load.py": program}
+    assert {"name": "load", "configMap": {"name": config["metadata"]["name"]}} in pod["volumes"]
+    assert router["spec"]["template"]["metadata"]["annotations"][
+        inference.LOAD_ANNOTATION] == hashlib.sha256(program.encode()).hexdigest()
+    assert ("v1", "ConfigMap") in inference.KINDS_OWNED  # a delete finds it
 
 
 @pytest.mark.parametrize("case", sorted(ENDPOINTS))
@@ -134,7 +173,8 @@ def test_routed_sglang_gets_the_router_in_front():
     router = next(o for o in parts.router if o["kind"] == "Deployment")
     command = router["spec"]["template"]["spec"]["containers"][0]["command"]
     assert command[command.index("--policy") + 1] == "cache_aware"
-    (front,) = parts.services
+    front, _load = parts.services
+    assert front["metadata"]["name"] == ep.name
     assert front["spec"]["selector"][inference.ROLE_LABEL] == inference.ROUTER
     assert "replicas" not in parts.main[0]["spec"]  # KEDA owns them
     assert [o["kind"] for o in parts.autoscaler] == ["ScaledObject"]

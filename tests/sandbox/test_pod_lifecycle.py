@@ -149,6 +149,10 @@ def test_the_command_line_rule() -> None:
     assert run("sh", "-c", "echo start; sleep infinity; echo never").exit_code is None
     assert run("false").exit_code == 1
     assert run("python", "train.py") == Program((), 0)
+    # hypd's own in-cluster programs (cloud/incluster/, mounted under /etc/hypd/) serve on
+    assert run("python3", "/etc/hypd/load/sglang_load.py", "--port", "29100",
+               command=True) == Program(exit_code=None)
+    assert run("python3", "/etc/hypdx.py") == Program((), 0)
 
 
 # --- scheduling ----------------------------------------------------------------------------
