@@ -330,14 +330,20 @@ def pod_log(api: ApiClient, namespace: str, name: str, container: str | None = N
 
 
 def delete_object(api: ApiClient, api_version: str, kind: str, name: str,
-                  namespace: str | None = None, propagation: str = "Background") -> bool:
-    """Delete the object; True if a deletion was accepted, False if it was already gone."""
-    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+                  namespace: str | None = None, propagation: str = "Background",
+                  uid: str | None = None) -> bool:
+    """Delete the object; True if a deletion was accepted, False if it was already gone.
+    With `uid`, only that very object (a precondition the API server checks): False too
+    when the name now belongs to another one."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
+                            "propagationPolicy": propagation}
+    if uid is not None:
+        body["preconditions"] = {"uid": uid}
     try:
         _call(api, "DELETE", object_path(api, api_version, kind, name, namespace), None, body,
               "application/json")
     except KubeError as exc:
-        if exc.http_status == 404:
+        if exc.http_status == 404 or (uid is not None and exc.http_status == 409):
             return False
         raise
     return True

@@ -4,7 +4,11 @@ fetches one there.
 The Job runs as the service account `hypd-model-download` (IRSA: it may list the bucket and
 write under `models/` only; a download from another bucket adds read of that source prefix,
 for that download only). It uploads through the S3 API (`aws s3 cp`, multipart), never
-through the Mountpoint mount (no rename or append there). A Hugging Face model is fetched
+through the Mountpoint mount (no rename or append there). Its image is a setting
+(`HYPD_MODEL_DOWNLOAD_IMAGE`): the stock `python:3.12-slim` pip-installs the pinned TOOLS at
+every run (the Job then needs a way to PyPI); an image built from
+deploy/images/model-download/Dockerfile has them already, and the script installs only what
+is missing. A Hugging Face model is fetched
 with the hub's own CLI (`hf download`, id and revision) into the pod's scratch volume first;
 an S3 source is copied bucket to bucket. A hub token reaches the pod only as the
 environment variable `HF_TOKEN` taken from a Kubernetes Secret the user names: hypd never
@@ -29,13 +33,17 @@ MODEL_LABEL = "hypd.io/model"
 OPERATION_LABEL = "hypd.io/operation"
 SERVICE_ACCOUNT = "hypd-model-download"
 NAMESPACE = "default"
-IMAGE = "python:3.12-slim"
 TOOLS = ("huggingface_hub[cli,hf_transfer]==0.34.4", "awscli==1.42.30")
+"""What the Job runs (`hf`, `aws`), pinned; deploy/images/model-download/Dockerfile bakes
+exactly these (tests/cloud/test_models.py keeps the two equal)."""
 SCRATCH_LIMIT = "1Ti"
 S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([A-Za-z0-9!_.*'()/-]{1,900})$")
 
 # The Job's scripts: fixed text; every value reaches them as an environment variable.
-_INSTALL = 'pip install --quiet --no-cache-dir "$HYPD_TOOL_HUB" "$HYPD_TOOL_CLI"'
+# The tools are installed only when the image lacks them: `a && b || c && d` is
+# `((a && b) || c) && d` in sh, so a failed install still stops the script.
+_INSTALL = ('command -v hf >/dev/null && command -v aws >/dev/null || '
+            'pip install --quiet --no-cache-dir "$HYPD_TOOL_HUB" "$HYPD_TOOL_CLI"')
 _UPLOAD = ('aws s3 cp --recursive --only-show-errors --exclude ".cache/*" '
            '"$HYPD_FROM" "s3://$HYPD_BUCKET/models/$HYPD_MODEL/"')
 SCRIPTS = {
@@ -82,9 +90,10 @@ def source_location(uri: str) -> tuple[str, str]:
     return found.group(1), found.group(2).strip("/") + "/"
 
 
-def download_job(download: Download, bucket: str, region: str, operation: str
-                 ) -> dict[str, Any]:
-    """The Job (batch/v1) fetching `download` into `s3://<bucket>/models/<model>/`."""
+def download_job(download: Download, bucket: str, region: str, operation: str, *,
+                 image: str) -> dict[str, Any]:
+    """The Job (batch/v1) fetching `download` into `s3://<bucket>/models/<model>/`, run from
+    `image` (the setting HYPD_MODEL_DOWNLOAD_IMAGE)."""
     env: list[dict[str, Any]] = [
         {"name": "HYPD_MODEL", "value": download.model},
         {"name": "HYPD_BUCKET", "value": bucket},
@@ -106,7 +115,7 @@ def download_job(download: Download, bucket: str, region: str, operation: str
         env.append({"name": "HYPD_FROM", "value": download.s3_uri or ""})
     labels = kube.labels({MODEL_LABEL: download.model, OPERATION_LABEL: operation})
     container = {
-        "name": "download", "image": IMAGE,
+        "name": "download", "image": image,
         "command": ["sh", "-c", SCRIPTS[download.source]],
         "env": env,
         "resources": {"requests": {"cpu": "2", "memory": "4Gi"},
@@ -129,6 +138,27 @@ def download_job(download: Download, bucket: str, region: str, operation: str
             },
         },
     }
+
+
+def job_of(job: Mapping[str, Any] | None, operation: str) -> bool:
+    """Whether `job` is the one `operation` made (it carries the operation's label)."""
+    labels = ((job or {}).get("metadata") or {}).get("labels") or {}
+    return job is not None and labels.get(OPERATION_LABEL) == operation
+
+
+def remove_job(api: Any, model: str, operation: str) -> str | None:
+    """Delete `operation`'s download Job of `model`, its pods with it (Background: a
+    batch/v1 Job deleted without a policy leaves its pods running); the uid of the Job
+    deleted, or None when there was none of this operation's (gone already, never made, or
+    the name held by another download's Job, which is left alone). Safe to call again: the
+    deletion is bound to the uid found, so it can never reach a Job made after the lookup."""
+    found = kube.get_object(api, "batch/v1", "Job", job_name(model), NAMESPACE)
+    if not job_of(found, operation):
+        return None
+    uid = found["metadata"].get("uid")
+    deleted = kube.delete_object(api, "batch/v1", "Job", job_name(model), NAMESPACE,
+                                 propagation="Background", uid=uid)
+    return uid if deleted else None
 
 
 def job_state(job: Mapping[str, Any] | None) -> str:

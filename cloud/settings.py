@@ -17,6 +17,13 @@ PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 """Where AWS serves the Price List API (GetProducts); any of them prices every region."""
 LOG_FORMATS = ("text", "json")
 _POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:policy/[\w+=,.@/-]+$")
+DEFAULT_MODEL_DOWNLOAD_IMAGE = "python:3.12-slim"
+"""A stock Python image: the download Job pip-installs its tools into it at every run."""
+_IMAGE = re.compile(
+    r"^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::\d{1,5})?/)?"  # registry host[:port]/
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+"""A container image reference (repository[:tag][@digest]), as a Kubernetes Pod takes it."""
 
 
 class SettingsError(ValueError):
@@ -77,6 +84,10 @@ class Settings:
     """The audit log keeps this many newest entries (about 300 bytes each)."""
     aws_read_timeout_s: float = 30.0
     """How long a worker's AWS call waits for an answer before botocore tries again."""
+    model_download_image: str = DEFAULT_MODEL_DOWNLOAD_IMAGE
+    """The image of the model download Job (cloud/models.py): one that already has the
+    tools (deploy/images/model-download/Dockerfile) skips their install, and so the Job
+    needs no way to PyPI."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -112,6 +123,8 @@ class Settings:
             role_boundary_arn=env.get("HYPD_ROLE_BOUNDARY_ARN") or None,
             audit_max_entries=_int(env, "HYPD_AUDIT_MAX_ENTRIES", 50_000),
             aws_read_timeout_s=_float(env, "HYPD_AWS_READ_TIMEOUT_S", 30.0),
+            model_download_image=(env.get("HYPD_MODEL_DOWNLOAD_IMAGE")
+                                  or DEFAULT_MODEL_DOWNLOAD_IMAGE),
         )
         settings.check()
         return settings
@@ -130,6 +143,10 @@ class Settings:
             raise SettingsError("HYPD_ROLE_BOUNDARY_ARN must be an IAM policy ARN "
                                 f"(arn:aws:iam::<account>:policy/...), got "
                                 f"{self.role_boundary_arn!r}")
+        if len(self.model_download_image) > 255 or not _IMAGE.match(self.model_download_image):
+            raise SettingsError("HYPD_MODEL_DOWNLOAD_IMAGE must be a container image reference "
+                                "(registry/repository:tag or @sha256:digest), got "
+                                f"{self.model_download_image!r}")
         if self.aws_read_timeout_s <= 0:
             raise SettingsError("HYPD_AWS_READ_TIMEOUT_S must be above 0")
         if self.sandbox_speed <= 0:

@@ -7,7 +7,8 @@ by its operation label when a crashed attempt made it; its wait reports the file
 in the bucket and ends when the Job does), `cleanup` (the source's read taken back).
 
 The source's read never outlives the download: a Job that fails or disappears takes it back
-before the step fails, and a cancelled download before it stops (`on_cancel`). Its state is
+before the step fails, and a cancelled download before it stops (`on_cancel`, which first
+deletes the operation's own Job and its pods, so a cancel stops the transfer too). Its state is
 recorded on the `job` step (`source_grant`: granting → granted → revoking → revoked) before
 each IAM call, so a re-run task adopts what an earlier one did instead of calling again; a
 retry of the failed operation grants it anew.
@@ -21,6 +22,7 @@ from typing import Any
 
 from cloud import dependencies, eks, iam, identity, kube, models, storage
 from cloud.models import Download
+from cloud.settings import Settings
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded
 
@@ -118,8 +120,7 @@ def apply_job(ctx: StepContext) -> dict[str, Any]:
     name = models.job_name(download.model)
     found = kube.get_object(api, "batch/v1", "Job", name, models.NAMESPACE)
     if found is not None:
-        mine = (found["metadata"].get("labels") or {}).get(models.OPERATION_LABEL) == ctx.op_id
-        if mine:
+        if models.job_of(found, ctx.op_id):
             _grant_source(ctx, download)
             return {"job": name, "uid": found["metadata"].get("uid"), "adopted": True}
         if models.job_state(found) == "running":
@@ -128,7 +129,8 @@ def apply_job(ctx: StepContext) -> dict[str, Any]:
         kube.delete_object(api, "batch/v1", "Job", name, models.NAMESPACE)
         raise StepRetry(f"removing the finished Job {name} of an earlier download", 2.0)
     _grant_source(ctx, download)
-    job = models.download_job(download, ctx.params["bucket"], ctx.region, ctx.op_id)
+    job = models.download_job(download, ctx.params["bucket"], ctx.region, ctx.op_id,
+                              image=Settings.from_env().model_download_image)
     made = kube.server_side_apply(api, job)
     return {"job": name, "uid": made["metadata"].get("uid")}
 
@@ -178,11 +180,20 @@ def model_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['cluster']}/models"
 
 
-def take_back_source(ctx: StepContext) -> None:
-    """A cancelled download's source read goes too (its Job, left to run, loses it)."""
-    _revoke_source(ctx, _download(ctx))
+@guarded
+def take_back(ctx: StepContext) -> None:
+    """A cancelled download stops: its own Job goes with its pods (only the Job carrying this
+    operation's label; another download's is never touched), then its source's read — taken
+    back even when the Job's deletion failed (a retryable failure deletes again at the next
+    boundary; the read, recorded revoked, is not revoked twice)."""
+    download = _download(ctx)
+    try:
+        uid = models.remove_job(_api(ctx), download.model, ctx.op_id)
+        if uid is not None:
+            ctx.record(job_deleted=uid)
+    finally:
+        _revoke_source(ctx, download)
 
 
 MODEL_DOWNLOAD = OperationKind(name="model.download", steps=(IDENTITY, JOB, CLEANUP),
-                               select=_steps, resource_url=model_url,
-                               on_cancel=take_back_source)
+                               select=_steps, resource_url=model_url, on_cancel=take_back)

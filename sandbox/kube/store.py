@@ -34,6 +34,8 @@ from sandbox.kube.errors import (
 )
 
 EVENT_HISTORY = 4096  # watch events kept for clients that resume from a resourceVersion
+ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
+"""Kinds whose dependents a deletion without a propagation policy orphans."""
 Key = tuple[Any, str | None, str]
 Match = Callable[[dict[str, Any]], bool]
 
@@ -439,7 +441,11 @@ class Store:
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
     ) -> tuple[dict[str, Any], bool]:
-        """(last state, removed now)."""
+        """(last state, removed now). Without a propagation policy a kind's default
+        applies: Background, except for batch/v1 Jobs, whose pods are orphaned (the Job
+        registry's default, kept for compatibility; kubectl asks for Background)."""
+        if propagation is None and (rt.group, rt.plural) in ORPHAN_BY_DEFAULT:
+            propagation = "Orphan"
         with self._lock:
             obj = self._load(self._key(rt, namespace, name))
             if obj is None:

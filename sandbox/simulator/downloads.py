@@ -1,7 +1,14 @@
 """What a model-fetching container does in the sandbox: `pip install`, the Hugging Face CLI's
-`hf download` and the AWS CLI's `aws s3 cp --recursive`, run from a `sh -c` script whose
-`$VARIABLES` come from the container's environment (plain values; a Secret's value only
-decides whether a token is there, and is never printed).
+`hf download` and the AWS CLI's `aws s3 cp --recursive`, run from a `sh -c` script (the
+shell's list rules: programs.run_script) whose `$VARIABLES` come from the container's
+environment (plain values; a Secret's value only decides whether a token is there, and is
+never printed).
+
+The tools are where the image says: Docker Hub's stock images (`python:3.12-slim`) have
+Python and pip only, so `command -v hf` fails until `pip install` has put `hf` and `aws`
+there, and a script running them without installing fails as sh does (`hf: not found`, 127);
+an image whose repository is named `hypd-model-download` (built from
+deploy/images/model-download/Dockerfile) has both from the start.
 
 The hub is a small deterministic one: any `org/name` repository holds `config.json`,
 `generation_config.json`, `tokenizer.json` and `model.safetensors` (sizes from the id and
@@ -15,18 +22,28 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sandbox.simulator.programs import Line, Program
+from sandbox.simulator.programs import Line, Program, run_script
 
 GATED = ("meta-llama", "mistralai", "google")
+BAKED_REPOSITORY = "hypd-model-download"
+"""The repository name of an image that has the download tools already."""
+PROVIDES = {"huggingface_hub": "hf", "awscli": "aws"}
+"""The command each Python package installs."""
 FILES = ("config.json", "generation_config.json", "tokenizer.json", "model.safetensors")
 PIP_S = 5.0
 FILE_S = 2.0  # simulated seconds per file fetched or sent
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _S3 = re.compile(r"^s3://([^/]+)/?(.*)$")
+_PROJECT = re.compile(r"^[A-Za-z0-9_.-]+")
+
+
+def tools_in(image: str) -> set[str]:
+    """The download tools an image has before anything is installed in it."""
+    repository = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return set(PROVIDES.values()) if repository == BAKED_REPOSITORY else set()
 
 
 class ObjectStore(Protocol):
@@ -72,27 +89,38 @@ class DownloadProgram:
             ref = ((item.get("valueFrom") or {}).get("secretKeyRef")) or {}
             if item.get("name") == "HF_TOKEN" and ref:
                 has_token = self.secret_value(namespace, ref.get("name", ""), ref.get("key", ""))
-        return self._run(command[2], env, has_token)
+        return self._run(command[2], env, has_token, tools_in(str(container.get("image", ""))))
 
-    def _run(self, script: str, env: dict[str, str], has_token: bool) -> Program:
+    def _run(self, script: str, env: dict[str, str], has_token: bool, tools: set[str]
+             ) -> Program:
         lines: list[Line] = []
         local: dict[str, dict[str, bytes]] = {}  # directory → files
-        for segment in script.split("&&"):
-            argv = [_VAR.sub(lambda m: env.get(m.group(1), ""), a)
-                    for a in shlex.split(segment)]
-            if not argv:
-                continue
-            failed = self._command(argv, lines, local, has_token)
+
+        def simple(words: list[str]) -> int:
+            argv = [_VAR.sub(lambda m: env.get(m.group(1), ""), a) for a in words]
+            if argv[:2] == ["command", "-v"]:  # prints the path; nothing when missing
+                return 0 if argv[2:] and set(argv[2:]) <= tools else 1
+            if argv[0] in PROVIDES.values() and argv[0] not in tools:
+                lines.append(Line(0.0, f"sh: 1: {argv[0]}: not found"))
+                return 127
+            failed = self._command(argv, lines, local, has_token, tools)
             if failed is not None:
                 lines.append(Line(0.0, failed))
-                return Program(lines=tuple(lines), exit_code=1)
-        return Program(lines=tuple(lines), exit_code=0)
+                return 1
+            return 0
+
+        status = run_script(script, simple)
+        return Program(lines=tuple(lines), exit_code=status)
 
     def _command(self, argv: list[str], lines: list[Line], local: dict[str, dict[str, bytes]],
-                 has_token: bool) -> str | None:
+                 has_token: bool, tools: set[str]) -> str | None:
         """Run one command; an error message when it fails."""
         if argv[:2] == ["pip", "install"]:
             wanted = [a for a in argv[2:] if not a.startswith("-")]
+            for requirement in wanted:
+                project = _PROJECT.match(requirement)
+                if project and project.group(0) in PROVIDES:
+                    tools.add(PROVIDES[project.group(0)])
             lines.append(Line(PIP_S, "Successfully installed " + " ".join(wanted)))
             return None
         if argv[:2] == ["hf", "download"]:

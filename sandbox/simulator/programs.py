@@ -9,7 +9,8 @@ with one small, deterministic rule:
   the image's own entrypoint runs: a server that prints nothing and runs until stopped;
 - a shell (`sh`, `bash`, `ash`, `dash`, `zsh`) with `-c SCRIPT` runs the script's commands
   in order (`;`, `&&`, `||` and new lines separate them; `&&` stops at a failure, `||` runs
-  the next one only after a failure);
+  the next one only after a failure; redirections are dropped: `run_script`, which other
+  programs use too);
 - `echo [-n] [-e] WORDS...` prints the words joined by one space as one line;
 - `sleep N` (seconds; `s`, `m`, `h`, `d` suffixes) waits N simulated seconds;
   `sleep infinity` never returns;
@@ -24,6 +25,7 @@ Times are simulated seconds (the sandbox's speed scales them).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from typing import Any
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
 _SLEEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_REDIRECT = re.compile(r"^\d*(?:>>?|<)")
 
 
 @dataclass(frozen=True)
@@ -149,24 +152,44 @@ def _simple(run: _Run, argv: list[str]) -> None:
         run.status = 0
 
 
-def _script(run: _Run, script: str) -> None:
+def run_script(script: str, simple: Callable[[list[str]], int],
+               stopped: Callable[[], bool] = lambda: False) -> int:
+    """Run a `sh -c` script with the shell's list rules and answer its last status:
+    `&&` runs the next command only after a success, `||` only after a failure (so
+    `a && b || c && d` is `((a && b) || c) && d`). `simple(argv)` runs one command (words
+    unquoted, `$VARIABLES` left as they are) and answers its status; `stopped()` ends the
+    script early (an `exit`, a command that never returns). Redirections (`>/dev/null`,
+    `2>&1`) are dropped: no file is written in the sandbox."""
     lexer = shlex.shlex(script.replace("\n", ";"), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     tokens = list(lexer)
     command: list[str] = []
-    skip = False
+    status, skip, target = 0, False, False
     for token in [*tokens, ";"]:
         if token in (";", "&&", "||"):
-            if not skip:
-                _simple(run, command)
-            if run.forever or run.exited:
-                return
+            if not skip and command:
+                status = simple(command)
+            if stopped():
+                return status
             command = []
-            skip = (token == "&&" and run.status != 0) or (token == "||" and run.status == 0)
+            skip = (token == "&&" and status != 0) or (token == "||" and status == 0)
         elif token in ("&", "|"):
             continue
+        elif target:  # the file a bare `>` names
+            target = False
+        elif _REDIRECT.match(token):
+            target = _REDIRECT.fullmatch(token) is not None
         else:
             command.append(token)
+    return status
+
+
+def _script(run: _Run, script: str) -> None:
+    def simple(argv: list[str]) -> int:
+        _simple(run, argv)
+        return run.status
+
+    run_script(script, simple, lambda: run.forever or run.exited)
 
 
 DAEMONS = frozenset({"/controller", "/keda", "/keda-adapter", "/manager"})

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.app.test_clusters_api import _body, _create, _name
+from tests.stack import wait_until
 
 TOKEN = "hf_sandboxTOKENnever42shown"  # a test value: it must not leak
 
@@ -60,10 +61,11 @@ def test_a_download_reports_progress_finishes_and_never_shows_its_token(stack, c
         Bucket=listed["bucket"], Prefix="models/llama-small/")["Contents"]]
     assert sorted(keys) == sorted(f"models/llama-small/{f}" for f in (
         "config.json", "generation_config.json", "model.safetensors", "tokenizer.json"))
-    # the Job: complete, the token only as a Secret reference
+    # the Job: complete, from the default image, the token only as a Secret reference
     kube = stack.kube(cluster)
     job = kube.get_object("batch/v1", "Job", "hypd-model-llama-small", "default")
     assert any(c["type"] == "Complete" for c in job["status"]["conditions"])
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "python:3.12-slim"
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
     token_env = next(e for e in env if e["name"] == "HF_TOKEN")
     assert token_env == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
@@ -79,6 +81,7 @@ def test_a_download_reports_progress_finishes_and_never_shows_its_token(stack, c
 
     pod_log = CoreV1Api(kube.api).read_namespaced_pod_log(pods[0]["metadata"]["name"],
                                                           "default")
+    assert "Successfully installed" in pod_log  # the stock image has no tools of its own
     haystack = {"operation": json.dumps(op), "events": events, "operations": ops,
                 "job": json.dumps(job), "pod": json.dumps(pods[0]), "pod log": pod_log,
                 "worker log": stack.log("worker"), "web log": stack.log("web"),
@@ -141,31 +144,67 @@ def _assert_only_the_download_policy_left(stack, cluster: str) -> None:
         "hypd-model-download"]
 
 
-def test_a_cancelled_s3_copy_takes_its_read_back(stack, cluster):
+def _pods_of(kube, job: str) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in kube.list_objects("v1", "Pod", "default")
+                  if (p["metadata"].get("labels") or {}).get("job-name") == job)
+
+
+def test_a_cancelled_s3_copy_deletes_its_job_and_takes_its_read_back(stack, cluster):
     """Cancelled while its Job is being made (the API server's answer held): the operation
-    stops at the next step boundary and takes the source's read back first."""
+    stops at the next step boundary, deletes its own Job with the Job's pods, and takes the
+    source's read back; another download's Job — here one carrying the same model label, as
+    a broad selector would find it — runs on untouched."""
+    from cloud import kube as kubeapi
+
+    kube = stack.kube(cluster)
     s3 = stack.aws("s3")
     s3.create_bucket(Bucket=f"src2-{cluster}",
                      CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     s3.put_object(Bucket=f"src2-{cluster}", Key="exports/m3/config.json", Body=b"{}")
+    other = kubeapi.create_object(kube.api, {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "hypd-model-other", "namespace": "default",
+                     "labels": {"hypd.io/model": "stopped", "hypd.io/operation": "op-other"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "download", "image": "busybox", "command": ["sleep", "infinity"]}]}}}})
+    other_pods = wait_until(lambda: _pods_of(kube, "hypd-model-other"), 30,
+                            what="the other download's pod")
     hold = stack.sandbox.hold("kubernetes", "patch jobs")
     try:
         reply = _download(stack, cluster, {"name": "stopped", "source": "s3",
                                            "s3_uri": f"s3://src2-{cluster}/exports/m3"})
         op_id = reply.json()["operation"]["id"]
         stack.sandbox.wait_held(hold, timeout=60)
+        job = kube.get_object("batch/v1", "Job", "hypd-model-stopped", "default")
+        assert job["metadata"]["labels"]["hypd.io/operation"] == op_id
+        pods = wait_until(lambda: _pods_of(kube, "hypd-model-stopped"), 30,
+                          what="the download's pod")
         with stack.client() as c:
             assert c.post(f"/api/v1/operations/{op_id}/cancel").status_code == 202
     finally:
         stack.sandbox.release(hold)
-    op = stack.wait_operation(op_id, timeout=120)
-    assert op["status"] == "cancelled", op
-    # recorded on the step it stopped at: the job step's, or the cleanup's when the cancel
-    # landed after the Job had finished
-    grants = [s["resources"]["source_grant"] for s in op["steps"]
-              if (s.get("resources") or {}).get("source_grant")]
-    assert grants[-1] == "revoked", op["steps"]
-    _assert_only_the_download_policy_left(stack, cluster)
+    try:
+        op = stack.wait_operation(op_id, timeout=120)
+        assert op["status"] == "cancelled", op
+        # recorded on the step it stopped at: the job step's, or the cleanup's when the
+        # cancel landed after the Job had finished
+        grants = [s["resources"]["source_grant"] for s in op["steps"]
+                  if (s.get("resources") or {}).get("source_grant")]
+        assert grants[-1] == "revoked", op["steps"]
+        _assert_only_the_download_policy_left(stack, cluster)
+        # its Job is gone, and the Job's pods with it (Background propagation)
+        assert kube.get_object("batch/v1", "Job", "hypd-model-stopped", "default") is None
+        left = {p["metadata"]["name"] for p in kube.list_objects("v1", "Pod", "default")}
+        assert not left & set(pods), pods
+        deleted = [s["resources"]["job_deleted"] for s in op["steps"]
+                   if (s.get("resources") or {}).get("job_deleted")]
+        assert deleted == [job["metadata"]["uid"]], op["steps"]
+        # the other download's Job and pod are untouched
+        kept = kube.get_object("batch/v1", "Job", "hypd-model-other", "default")
+        assert kept is not None and kept["metadata"]["uid"] == other["metadata"]["uid"]
+        assert _pods_of(kube, "hypd-model-other") == other_pods
+    finally:
+        kube.delete_object("batch/v1", "Job", "hypd-model-other", "default")
 
 
 def test_a_download_refuses_a_missing_secret_a_taken_name_and_a_raw_token(stack, cluster):

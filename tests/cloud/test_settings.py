@@ -37,6 +37,8 @@ SAMPLES = {
     "HYPD_ROLE_BOUNDARY_ARN": "arn:aws:iam::123456789012:policy/b",
     "HYPD_AUDIT_MAX_ENTRIES": "1000", "HYPD_PRICING_REGION": "eu-central-1",
     "HYPD_AWS_READ_TIMEOUT_S": "120",
+    "HYPD_MODEL_DOWNLOAD_IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/"
+                                 "hypd-model-download:0.34.4",
 }
 """A valid value other than the default for every variable."""
 
@@ -93,6 +95,8 @@ def test_every_setting_is_documented_with_its_default():
     ("HYPD_LOG_FORMAT", "xml"), ("HYPD_AUDIT_MAX_ENTRIES", "10"),
     ("HYPD_AUDIT_MAX_ENTRIES", "many"), ("HYPD_ROLE_BOUNDARY_ARN", "hypd-role-boundary"),
     ("HYPD_ROLE_BOUNDARY_ARN", "arn:aws:iam::123456789012:role/hypd/x"),
+    ("HYPD_MODEL_DOWNLOAD_IMAGE", "python:3.12-slim; curl x | sh"),
+    ("HYPD_MODEL_DOWNLOAD_IMAGE", "Registry/Image:1"), ("HYPD_MODEL_DOWNLOAD_IMAGE", "img:"),
 ])
 def test_new_settings_refuse_values_hypd_cannot_run_with(variable, value):
     with pytest.raises(SettingsError, match=variable):

@@ -96,3 +96,17 @@ def call(
     kind = response.getheader("Content-Type") or ""
     decoded: Any = data.decode() if "json" not in kind else (json.loads(data) if data else None)
     return response.status, decoded, dict(response.getheaders())
+
+
+def local_api(kube: Any, expires: int = 900) -> k8s.ApiClient:
+    """A kubernetes client for one of the sandbox's local Kubernetes (a `LocalKube`), as EKS
+    reaches it: its CA, and a token presigned with the sandbox's credentials (presigning
+    makes no request)."""
+    env = client_env("http://127.0.0.1:9", REGION)
+    sts = boto3.client("sts", region_name=REGION, endpoint_url=env["AWS_ENDPOINT_URL"],
+                       aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                       aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                       aws_session_token=env["AWS_SESSION_TOKEN"])
+    described = {"endpoint": kube.url,
+                 "certificateAuthority": {"data": base64.b64encode(kube.ca_pem).decode()}}
+    return api_client(described, eks_token(sts, kube.name, expires))

@@ -8,23 +8,20 @@ pods, volumes and claims go through the API with the kubernetes client, as users
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 from kubernetes import client as k8s
 
 from sandbox.kube import KubeRegistry, LocalKube
 from sandbox.kube.access import CLUSTER_ADMIN
-from sandbox.local_aws import client_env
 from sandbox.simulator import Health, NodeView, node_manifest, node_name
 from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.simulator.programs import Line, Program, from_command_line
-from tests.sandbox.ekskit import REGION, api_client, eks_token
+from tests.sandbox.ekskit import REGION, local_api
 from tests.stack import wait_until
 
 ME = "arn:aws:iam::123456789012:user/moto"
@@ -68,14 +65,7 @@ def kube() -> Iterator[LocalKube]:
 
 def core_api(kube: LocalKube) -> k8s.CoreV1Api:
     """The local Kubernetes through the kubernetes client, with an EKS token."""
-    env = client_env("http://127.0.0.1:9", REGION)
-    sts = boto3.client("sts", region_name=REGION, endpoint_url=env["AWS_ENDPOINT_URL"],
-                       aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                       aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                       aws_session_token=env["AWS_SESSION_TOKEN"])
-    described = {"endpoint": kube.url,
-                 "certificateAuthority": {"data": base64.b64encode(kube.ca_pem).decode()}}
-    return k8s.CoreV1Api(api_client(described, eks_token(sts, kube.name)))
+    return k8s.CoreV1Api(local_api(kube, expires=60))
 
 
 @pytest.fixture(scope="module")

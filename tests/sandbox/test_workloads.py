@@ -6,22 +6,19 @@ completion from a ready model-server pod through the service proxy."""
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from kubernetes import client as k8s
 
 from sandbox.kube import KubeRegistry, LocalKube
 from sandbox.kube.access import CLUSTER_ADMIN
-from sandbox.local_aws import client_env
 from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.simulator.workloads import DELETION_COST
-from tests.sandbox.ekskit import REGION, api_client, eks_token
+from tests.sandbox.ekskit import local_api
 from tests.sandbox.test_pod_lifecycle import ME, SPEED, _node
 from tests.stack import wait_until
 
@@ -48,14 +45,7 @@ def kube() -> Iterator[LocalKube]:
 
 @pytest.fixture(scope="module")
 def api(kube: LocalKube) -> k8s.ApiClient:
-    env = client_env("http://127.0.0.1:9", REGION)
-    sts = boto3.client("sts", region_name=REGION, endpoint_url=env["AWS_ENDPOINT_URL"],
-                       aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                       aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                       aws_session_token=env["AWS_SESSION_TOKEN"])
-    described = {"endpoint": kube.url,
-                 "certificateAuthority": {"data": base64.b64encode(kube.ca_pem).decode()}}
-    return api_client(described, eks_token(sts, kube.name))
+    return local_api(kube, expires=60)
 
 
 @pytest.fixture
@@ -151,6 +141,26 @@ def test_a_job_runs_its_pod_to_completion(api, ns):
     pod = _pods(api, ns, "job-name=once")[0]
     assert pod.status.phase == "Succeeded"
     assert k8s.CoreV1Api(api).read_namespaced_pod_log(pod.metadata.name, ns) == "done\n"
+
+
+def test_a_job_deleted_without_a_policy_orphans_its_pods_and_background_takes_them(api, ns):
+    """batch/v1's default: a Job deleted without a propagation policy leaves its pods (they
+    run on, ownerless); Background collects them with the Job."""
+    batch, core = k8s.BatchV1Api(api), k8s.CoreV1Api(api)
+    for name in ("kept", "gone"):
+        batch.create_namespaced_job(ns, {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "busybox", "command": ["sleep", "infinity"]}]}}}})
+    pods = {name: wait_until(lambda n=name: _pods(api, ns, f"job-name={n}"), 10,
+                             what=f"the pod of {name}")[0].metadata.name
+            for name in ("kept", "gone")}
+    batch.delete_namespaced_job("kept", ns)
+    batch.delete_namespaced_job("gone", ns, propagation_policy="Background")
+    assert not batch.list_namespaced_job(ns).items
+    orphan = core.read_namespaced_pod(pods["kept"], ns)
+    assert not orphan.metadata.owner_references
+    assert [p.metadata.name for p in _pods(api, ns, "job-name")] == [pods["kept"]]
 
 
 def test_a_failing_job_stops_at_its_backoff_limit(api, ns):
