@@ -504,13 +504,33 @@ def mlflow_server_role(cluster: str, region: str, bucket: str, prefix: str) -> R
         description=f"hypd: the MLflow tracking server of cluster {cluster} (its artifacts)")
 
 
+def _artifact_statements(partition: str, artifact_store_uri: str) -> list[dict[str, Any]]:
+    """List, read and write under the tracking server's artifact store: MLflow's client
+    uploads an artifact (`mlflow.log_artifact`, a logged model) to the store itself, with
+    the caller's credentials, and reads it back the same way."""
+    bucket, _, prefix = artifact_store_uri.removeprefix("s3://").partition("/")
+    prefix = prefix.strip("/")
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    objects = f"{bucket_arn}/{prefix}/*" if prefix else f"{bucket_arn}/*"
+    listing = _statement("ListArtifacts", ["s3:ListBucket"], [bucket_arn])
+    if prefix:
+        listing["Condition"] = {"StringLike": {"s3:prefix": [f"{prefix}/*"]}}
+    return [listing, _statement("ReadWriteArtifacts", ["s3:AbortMultipartUpload",
+                                                       "s3:GetObject", "s3:PutObject"],
+                                [objects])]
+
+
 def mlflow_role(cluster: str, account: str, eks_cluster_arn: str,
-                tracking_server_arn: str) -> RoleSpec:
+                tracking_server_arn: str, artifact_store_uri: str | None = None) -> RoleSpec:
     """The role a training job's pods log to MLflow as (EKS Pod Identity, bound to the
-    job service account): `sagemaker-mlflow:*` on the cluster's one tracking server ARN and
-    nothing else — not on the nodes' role, which every pod and the node itself would hold."""
-    policy = {"Version": POLICY_VERSION, "Statement": [
-        _statement("LogToTrackingServer", ["sagemaker-mlflow:*"], [tracking_server_arn])]}
+    job service account): `sagemaker-mlflow:*` on the cluster's one tracking server ARN, and
+    list/read/write under that server's S3 artifact store (artifacts go there from the
+    client) — not on the nodes' role, which every pod and the node itself would hold."""
+    statements = [_statement("LogToTrackingServer", ["sagemaker-mlflow:*"],
+                             [tracking_server_arn])]
+    if artifact_store_uri and artifact_store_uri.startswith("s3://"):
+        statements += _artifact_statements(eks_cluster_arn.split(":")[1], artifact_store_uri)
+    policy = {"Version": POLICY_VERSION, "Statement": statements}
     return RoleSpec(
         name=role_name(cluster, PURPOSE_MLFLOW), purpose=PURPOSE_MLFLOW, cluster=cluster,
         trust=pod_identity_trust(account, eks_cluster_arn),

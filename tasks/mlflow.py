@@ -44,7 +44,8 @@ def _account(ctx: StepContext) -> str:
 def _server(ctx: StepContext) -> dict[str, Any]:
     """The tracking server this operation attaches: the one it made or the one it checked."""
     step = "verify" if ctx.params.get("tracking_server_name") else "tracking_server"
-    return {"name": output(ctx, step, "name"), "arn": output(ctx, step, "arn")}
+    return {"name": output(ctx, step, "name"), "arn": output(ctx, step, "arn"),
+            "artifact_store_uri": (ctx.outputs.get(step) or {}).get("artifact_store_uri")}
 
 
 # -- attach -------------------------------------------------------------------------------------
@@ -82,7 +83,8 @@ def verify_existing(ctx: StepContext) -> dict[str, Any]:
     found = mlflow.describe(ctx.client("sagemaker"), name)
     if found is None:
         raise StepFailed(f"no tracking server named {name} in {ctx.region}", "not_found")
-    return {"name": name, "arn": found["TrackingServerArn"]}
+    return {"name": name, "arn": found["TrackingServerArn"],
+            "artifact_store_uri": found.get("ArtifactStoreUri")}
 
 
 @guarded
@@ -92,7 +94,8 @@ def ensure_identity(ctx: StepContext) -> dict[str, Any]:
     found = eks.describe(ctx.client("eks"), cluster)
     if found is None:
         raise StepFailed(f"EKS cluster {cluster} does not exist in {ctx.region}", "not_found")
-    spec = iam.mlflow_role(cluster, _account(ctx), found["arn"], server["arn"])
+    spec = iam.mlflow_role(cluster, _account(ctx), found["arn"], server["arn"],
+                           server["artifact_store_uri"])
     role_arn = iam.ensure_role_spec(ctx.client("iam"), spec)
     ctx.record(role=spec.name, role_arn=role_arn)
     bound = mlflow.ensure_binding(ctx.client("eks"), _api(ctx), cluster,

@@ -74,8 +74,16 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         policy = stack.aws("iam").get_role_policy(RoleName=f"hypd-{cluster}-mlflow",
                                                   PolicyName="hypd-mlflow")["PolicyDocument"]
         policy = json.loads(unquote(policy)) if isinstance(policy, str) else policy
-        assert policy["Statement"] == [{"Sid": "LogToTrackingServer", "Effect": "Allow",
-                                        "Action": ["sagemaker-mlflow:*"], "Resource": [arn]}]
+        bucket = server["artifact_store_uri"].removeprefix("s3://").split("/")[0]
+        assert policy["Statement"] == [
+            {"Sid": "LogToTrackingServer", "Effect": "Allow",
+             "Action": ["sagemaker-mlflow:*"], "Resource": [arn]},
+            {"Sid": "ListArtifacts", "Effect": "Allow", "Action": ["s3:ListBucket"],
+             "Resource": [f"arn:aws:s3:::{bucket}"],
+             "Condition": {"StringLike": {"s3:prefix": ["mlflow/*"]}}},
+            {"Sid": "ReadWriteArtifacts", "Effect": "Allow",
+             "Action": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+             "Resource": [f"arn:aws:s3:::{bucket}/mlflow/*"]}]
         # the same request again changes nothing
         again = _put(stack, cluster, {})
         assert again.status_code == 200 and again.json()["changed"] is False, again.text

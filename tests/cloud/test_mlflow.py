@@ -53,11 +53,23 @@ def test_without_a_tracking_server_a_job_has_no_mlflow_and_the_default_account()
 
 def test_the_jobs_role_logs_to_one_tracking_server_through_pod_identity_only():
     eks_arn = "arn:aws:eks:us-west-2:123456789012:cluster/lab"
-    spec = iam.mlflow_role("lab", "123456789012", eks_arn, ARN)
+    spec = iam.mlflow_role("lab", "123456789012", eks_arn, ARN, "s3://hypd-lab-b/mlflow/")
     assert spec.name == "hypd-lab-mlflow"
     assert spec.inline == {"hypd-mlflow": {"Version": "2012-10-17", "Statement": [
         {"Sid": "LogToTrackingServer", "Effect": "Allow", "Action": ["sagemaker-mlflow:*"],
-         "Resource": [ARN]}]}}
+         "Resource": [ARN]},
+        # the client puts and gets artifacts in the server's store itself
+        {"Sid": "ListArtifacts", "Effect": "Allow", "Action": ["s3:ListBucket"],
+         "Resource": ["arn:aws:s3:::hypd-lab-b"],
+         "Condition": {"StringLike": {"s3:prefix": ["mlflow/*"]}}},
+        {"Sid": "ReadWriteArtifacts", "Effect": "Allow",
+         "Action": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+         "Resource": ["arn:aws:s3:::hypd-lab-b/mlflow/*"]}]}}
+    # an attached server whose store is a whole bucket: that bucket's objects
+    whole = iam.mlflow_role("lab", "123456789012", eks_arn, ARN, "s3://team-artifacts")
+    _, listing, objects = whole.inline["hypd-mlflow"]["Statement"]
+    assert "Condition" not in listing
+    assert objects["Resource"] == ["arn:aws:s3:::team-artifacts/*"]
     (trust,) = spec.trust["Statement"]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert trust["Condition"]["ArnEquals"] == {"aws:SourceArn": eks_arn}
