@@ -82,7 +82,8 @@ def _make_network(base: str, auth: dict[str, str], name: str) -> dict:
                        headers=auth, timeout=30)
     assert reply.status_code == 202, reply.text
     op = reply.json()["operation"]
-    for _ in range(30):
+    deadline = time.monotonic() + 120  # a long poll answers at each change: count time
+    while time.monotonic() < deadline:
         op = httpx.get(base + f"/api/v1/operations/{op['id']}", verify=tls(), params={"wait": 5},
                        headers=auth, timeout=30).json()
         if op["status"] in ("succeeded", "failed"):
