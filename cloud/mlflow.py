@@ -9,8 +9,9 @@ carrying them for this cluster is ever deleted. An attached one is only checked.
 
 Jobs log as the service account `hypd-mlflow` of their namespace, bound by an EKS Pod
 Identity association to the role `hypd-<cluster>-mlflow` (`sagemaker-mlflow:*` on that one
-ARN, and read/write under its artifact store: cloud/iam.py). Their environment gets `MLFLOW_TRACKING_URI=<ARN>` — what the
-sagemaker-mlflow plugin resolves and signs for — and `MLFLOW_EXPERIMENT_NAME`.
+ARN, and read/write under its artifact store: cloud/iam.py). Their environment gets
+`MLFLOW_TRACKING_URI=<ARN>` — what the sagemaker-mlflow plugin resolves and signs for — and
+`MLFLOW_EXPERIMENT_NAME`.
 """
 
 from __future__ import annotations

@@ -181,6 +181,9 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("cluster-hp-status")).to_have_text("InService")
     expect(page.get_by_test_id("cluster-nodes-total")).to_have_text("2")
     expect(page.get_by_test_id("group-row-workers")).to_contain_text(TYPE)
+    # the EFA mode the form sent, as the API reports it (`efa_mode`)
+    expect(page.get_by_test_id("group-row-workers").get_by_test_id("group-efa-mode")).to_have_text(
+        "efa")
     expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
         "href", f"#/operations/{op_id}")
     expect(page.get_by_test_id("cluster-active")).to_be_visible()  # the activate stage did it

@@ -53,4 +53,12 @@ def test_viewer_diagnoses_node_health_and_sees_the_next_commands(page, stack):
     finally:
         kube.label_node(first_node, {HEALTH_LABEL: "Schedulable"})
     assert stack.sandbox.counters()["by_action"] == before  # shown, never run
+
+    # NCCL for one job: the scope goes with the request; a job the cluster lacks is said so
+    page.get_by_test_id("diagnose-nccl-job").fill("no-such-job")
+    with page.expect_response(lambda r: "/diagnostics/nccl" in r.url) as asked:
+        page.get_by_test_id("diagnose-nccl").click()
+    assert asked.value.url.endswith("/diagnostics/nccl?job=no-such-job")
+    assert asked.value.status == 404
+    expect(page.get_by_test_id("diagnostics-error")).to_contain_text("no-such-job")
     delete_cluster(stack, name)

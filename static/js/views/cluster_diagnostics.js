@@ -22,13 +22,29 @@ export function mountDiagnostics(box, ctx, name) {
   const buttons = KINDS.map(([kind, label, title]) => h('button', {
     type: 'button', class: 'btn btn-sm', title, testid: `diagnose-${kind}`, onclick: () => run(kind, label),
   }, label));
-  fill(box, h('div', { class: 'card-body' }, h('div', { class: 'diag-kinds' }, buttons), result));
+  // NCCL's scope: one training job's pods, or one namespace's (empty: every workload)
+  const job = h('input', { type: 'search', class: 'mono', placeholder: 'job', size: 14,
+    title: 'NCCL: only this training job\'s pods', 'aria-label': 'NCCL job', testid: 'diagnose-nccl-job' });
+  const namespace = h('input', { type: 'search', class: 'mono', placeholder: 'namespace', size: 14,
+    title: 'NCCL: only this namespace', 'aria-label': 'NCCL namespace', testid: 'diagnose-nccl-namespace' });
+  fill(box, h('div', { class: 'card-body' },
+    h('div', { class: 'diag-kinds' }, buttons, h('span', { class: 'diag-scope faint' }, 'NCCL only for: ', job, ' ', namespace)),
+    result));
+
+  function scope(kind) {
+    if (kind !== 'nccl') return '';
+    const query = new URLSearchParams();
+    if (job.value.trim()) query.set('job', job.value.trim());
+    if (namespace.value.trim()) query.set('namespace', namespace.value.trim());
+    const text = query.toString();
+    return text ? `?${text}` : '';
+  }
 
   async function run(kind, label) {
     for (const b of buttons) b.disabled = true;
     fill(result, loading(`Diagnosing ${label.toLowerCase()}…`));
     try {
-      const d = await api(base + kind, { signal: ctx.signal });
+      const d = await api(base + kind + scope(kind), { signal: ctx.signal });
       render(d, label);
     } catch (e) {
       if (isAbort(e)) return;
