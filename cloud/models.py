@@ -161,6 +161,25 @@ def remove_job(api: Any, model: str, operation: str) -> str | None:
     return uid if deleted else None
 
 
+def writers(api: Any, operation: str) -> list[str]:
+    """The pods of `operation`'s download still there (a deleted Job's pods go after it)."""
+    return [p["metadata"]["name"] for p in kube.list_objects(
+        api, "v1", "Pod", NAMESPACE, label_selector={OPERATION_LABEL: operation})]
+
+
+def remove_partial(s3: Any, bucket: str, model: str) -> int:
+    """Delete what an unfinished download wrote under `models/<model>/` (a new download of
+    the name is refused while anything is there); how many objects went."""
+    removed = 0
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=f"{MODEL_PREFIX}{model}/"):
+        keys = [{"Key": item["Key"]} for item in page.get("Contents") or ()]
+        if keys:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+            removed += len(keys)
+    return removed
+
+
 def job_state(job: Mapping[str, Any] | None) -> str:
     """`missing`, `running`, `succeeded` or `failed`, from the Job's conditions."""
     if job is None:

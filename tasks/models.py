@@ -183,14 +183,28 @@ def model_url(params: dict[str, Any]) -> str:
 @guarded
 def take_back(ctx: StepContext) -> None:
     """A cancelled download stops: its own Job goes with its pods (only the Job carrying this
-    operation's label; another download's is never touched), then its source's read — taken
-    back even when the Job's deletion failed (a retryable failure deletes again at the next
-    boundary; the read, recorded revoked, is not revoked twice)."""
+    operation's label; another download's is never touched); once those pods are gone, what
+    it had written under `models/<m>/` goes too (cancelled in its job step only: the route
+    refused the download while anything was there, and the model lock keeps another download
+    of the name out, so every file there is this one's; a cancel landing after the Job
+    finished keeps the finished model); and its source's read — taken back even when the
+    rest failed (a retryable failure tries again at the next boundary; the read, recorded
+    revoked, is not revoked twice)."""
     download = _download(ctx)
     try:
-        uid = models.remove_job(_api(ctx), download.model, ctx.op_id)
+        api = _api(ctx)
+        uid = models.remove_job(api, download.model, ctx.op_id)
         if uid is not None:
             ctx.record(job_deleted=uid)
+        if ctx.step == JOB.name:
+            running = models.writers(api, ctx.op_id)
+            if running:
+                raise StepRetry(f"waiting for the download's pods to stop ({', '.join(running)}) "
+                                "before removing its partial files", 2.0)
+            removed = models.remove_partial(ctx.client("s3"), ctx.params["bucket"],
+                                            download.model)
+            if removed:
+                ctx.record(partial_removed=removed)
     finally:
         _revoke_source(ctx, download)
 

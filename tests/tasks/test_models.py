@@ -42,7 +42,8 @@ def cluster(api: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 class Context:
-    """What the engine gives a step of a Hugging Face download (no IAM on that path)."""
+    """What the engine gives a step of a Hugging Face download (no IAM on that path); its
+    S3 is moto's, in this process."""
 
     def __init__(self, model: str, op_id: str, step: str = "job") -> None:
         self.op_id, self.step, self.region = op_id, step, "us-west-2"
@@ -53,6 +54,29 @@ class Context:
 
     def record(self, **resources: Any) -> None:
         self.resources.update(resources)
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=self.region)
+
+
+@pytest.fixture
+def bucket() -> Iterator[Any]:
+    """The cluster's bucket ("bkt"), in moto."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-west-2")
+        s3.create_bucket(Bucket="bkt", CreateBucketConfiguration={
+            "LocationConstraint": "us-west-2"})
+        yield s3
+
+
+def _files(s3: Any, model: str) -> list[str]:
+    listed = s3.list_objects_v2(Bucket="bkt", Prefix=f"models/{model}/")
+    return sorted(o["Key"] for o in listed.get("Contents") or ())
 
 
 def test_the_job_is_built_from_the_workers_own_setting(cluster, monkeypatch):
@@ -74,7 +98,9 @@ def _job_with_a_pod(api: Any, model: str, operation: str) -> tuple[str, str]:
     job = kube.get_object(api, "batch/v1", "Job", models.job_name(model), models.NAMESPACE)
     kube.create_object(api, {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": pod, "namespace": models.NAMESPACE, "ownerReferences": [{
+        "metadata": {"name": pod, "namespace": models.NAMESPACE,
+                     "labels": dict(job["spec"]["template"]["metadata"]["labels"]),
+                     "ownerReferences": [{
             "apiVersion": "batch/v1", "kind": "Job", "name": models.job_name(model),
             "uid": uid, "controller": True, "blockOwnerDeletion": True}]},
         "spec": job["spec"]["template"]["spec"]})
@@ -85,7 +111,8 @@ def _exists(api: Any, api_version: str, kind: str, name: str) -> bool:
     return kube.get_object(api, api_version, kind, name, models.NAMESPACE) is not None
 
 
-def test_a_cancel_deletes_only_its_own_job_with_its_pods_and_again_deletes_nothing(cluster):
+def test_a_cancel_deletes_only_its_own_job_with_its_pods_and_again_deletes_nothing(cluster,
+                                                                                   bucket):
     mine, my_pod = _job_with_a_pod(cluster, "mine", "op-mine")
     _, their_pod = _job_with_a_pod(cluster, "theirs", "op-theirs")
     # cancelled before its own Job was made, while an earlier download's holds the name
@@ -108,3 +135,31 @@ def test_a_cancel_deletes_only_its_own_job_with_its_pods_and_again_deletes_nothi
     assert not kube.delete_object(cluster, "batch/v1", "Job", "hypd-model-theirs",
                                   models.NAMESPACE, uid=mine)
     assert _exists(cluster, "batch/v1", "Job", "hypd-model-theirs")
+
+
+def test_a_cancelled_download_removes_its_partial_files_once_its_pods_are_gone(cluster, bucket):
+    """Cancelled in its job step: the files it had written go (a new download of the name
+    would be refused while any is there) — but only once no pod of it can write any more;
+    cancelled after its Job finished (the cleanup step), the finished model stays."""
+    _, pod = _job_with_a_pod(cluster, "part", "op-part")
+    for name in ("config.json", "model.safetensors"):
+        bucket.put_object(Bucket="bkt", Key=f"models/part/{name}", Body=b"x")
+    # a pod of it that its Job does not own (so not deleted with the Job) is still writing
+    stray = dict(kube.get_object(cluster, "v1", "Pod", pod, models.NAMESPACE))
+    kube.create_object(cluster, {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "part-stray", "namespace": models.NAMESPACE,
+                     "labels": stray["metadata"]["labels"]},
+        "spec": stray["spec"]})
+    waiting = Context("part", "op-part")
+    with pytest.raises(steps.StepRetry, match="part-stray"):
+        steps.take_back(waiting)
+    assert len(_files(bucket, "part")) == 2  # nothing removed while a pod may still write
+    kube.delete_object(cluster, "v1", "Pod", "part-stray", models.NAMESPACE)
+    done = Context("part", "op-part")
+    steps.take_back(done)
+    assert _files(bucket, "part") == [] and done.resources["partial_removed"] == 2
+    # a finished download cancelled at its cleanup step keeps its model
+    bucket.put_object(Bucket="bkt", Key="models/whole/config.json", Body=b"{}")
+    steps.take_back(Context("whole", "op-whole", step="cleanup"))
+    assert _files(bucket, "whole") == ["models/whole/config.json"]
