@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cloud import kube
+from cloud import kube, storage
 
 MODEL_PREFIX = "models/"
 JOB_PREFIX = "hypd-model-"
@@ -169,15 +169,8 @@ def writers(api: Any, operation: str) -> list[str]:
 
 def remove_partial(s3: Any, bucket: str, model: str) -> int:
     """Delete what an unfinished download wrote under `models/<model>/` (a new download of
-    the name is refused while anything is there); how many objects went."""
-    removed = 0
-    paginator = s3.get_paginator("list_objects_v2")
-    for page in paginator.paginate(Bucket=bucket, Prefix=f"{MODEL_PREFIX}{model}/"):
-        keys = [{"Key": item["Key"]} for item in page.get("Contents") or ()]
-        if keys:
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
-            removed += len(keys)
-    return removed
+    the name is refused while anything is there); how many object versions went."""
+    return storage.delete_objects(s3, bucket, f"{MODEL_PREFIX}{model}/")
 
 
 def job_state(job: Mapping[str, Any] | None) -> str:

@@ -216,7 +216,7 @@ def delete_bucket(s3: Any, name: str, tags: list[dict[str, str]], empty: bool = 
     if any(info["tags"].get(k) != v for k, v in wanted.items()):
         raise StorageError(f"bucket {name!r} is not tagged as this hypd resource: not deleting")
     if empty:
-        _empty_bucket(s3, name)
+        delete_objects(s3, name)
     try:
         s3.delete_bucket(Bucket=name)
     except ClientError as exc:
@@ -265,17 +265,23 @@ def _ensure_encryption(s3: Any, name: str) -> None:
         s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration=ENCRYPTION)
 
 
-def _empty_bucket(s3: Any, name: str) -> None:
-    pages = s3.get_paginator("list_object_versions").paginate(Bucket=name)
+def delete_objects(s3: Any, name: str, prefix: str = "") -> int:
+    """Delete every object version (and delete marker) under `prefix` of bucket `name`, for
+    good; how many went."""
+    pages = s3.get_paginator("list_object_versions").paginate(Bucket=name, Prefix=prefix)
     batch: list[dict[str, str]] = []
+    removed = 0
     for page in pages:
         for item in (page.get("Versions") or []) + (page.get("DeleteMarkers") or []):
             batch.append({"Key": item["Key"], "VersionId": item["VersionId"]})
             if len(batch) == 1000:  # DeleteObjects takes at most 1000 keys
                 s3.delete_objects(Bucket=name, Delete={"Objects": batch, "Quiet": True})
+                removed += len(batch)
                 batch = []
     if batch:
         s3.delete_objects(Bucket=name, Delete={"Objects": batch, "Quiet": True})
+        removed += len(batch)
+    return removed
 
 
 # -- Kubernetes volumes ------------------------------------------------------------------------
