@@ -37,9 +37,25 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> str:
+    """A process's command line, or "" once it has gone (it may exit between two reads)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _alive(pids: list[int]) -> list[int]:
-    return [p for p in pids if Path(f"/proc/{p}").exists()
-            and "zombie" not in Path(f"/proc/{p}/status").read_text().lower()]
+    """The pids still running (a zombie has exited; a pid may vanish between two reads)."""
+    alive = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if "zombie" not in status.lower():
+            alive.append(pid)
+    return alive
 
 
 def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[str], list[str]]:
@@ -144,7 +160,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
 
         # a worker that dies is restarted
         worker_pids = [p for p in _children(proc.pid)
-                       if "worker" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+                       if "worker" in _cmdline(p)]
         assert worker_pids
         os.killpg(os.getpgid(worker_pids[0]), signal.SIGKILL)
         wait_until(lambda: any("worker exited" in line for line in err), 30,
@@ -155,8 +171,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         assert op["status"] == "succeeded", op
 
         # the local AWS is a child too: restarted on the same URL, empty, and the user is told
-        sandbox_pids = [p for p in _children(proc.pid) if "sandbox" in Path(
-            f"/proc/{p}/cmdline").read_text(errors="replace")]
+        sandbox_pids = [p for p in _children(proc.pid) if "sandbox" in _cmdline(p)]
         assert sandbox_pids
         os.killpg(os.getpgid(sandbox_pids[0]), signal.SIGKILL)
         wait_until(lambda: any("sandbox exited" in line for line in err), 30,
@@ -197,7 +212,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
                    for line in _log_lines(logs / "redis.log", "redis"))
 
         descendants = _children(proc.pid)
-        names = " ".join(Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+        names = " ".join(_cmdline(p)
                          for p in descendants)
         assert "redis-server" in names and "worker" in names and "gunicorn" in names
         assert "app.cli sandbox" in names.replace("\0", " ")
