@@ -159,8 +159,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         assert zones.status_code == 200 and len(zones.json()["items"]) >= 2
 
         # a worker that dies is restarted
-        worker_pids = [p for p in _children(proc.pid)
-                       if "worker" in _cmdline(p)]
+        worker_pids = [p for p in _children(proc.pid) if "worker" in _cmdline(p)]
         assert worker_pids
         os.killpg(os.getpgid(worker_pids[0]), signal.SIGKILL)
         wait_until(lambda: any("worker exited" in line for line in err), 30,
@@ -212,8 +211,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
                    for line in _log_lines(logs / "redis.log", "redis"))
 
         descendants = _children(proc.pid)
-        names = " ".join(_cmdline(p)
-                         for p in descendants)
+        names = " ".join(_cmdline(p) for p in descendants)
         assert "redis-server" in names and "worker" in names and "gunicorn" in names
         assert "app.cli sandbox" in names.replace("\0", " ")
         os.kill(proc.pid, signal.SIGKILL)
