@@ -32,7 +32,7 @@ import yaml
 from botocore.exceptions import ClientError
 from kubernetes.client import ApiClient
 
-from cloud import kube, serving_certs
+from cloud import dependencies, kube, serving_certs
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found, tags_for
 from cloud.dependencies import (
     ADDON,
@@ -187,7 +187,19 @@ def addon_state(eks: Any, cluster: str, name: str) -> dict[str, Any] | None:
         "managed": tags.get(MANAGED_BY) == MANAGED_BY_VALUE and tags.get(CLUSTER_TAG) == cluster,
         "service_account_role_arn": addon.get("serviceAccountRoleArn"),
         "pod_identity_associations": list(addon.get("podIdentityAssociations") or ()),
+        "configuration": _parsed_configuration(addon.get("configurationValues")),
     }
+
+
+def _parsed_configuration(raw: str | None) -> dict[str, Any] | None:
+    """An add-on's configurationValues as EKS holds them (JSON or YAML), parsed to compare."""
+    if not raw:
+        return None
+    try:
+        parsed = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def manifest_state(api: ApiClient, dep: Dependency) -> dict[str, Any] | None:
@@ -300,16 +312,18 @@ def removal_plan(remove: Iterable[Dependency], present: Mapping[str, Mapping[str
 
 
 def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region: str,
-          roles: Mapping[str, str] | None = None, client_token: str | None = None
-          ) -> dict[str, Any]:
+          roles: Mapping[str, str] | None = None, client_token: str | None = None,
+          values: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Carry out one action, ensure-style (an add-on that already exists is adopted, not
     created again). `roles` maps an identity's role key to the IAM role ARN its consumer is
-    bound to. Returns what was done, for the step's record."""
+    bound to; `values` fills an add-on's configuration (`${tls_bucket}`, ...; `${role}` is
+    its consumer's role). Returns what was done, for the step's record."""
     dep = action.dependency
     roles = roles or {}
     if action.kind == INSTALL_ADDON:
         role_arn = roles.get(dep.identity.role) if dep.identity else None
-        return _install_addon(eks, cluster, dep, role_arn, client_token)
+        config = dependencies.configuration(dep, {**(values or {}), "role": role_arn or ""})
+        return _install_addon(eks, cluster, dep, role_arn, client_token, config)
     if action.kind == UPDATE_ADDON:
         request: dict[str, Any] = {"clusterName": cluster, "addonName": dep.name,
                                    "resolveConflicts": "OVERWRITE"}
@@ -355,7 +369,8 @@ def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region:
 
 
 def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None,
-                   client_token: str | None) -> dict[str, Any]:
+                   client_token: str | None, config: Mapping[str, Any] | None
+                   ) -> dict[str, Any]:
     existing = addon_state(eks, cluster, dep.name)
     if existing is not None:
         return {"name": dep.name, "action": INSTALL_ADDON, "adopted": True,
@@ -370,8 +385,8 @@ def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None
     }
     if dep.version != DEFAULT_VERSION:
         request["addonVersion"] = dep.version
-    if dep.configuration:
-        request["configurationValues"] = json.dumps(dep.configuration, sort_keys=True)
+    if config:
+        request["configurationValues"] = configuration_values(config)
     identity = dep.identity
     if role_arn and identity is not None and identity.mechanism == POD_IDENTITY:
         request["podIdentityAssociations"] = [{"serviceAccount": identity.service_account,
@@ -392,6 +407,11 @@ def _install_addon(eks: Any, cluster: str, dep: Dependency, role_arn: str | None
                 "status": existing["status"], "version": existing["version"]}
     return {"name": dep.name, "action": INSTALL_ADDON, "adopted": False,
             "status": addon.get("status"), "version": addon.get("addonVersion")}
+
+
+def configuration_values(config: Mapping[str, Any]) -> str:
+    """configurationValues as hypd sends them (JSON, keys sorted: one text per content)."""
+    return json.dumps(config, sort_keys=True)
 
 
 def _default_version(eks: Any, cluster: str, name: str, version: str | None = None) -> str:

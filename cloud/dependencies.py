@@ -44,6 +44,10 @@ SETTINGS = (TIERED_STORAGE, AUTOSCALING)
 
 DEFAULT_VERSION = "default"
 
+# the values an add-on's `configuration` may name as `${name}`, known only when it is
+# installed (cloud/addons.py resolves them)
+CONFIGURATION_VALUES = ("role", "tls_bucket", "hyperpod_cluster_arn")
+
 
 class DependencyError(Refusal):
     """The dependency data is inconsistent, or a request names what it does not know."""
@@ -62,6 +66,10 @@ class Identity:
     service_account: str | None = None
     shared: bool = False
     """A role the cluster owns (made with it): a feature ensures it, never removes it."""
+    tls_bucket: bool = False
+    """The consumer keeps TLS certificates in a `hyperpod-tls-*` bucket of its own (the HyperPod
+    inference operator: AWS's policy for its role reaches only buckets of that name), made
+    and removed with its role."""
 
     @property
     def subject(self) -> str | None:
@@ -86,6 +94,9 @@ class Dependency:
     configuration: Mapping[str, Any] | None = None
     identity: Identity | None = None
     setting: str | None = None
+    sticky: bool = False
+    """Also installed on demand outside the managed features (an endpoint's load balancer or
+    autoscaler, FSx volumes), so turning a feature off never removes it."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,7 @@ def _validate(data: Mapping[str, Any]) -> None:
             raise DependencyError(f"dependency {name}: setting must be one of "
                                   f"{', '.join(SETTINGS)}")
         _validate_identity(name, kind, entry.get("identity"))
+        _validate_configuration(name, kind, entry.get("configuration"))
         seen[name] = entry
     for feature, meta in features.items():
         if (meta or {}).get("toggle") and not any(
@@ -170,12 +182,57 @@ def _validate_identity(name: str, kind: str, identity: Mapping[str, Any] | None)
                               "with IRSA (its annotation)")
 
 
+def _placeholders(value: Any) -> Iterable[str]:
+    """The `${name}` values in an add-on's configuration (a whole string each)."""
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _placeholders(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _placeholders(item)
+    elif isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        yield value[2:-1]
+
+
+def _validate_configuration(name: str, kind: str, configuration: Any) -> None:
+    if configuration is None:
+        return
+    if kind != ADDON or not isinstance(configuration, Mapping):
+        raise DependencyError(f"dependency {name}: only an add-on has a configuration, a "
+                              "mapping")
+    for value in _placeholders(configuration):
+        if value not in CONFIGURATION_VALUES:
+            raise DependencyError(f"dependency {name}: configuration names an unknown value "
+                                  f"${{{value}}} (known: {', '.join(CONFIGURATION_VALUES)})")
+
+
+def configuration(dep: Dependency, values: Mapping[str, str]) -> dict[str, Any] | None:
+    """The add-on's configuration with each `${name}` replaced by `values[name]` (the
+    consumer's role, its TLS bucket, the HyperPod cluster's ARN), as EKS is to be sent it."""
+    if dep.configuration is None:
+        return None
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+            found = values.get(value[2:-1])
+            if not found:
+                raise ValueError(f"{dep.name}'s configuration needs {value[2:-1]}")
+            return found
+        return value
+
+    return fill(dep.configuration)
+
+
 def _identity(raw: Mapping[str, Any] | None) -> Identity | None:
     if raw is None:
         return None
     return Identity(mechanism=raw["mechanism"], role=raw["role"],
                     namespace=raw.get("namespace"), service_account=raw.get("service_account"),
-                    shared=bool(raw.get("shared")))
+                    shared=bool(raw.get("shared")), tls_bucket=bool(raw.get("tls_bucket")))
 
 
 def _dependency(entry: Mapping[str, Any]) -> Dependency:
@@ -192,6 +249,7 @@ def _dependency(entry: Mapping[str, Any]) -> Dependency:
         configuration=entry.get("configuration"),
         identity=_identity(entry.get("identity")),
         setting=entry.get("setting"),
+        sticky=bool(entry.get("sticky")),
     )
 
 
@@ -263,6 +321,12 @@ def _closure(names: Iterable[str]) -> set[str]:
     return out
 
 
+def with_requirements(names: Iterable[str]) -> list[Dependency]:
+    """The entries named and everything they require (transitively), in install order."""
+    wanted = _closure(names)
+    return [d for d in catalog() if d.name in wanted]
+
+
 def requirements(feature_name: str) -> list[Dependency]:
     """What the feature's entries need from other features (transitively), in install
     order: ensured before the feature's own entries."""
@@ -279,9 +343,9 @@ def needed_by(dependency: str) -> list[str]:
 
 def releasable(feature_name: str, enabled_features: Iterable[str]) -> list[Dependency]:
     """The requirements of `feature_name` that turning it off may remove: outside the base
-    set and needed by none of `enabled_features` (the other features that stay on), in
-    reverse install order."""
+    set, not `sticky` (something outside the features may use it), and needed by none of
+    `enabled_features` (the other features that stay on), in reverse install order."""
     keep = _closure(r for f in enabled_features if f != feature_name
                     for d in entries(f) for r in (d.name, *d.requires))
     return [d for d in reversed(requirements(feature_name))
-            if not d.enabled and d.name not in keep]
+            if not d.enabled and not d.sticky and d.name not in keep]

@@ -65,6 +65,8 @@ class Sources:
     """The cluster's Kubernetes API; None when it cannot be reached now."""
     facts: identity.ClusterFacts
     hyperpod_name: str
+    s3: Any = None
+    """For a consumer's TLS bucket (None: not read)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ def _entry_parts(dep: Dependency, src: Sources, snap: Snapshot) -> list[dict[str
     parts: list[dict[str, Any]] = []
     role_arn = None
     if dep.identity is not None:
-        chain = identity.state(src.iam, src.api, dep, src.facts, snap.oidc_provider)
+        chain = identity.state(src.iam, src.api, dep, src.facts, snap.oidc_provider,
+                               s3=src.s3)
         role = chain["role"]
         role_arn = role["arn"]
         ok = role["present"] and role["trust_ok"] and role["policy_ok"]
@@ -127,6 +130,10 @@ def _entry_parts(dep: Dependency, src: Sources, snap: Snapshot) -> list[dict[str
             "trust policy differs" if not role["trust_ok"] else "permissions policy differs")
         parts.append(_part("iam_role", role["name"], role["present"], ok, detail=detail,
                            shared=dep.identity.shared))
+        bucket = chain["tls_bucket"]
+        if bucket is not None:
+            parts.append(_part("tls_bucket", bucket["name"], bucket["present"],
+                               bucket["present"]))
         account = chain["service_account"]
         if account is not None:
             parts.append(_part("service_account", account["name"], account["present"],

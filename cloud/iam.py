@@ -46,10 +46,12 @@ PURPOSE_OBSERVABILITY = "observability"
 PURPOSE_TIERED_CHECKPOINTING = "ckpt"
 PURPOSE_MODEL_DOWNLOAD = "model-download"
 PURPOSE_LB_CONTROLLER = "lb-controller"
+PURPOSE_KEDA = "keda"
 PURPOSE_MLFLOW_SERVER = "mlflow-server"
 PURPOSE_MLFLOW = "mlflow"
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
 
 EKS_CLUSTER_POLICY = "AmazonEKSClusterPolicy"
@@ -77,6 +79,9 @@ STAR_RESOURCE_ACTIONS: dict[str, str] = {
                                        "accounts (EKS add-ons, HyperPod agents)",
     "ecr:BatchGetImage": "images come from AWS-owned registries in other accounts",
     "ecr:GetDownloadUrlForLayer": "images come from AWS-owned registries in other accounts",
+    "cloudwatch:GetMetricData": "CloudWatch metric reads have no resource types",
+    "cloudwatch:GetMetricStatistics": "CloudWatch metric reads have no resource types",
+    "cloudwatch:ListMetrics": "CloudWatch metric reads have no resource types",
 }
 
 
@@ -381,8 +386,8 @@ def _statement(sid: str, actions: Iterable[str], resources: Iterable[str] | str
             "Resource": resources if isinstance(resources, str) else sorted(resources)}
 
 
-def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
-                    ) -> dict[str, Any]:
+def _feature_policy(purpose: str, region: str, account: str, bucket: str | None,
+                    cluster: str) -> dict[str, Any]:
     """What each managed feature's consumer may do, and nothing more."""
     partition = partition_of(region)
     clusters = f"arn:{partition}:sagemaker:{region}:{account}:cluster/*"
@@ -392,11 +397,22 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None
         statements = [_statement("ReadHyperPodNodes", ["sagemaker:DescribeClusterNode"],
                                  [clusters])]
     elif purpose == PURPOSE_INFERENCE_OPERATOR:
-        # the rest comes with AWS's INFERENCE_OPERATOR_POLICY (see feature_role)
+        # the rest comes with AWS's INFERENCE_OPERATOR_POLICY (see feature_role); that policy
+        # passes only roles named SageMakerHyperPodInference* to SageMaker, so the role may
+        # pass itself (the execution role of the SageMaker endpoints the operator makes)
+        own = (f"arn:{partition}:iam::{account}:role{ROLE_PATH}"
+               f"{role_name(cluster, PURPOSE_INFERENCE_OPERATOR)}")
         statements = [
             _statement("ListModelBucket", ["s3:ListBucket"], [bucket_arn]),
             _statement("ReadModelWeights", ["s3:GetObject"], [f"{bucket_arn}/*"]),
+            {**_statement("PassItselfToSageMaker", ["iam:PassRole"], [own]),
+             "Condition": {"StringEquals": {"iam:PassedToService": SAGEMAKER_PRINCIPAL}}},
         ]
+    elif purpose == PURPOSE_KEDA:
+        # KEDA reads the CloudWatch metrics of the inference operator's CloudWatch triggers
+        statements = [_statement("ReadMetrics", ["cloudwatch:GetMetricData",
+                                                 "cloudwatch:GetMetricStatistics",
+                                                 "cloudwatch:ListMetrics"], "*")]
     elif purpose == PURPOSE_OBSERVABILITY:
         statements = [_statement("WriteMetrics", ["aps:RemoteWrite"],
                                  [f"arn:{partition}:aps:{region}:{account}:workspace/*"])]
@@ -458,9 +474,16 @@ FEATURE_MANAGED_POLICIES: dict[str, tuple[str, ...]] = {
 }
 """AWS-managed policies a consumer's role carries beside hypd's inline one."""
 
+FEATURE_SERVICE_PRINCIPALS: dict[str, str] = {
+    PURPOSE_INFERENCE_OPERATOR: SAGEMAKER_PRINCIPAL,
+}
+"""An AWS service a consumer's role is also trusted by: the inference operator passes its role
+to SageMaker as its endpoints' execution role (AWS's setup guide trusts
+sagemaker.amazonaws.com beside the OIDC provider)."""
+
 FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
                     PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING,
-                    PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER)
+                    PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER, PURPOSE_KEDA)
 NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING,
                 PURPOSE_MODEL_DOWNLOAD)
 
@@ -473,13 +496,18 @@ def feature_role(cluster: str, region: str, account: str, purpose: str,
     if purpose in NEEDS_BUCKET and not bucket:
         raise ValueError(f"the {purpose} role is scoped to the cluster's bucket: give it")
     managed = FEATURE_MANAGED_POLICIES.get(purpose, ())
+    service = FEATURE_SERVICE_PRINCIPALS.get(purpose)
+    if service is not None:
+        trust = {**trust, "Statement": [*trust["Statement"],
+                                        *service_trust(service)["Statement"]]}
     return RoleSpec(
         name=role_name(cluster, purpose),
         purpose=purpose,
         cluster=cluster,
         trust=trust,
         managed_arns=tuple(managed_policy_arn(name, region) for name in managed),
-        inline={f"hypd-{purpose}": _feature_policy(purpose, region, account, bucket)},
+        inline={f"hypd-{purpose}": _feature_policy(purpose, region, account, bucket,
+                                                   cluster)},
         description=f"hypd: {purpose} of cluster {cluster}",
     )
 

@@ -10,8 +10,11 @@ own ClusterRole, shared with the cluster: ensured, never removed here. The OIDC 
 the cluster's (made by its eks stage), shared by every IRSA consumer: this module finds it
 (and makes it only when a cluster lacks it) and never deletes it.
 
-Every call adopts: a role or service account that exists as wanted is left alone, so a step
-re-run after a crash converges without making anything twice.
+A consumer with `tls_bucket` (the inference operator) also has its `hyperpod-tls-hypd-*`
+bucket, made and removed with its role (tagged as the cluster's, emptied before deletion).
+
+Every call adopts: a role, bucket or service account that exists as wanted is left alone, so
+a step re-run after a crash converges without making anything twice.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from cloud import eks, iam, kube
+from cloud import eks, iam, kube, storage
+from cloud.aws import CLUSTER_TAG, tags_for
 from cloud.dependencies import CLUSTER_ROLE, IRSA, POD_IDENTITY, SERVICE_ACCOUNT, Dependency
 from cloud.errors import Refusal
 
 ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 DEPENDENCY_LABEL = "hypd/dependency"
+TLS_BUCKET_ROLE = "inference-tls"
+SYSTEM_NAMESPACES = ("default", "kube-system")
 
 
 class IdentityError(Refusal):
@@ -60,6 +66,17 @@ def role_name(dep: Dependency, cluster: str) -> str:
     if dep.identity is None:
         raise ValueError(f"{dep.name} has no identity")
     return iam.role_name(cluster, dep.identity.role)
+
+
+def tls_bucket(dep: Dependency, facts: ClusterFacts) -> str | None:
+    """The consumer's TLS-certificate bucket, or None when it keeps none."""
+    if dep.identity is None or not dep.identity.tls_bucket:
+        return None
+    return storage.tls_bucket_name(facts.cluster, facts.account, facts.region)
+
+
+def tls_bucket_tags(cluster: str) -> list[dict[str, str]]:
+    return tags_for(CLUSTER_TAG, cluster, role=TLS_BUCKET_ROLE)
 
 
 def oidc_provider(iam_client: Any, facts: ClusterFacts, create: bool) -> str | None:
@@ -119,15 +136,29 @@ def service_account(dep: Dependency, role_arn: str) -> dict[str, Any]:
 
 
 def ensure(iam_client: Any, api: ApiClient | None, dep: Dependency,
-           facts: ClusterFacts) -> dict[str, Any]:
-    """The consumer's role (created once, converged after), then its own service account
-    with the annotation binding them. Returns {role, role_arn, service_account?}."""
+           facts: ClusterFacts, s3: Any = None) -> dict[str, Any]:
+    """The consumer's role (created once, converged after), its TLS bucket if it keeps one
+    (`s3` needed then), then its own service account with the annotation binding them (its
+    namespace made first when missing). Returns {role, role_arn, tls_bucket?,
+    service_account?}."""
     spec = role_spec(iam_client, dep, facts)
     arn = iam.ensure_role_spec(iam_client, spec)
     out: dict[str, Any] = {"role": spec.name, "role_arn": arn}
+    bucket = tls_bucket(dep, facts)
+    if bucket is not None:
+        if s3 is None:
+            raise ValueError(f"{dep.name} keeps a TLS bucket: give an S3 client")
+        storage.ensure_bucket(s3, bucket, facts.region, tls_bucket_tags(facts.cluster))
+        out["tls_bucket"] = bucket
     if dep.kind == SERVICE_ACCOUNT:
         if api is None:
             raise ValueError("a service account needs the cluster's Kubernetes API")
+        namespace = dep.identity.namespace if dep.identity else None
+        if namespace and namespace not in SYSTEM_NAMESPACES and kube.get_object(
+                api, "v1", "Namespace", namespace) is None:
+            # made, never applied: the controller's own manifest owns its namespace after
+            kube.create_object(api, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": namespace}})
         found = _service_account(api, dep)
         if found is not None and not kube.managed_by_hypd(found):
             raise IdentityError(f"service account {dep.identity.subject} exists and hypd did "
@@ -139,13 +170,19 @@ def ensure(iam_client: Any, api: ApiClient | None, dep: Dependency,
 
 
 def remove(iam_client: Any, api: ApiClient | None, dep: Dependency,
-           cluster: str) -> dict[str, Any]:
-    """Undo `ensure`: the service account (and so its annotation) if hypd made it, then the
-    role if hypd made it for this cluster. A shared role (the cluster's own) stays."""
+           cluster: str, s3: Any = None, facts: ClusterFacts | None = None) -> dict[str, Any]:
+    """Undo `ensure`: the service account (and so its annotation) if hypd made it, the TLS
+    bucket (emptied first; `s3` and `facts` needed then), then the role if hypd made it for
+    this cluster. A shared role (the cluster's own) stays."""
     out: dict[str, Any] = {"service_account_deleted": False, "role_deleted": False}
     identity = dep.identity
     if identity is None:
         return out
+    if identity.tls_bucket:
+        if s3 is None or facts is None:
+            raise ValueError(f"{dep.name} keeps a TLS bucket: give an S3 client and facts")
+        bucket = tls_bucket(dep, facts) or ""
+        out["tls_bucket_deleted"] = storage.delete_bucket(s3, bucket, tls_bucket_tags(cluster))
     if dep.kind == SERVICE_ACCOUNT and api is not None:
         found = _service_account(api, dep)
         if found is not None and kube.managed_by_hypd(found):
@@ -161,9 +198,10 @@ def remove(iam_client: Any, api: ApiClient | None, dep: Dependency,
 
 
 def state(iam_client: Any, api: ApiClient | None, dep: Dependency, facts: ClusterFacts,
-          provider: str | None = None) -> dict[str, Any]:
-    """Where the chain stands, read from IAM and Kubernetes: {role: {name, present, arn,
-    trust_ok, policy_ok}, service_account: {name, present, annotated} | None}."""
+          provider: str | None = None, s3: Any = None) -> dict[str, Any]:
+    """Where the chain stands, read from IAM, S3 and Kubernetes: {role: {name, present, arn,
+    trust_ok, policy_ok}, tls_bucket: {name, present} | None (None too without `s3`),
+    service_account: {name, present, annotated} | None}."""
     name = role_name(dep, facts.cluster)
     found = iam.role_state(iam_client, name)
     role: dict[str, Any] = {"name": name, "present": found is not None,
@@ -180,7 +218,16 @@ def state(iam_client: Any, api: ApiClient | None, dep: Dependency, facts: Cluste
                    "present": sa is not None,
                    "annotated": sa is not None and role["arn"] is not None
                    and _annotation(sa) == role["arn"]}
-    return {"role": role, "service_account": account}
+    bucket = None
+    name_of_bucket = tls_bucket(dep, facts)
+    if name_of_bucket is not None and s3 is not None:
+        try:
+            found_bucket = storage.bucket_info(s3, name_of_bucket)
+        except storage.StorageError:
+            found_bucket = None
+        bucket = {"name": name_of_bucket,
+                  "present": found_bucket is not None and found_bucket["managed"]}
+    return {"role": role, "tls_bucket": bucket, "service_account": account}
 
 
 def _service_account(api: ApiClient, dep: Dependency) -> dict[str, Any] | None:

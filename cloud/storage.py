@@ -124,6 +124,13 @@ def storage_bucket_name(cluster: str, storage: str, account_id: str, region: str
                        key=f"{cluster}/{storage}")
 
 
+def tls_bucket_name(cluster: str, account_id: str, region: str) -> str:
+    """The bucket the cluster's HyperPod inference operator keeps its TLS certificates in
+    (`hyperpod-tls-hypd-<cluster>-<digest>`): AWS's policy for the operator's role reaches
+    only buckets named `hyperpod-tls*`."""
+    return bucket_name("hyperpod-tls-hypd-", cluster, account_id, region, key=f"{cluster}/tls")
+
+
 # -- buckets ---------------------------------------------------------------------------------
 
 PUBLIC_ACCESS_BLOCK = {

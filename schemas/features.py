@@ -94,7 +94,8 @@ class FeaturesPatchSchema(Schema):
 
 class PartSchema(Schema):
     kind = fields.String(required=True, metadata={
-        "description": "addon, manifests, iam_role, service_account, pod_identity_association,"
+        "description": "addon, manifests, iam_role, tls_bucket, service_account, "
+                       "pod_identity_association,"
                        " irsa_binding, hyperpod_setting or cluster_role"})
     name = fields.String(required=True)
     present = fields.Boolean(required=True)

@@ -23,6 +23,7 @@ from cloud import (
     eks,
     hyperpod,
     iam,
+    identity,
     kube,
     lifecycle,
     storage,
@@ -403,7 +404,13 @@ def delete_identity(ctx: StepContext) -> dict[str, Any]:
     issuer = (ctx.outputs.get("eks_cluster") or {}).get("oidc_issuer")
     oidc = eks.delete_oidc_provider(ctx.client("iam"), issuer, _name(ctx)) if issuer else False
     roles = iam.delete_cluster_roles(ctx.client("iam"), _name(ctx))
-    return {"oidc_provider_deleted": oidc, "roles_deleted": roles}
+    # the inference operator's TLS bucket goes with its role (a feature turned off removes
+    # both; a cluster deleted with the feature on, here)
+    tls = storage.tls_bucket_name(_name(ctx), _account(ctx), ctx.region)
+    tls_deleted = storage.delete_bucket(ctx.client("s3"), tls,
+                                        identity.tls_bucket_tags(_name(ctx)))
+    return {"oidc_provider_deleted": oidc, "roles_deleted": roles,
+            "tls_bucket_deleted": tls_deleted}
 
 
 def clear_active(ctx: StepContext) -> dict[str, Any]:

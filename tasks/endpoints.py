@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloud import dependencies, eks, iam, identity, inference, kube, storage
-from cloud.addons import apply as apply_action
-from cloud.addons import installed, plan, render
+from cloud import dependencies, eks, iam, identity, inference, kube, requirements, storage
 from cloud.inference import Endpoint
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded
@@ -64,12 +62,7 @@ def needed_dependencies(ep: Endpoint) -> list[str]:
 # -- requirements --------------------------------------------------------------------------------
 
 def _wanted(ep: Endpoint) -> list[dependencies.Dependency]:
-    index = dependencies.by_name()
-    names = set()
-    for name in needed_dependencies(ep):
-        names.add(name)
-        names.update(index[name].requires)
-    return [d for d in dependencies.catalog() if d.name in names]
+    return dependencies.with_requirements(needed_dependencies(ep))
 
 
 @guarded
@@ -80,33 +73,22 @@ def ensure_requirements(ctx: StepContext) -> dict[str, Any]:
     if not wanted:
         return {"requirements": []}
     cluster = ctx.params["cluster"]
-    api = _api(ctx)
     account = iam.account_id(ctx.client("sts"))
     facts = identity.facts(ctx.client("eks"), cluster, ctx.region, account,
                            storage.shared_bucket_name(cluster, account, ctx.region))
-    roles: dict[str, str] = {}
     with ctx.lock(f"features/{cluster}"):
-        for dep in wanted:
-            if dep.identity is not None:
-                made = identity.ensure(ctx.client("iam"), api, dep, facts)
-                roles[dep.identity.role] = made["role_arn"]
-        actions = plan(wanted, installed(ctx.client("eks"), api, cluster, wanted))
-        done = [apply_action(a, ctx.client("eks"), api, cluster, ctx.region, roles=roles,
-                             client_token=ctx.token(a.dependency.name)) for a in actions]
-    return {"requirements": [d.name for d in wanted], "actions": done}
+        done = requirements.ensure(ctx.client("eks"), ctx.client("iam"), ctx.client("s3"),
+                                   _api(ctx), wanted, facts, ctx.region, ctx.token)
+    return {"requirements": [d.name for d in wanted], "actions": done["actions"]}
 
 
 @guarded
 def wait_requirements(ctx: StepContext) -> float | None:
     """Until the controllers run (their Deployments available)."""
-    api = _api(ctx)
-    for dep in _wanted(_endpoint(ctx)):
-        for obj in (o for o in render(dep, ctx.region) if o["kind"] == "Deployment"):
-            found = kube.get_object(api, "apps/v1", "Deployment", obj["metadata"]["name"],
-                                    obj["metadata"].get("namespace"))
-            if not found or not (found.get("status") or {}).get("availableReplicas"):
-                ctx.detail(f"waiting for {dep.name} to run")
-                return READY_POLL_S
+    waiting = requirements.not_running(_api(ctx), _wanted(_endpoint(ctx)), ctx.region)
+    if waiting is not None:
+        ctx.detail(f"waiting for {waiting} to run")
+        return READY_POLL_S
     return None
 
 

@@ -32,6 +32,7 @@ from cloud import (
     iam,
     identity,
     kube,
+    requirements,
     storage,
 )
 from cloud.aws import CLUSTER_TAG, tags_for
@@ -68,7 +69,8 @@ def _sources(ctx: StepContext) -> features.Sources:
     return features.Sources(eks=ctx.client("eks"), iam=ctx.client("iam"),
                             sagemaker=ctx.client("sagemaker"),
                             api=eks.api_client(cluster, ctx.region), facts=facts,
-                            hyperpod_name=ctx.params.get("hyperpod_name") or cluster)
+                            hyperpod_name=ctx.params.get("hyperpod_name") or cluster,
+                            s3=ctx.client("s3"))
 
 
 def _own(ctx: StepContext) -> list[Dependency]:
@@ -80,12 +82,27 @@ def _addon_names(deps: list[Dependency]) -> list[str]:
 
 
 def _install(ctx: StepContext, src: features.Sources, deps: list[Dependency],
-             roles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+             roles: dict[str, str] | None = None,
+             values: dict[str, str] | None = None) -> list[dict[str, Any]]:
     cluster = _cluster(ctx)
     actions = addons.plan(deps, addons.installed(src.eks, src.api, cluster, deps))
     return [addons.apply(action, src.eks, src.api, cluster, ctx.region, roles=roles,
-                         client_token=ctx.token(action.dependency.name))
+                         client_token=ctx.token(action.dependency.name), values=values)
             for action in actions]
+
+
+def _values(ctx: StepContext, src: features.Sources, dep: Dependency) -> dict[str, str]:
+    """What an add-on's configuration names (`${tls_bucket}`, `${hyperpod_cluster_arn}`)."""
+    values: dict[str, str] = {}
+    bucket = identity.tls_bucket(dep, src.facts)
+    if bucket is not None:
+        values["tls_bucket"] = bucket
+    if dep.configuration is not None:
+        found = hyperpod.cluster_state(src.sagemaker, src.hyperpod_name)
+        if found is None or not found.get("arn"):
+            raise StepFailed(f"HyperPod cluster {src.hyperpod_name} is gone", "not_found")
+        values["hyperpod_cluster_arn"] = found["arn"]
+    return values
 
 
 def _settled(ctx: StepContext, names: list[str]) -> dict[str, list[str]]:
@@ -103,20 +120,32 @@ def ensure_requirements(ctx: StepContext) -> dict[str, Any]:
     src = _sources(ctx)
     wanted = dependencies.requirements(_feature(ctx))
     with ctx.lock(_mutex(ctx)):
-        done = _install(ctx, src, wanted)
-    return {"requirements": [d.name for d in wanted], "actions": done}
+        done = requirements.ensure(src.eks, src.iam, src.s3, src.api, wanted, src.facts,
+                                   ctx.region, ctx.token)
+    return {"requirements": [d.name for d in wanted], "actions": done["actions"]}
 
 
 @guarded
 def wait_requirements(ctx: StepContext) -> float | None:
+    """Until the add-ons settle and the controllers run (the inference add-on refuses to
+    install without a running Load Balancer Controller and KEDA)."""
     wanted = dependencies.requirements(_feature(ctx))
     state = _settled(ctx, _addon_names(wanted))
     if state["missing"]:
         # removed meanwhile by a feature turned off: ensure it again
+        src = _sources(ctx)
         with ctx.lock(_mutex(ctx)):
-            _install(ctx, _sources(ctx), wanted)
+            requirements.ensure(src.eks, src.iam, src.s3, src.api, wanted, src.facts,
+                                ctx.region, ctx.token)
         return SETTLE_POLL_S
-    return SETTLE_POLL_S if state["pending"] else None
+    if state["pending"]:
+        return SETTLE_POLL_S
+    api = eks.api_client(_cluster(ctx), ctx.region)
+    waiting = requirements.not_running(api, wanted, ctx.region)
+    if waiting is not None:
+        ctx.detail(f"waiting for {waiting} to run")
+        return SETTLE_POLL_S
+    return None
 
 
 @guarded
@@ -125,11 +154,14 @@ def ensure_identity(ctx: StepContext) -> dict[str, Any]:
     account hypd makes for its own consumers, annotated with the role."""
     src = _sources(ctx)
     roles = {}
+    buckets = []
     for dep in _own(ctx):
         if dep.identity is not None:
-            made = identity.ensure(src.iam, src.api, dep, src.facts)
+            made = identity.ensure(src.iam, src.api, dep, src.facts, s3=src.s3)
             roles[dep.identity.role] = made["role_arn"]
-    return {"roles": roles}
+            if made.get("tls_bucket"):
+                buckets.append(made["tls_bucket"])
+    return {"roles": roles, "tls_buckets": buckets}
 
 
 def _wanted_setting(ctx: StepContext, dep: Dependency, roles: dict[str, str]) -> dict[str, Any]:
@@ -160,6 +192,26 @@ def _setting_holds(actual: dict[str, Any] | None, dep: Dependency,
     have = actual.get("autoscaling") or {}
     return have.get("mode") == members[AUTOSCALING]["Mode"] and (
         "ClusterRole" not in members or actual.get("cluster_role") == members["ClusterRole"])
+
+
+def _configure_addon(ctx: StepContext, src: features.Sources, dep: Dependency,
+                     roles: dict[str, str]) -> str | None:
+    """An add-on that was there already gets hypd's configuration if it differs (made by an
+    older hypd, or by hand)."""
+    if dep.configuration is None or dep.identity is None:
+        return None
+    wanted = dependencies.configuration(
+        dep, {**_values(ctx, src, dep), "role": roles[dep.identity.role]})
+    state = addons.addon_state(src.eks, _cluster(ctx), dep.name) or {}
+    if wanted is None or state.get("configuration") == wanted:
+        return None
+    if state.get("status") in addons.ADDON_SETTLING:
+        raise StepRetry(f"add-on {dep.name} is {state.get('status')}", SETTLE_POLL_S)
+    src.eks.update_addon(clusterName=_cluster(ctx), addonName=dep.name,
+                         configurationValues=addons.configuration_values(wanted),
+                         resolveConflicts="OVERWRITE",
+                         clientRequestToken=ctx.token(dep.name, "configuration"))
+    return "configured"
 
 
 def _bind_addon(ctx: StepContext, src: features.Sources, dep: Dependency,
@@ -195,11 +247,12 @@ def enable(ctx: StepContext) -> dict[str, Any]:
     for dep in _own(ctx):
         if dep.kind == ADDON:
             if addons.addon_state(src.eks, _cluster(ctx), dep.name) is None:
-                done += _install(ctx, src, [dep], roles)
+                done += _install(ctx, src, [dep], roles, _values(ctx, src, dep))
             else:
-                bound = _bind_addon(ctx, src, dep, roles)
-                if bound:
-                    done.append({"name": dep.name, "action": bound})
+                for change in (_bind_addon(ctx, src, dep, roles),
+                               _configure_addon(ctx, src, dep, roles)):
+                    if change:
+                        done.append({"name": dep.name, "action": change})
         elif dep.kind == MANIFESTS:
             done += _install(ctx, src, [dep])
         elif dep.kind == HYPERPOD:
@@ -322,7 +375,8 @@ def remove_identity(ctx: StepContext) -> dict[str, Any]:
             if dep.identity.mechanism == dependencies.POD_IDENTITY:
                 identity.remove_association(src.eks, _cluster(ctx), dep,
                                             iam.role_name(_cluster(ctx), dep.identity.role))
-            done[dep.name] = identity.remove(src.iam, src.api, dep, _cluster(ctx))
+            done[dep.name] = identity.remove(src.iam, src.api, dep, _cluster(ctx), s3=src.s3,
+                                             facts=src.facts)
     return {"removed": done}
 
 

@@ -9,7 +9,9 @@ storage stage (the shared bucket `hypd-s3`, and `hypd-fsx` when the create asked
 
 - `s3_bucket`: a new bucket hypd makes and tags for the item, or the user's existing bucket,
   only checked (hypd never changes or deletes a bucket it did not make);
-- `s3_volume`, `fsx_volume`: the PV + PVC, by server-side apply;
+- `s3_volume`, `fsx_volume`: the PV + PVC, by server-side apply (for FSx, the FSx CSI driver
+  add-on is installed first when the cluster lacks it: without it no pod can mount the
+  volume);
 - `fsx`: the file system, adopted by its tags or created with a client token, then waited
   for until AVAILABLE (a FAILED one is deleted and made again).
 
@@ -25,7 +27,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from cloud import eks, iam, kube, storage
+from cloud import dependencies, eks, iam, identity, kube, requirements, storage
 from cloud.aws import CLUSTER_TAG, tags_for
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.outcomes import guarded, output
@@ -209,11 +211,29 @@ def apply_fsx_volume(ctx: StepContext, item: Resolve) -> dict[str, Any]:
                                    state["capacity_gib"], claim_name=it.name,
                                    namespace=it.namespace, cluster=it.cluster)
     api = _api(ctx, it.cluster)
+    driver = _ensure_fsx_driver(ctx, it.cluster, api)
     done = {"objects": _applied([kube.server_side_apply(api, m) for m in manifests]),
-            "claim": it.name, "namespace": it.namespace, "file_system_id": file_system_id}
+            "claim": it.name, "namespace": it.namespace, "file_system_id": file_system_id,
+            "driver": driver}
     if it.mount_path:
         done["mount_path"] = it.mount_path
     return done
+
+
+FSX_DRIVER = "aws-fsx-csi-driver"
+
+
+def _ensure_fsx_driver(ctx: StepContext, cluster: str, api: Any) -> list[dict[str, Any]]:
+    """The FSx CSI driver add-on, installed once per cluster (under the features mutex, as
+    every shared dependency; a feature turned off never removes it: `sticky`)."""
+    account = _account(ctx)
+    facts = identity.facts(ctx.client("eks"), cluster, ctx.region, account,
+                           storage.shared_bucket_name(cluster, account, ctx.region))
+    with ctx.lock(f"features/{cluster}"):
+        done = requirements.ensure(ctx.client("eks"), ctx.client("iam"), ctx.client("s3"),
+                                   api, dependencies.with_requirements([FSX_DRIVER]), facts,
+                                   ctx.region, ctx.token)
+    return done["actions"]
 
 
 def s3_steps(item: Resolve, bucket_title: str, volume_title: str) -> tuple[Step, ...]:

@@ -32,7 +32,8 @@ def sources(ref: ClusterRef) -> features.Sources:
     return features.Sources(eks=aws.client("eks", region=region),
                             iam=aws.client("iam", region=region),
                             sagemaker=aws.client("sagemaker", region=region),
-                            api=_api(ref), facts=facts, hyperpod_name=ref.hyperpod_name)
+                            api=_api(ref), facts=facts, hyperpod_name=ref.hyperpod_name,
+                            s3=aws.client("s3", region=region))
 
 
 def running(cluster: str) -> dict[str, str]:

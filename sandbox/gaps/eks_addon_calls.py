@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import jsonschema
 import yaml
 
 from sandbox.gaps import GapContext, answers
@@ -30,6 +31,7 @@ from sandbox.gaps.eks_state import (
     now,
     state,
 )
+from sandbox.gaps.sagemaker_common import iam_role, s3_bucket
 
 ADDON_CREATING_S = 90.0
 ADDON_UPDATING_S = 60.0
@@ -60,8 +62,25 @@ def _version(spec: Addon, wanted: str | None, kubernetes_version: str) -> str:
     return wanted
 
 
-def _configuration(value: str | None) -> None:
+def _parsed(value: str | None) -> dict[str, Any]:
+    if value is None or not value.strip():
+        return {}
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _configuration(value: str | None, spec: Addon) -> None:
+    """Refuse configurationValues that are not an object or break the add-on's schema (an
+    add-on that requires configuration refuses none at all)."""
     if value is None:
+        if spec.configuration is not None:
+            raise invalid(
+                f"ConfigurationValue is required for {spec.name}: see "
+                "DescribeAddonConfiguration for its schema"
+            )
         return
     try:
         parsed = yaml.safe_load(value) if value.strip() else {}
@@ -71,6 +90,40 @@ def _configuration(value: str | None) -> None:
         raise invalid(
             "ConfigurationValue provided in request is not supported: not a JSON/YAML object"
         )
+    if spec.configuration is not None:
+        problem = next(iter(jsonschema.Draft7Validator(spec.configuration).iter_errors(parsed)),
+                       None)
+        if problem is not None:
+            where = "/".join(str(x) for x in problem.absolute_path) or "(root)"
+            raise invalid(
+                "ConfigurationValue provided in request is not supported: Json schema "
+                f"validation failed with error: [{where}: {problem.message}]"
+            )
+
+
+def _reference_issues(rec: ClusterRecord, addon: dict[str, Any], spec: Addon
+                      ) -> list[dict[str, Any]]:
+    """A role or bucket the configuration names that does not exist: the add-on's pods fail
+    (AssumeRoleWithWebIdentity, certificate upload), so it is unhealthy."""
+    config = _parsed(addon.get("configurationValues"))
+    issues = []
+    for key, kind in spec.references:
+        value = config.get(key)
+        if not isinstance(value, str):
+            continue
+        if kind == "role":
+            found = iam_role(rec.account, value) is not None
+        else:
+            found = s3_bucket(rec.account, value.removeprefix("s3://")) is not None
+        if not found:
+            issues.append(
+                {
+                    "code": "ConfigurationConflict",
+                    "message": f"{key} names {value}, which does not exist in this account.",
+                    "resourceIds": [value],
+                }
+            )
+    return issues
 
 
 # --- health and the cluster's objects ----------------------------------------------------
@@ -123,7 +176,8 @@ def _settle(app: Any, rec: ClusterRecord, name: str) -> None:
     if addon is None or addon["status"] not in ("ACTIVE", "DEGRADED"):
         return
     kube = app.kubes.get(rec.name)
-    issues = _issues(kube, BY_NAME[name])
+    spec = BY_NAME[name]
+    issues = _issues(kube, spec) + _reference_issues(rec, addon, spec)
     addon["health"] = {"issues": issues}
     addon["status"] = "DEGRADED" if issues else "ACTIVE"
 
@@ -215,7 +269,7 @@ def create_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
         rec.require_active()
         spec = _spec(name, rec.kubernetes_version)
         version = _version(spec, p.get("addonVersion"), rec.kubernetes_version)
-        _configuration(p.get("configurationValues"))
+        _configuration(p.get("configurationValues"), spec)
         addon_arn = arn(ctx, "addon", rec.name, name, str(uuid.uuid4()))
         associations = [
             add_association(
@@ -286,7 +340,7 @@ def update_addon(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
             addon["serviceAccountRoleArn"] = p["serviceAccountRoleArn"]
             params.append({"type": "ServiceAccountRoleArn", "value": p["serviceAccountRoleArn"]})
         if p.get("configurationValues") is not None:
-            _configuration(p["configurationValues"])
+            _configuration(p["configurationValues"], BY_NAME[name])
             addon["configurationValues"] = p["configurationValues"]
             params.append({"type": "ConfigurationValues", "value": p["configurationValues"]})
         if p.get("resolveConflicts") is not None:

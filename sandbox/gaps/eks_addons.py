@@ -8,6 +8,15 @@ versions it supports, and the newest compatible one is the default.
 node). `requires`: objects that must exist in the cluster for the add-on to be healthy (the
 training operator needs cert-manager and the Pod Identity agent); until they do, it is
 DEGRADED with a health issue, and it turns ACTIVE once they appear.
+
+`configuration`: the JSON schema its configurationValues must satisfy (CreateAddon and
+UpdateAddon refuse others, as EKS does against DescribeAddonConfiguration's schema), and
+`references`: configuration keys that name an IAM role (`role`) or an S3 bucket (`bucket`)
+that must exist for the add-on to be healthy. The inference operator's are the keys AWS's
+HyperPod inference setup and troubleshooting guides pass to the add-on (`executionRoleArn`
+and `tlsCertificateS3Bucket` required — its chart refuses to install without them —,
+`hyperpodClusterArn`, `alb`, `keda`, `jumpstartGatedModelDownloadRoleArn`); the real schema
+has more keys, so unknown ones are let through.
 """
 
 from __future__ import annotations
@@ -73,6 +82,8 @@ class Addon:
     cluster_objects: tuple[dict[str, Any], ...] = ()
     needs_nodes: bool = False
     requires: tuple[tuple[str, str, str, str | None], ...] = ()  # (apiVersion, kind, name, ns)
+    configuration: dict[str, Any] | None = None  # JSON schema of configurationValues
+    references: tuple[tuple[str, str], ...] = ()  # (configuration key, "role" | "bucket")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def compatible(self, kubernetes_version: str) -> list[str]:
@@ -139,6 +150,30 @@ _CERT_MANAGER = (
     None,
 )
 _POD_IDENTITY = ("apps/v1", "DaemonSet", "eks-pod-identity-agent", "kube-system")
+_INFERENCE_NEEDS = (
+    _CERT_MANAGER,
+    ("storage.k8s.io/v1", "CSIDriver", "s3.csi.aws.com", None),
+    ("storage.k8s.io/v1", "CSIDriver", "fsx.csi.aws.com", None),
+    ("apps/v1", "Deployment", "metrics-server", "kube-system"),
+    ("apps/v1", "Deployment", "aws-load-balancer-controller", "kube-system"),
+    ("apps/v1", "Deployment", "keda-operator", "keda"),
+)
+_ENABLED = {"type": "object", "properties": {"enabled": {"type": "boolean"}}}
+_INFERENCE_CONFIGURATION: dict[str, Any] = {
+    "type": "object",
+    "required": ["executionRoleArn", "tlsCertificateS3Bucket"],
+    "properties": {
+        "executionRoleArn": {"type": "string", "pattern": "^arn:aws[a-z-]*:iam::[0-9]{12}:role/"},
+        "tlsCertificateS3Bucket": {"type": "string", "minLength": 3},
+        "hyperpodClusterArn": {
+            "type": "string",
+            "pattern": "^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:cluster/",
+        },
+        "jumpstartGatedModelDownloadRoleArn": {"type": "string"},
+        "alb": _ENABLED,
+        "keda": _ENABLED,
+    },
+}
 _KUBE_PROXY = tuple((f"v{k}.0-eksbuild.1", k, k) for k in reversed(KUBERNETES_VERSIONS))
 
 CATALOGUE: tuple[Addon, ...] = (
@@ -267,7 +302,9 @@ CATALOGUE: tuple[Addon, ...] = (
                 versions=("v1", "v1alpha1"),
             ),
         ),
-        requires=(_CERT_MANAGER,),
+        requires=_INFERENCE_NEEDS,
+        configuration=_INFERENCE_CONFIGURATION,
+        references=(("executionRoleArn", "role"), ("tlsCertificateS3Bucket", "bucket")),
     ),
     Addon(
         "amazon-sagemaker-hyperpod-taskgovernance",
@@ -319,7 +356,7 @@ def describe(addon: Addon, kubernetes_version: str | None) -> dict[str, Any] | N
                     }
                     for k in clusters
                 ],
-                "requiresConfiguration": False,
+                "requiresConfiguration": addon.configuration is not None,
                 "requiresIamPermissions": addon.iam,
             }
         )

@@ -5,6 +5,7 @@ autoscaling's bounds as NodePools."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -166,82 +167,9 @@ def _service_accounts(api) -> list[dict]:
     return kube.list_objects(api, "v1", "ServiceAccount")
 
 
-def test_enabling_one_feature_never_touches_another(stack, cluster):
-    stack.wait_idle()
-    op = toggle(stack, cluster, {"training_operator": {"enabled": True}})
-    assert op["status"] == "succeeded", op
-    assert state(stack, cluster, "training_operator") == "on"
-    before = features(stack, cluster)["features"]["training_operator"]
-    since = last_seq(stack)
-
-    op = toggle(stack, cluster, {"inference_operator": {"enabled": True}})
-    assert op["status"] == "succeeded", op
-    touched = mutations_since(stack, since)
-    assert touched, "enabling the inference operator changed nothing"
-    training_role = f"hypd-{cluster}-training-op"
-    for call in touched:
-        params = call["params"]
-        assert params.get("addonName") not in (TRAINING_ADDON, "cert-manager",
-                                               "eks-pod-identity-agent"), call
-        assert params.get("RoleName") != training_role, call
-        assert call["action"] not in ("CreatePodIdentityAssociation",
-                                      "DeletePodIdentityAssociation"), call
-    after = features(stack, cluster)["features"]["training_operator"]
-    assert after == before
-    assert state(stack, cluster, "inference_operator") == "on"
-    addon = _client(stack, "eks").describe_addon(clusterName=cluster,
-                                                 addonName=INFERENCE_ADDON)["addon"]
-    assert addon["serviceAccountRoleArn"].endswith(f"role/hypd/hypd-{cluster}-inference-op")
-
-
-def test_disabling_a_feature_keeps_a_dependency_another_still_needs(stack, cluster):
-    stack.wait_idle()
-    for feature in ("training_operator", "inference_operator"):
-        if state(stack, cluster, feature) != "on":
-            assert toggle(stack, cluster, {feature: {"enabled": True}})["status"] == "succeeded"
-    assert "cert-manager" in _addons(stack, cluster)
-
-    op = toggle(stack, cluster, {"training_operator": {"enabled": False}})
-    assert op["status"] == "succeeded", op
-    release = next(s for s in op["steps"] if s["name"] == "release")
-    assert release["resources"]["removed"] == []
-    assert "cert-manager" in release["resources"]["kept"]
-    assert release["resources"]["still_needed_by"] == ["inference_operator"]
-    present = _addons(stack, cluster)
-    assert "cert-manager" in present and TRAINING_ADDON not in present
-    assert f"hypd-{cluster}-training-op" not in role_names(stack, cluster)
-    assert "eks-pod-identity-agent" in present  # the base set is never released
-
-    # the last feature that needed it gone, cert-manager goes too
-    op = toggle(stack, cluster, {"inference_operator": {"enabled": False}})
-    assert op["status"] == "succeeded", op
-    assert "cert-manager" not in _addons(stack, cluster)
-    assert "eks-pod-identity-agent" in _addons(stack, cluster)
-
-
-def test_a_request_changing_two_features_or_naming_an_unknown_group_is_refused(stack,
-                                                                             cluster):
-    stack.wait_idle()
-    before = _mutations(stack)
-    two = patch(stack, cluster, {"training_operator": {"enabled": True},
-                                 "observability": {"enabled": True}})
-    assert two.status_code == 422, two.text
-    assert "one feature per request" in two.json()["error"]["message"]
-    unknown = patch(stack, cluster, {"autoscaling": {"enabled": True,
-                                                     "groups": {"nope": {"max": 2}}}})
-    assert unknown.status_code == 422, unknown.text
-    assert "nope" in unknown.json()["error"]["message"]
-    inverted = patch(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
-        "workers": {"min": 3, "max": 2}}}})
-    assert inverted.status_code == 422, inverted.text
-    options_off = patch(stack, cluster, {"tiered_checkpointing": {"enabled": False,
-                                                                  "memory_percent": 10}})
-    assert options_off.status_code == 422, options_off.text
-    typo = patch(stack, cluster, {"training_operater": {"enabled": True}})
-    assert typo.status_code == 422, typo.text
-    viewer = patch(stack, cluster, {"training_operator": {"enabled": True}}, token="viewer")
-    assert viewer.status_code == 403, viewer.text
-    assert _mutations(stack) == before
+# The autoscaling tests run before the inference operator's: turning it on starts the Load
+# Balancer Controller and KEDA in the cluster (they stay: endpoints use them too), and a pod
+# on a group's node keeps Karpenter from giving that node back, as on AWS.
 
 
 def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, cluster):
@@ -295,6 +223,11 @@ def _group_counts(stack, cluster: str, group: str) -> tuple[int, int]:
     return found["CurrentCount"], found["TargetCount"]
 
 
+def _daemon(pod: dict) -> bool:
+    return any(o.get("kind") == "DaemonSet"
+               for o in pod["metadata"].get("ownerReferences") or ())
+
+
 def _burst_pod(index: int) -> dict:
     gpu = {"nvidia.com/gpu": "1"}
     return {"apiVersion": "v1", "kind": "Pod",
@@ -313,7 +246,12 @@ def test_a_group_scaled_from_zero_goes_up_to_max_for_pending_pods_and_back_to_mi
     op = toggle(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
         "workers": {"min": 0, "max": 2}}}})
     assert op["status"] == "succeeded", op
-    # Karpenter owns the group now: with nothing pending it goes to zero
+    # Karpenter owns the group now: with nothing pending (and nothing running but the
+    # cluster's own kube-system pods, which it moves away) it goes to zero
+    assert not [p["metadata"]["name"] for p in kube.list_objects(
+        kube_api(stack, cluster), "v1", "Pod")
+        if p["spec"].get("nodeName") and not _daemon(p)
+        and p["metadata"]["namespace"] != "kube-system"], "pods run on the group's nodes"
     wait_until(lambda: _group_counts(stack, cluster, "workers") == (0, 0), 60,
                what="workers scaled to zero")
     api = kube_api(stack, cluster)
@@ -334,6 +272,125 @@ def test_a_group_scaled_from_zero_goes_up_to_max_for_pending_pods_and_back_to_mi
     wait_until(lambda: _group_counts(stack, cluster, "workers") == (1, 1), 60,
                what="workers at its new minimum")
     assert toggle(stack, cluster, {"autoscaling": {"enabled": False}})["status"] == "succeeded"
+
+
+def test_enabling_one_feature_never_touches_another(stack, cluster):
+    stack.wait_idle()
+    op = toggle(stack, cluster, {"training_operator": {"enabled": True}})
+    assert op["status"] == "succeeded", op
+    assert state(stack, cluster, "training_operator") == "on"
+    before = features(stack, cluster)["features"]["training_operator"]
+    since = last_seq(stack)
+
+    op = toggle(stack, cluster, {"inference_operator": {"enabled": True}})
+    assert op["status"] == "succeeded", op
+    touched = mutations_since(stack, since)
+    assert touched, "enabling the inference operator changed nothing"
+    training_role = f"hypd-{cluster}-training-op"
+    for call in touched:
+        params = call["params"]
+        assert params.get("addonName") not in (TRAINING_ADDON, "cert-manager",
+                                               "eks-pod-identity-agent"), call
+        assert params.get("RoleName") != training_role, call
+        assert call["action"] not in ("CreatePodIdentityAssociation",
+                                      "DeletePodIdentityAssociation"), call
+    after = features(stack, cluster)["features"]["training_operator"]
+    assert after == before
+    assert state(stack, cluster, "inference_operator") == "on"
+    addon = _client(stack, "eks").describe_addon(clusterName=cluster,
+                                                 addonName=INFERENCE_ADDON)["addon"]
+    assert addon["serviceAccountRoleArn"].endswith(f"role/hypd/hypd-{cluster}-inference-op")
+    # configured as AWS's setup guide asks: its execution role (the same role, which may pass
+    # itself to SageMaker), its TLS bucket (a hyperpod-tls* name, which AWS's policy for it
+    # reaches), the HyperPod cluster, and hypd's own load balancer controller and KEDA
+    config = json.loads(addon["configurationValues"])
+    assert config["executionRoleArn"] == addon["serviceAccountRoleArn"]
+    assert config["hyperpodClusterArn"] == _client(stack, "sagemaker").describe_cluster(
+        ClusterName=cluster)["ClusterArn"]
+    assert config["alb"] == {"enabled": False} and config["keda"] == {"enabled": False}
+    bucket = config["tlsCertificateS3Bucket"]
+    assert bucket.startswith("hyperpod-tls-hypd-")
+    tags = _client(stack, "s3").get_bucket_tagging(Bucket=bucket)["TagSet"]
+    assert {"Key": "hypd:cluster", "Value": cluster} in tags
+    # everything the add-on checks for is there: the CSI drivers, cert-manager,
+    # metrics-server, the controllers (running), the role and the bucket
+    assert addon["status"] == "ACTIVE" and addon["health"]["issues"] == [], addon
+    view = features(stack, cluster)["features"]["inference_operator"]
+    assert {"kind": "tls_bucket", "name": bucket, "present": True, "ok": True} in [
+        {k: part[k] for k in ("kind", "name", "present", "ok")} for part in view["parts"]]
+    for deployment, namespace in (("aws-load-balancer-controller", "kube-system"),
+                                  ("keda-operator", "keda")):
+        running = get(kube_api(stack, cluster), "apps/v1", "Deployment", deployment, namespace)
+        assert running["status"]["availableReplicas"] >= 1, deployment
+    keda_account = get(kube_api(stack, cluster), "v1", "ServiceAccount", "keda-operator",
+                       "keda")
+    assert keda_account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].endswith(
+        f"role/hypd/hypd-{cluster}-keda")
+
+
+def test_disabling_a_feature_keeps_a_dependency_another_still_needs(stack, cluster):
+    stack.wait_idle()
+    for feature in ("training_operator", "inference_operator"):
+        if state(stack, cluster, feature) != "on":
+            assert toggle(stack, cluster, {feature: {"enabled": True}})["status"] == "succeeded"
+    assert "cert-manager" in _addons(stack, cluster)
+
+    op = toggle(stack, cluster, {"training_operator": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    release = next(s for s in op["steps"] if s["name"] == "release")
+    assert release["resources"]["removed"] == []
+    assert "cert-manager" in release["resources"]["kept"]
+    assert release["resources"]["still_needed_by"] == ["inference_operator"]
+    present = _addons(stack, cluster)
+    assert "cert-manager" in present and TRAINING_ADDON not in present
+    assert f"hypd-{cluster}-training-op" not in role_names(stack, cluster)
+    assert "eks-pod-identity-agent" in present  # the base set is never released
+
+    # the last feature that needed it gone, cert-manager goes too
+    bucket = json.loads(_client(stack, "eks").describe_addon(
+        clusterName=cluster, addonName=INFERENCE_ADDON)["addon"]["configurationValues"])[
+        "tlsCertificateS3Bucket"]
+    _client(stack, "s3").put_object(Bucket=bucket, Key="certs/endpoint.pem", Body=b"pem")
+    op = toggle(stack, cluster, {"inference_operator": {"enabled": False}})
+    assert op["status"] == "succeeded", op
+    assert "cert-manager" not in _addons(stack, cluster)
+    assert "metrics-server" not in _addons(stack, cluster)
+    assert "eks-pod-identity-agent" in _addons(stack, cluster)
+    # the operator's TLS bucket goes with its role, certificates and all ...
+    assert bucket not in {b["Name"] for b in _client(stack, "s3").list_buckets()["Buckets"]}
+    assert f"hypd-{cluster}-inference-op" not in role_names(stack, cluster)
+    # ... but the load balancer controller, KEDA and the FSx driver stay: endpoints and
+    # volumes use them too
+    assert "aws-fsx-csi-driver" in _addons(stack, cluster)
+    api = kube_api(stack, cluster)
+    assert get(api, "apps/v1", "Deployment", "aws-load-balancer-controller", "kube-system")
+    assert get(api, "apps/v1", "Deployment", "keda-operator", "keda")
+    assert f"hypd-{cluster}-keda" in role_names(stack, cluster)
+
+
+def test_a_request_changing_two_features_or_naming_an_unknown_group_is_refused(stack,
+                                                                             cluster):
+    stack.wait_idle()
+    before = _mutations(stack)
+    two = patch(stack, cluster, {"training_operator": {"enabled": True},
+                                 "observability": {"enabled": True}})
+    assert two.status_code == 422, two.text
+    assert "one feature per request" in two.json()["error"]["message"]
+    unknown = patch(stack, cluster, {"autoscaling": {"enabled": True,
+                                                     "groups": {"nope": {"max": 2}}}})
+    assert unknown.status_code == 422, unknown.text
+    assert "nope" in unknown.json()["error"]["message"]
+    inverted = patch(stack, cluster, {"autoscaling": {"enabled": True, "groups": {
+        "workers": {"min": 3, "max": 2}}}})
+    assert inverted.status_code == 422, inverted.text
+    options_off = patch(stack, cluster, {"tiered_checkpointing": {"enabled": False,
+                                                                  "memory_percent": 10}})
+    assert options_off.status_code == 422, options_off.text
+    typo = patch(stack, cluster, {"training_operater": {"enabled": True}})
+    assert typo.status_code == 422, typo.text
+    viewer = patch(stack, cluster, {"training_operator": {"enabled": True}}, token="viewer")
+    assert viewer.status_code == 403, viewer.text
+    assert _mutations(stack) == before
 
 
 @pytest.mark.asyncio

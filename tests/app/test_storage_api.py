@@ -67,6 +67,11 @@ def test_a_create_with_fsx_runs_the_fsx_step_in_the_storage_stage(stack, cluster
     volume = cluster["kube"].get_object("v1", "PersistentVolume", "hypd-default-hypd-fsx")
     assert volume["spec"]["csi"]["volumeHandle"] == file_system_id
     assert cluster["kube"].get_object("v1", "PersistentVolumeClaim", "hypd-fsx", "default")
+    # no pod could mount it without the FSx CSI driver: installed with the volume, once
+    assert "aws-fsx-csi-driver" in stack.aws("eks").list_addons(
+        clusterName=cluster["name"])["addons"]
+    assert [a["name"] for a in steps["fsx_volume"]["resources"]["driver"]] == [
+        "aws-fsx-csi-driver"]
     listed = {i["name"]: i for i in _get(stack, cluster["name"]).json()["items"]}
     assert listed["hypd-fsx"]["state"] == "available"
     assert listed["hypd-fsx"]["fsx"]["lifecycle"] == "AVAILABLE"

@@ -358,7 +358,9 @@ def test_an_addon_is_installed_bound_to_its_role_by_its_mechanism():
     for name in ("amazon-sagemaker-hyperpod-training-operator",
                  "amazon-sagemaker-hyperpod-inference", "cert-manager"):
         addons.apply(addons.Action(addons.INSTALL_ADDON, by_name(name)), eks, None, "lab",
-                     REGION, roles=roles)
+                     REGION, roles=roles, values={
+                         "tls_bucket": "hyperpod-tls-hypd-lab-0123456789",
+                         "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:1:cluster/x"})
     created = {kw["addonName"]: kw for kw in eks.mutations("create_addon")}
     # Pod Identity: the add-on's own association for its service account
     training = created["amazon-sagemaker-hyperpod-training-operator"]
@@ -370,6 +372,13 @@ def test_an_addon_is_installed_bound_to_its_role_by_its_mechanism():
     inference = created["amazon-sagemaker-hyperpod-inference"]
     assert inference["serviceAccountRoleArn"] == roles["inference-op"]
     assert "podIdentityAssociations" not in inference
+    # ... configured with its execution role (the same), its TLS bucket and its cluster
+    assert json.loads(inference["configurationValues"]) == {
+        "executionRoleArn": roles["inference-op"],
+        "tlsCertificateS3Bucket": "hyperpod-tls-hypd-lab-0123456789",
+        "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:1:cluster/x",
+        "alb": {"enabled": False}, "keda": {"enabled": False}}
+    assert "configurationValues" not in training
     # no identity: neither
     assert created["cert-manager"]["addonVersion"] == "v1.18.2-eksbuild.2"
     assert not {"podIdentityAssociations", "serviceAccountRoleArn"} & set(created["cert-manager"])

@@ -66,8 +66,12 @@ def test_each_consumer_states_its_identity_mechanism():
 def test_requirements_come_first_and_sharing_is_known():
     assert names(dependencies.requirements("training_operator")) == [
         "eks-pod-identity-agent", "cert-manager"]
+    # what the inference add-on checks for before it installs (AWS's troubleshooting guide),
+    # each entry's own requirements (the controllers' service accounts) before it
     assert names(dependencies.requirements("inference_operator")) == [
-        "aws-mountpoint-s3-csi-driver", "cert-manager"]
+        "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "metrics-server", "cert-manager",
+        "aws-load-balancer-controller-account", "aws-load-balancer-controller",
+        "keda-operator-account", "keda"]
     assert names(dependencies.requirements("tiered_checkpointing")) == []
     assert dependencies.needed_by("cert-manager") == ["training_operator",
                                                       "inference_operator"]
@@ -79,6 +83,29 @@ def test_turning_off_releases_only_what_no_other_enabled_feature_needs():
     # nothing else on: cert-manager goes; the Pod Identity agent is the base set's: it stays
     assert names(dependencies.releasable("training_operator", [])) == ["cert-manager"]
     assert names(dependencies.releasable("observability", [])) == []
+    # the load balancer controller, KEDA and the FSx driver serve endpoints and volumes too:
+    # turning the inference operator off leaves them; what only it needed goes
+    assert names(dependencies.releasable("inference_operator", [])) == [
+        "cert-manager", "metrics-server"]
+    assert names(dependencies.releasable("inference_operator", ["training_operator"])) == [
+        "metrics-server"]
+
+
+def test_an_add_ons_configuration_is_filled_in_at_install():
+    inference = dependencies.by_name()["amazon-sagemaker-hyperpod-inference"]
+    assert inference.identity.tls_bucket
+    filled = dependencies.configuration(inference, {
+        "role": "arn:aws:iam::1:role/hypd/hypd-c-inference-op",
+        "tls_bucket": "hyperpod-tls-hypd-c-0123456789",
+        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:1:cluster/abc"})
+    # hypd's own controllers serve the add-on: it must not install a second copy of either
+    assert filled == {"executionRoleArn": "arn:aws:iam::1:role/hypd/hypd-c-inference-op",
+                      "tlsCertificateS3Bucket": "hyperpod-tls-hypd-c-0123456789",
+                      "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:1:cluster/abc",
+                      "alb": {"enabled": False}, "keda": {"enabled": False}}
+    with pytest.raises(ValueError, match="needs tls_bucket"):
+        dependencies.configuration(inference, {"role": "r", "hyperpod_cluster_arn": "a"})
+    assert dependencies.configuration(dependencies.by_name()["cert-manager"], {}) is None
 
 
 def _broken(tmp_path, change) -> str:
@@ -104,6 +131,9 @@ def _entry(data, name):
     (lambda d: _entry(d, "amazon-sagemaker-hyperpod-inference")["identity"].pop("namespace"),
      "names its namespace"),
     (lambda d: _entry(d, "tiered-storage").update(setting="Nope"), "setting must be"),
+    (lambda d: _entry(d, "amazon-sagemaker-hyperpod-inference")["configuration"].update(
+        bucket="${bucket}"), "unknown value"),
+    (lambda d: _entry(d, "keda").update(configuration={"a": 1}), "only an add-on"),
 ])
 def test_bad_data_is_refused(tmp_path, change, message):
     with pytest.raises(dependencies.DependencyError, match=message):

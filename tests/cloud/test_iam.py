@@ -223,7 +223,17 @@ def test_operator_and_observability_policies_are_pinned():
          "Resource": [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/*"]}]
     assert [(s["Sid"], s["Action"]) for s in statements(inference)] == [
         ("ListModelBucket", ["s3:ListBucket"]),
-        ("ReadModelWeights", ["s3:GetObject"])]
+        ("ReadModelWeights", ["s3:GetObject"]),
+        ("PassItselfToSageMaker", ["iam:PassRole"])]
+    # AWS's policy passes only SageMakerHyperPodInference* roles: hypd's role passes itself,
+    # to SageMaker only, as its endpoints' execution role, which SageMaker may assume
+    passing = statements(inference)[2]
+    assert passing["Resource"] == [f"arn:aws:iam::{ACCOUNT}:role/hypd/{inference.name}"]
+    assert passing["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole"} in inference.trust["Statement"]
+    assert inference.trust["Statement"][0]["Action"] == "sts:AssumeRoleWithWebIdentity"
     # the operator's own needs (UpdateClusterInference at start, its SageMaker endpoints,
     # TLS certificates) are AWS's policy for it, which hypd's boundary lets through whole
     assert inference.managed_arns == (
@@ -237,7 +247,24 @@ def test_operator_and_observability_policies_are_pinned():
          "Resource": [f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/*"]}]
 
 
-@pytest.mark.parametrize("spec", feature_roles(), ids=lambda s: s.purpose)
+def keda_role() -> roles.RoleSpec:
+    irsa = roles.irsa_trust(PROVIDER, ISSUER, "keda", "keda-operator")
+    return roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_KEDA, irsa)
+
+
+def test_keda_may_only_read_cloudwatch_metrics():
+    """The inference operator's CloudWatch triggers are read by KEDA's operator as its own
+    identity; metric reads have no resource types, so "*" — and nothing else."""
+    spec = keda_role()
+    assert statements(spec) == [
+        {"Sid": "ReadMetrics", "Effect": "Allow",
+         "Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics",
+                    "cloudwatch:ListMetrics"], "Resource": "*"}]
+    assert boundary_misses(list(spec.inline.items())) == []
+    assert spec.managed_arns == ()
+
+
+@pytest.mark.parametrize("spec", [*feature_roles(), keda_role()], ids=lambda s: s.purpose)
 def test_feature_roles_are_least_privilege(spec):
     for statement in statements(spec):
         assert statement["Effect"] == "Allow" and "NotAction" not in statement

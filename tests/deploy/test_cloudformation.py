@@ -126,8 +126,8 @@ def test_role_creation_and_passing_are_confined_to_the_hypd_path_and_boundary():
                   if "iam:CreateServiceLinkedRole" in as_list(s["Action"]))
     assert "iam:AWSServiceName" in linked["Condition"]["StringEquals"]
     # the boundary is the one hypd's roles carry by default, and it writes nothing in IAM;
-    # it passes no role but the SageMaker endpoint roles of the inference operator (AWS's
-    # AmazonSageMakerHyperPodInferenceAccess), to SageMaker only
+    # it passes no role but hypd's inference operator role (to itself, as its SageMaker
+    # endpoints' execution role), to SageMaker only
     boundary = resources()["RoleBoundary"]["Properties"]
     assert boundary["Path"] == hypd_iam.ROLE_PATH
     assert boundary["ManagedPolicyName"] == hypd_iam.BOUNDARY_POLICY_NAME
@@ -135,7 +135,8 @@ def test_role_creation_and_passing_are_confined_to_the_hypd_path_and_boundary():
         for action in as_list(statement["Action"]):
             if action == "iam:PassRole":
                 assert as_list(statement["Action"]) == ["iam:PassRole"]
-                assert statement["Resource"] == "arn:*:iam::*:role/SageMakerHyperPodInference*"
+                assert statement["Resource"] == (
+                    f"arn:*:iam::*:role/hypd/hypd-*-{hypd_iam.PURPOSE_INFERENCE_OPERATOR}")
                 assert statement["Condition"] == {
                     "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
             elif action.startswith("iam:"):

@@ -505,6 +505,65 @@ def test_addons_install_their_crds_and_wait_for_what_they_need(
     assert caught.value.status == 404
 
 
+def test_the_inference_add_on_needs_its_configuration_and_what_it_names(
+    eks: Any,
+    active: dict[str, Any],
+    control: SandboxControl,
+    clients: dict[str, Any],
+    aws: LocalAws,
+) -> None:
+    """As AWS's HyperPod inference guides describe it: the add-on is configured with its
+    execution role and TLS bucket, and is unhealthy while either is missing or while what
+    it checks for (CSI drivers, cert-manager, metrics-server, the controllers) is absent."""
+    name, account = active["name"], active["arn"].split(":")[4]
+    addon = "amazon-sagemaker-hyperpod-inference"
+    versions = eks.describe_addon_versions(addonName=addon)["addons"][0]["addonVersions"]
+    assert versions[0]["requiresConfiguration"] is True
+    for refused in (None, json.dumps({"tlsCertificateS3Bucket": "b"}),
+                    json.dumps({"executionRoleArn": "not-an-arn",
+                                "tlsCertificateS3Bucket": "b"}),
+                    json.dumps({"executionRoleArn": f"arn:aws:iam::{account}:role/r",
+                                "tlsCertificateS3Bucket": "b", "alb": {"enabled": "no"}})):
+        extra = {} if refused is None else {"configurationValues": refused}
+        with pytest.raises(ClientError) as caught:
+            eks.create_addon(clusterName=name, addonName=addon, **extra)
+        assert _code(caught) == "InvalidParameterException", refused
+    role = f"arn:aws:iam::{account}:role/hypd/inference-{uuid.uuid4().hex[:6]}"
+    bucket = f"hyperpod-tls-{uuid.uuid4().hex[:8]}"
+    eks.create_addon(clusterName=name, addonName=addon, configurationValues=json.dumps({
+        "executionRoleArn": role, "tlsCertificateS3Bucket": bucket,
+        "alb": {"enabled": False}, "keda": {"enabled": False}}))
+    control.advance_clock(90)
+    found = eks.describe_addon(clusterName=name, addonName=addon)["addon"]
+    assert found["status"] == "DEGRADED"
+    messages = " ".join(i["message"] for i in found["health"]["issues"])
+    for missing in ("s3.csi.aws.com", "fsx.csi.aws.com", "certificates.cert-manager.io",
+                    "kube-system/aws-load-balancer-controller", "keda/keda-operator",
+                    "kube-system/metrics-server", role, bucket):
+        assert missing in messages, missing
+
+    iam, s3 = clients["iam"], aws_client(aws.url, "s3")
+    iam.create_role(Path="/hypd/", RoleName=role.rsplit("/", 1)[1],
+                    AssumeRolePolicyDocument=EKS_TRUST)
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    for needed in ("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "cert-manager",
+                   "metrics-server"):
+        eks.create_addon(clusterName=name, addonName=needed)
+    control.advance_clock(90)
+    kube = aws.app.kubes.get(name)
+    assert kube is not None
+    for deployment, namespace in (("aws-load-balancer-controller", "kube-system"),
+                                  ("keda-operator", "keda")):
+        kube.put_object({"apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": deployment, "namespace": namespace},
+                         "spec": {"selector": {"matchLabels": {"app": deployment}},
+                                  "template": {"metadata": {"labels": {"app": deployment}},
+                                               "spec": {"containers": [
+                                                   {"name": "c", "image": "x"}]}}}})
+    found = eks.describe_addon(clusterName=name, addonName=addon)["addon"]
+    assert (found["status"], found["health"]["issues"]) == ("ACTIVE", [])
+
+
 def test_kubernetes_version_upgrades_one_minor_version_at_a_time(
     slow: tuple[Any, SandboxControl], network: dict[str, Any]
 ) -> None:
