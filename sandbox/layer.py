@@ -27,6 +27,7 @@ from sandbox.reply import Reply
 from sandbox.resources import resource_ids
 from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.simulator.downloads import DownloadProgram, MotoObjects
+from sandbox.simulator.managed_aws import ManagedAws, OperatorSettings
 from sandbox.simulator.training import TrainingBook
 from sandbox.timing import Clock, Transitions
 
@@ -34,6 +35,7 @@ from sandbox.timing import Clock, Transitions
 _MOTO_ADMIN_PREFIXES = ("/moto-api", "/favicon.ico")
 # ... except moto's reset, which must take the gaps' state with it (`reset_aws`).
 _MOTO_RESET = "/moto-api/reset"
+INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
 
 
 class LocalAwsApp:
@@ -66,7 +68,27 @@ class LocalAwsApp:
             return key in (secret.get("data") or {})
 
         simulator.programs.register(DownloadProgram(MotoObjects(), has_secret_key))
+        simulator.inference.aws = ManagedAws(lambda: self._inference_settings(kube.name))
         return simulator
+
+    def _inference_settings(self, cluster: str) -> OperatorSettings | None:
+        """The inference add-on's configuration in the cluster of that name, if installed."""
+        from sandbox.gaps.eks_addon_calls import parsed_configuration
+        from sandbox.gaps.eks_state import state
+
+        # read without the EKS records' lock: this runs on the cluster's event loop, which
+        # an EKS call holding that lock may be waiting on (an add-on's objects going in)
+        for rec in list(state(self).clusters.values()):
+            addon = rec.addons.get(INFERENCE_ADDON)
+            if rec.name != cluster or addon is None:
+                continue
+            config = parsed_configuration(addon.get("configurationValues"))
+            bucket = config.get("tlsCertificateS3Bucket")
+            return OperatorSettings(
+                account=rec.account, region=rec.region,
+                execution_role=config.get("executionRoleArn"),
+                tls_bucket=str(bucket).removeprefix("s3://") if bucket else None)
+        return None
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]

@@ -15,7 +15,7 @@ from typing import Any
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from sandbox import moto_speed
+from sandbox import moto_fidelity, moto_speed
 from sandbox.env import DEFAULT_REGION, HOST, UNSET_ENV, client_env
 from sandbox.layer import LocalAwsApp
 
@@ -58,6 +58,7 @@ class LocalAws:
         if self._server is not None:
             return self.url
         moto_speed.apply()
+        moto_fidelity.apply()
         if self._load_managed_policies:
             _managed_policies(+1)
             self._holds_policies = True

@@ -224,6 +224,9 @@ class EndpointSchema(Schema):
     pool_models = fields.List(fields.String())
     workers = fields.List(fields.Nested(WorkerSchema))
     operation_id = fields.String(allow_none=True)
+    sagemaker_endpoint = fields.Dict(allow_none=True, metadata={
+        "description": "a managed endpoint's SageMaker endpoint as the inference operator "
+                       "registered it: {arn, state}"})
 
 
 class EndpointListSchema(Schema):

@@ -56,6 +56,7 @@ def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
         "services": sorted(s["metadata"]["name"] for s in services),
         "pool_models": list(ep.pool_models), "workers": [], "ready_replicas": None,
         "state": "incomplete", "message": None, "operation_id": None,
+        "sagemaker_endpoint": None,
     }
     status = (main or {}).get("status") or {}
     if ep.kind == inference.MANAGED:
@@ -67,6 +68,10 @@ def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
         view["message"] = deployment.get("message") or (
             f"the inference operator reports {state}" if state else
             "waiting for the inference operator")
+        registered = (status.get("endpoints") or {}).get("sagemaker") or {}
+        if registered.get("endpointArn"):
+            view["sagemaker_endpoint"] = {"arn": registered["endpointArn"],
+                                          "state": registered.get("state")}
         if api is not None and main is not None:
             made = inference.operator_service(api, main)
             view["services"] = [made[0]] if made else []

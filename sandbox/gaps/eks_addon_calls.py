@@ -62,7 +62,7 @@ def _version(spec: Addon, wanted: str | None, kubernetes_version: str) -> str:
     return wanted
 
 
-def _parsed(value: str | None) -> dict[str, Any]:
+def parsed_configuration(value: str | None) -> dict[str, Any]:
     if value is None or not value.strip():
         return {}
     try:
@@ -105,7 +105,7 @@ def _reference_issues(rec: ClusterRecord, addon: dict[str, Any], spec: Addon
                       ) -> list[dict[str, Any]]:
     """A role or bucket the configuration names that does not exist: the add-on's pods fail
     (AssumeRoleWithWebIdentity, certificate upload), so it is unhealthy."""
-    config = _parsed(addon.get("configurationValues"))
+    config = parsed_configuration(addon.get("configurationValues"))
     issues = []
     for key, kind in spec.references:
         value = config.get(key)

@@ -35,9 +35,15 @@ What its model-server container does is this module's resolver in the cluster's 
 book: it loads the model named by `spec.modelName` and answers OpenAI-compatible requests on
 the invocation port (the service proxy reaches it as any model server).
 
-Not played: the SageMaker endpoint registration, the ALB Ingress, TLS certificates, the KEDA
-ScaledObject of `autoScalingSpec`, the S3 volume (the model volume is an emptyDir), the
-intelligent-routing and KV-cache sidecars, deletion states with finalizers.
+With `spec.endpointName` and the pods serving, it registers the SageMaker endpoint and
+writes the TLS certificate (sandbox/simulator/managed_aws.py, on this process's moto, as the
+add-on's configuration says): `status.endpoints.sagemaker` (`CreationCompleted`, the ARNs)
+and `status.tlsCertificate` — or `DeploymentFailed` with AWS's refusal as the message (an
+execution role SageMaker may not assume, a missing bucket, a name another endpoint holds).
+It holds such a config with its finalizer until it has deleted them again.
+
+Not played: the ALB Ingress, ACM, the KEDA ScaledObject of `autoScalingSpec`, the S3 volume
+(the model volume is an emptyDir), the intelligent-routing and KV-cache sidecars.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.kube.errors import KubeError
 from sandbox.kube.objects import now as stamp
+from sandbox.simulator.managed_aws import COMPLETED, ManagedAws, Refused
 from sandbox.simulator.programs import SERVER_START_S, Line, ModelServer, Program
 from sandbox.simulator.workloads import owner_ref
 
@@ -66,7 +73,10 @@ APP_LABEL = "app"
 CONTAINER = "inference-server"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HEALTH_PATH = "/ping"  # the CRD's default load balancer health check path
-IN_PROGRESS, COMPLETE = "DeploymentInProgress", "DeploymentComplete"
+IN_PROGRESS, COMPLETE, FAILED = "DeploymentInProgress", "DeploymentComplete", "DeploymentFailed"
+FINALIZER = "inference.sagemaker.aws.amazon.com/sagemaker-endpoint"
+"""The sandbox's name for the operator's finalizer (AWS publishes none; hypd relies on no
+name, only on deletion waiting until the config is gone)."""
 _DEPLOYMENT_STATUS_KEYS = ("availableReplicas", "collisionCount", "conditions",
                            "observedGeneration", "readyReplicas", "replicas",
                            "terminatingReplicas", "unavailableReplicas", "updatedReplicas")
@@ -86,11 +96,21 @@ def _instance_types(spec: dict[str, Any]) -> list[str]:
     return [str(t) for t in (spec.get("instanceTypes") or [spec.get("instanceType")]) if t]
 
 
+def _serving(deployment: dict[str, Any] | None, replicas: int) -> bool:
+    """The Deployment has observed its spec and has all its replicas available, updated."""
+    observed = (deployment or {}).get("status") or {}
+    fresh = observed.get("observedGeneration", 0) >= _md(deployment or {}).get("generation", 1)
+    return bool(deployment) and fresh and (observed.get("availableReplicas") or 0) >= \
+        replicas and (observed.get("updatedReplicas") or 0) >= replicas
+
+
 class InferenceOperator:
     """The operator in one cluster (see the module docstring)."""
 
     def __init__(self, sim: ClusterSimulator) -> None:
         self.sim = sim
+        self.aws: ManagedAws | None = None
+        """The operator's AWS side (set by the local AWS; None: not played)."""
         sim.programs.register(self.program)
 
     @staticmethod
@@ -137,6 +157,47 @@ class InferenceOperator:
         for config in configs:
             if not _md(config).get("deletionTimestamp"):
                 self._config(config)
+            elif FINALIZER in (_md(config).get("finalizers") or []):
+                self._release(config)
+
+    def _endpoint_name(self, config: dict[str, Any]) -> str | None:
+        return (config.get("spec") or {}).get("endpointName") or None
+
+    def _release(self, config: dict[str, Any]) -> None:
+        """Deleted: what it made in AWS goes, then its finalizer (the config goes after)."""
+        md = _md(config)
+        if self.aws is not None:
+            self.aws.deregister(md.get("namespace") or "default", md["name"],
+                                self._endpoint_name(config))
+        left = [f for f in md.get("finalizers") or [] if f != FINALIZER]
+        self.sim.workloads.patch_object(IEC[0], IEC[2], config,
+                                        {"metadata": {"finalizers": left}}, OPERATOR)
+
+    def _hold(self, config: dict[str, Any]) -> None:
+        """A config whose endpoint it registers is held until that is deleted again."""
+        finalizers = _md(config).get("finalizers") or []
+        if self.aws is not None and self._endpoint_name(config) and \
+                FINALIZER not in finalizers:
+            self.sim.workloads.patch_object(IEC[0], IEC[2], config, {
+                "metadata": {"finalizers": [*finalizers, FINALIZER]}}, OPERATOR)
+
+    def _register(self, config: dict[str, Any], serving: bool
+                  ) -> tuple[dict[str, Any] | None, str | None]:
+        """(what the status shows of the SageMaker endpoint and certificate, a refusal)."""
+        name = self._endpoint_name(config)
+        if self.aws is None or not name or not serving:
+            return None, None
+        current = config.get("status") or {}
+        if ((current.get("endpoints") or {}).get("sagemaker") or {}).get("state") == COMPLETED:
+            return {k: current[k] for k in ("endpoints", "tlsCertificate") if k in current}, None
+        md, spec = _md(config), config.get("spec") or {}
+        types = _instance_types(spec)
+        try:
+            return self.aws.register(md.get("namespace") or "default", md["name"], name,
+                                     types[0] if types else "",
+                                     str((spec.get("worker") or {}).get("image") or "")), None
+        except Refused as exc:
+            return None, str(exc)
 
     def _owned(self, api_version: str, kind: str, config: dict[str, Any]
                ) -> dict[str, Any] | None:
@@ -167,8 +228,12 @@ class InferenceOperator:
                                             {"spec": {"replicas": replicas}}, OPERATOR)
         if self._owned("v1", "Service", config) is None:
             self._put(self._service(config))
+        self._hold(config)
+        config = self.sim.kube.get_object(f"{IEC[0]}/{IEC[1]}", IEC[3], name, namespace) \
+            or config
         deployment = self._owned("apps/v1", "Deployment", config)
-        self._write_status(config, name, namespace, replicas, deployment)
+        registered, refused = self._register(config, _serving(deployment, replicas))
+        self._write_status(config, name, namespace, replicas, deployment, registered, refused)
 
     def _deployment(self, config: dict[str, Any], replicas: int) -> dict[str, Any]:
         md, spec = _md(config), config.get("spec") or {}
@@ -221,27 +286,30 @@ class InferenceOperator:
         }
 
     def _write_status(self, config: dict[str, Any], name: str, namespace: str | None,
-                      replicas: int, deployment: dict[str, Any] | None) -> None:
+                      replicas: int, deployment: dict[str, Any] | None,
+                      registered: dict[str, Any] | None = None,
+                      refused: str | None = None) -> None:
         md = _md(config)
         current = config.get("status") or {}
         observed = (deployment or {}).get("status") or {}
-        fresh = observed.get("observedGeneration", 0) >= _md(deployment or {}).get(
-            "generation", 1)
         available = observed.get("availableReplicas") or 0
-        complete = bool(deployment) and fresh and available >= replicas and \
-            (observed.get("updatedReplicas") or 0) >= replicas
-        state = COMPLETE if complete else IN_PROGRESS
+        complete = _serving(deployment, replicas) and (
+            registered is not None or not (self.aws and self._endpoint_name(config)))
+        state = FAILED if refused else COMPLETE if complete else IN_PROGRESS
         before = current.get("deploymentStatus") or {}
         inner = {k: copy.deepcopy(observed[k]) for k in _DEPLOYMENT_STATUS_KEYS if k in observed}
         details = {
             "name": name, "deploymentObjectOverallState": state, "status": inner,
-            "message": f"Deployment {namespace}/{name}: {available} of {replicas} replicas "
-                       "available",
+            "message": refused or f"Deployment {namespace}/{name}: {available} of {replicas} "
+                                  "replicas available",
         }
+        if refused:
+            details["reason"] = "SageMakerEndpointCreationFailed"
         status = {"observedGeneration": md.get("generation", 1),
                   "replicas": observed.get("replicas") or 0,
                   "selector": f"{APP_LABEL}={name}", "state": state,
-                  "deploymentStatus": {**details, "lastUpdated": before.get("lastUpdated")}}
+                  "deploymentStatus": {**details, "lastUpdated": before.get("lastUpdated")},
+                  **(registered or {})}
         if current == status:
             return
         status["deploymentStatus"]["lastUpdated"] = stamp()

@@ -312,10 +312,31 @@ def test_a_managed_endpoint_is_made_served_and_invoked_through_the_inference_ope
     assert len(pods) == 1 and pods[0]["status"]["phase"] == "Running"
     node = kube.get_object("v1", "Node", pods[0]["spec"]["nodeName"])
     assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == GPU_TYPE
+    # the operator registered the SageMaker endpoint of that name, its execution role hypd's
+    # inference role (which SageMaker may assume), and wrote its certificate in the TLS bucket
+    registered = sm.describe_endpoint(EndpointName="managed")
+    assert config["status"]["endpoints"]["sagemaker"] == {
+        "state": "CreationCompleted", "endpointArn": registered["EndpointArn"],
+        "configArn": sm.describe_endpoint_config(EndpointConfigName="managed")[
+            "EndpointConfigArn"],
+        "modelArn": sm.describe_model(ModelName="managed")["ModelArn"]}
+    assert sm.describe_endpoint_config(EndpointConfigName="managed")["ProductionVariants"][0][
+        "InstanceType"] == GPU_TYPE
+    assert sm.describe_model(ModelName="managed")["ExecutionRoleArn"].endswith(
+        f"role/hypd/hypd-{cluster}-inference-op")
+    assert {"Key": "CreatedBy", "Value": "HyperPodInference"} in sm.list_tags(
+        ResourceArn=registered["EndpointArn"])["Tags"]
+    certificate = config["status"]["tlsCertificate"]
+    assert certificate["tlsCertificateOutputS3Bucket"].startswith("hyperpod-tls-hypd-")
+    s3 = stack.aws("s3")
+    s3.head_object(Bucket=certificate["tlsCertificateOutputS3Bucket"],
+                   Key=certificate["tlsCertificateS3Keys"][0])
     view = _get(stack, cluster, "managed")
     assert (view["state"], view["ready_replicas"], view["services"]) == (
         "ready", 1, [services[0]["metadata"]["name"]])
     assert view["kind"] == "managed" and view["autoscaling"]["max"] == 2
+    assert view["sagemaker_endpoint"] == {"arn": registered["EndpointArn"],
+                                          "state": "CreationCompleted"}
     # invoke reaches the operator's Service (and so a model server of this endpoint) ...
     invoke = _post(stack, cluster, "endpoints/managed/invoke", {"prompt": "hi", "max_tokens": 3})
     assert invoke.status_code == 200, invoke.text
@@ -334,6 +355,27 @@ def test_a_managed_endpoint_is_made_served_and_invoked_through_the_inference_ope
     assert kube.get_object("apps/v1", "Deployment", deployments[0]["metadata"]["name"],
                            "default") is None  # the operator's objects went with the config
     assert kube.get_object("v1", "Service", services[0]["metadata"]["name"], "default") is None
+    # ... and so did its SageMaker endpoint and certificate (its finalizer held the config)
+    assert "managed" not in {e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]}
+    assert "Contents" not in s3.list_objects_v2(
+        Bucket=certificate["tlsCertificateOutputS3Bucket"])
+    # a role changed by hand so that SageMaker may no longer assume it (the operator's
+    # endpoints would fail: "Could not assume role"): the feature reads partial and a
+    # managed endpoint is refused before anything is made; turning it on again repairs it
+    iam = stack.aws("iam")
+    role_name = f"hypd-{cluster}-inference-op"
+    trust = iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"]
+    iam.update_assume_role_policy(RoleName=role_name, PolicyDocument=json.dumps(
+        {**trust, "Statement": [s for s in trust["Statement"]
+                                if s.get("Principal", {}).get("Service") is None]}))
+    refused = _post(stack, cluster, "endpoints", {**body, "name": "untrusted"})
+    assert refused.status_code == 412, refused.text
+    assert refused.json()["error"]["details"] == {"feature": "inference_operator",
+                                                  "state": "partial"}
+    assert toggle(stack, cluster, {"inference_operator": {"enabled": True}})[
+        "status"] == "succeeded"
+    assert iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"] == trust
+    assert state(stack, cluster, "inference_operator") == "on"
     assert toggle(stack, cluster, {"inference_operator": {"enabled": False}})[
         "status"] == "succeeded"
 

@@ -64,7 +64,9 @@ export function mount(root, ctx) {
         ep.operation_id && ['creating', 'updating', 'deleting'].includes(ep.state)
           ? h('a', { href: opHref(ep.operation_id), class: 'sub-id' }, ' progress') : null),
       h('td', { class: 'num', testid: `endpoint-ready-${ep.name}` }, `${ep.ready_replicas ?? 0} / ${wanted}`),
-      h('td', null, h('span', { class: 'id' }, ep.address || (ep.services || []).join(', ') || '—')),
+      h('td', null, h('span', { class: 'id' }, ep.address || (ep.services || []).join(', ') || '—'),
+        ep.sagemaker_endpoint ? h('div', { class: 'sub-id', testid: `endpoint-sagemaker-${ep.name}`, title: ep.sagemaker_endpoint.arn },
+          `SageMaker: ${ep.sagemaker_endpoint.arn.split('/').pop()} (${ep.sagemaker_endpoint.state || '—'})`) : null),
       h('td', { class: 'nowrap' }, actions(ep)));
   }
 
