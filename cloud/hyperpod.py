@@ -555,7 +555,7 @@ def _group_view(group: Mapping[str, Any], node_status: Counter[str]) -> dict[str
         "capacity_type": capacity_type_of(group),
         "training_plan_arn": group.get("TrainingPlanArn"),
         "training_plan_status": group.get("TrainingPlanStatus"),
-        "interface_mode": interface_mode_of(group),
+        "efa_mode": interface_mode_of(group),
         "subnet_ids": list(vpc.get("Subnets") or ()),
         "security_group_ids": list(vpc.get("SecurityGroupIds") or ()),
         "deep_health_checks": list(group.get("OnStartDeepHealthChecks") or ()),

@@ -79,7 +79,7 @@ def _view(group: dict[str, Any], zones: dict[str, str], op: dict[str, Any] | Non
         "capacity_type": group["capacity_type"],
         "training_plan_arn": group["training_plan_arn"],
         "training_plan_status": group["training_plan_status"],
-        "efa_mode": group["interface_mode"],
+        "efa_mode": group["efa_mode"],
         "availability_zone": zones.get(subnets[0]) if subnets else None,
         "subnet_ids": subnets, "security_group_ids": group["security_group_ids"],
         "deep_health_checks": group["deep_health_checks"],

@@ -209,7 +209,7 @@ def test_describe_pages_through_nodes_and_maps_events():
     assert view["node_counts"] == {"total": 2, "by_status": {
         "DeepHealthCheckInProgress": 1, "Running": 1}}
     (workers,) = view["instance_groups"]
-    assert workers["capacity_type"] == "spot" and workers["interface_mode"] == "efa-only"
+    assert workers["capacity_type"] == "spot" and workers["efa_mode"] == "efa-only"
     assert workers["current_count"] == 1 and workers["target_count"] == 3
     assert view["events"] == [{
         "id": "e-1", "at": now.isoformat(), "level": "Warn", "resource_type": "Instance",
@@ -412,7 +412,7 @@ def test_sandbox_hyperpod_stage_creates_once_with_the_allocators_subnet(sandbox)
     assert view["node_recovery"] == "Automatic" and view["cluster_role"] == roles["cluster"]
     (workers,) = view["instance_groups"]
     assert workers["target_count"] == 2 and workers["capacity_type"] == "on-demand"
-    assert workers["interface_mode"] == "efa" and workers["subnet_ids"] == [compute["id"]]
+    assert workers["efa_mode"] == "efa" and workers["subnet_ids"] == [compute["id"]]
     assert view["node_counts"]["total"] == 2
     assert all(n["id"].startswith("i-") for n in view["nodes"])
     assert view["events_available"] and view["events"]
