@@ -69,6 +69,19 @@ def _json(body: Any, status: int = 200) -> web.Response:
     )
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_or_json(raw: bytes) -> Any:
+    """A YAML body (an apply patch): JSON first, since JSON is YAML and clients mostly send
+    it, and a 1.3 MB CRD (KubeRay's RayJob) takes 3 s with PyYAML's pure-Python loader and
+    0.02 s with json; then libyaml's loader when PyYAML has it."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return yaml.load(raw, Loader=_YAML_LOADER)
+
+
 def _rfc3339(value: str) -> datetime.datetime:
     """A `sinceTime` (RFC 3339, fractional seconds allowed, as the API server parses it)."""
     parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -282,7 +295,7 @@ class KubeHandler:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0]
         try:
             if yaml_ok or "yaml" in content_type:
-                return yaml.safe_load(raw)
+                return _yaml_or_json(raw)
             return json.loads(raw)
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
