@@ -164,14 +164,18 @@ def _object(schema: dict[str, Any], value: dict[str, Any], path: str, out: _Walk
     for name in schema.get("required") or ():
         if name not in result:
             out.fail("FieldValueRequired", _child(path, name), "Required value")
-    count = len(result)
-    if "maxProperties" in schema and count > schema["maxProperties"]:
-        out.fail("FieldValueTooMany", path,
-                 f"Too many: {count}: must have at most {schema['maxProperties']} items")
-    if "minProperties" in schema and count < schema["minProperties"]:
-        out.invalid(path, count, f"{path} in body should have at least "
-                                 f"{schema['minProperties']} properties")
+    _counted(schema, len(result), path, out, "Properties", "properties")
     return result if prune else value
+
+
+def _counted(schema: dict[str, Any], count: int, path: str, out: _Walk, keyword: str,
+             noun: str) -> None:
+    """`max<keyword>` / `min<keyword>`: Items of an array, Properties of an object."""
+    most, least = schema.get(f"max{keyword}"), schema.get(f"min{keyword}")
+    if most is not None and count > most:
+        out.fail("FieldValueTooMany", path, f"Too many: {count}: must have at most {most} items")
+    if least is not None and count < least:
+        out.invalid(path, count, f"{path} in body should have at least {least} {noun}")
 
 
 def _array(schema: dict[str, Any], value: list[Any], path: str, out: _Walk,
@@ -180,13 +184,7 @@ def _array(schema: dict[str, Any], value: list[Any], path: str, out: _Walk,
     result = value
     if isinstance(items, dict):
         result = [_walk(items, item, f"{path}[{i}]", out, prune) for i, item in enumerate(value)]
-    count = len(result)
-    if "maxItems" in schema and count > schema["maxItems"]:
-        out.fail("FieldValueTooMany", path,
-                 f"Too many: {count}: must have at most {schema['maxItems']} items")
-    if "minItems" in schema and count < schema["minItems"]:
-        out.invalid(path, count, f"{path} in body should have at least {schema['minItems']} "
-                                 f"items")
+    _counted(schema, len(result), path, out, "Items", "items")
     list_type = schema.get("x-kubernetes-list-type")
     if list_type == "set" or schema.get("uniqueItems"):
         _unique(result, [json.dumps(v, sort_keys=True) for v in result], path, out)

@@ -1,7 +1,8 @@
 """Custom resources checked against their CRD's schema (sandbox/kube/validation.py): the
 walker on its own (types, required, enum, bounds, pruning, the Kubernetes extensions), then
 through the official client over the local Kubernetes (422 with causes, the warning header,
-`fieldValidation=Strict`, status writes, KubeRay's real RayJob CRD)."""
+`fieldValidation=Strict`, status writes; KubeRay's real RayJob CRD, and the real CRDs of the
+inference operator and Karpenter the sandbox's add-ons install)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from cloud import recipes
+from cloud import autoscaling, inference, recipes
+from cloud.autoscaling import Bounds
 from cloud.dependencies import MANIFEST_DIR
+from cloud.inference import Autoscaling, Endpoint
 from cloud.training import JobSpec
+from sandbox.gaps import eks_addons, karpenter
 from sandbox.kube import KubeRegistry
 from sandbox.kube.access import CLUSTER_ADMIN
 from sandbox.kube.catalog import ResourceType
@@ -266,3 +270,42 @@ def test_kuberays_real_crd_takes_the_rayjob_hypd_makes_unchanged(api):
         custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", broken)
     assert [c["field"] for c in _body(caught.value)["details"]["causes"]] == [
         "spec.rayClusterSpec.workerGroupSpecs[0].replicas"]
+
+
+def test_the_add_ons_real_crds_take_hypds_objects_unchanged_and_refuse_bad_ones(api):
+    """The inference operator's and Karpenter's CRDs are upstream's (sandbox/data/crds/),
+    put in as the add-ons put them: hypd's InferenceEndpointConfig and NodePools pass as
+    they are; a wrong type is refused at its field."""
+    inference_addon = eks_addons.BY_NAME["amazon-sagemaker-hyperpod-inference"]
+    crds = [c.manifest() for c in inference_addon.crds + karpenter.CRDS]
+    files = {c.file for c in inference_addon.crds + karpenter.CRDS} - {None}
+    assert len(files) == 4
+    ext = k8s.ApiextensionsV1Api(api)
+    for crd in crds:
+        assert "conversion" not in crd["spec"]
+        assert "{{" not in json.dumps(crd["metadata"])
+        ext.create_custom_resource_definition(crd)
+    custom = k8s.CustomObjectsApi(api)
+    group = "inference.sagemaker.aws.amazon.com"
+    endpoint = Endpoint(name="managed", kind="managed", model="llama", gpus=4, replicas=2,
+                        instance_type="ml.g5.12xlarge", routing="kvaware", kv_cache_l2=True,
+                        autoscaling=Autoscaling(min=1, max=4))
+    config = inference.endpoint_config(endpoint, "hypd-lab-bucket", "us-west-2")
+    made = custom.create_namespaced_custom_object(group, "v1", "default",
+                                                  "inferenceendpointconfigs", config)
+    assert made["spec"] == config["spec"]
+    config["metadata"]["name"] = "wrong"
+    config["spec"]["replicas"] = "two"
+    with pytest.raises(k8s.ApiException) as caught:
+        custom.create_namespaced_custom_object(group, "v1", "default",
+                                               "inferenceendpointconfigs", config)
+    assert [c["field"] for c in _body(caught.value)["details"]["causes"]] == ["spec.replicas"]
+    for pool in autoscaling.node_pools("workers", "ml.g5.8xlarge", Bounds(1, 4)):
+        made = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
+        assert made["spec"] == pool["spec"]
+    pool = autoscaling.node_pools("other", "ml.g5.8xlarge", Bounds(0, 2))[0]
+    del pool["spec"]["disruption"]["consolidateAfter"]
+    with pytest.raises(k8s.ApiException) as caught:
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
+    assert [c["field"] for c in _body(caught.value)["details"]["causes"]] == [
+        "spec.disruption.consolidateAfter"]
