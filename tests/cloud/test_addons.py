@@ -327,11 +327,14 @@ def test_update_below_minimum_goes_to_the_default_version():
     assert update["resolveConflicts"] == "OVERWRITE"
 
 
-def test_remove_actions(api):
+def test_remove_actions(api, fake_kube):
     eks = FakeEks()
     dep = by_name("nvidia-device-plugin")
     addons.apply(addons.Action(addons.APPLY_MANIFESTS, dep), eks, api, "lab", REGION)
     assert addons.manifest_state(api, dep)["missing"] == []
+    # presence is read as metadata only (KubeRay's CRDs are 1.2 MB of JSON)
+    assert fake_kube.requests[-1]["method"] == "GET"
+    assert fake_kube.requests[-1]["accept"] == kube.METADATA_ONLY
     result = addons.apply(addons.Action(addons.DELETE_MANIFESTS, dep), eks, api, "lab", REGION)
     assert result["objects"] == ["DaemonSet/nvidia-device-plugin"]
     assert addons.manifest_state(api, dep) is None
