@@ -110,8 +110,8 @@ def _child(path: str, name: str) -> str:
 
 def _walk(schema: dict[str, Any], value: Any, path: str, out: _Walk, prune: bool,
           root: bool = False) -> Any:
-    """Check `value` against `schema` (causes into `out`) and return it pruned when `prune`
-    (a copy only where something changes; value checks in allOf/anyOf... never prune)."""
+    """Check `value` against `schema` (causes into `out`) and return it, pruned into new
+    dicts and lists when `prune` (the value checks of allOf/anyOf/oneOf/not never prune)."""
     if value is None:
         if not schema.get("nullable") and schema.get("type"):
             out.fail("FieldValueTypeInvalid", path,
