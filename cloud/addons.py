@@ -210,7 +210,7 @@ def manifest_state(api: ApiClient, dep: Dependency) -> dict[str, Any] | None:
     for obj in objects:
         meta = obj["metadata"]
         found = kube.get_object(api, obj["apiVersion"], obj["kind"], meta["name"],
-                                meta.get("namespace"))
+                                meta.get("namespace"), metadata_only=True)
         if found is None:
             missing.append(f"{obj['kind']}/{meta['name']}")
             continue

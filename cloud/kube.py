@@ -33,6 +33,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "hypd"
 FIELD_MANAGER = "hypd"
 REQUEST_TIMEOUT_S = (5, 30)
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 LIST_PAGE = 500
 
 # (apiVersion, kind) -> (plural, namespaced)
@@ -180,9 +181,10 @@ def object_path(api: ApiClient, api_version: str, kind: str, name: str | None = 
 
 
 def _call(api: ApiClient, method: str, path: str, query: list[tuple[str, str]] | None = None,
-          body: Any = None, content_type: str | None = None, text: bool = False) -> Any:
+          body: Any = None, content_type: str | None = None, text: bool = False,
+          accept: str | None = None) -> Any:
     """One request; the reply's JSON (None when empty), or with `text` its body as text."""
-    headers = {"Accept": "text/plain" if text else "application/json"}
+    headers = {"Accept": accept or ("text/plain" if text else "application/json")}
     if content_type:
         headers["Content-Type"] = content_type
     method, url, headers, body, _ = api.param_serialize(
@@ -260,10 +262,15 @@ def create_object(api: ApiClient, manifest: Mapping[str, Any]) -> dict[str, Any]
 
 
 def get_object(api: ApiClient, api_version: str, kind: str, name: str,
-               namespace: str | None = None) -> dict[str, Any] | None:
-    """The object, or None when it (or its kind) does not exist."""
+               namespace: str | None = None, metadata_only: bool = False
+               ) -> dict[str, Any] | None:
+    """The object, or None when it (or its kind) does not exist. `metadata_only` asks for a
+    `PartialObjectMetadata` (its metadata, no spec), as client-go's metadata client does, for
+    where only presence or labels matter and the object is large (an upstream CRD is up to
+    1.3 MB); a server that cannot answer so sends the whole object."""
     try:
-        return _call(api, "GET", object_path(api, api_version, kind, name, namespace))
+        return _call(api, "GET", object_path(api, api_version, kind, name, namespace),
+                     accept=METADATA_ONLY if metadata_only else None)
     except KubeError as exc:
         if exc.http_status == 404:
             return None

@@ -4,7 +4,7 @@ recipes above them, and the product's stated limits.
 HyperPodPyTorchJob has no public CRD (the training operator is a closed EKS add-on), so its
 shape lives in this one builder and its fields are pinned by a test against AWS's
 documentation (tests/cloud/test_training.py). RayJob is validated against KubeRay's CRD as a
-closed schema (tests/crds/).
+closed schema (the one hypd ships, cloud/manifests/kuberay-crds/).
 
 Every job's pods carry `hypd.io/job=<job>` (besides what the operators add) and mount the
 cluster's shared S3 claim (`hypd-s3`, the storage stage's) at `/s3`, the same bucket a user

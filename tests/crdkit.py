@@ -18,6 +18,8 @@ import jsonschema
 import yaml
 
 CRD_DIR = Path(__file__).parent / "crds"
+SANDBOX_CRD_DIR = Path(__file__).parent.parent / "sandbox" / "data" / "crds"
+"""The upstream CRDs the sandbox serves (tests/crds/SOURCES.md)."""
 
 
 def _close(schema: dict[str, Any]) -> dict[str, Any]:
@@ -51,9 +53,12 @@ def _closed_version(crd: dict[str, Any], version: str) -> dict[str, Any]:
 
 @functools.cache
 def closed_schema(file: str, version: str) -> dict[str, Any]:
-    """`file` under tests/crds/ (or an absolute path: a CRD hypd ships)."""
-    crd = yaml.load((CRD_DIR / file).read_text(), Loader=getattr(yaml, "CSafeLoader",
-                                                                  yaml.SafeLoader))
+    """`file` under tests/crds/ or sandbox/data/crds/ (or an absolute path: a CRD hypd
+    ships)."""
+    path = CRD_DIR / file
+    if not path.exists():
+        path = SANDBOX_CRD_DIR / file
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return _closed_version(crd, version)
 
 

@@ -1,8 +1,11 @@
 """The EKS add-ons the sandbox offers (DescribeAddonVersions), as data, and what each one
 puts into the cluster once ACTIVE: its namespace, its CRDs (so custom resources such as
 HyperPodPyTorchJob or InferenceEndpointConfig exist only after their add-on, as on EKS) and a
-workload object. Versions are real add-on version strings; each lists the Kubernetes
-versions it supports, and the newest compatible one is the default.
+workload object. A CRD is upstream's where it is public and stored under sandbox/data/crds/
+(the inference operator's), so its resources are validated against the real schema;
+otherwise (the training operator's, Kueue's ...) its schema is open. Versions are real
+add-on version strings; each lists the Kubernetes versions it supports, and the newest
+compatible one is the default.
 
 `needs_nodes`: the add-on stays DEGRADED until a Ready node exists (CoreDNS's pods need a
 node). `requires`: objects that must exist in the cluster for the add-on to be healthy (the
@@ -21,10 +24,34 @@ has more keys, so unknown ones are let through.
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+CRD_DIR = Path(__file__).resolve().parent.parent / "data" / "crds"
+"""Upstream CRDs, unchanged (SOURCES.md there): the sandbox serves them with their real
+schemas, so a custom resource is validated and pruned as on a cluster with the add-on."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+
+
+@functools.cache
+def upstream_crd(file: str) -> dict[str, Any]:
+    """An upstream CRD file under CRD_DIR as the sandbox installs it (parsed once): less its
+    conversion webhook and the annotations whose Helm placeholders a chart would fill in
+    (the sandbox stores each kind once and serves it at every version; it converts
+    nothing)."""
+    with open(CRD_DIR / file, encoding="utf-8") as handle:
+        crd = yaml.load(handle, Loader=_LOADER)
+    crd["spec"].pop("conversion", None)
+    metadata = crd["metadata"]
+    metadata["annotations"] = {k: v for k, v in (metadata.get("annotations") or {}).items()
+                               if "{{" not in str(v)}
+    return crd
 
 
 @dataclass(frozen=True)
@@ -34,8 +61,16 @@ class Crd:
     plural: str
     scope: str = "Namespaced"
     versions: tuple[str, ...] = ("v1",)  # the first is the storage version
+    file: str | None = None  # the upstream CRD under CRD_DIR; None: an open schema
 
     def manifest(self) -> dict[str, Any]:
+        if self.file:
+            crd = copy.deepcopy(upstream_crd(self.file))
+            spec = crd["spec"]
+            if (spec["group"], spec["names"]["kind"], spec["names"]["plural"]) != (
+                    self.group, self.kind, self.plural):
+                raise ValueError(f"{self.file} does not define {self.plural}.{self.group}")
+            return crd
         return {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
@@ -288,18 +323,21 @@ CATALOGUE: tuple[Addon, ...] = (
                 "InferenceEndpointConfig",
                 "inferenceendpointconfigs",
                 versions=("v1", "v1alpha1"),
+                file="inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
             ),
             Crd(
                 "inference.sagemaker.aws.amazon.com",
                 "JumpStartModel",
                 "jumpstartmodels",
                 versions=("v1", "v1alpha1"),
+                file="inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml",
             ),
             Crd(
                 "inference.sagemaker.aws.amazon.com",
                 "SageMakerEndpointRegistration",
                 "sagemakerendpointregistrations",
                 versions=("v1", "v1alpha1"),
+                file="inference.sagemaker.aws.amazon.com_sagemakerendpointregistrations.yaml",
             ),
         ),
         requires=_INFERENCE_NEEDS,

@@ -31,7 +31,7 @@ from sandbox.simulator import instance_info
 log = logging.getLogger(__name__)
 
 CRDS = (
-    Crd("karpenter.sh", "NodePool", "nodepools", "Cluster"),
+    Crd("karpenter.sh", "NodePool", "nodepools", "Cluster", file="karpenter.sh_nodepools.yaml"),
     Crd("karpenter.sh", "NodeClaim", "nodeclaims", "Cluster"),
     Crd("karpenter.sagemaker.amazonaws.com", "HyperpodNodeClass", "hyperpodnodeclasses",
         "Cluster"),

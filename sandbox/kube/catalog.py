@@ -4,8 +4,9 @@ The built-in types come from kmock's bundled discovery data (taken from a real c
 less the groups an EKS cluster does not serve out of the box (Gateway API, metrics). A
 `CustomResourceDefinition` written to the cluster registers its served versions here, so its
 resources become listable and discoverable at once, as on a real API server; deleting it
-unregisters them. Every group/plural is stored under one version (the CRD's storage version,
-or the preferred built-in version) and served at all of its versions.
+unregisters them. Each served version's schema is kept for validating its objects
+(sandbox/kube/validation.py). Every group/plural is stored under one version (the CRD's
+storage version, or the preferred built-in version) and served at all of its versions.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class Catalog:
 
     emulator: KubernetesEmulator
     _types: dict[tuple[str, str, str], ResourceType] = field(default_factory=dict)
+    _schemas: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def __post_init__(self) -> None:
@@ -134,6 +136,12 @@ class Catalog:
                     return rt
         return None
 
+    def schema(self, rt: ResourceType) -> dict[str, Any] | None:
+        """The `openAPIV3Schema` its CRD gives this version (None: a built-in type, or a
+        CRD version without a schema)."""
+        with self._lock:
+            return self._schemas.get((rt.group, rt.version, rt.plural))
+
     def all(self) -> list[ResourceType]:
         with self._lock:
             return list(self._types.values())
@@ -178,6 +186,9 @@ class Catalog:
                     crd=name,
                 )
                 self._types[(rt.group, rt.version, rt.plural)] = rt
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(schema, dict):
+                    self._schemas[(rt.group, rt.version, rt.plural)] = schema
                 self.emulator.resources[resource(rt.group, rt.version, rt.plural)] = ResourceInfo(
                     namespaced=rt.namespaced,
                     kind=rt.kind,
@@ -193,6 +204,7 @@ class Catalog:
             gone = [rt for rt in self._types.values() if rt.crd == name]
             for rt in gone:
                 del self._types[(rt.group, rt.version, rt.plural)]
+                self._schemas.pop((rt.group, rt.version, rt.plural), None)
                 key = resource(rt.group, rt.version, rt.plural)
                 if key in self.emulator.resources:
                     del self.emulator.resources[key]

@@ -98,17 +98,32 @@ def invalid(
     kind: str, group: str, name: str, field: str, detail: str, value: Any = None
 ) -> KubeError:
     """422: the object does not pass validation (one cause)."""
-    shown = f': Invalid value: "{value}"' if value is not None else ""
-    message = f'{kind}.{group} "{name}" is invalid' if group else f'{kind} "{name}" is invalid'
+    shown = f'Invalid value: "{value}": ' if value is not None else ""
+    return invalid_fields(kind, group, name, [("FieldValueInvalid", field, shown + detail)])
+
+
+def invalid_fields(
+    kind: str, group: str, name: str, causes: list[tuple[str, str, str]]
+) -> KubeError:
+    """422: the object does not pass validation; `causes` are (reason, field, message) as
+    apimachinery's field errors give them (`FieldValueRequired`, "spec.x", "Required value").
+    One cause reads `field: message`, several `[field: message, ...]`, as the API server
+    aggregates them."""
+    what = f'{kind}.{group} "{name}" is invalid' if group else f'{kind} "{name}" is invalid'
+    listed = [f"{field}: {message}" for _, field, message in causes]
+    joined = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
     return KubeError(
         422,
         "Invalid",
-        f"{message}: {field}{shown}: {detail}",
+        f"{what}: {joined}",
         {
             "name": name,
             **({"group": group} if group else {}),
             "kind": kind,
-            "causes": [{"reason": "FieldValueInvalid", "message": detail, "field": field}],
+            "causes": [
+                {"reason": reason, "message": message, "field": field}
+                for reason, field, message in causes
+            ],
         },
     )
 

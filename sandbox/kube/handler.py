@@ -29,6 +29,7 @@ from sandbox.kube import (
     selectors,
     streams,
     tables,
+    validation,
 )
 from sandbox.kube import token as eks_token
 from sandbox.kube.access import Identity
@@ -43,6 +44,7 @@ from sandbox.kube.errors import (
     unauthorized,
     unsupported_media_type,
 )
+from sandbox.kube.store import Checks
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,27 @@ def _json(body: Any, status: int = 200) -> web.Response:
     return web.Response(
         status=status, body=json.dumps(body).encode(), content_type="application/json"
     )
+
+
+def _warned(response: web.Response, checks: Checks) -> web.Response:
+    """The write's warnings as the API server sends them: one `Warning: 299 - "..."` header
+    each (the kubernetes client logs them; kubectl prints them)."""
+    for text in checks.warnings:
+        response.headers.add("Warning", f"299 - {json.dumps(text)}")
+    return response
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_or_json(raw: bytes) -> Any:
+    """A YAML body (an apply patch): JSON first, since JSON is YAML and clients mostly send
+    it, and a 1.3 MB CRD (KubeRay's RayJob) takes 3 s with PyYAML's pure-Python loader and
+    0.02 s with json; then libyaml's loader when PyYAML has it."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return yaml.load(raw, Loader=_YAML_LOADER)
 
 
 def _rfc3339(value: str) -> datetime.datetime:
@@ -241,16 +264,19 @@ class KubeHandler:
         if verb == "get":
             obj = store.get(rt, namespace, t.name or "")
             return _json(printer.one(obj) if printer else obj)
+        checks = Checks(validation.field_validation(query.get("fieldValidation")))
         if verb == "create":
             body = await self._body(request)
-            return _json(store.create(rt, namespace, body, manager, dry_run), 201)
+            created = store.create(rt, namespace, body, manager, dry_run, checks)
+            return _warned(_json(created, 201), checks)
         if verb == "update":
             body = await self._body(request)
-            return _json(
-                store.replace(rt, namespace, t.name or "", body, manager, t.subresource, dry_run)
-            )
+            return _warned(_json(store.replace(
+                rt, namespace, t.name or "", body, manager, t.subresource, dry_run, checks
+            )), checks)
         if verb == "patch":
-            return await self._patch(request, rt, namespace, t, manager, dry_run)
+            return _warned(await self._patch(request, rt, namespace, t, manager, dry_run, checks),
+                           checks)
         if verb == "delete":
             return await self._delete(request, rt, namespace, t.name or "", dry_run)
         match = selectors.matcher(
@@ -282,7 +308,7 @@ class KubeHandler:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0]
         try:
             if yaml_ok or "yaml" in content_type:
-                return yaml.safe_load(raw)
+                return _yaml_or_json(raw)
             return json.loads(raw)
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
@@ -360,6 +386,7 @@ class KubeHandler:
         t: paths.Target,
         manager: str,
         dry_run: bool,
+        checks: Checks,
     ) -> web.Response:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
@@ -382,7 +409,8 @@ class KubeHandler:
             )
         body = await self._body(request, yaml_ok=content_type == patches.APPLY_PATCH)
         obj, created = self.kube.store.patch(
-            rt, namespace, t.name or "", content_type, body, manager, force, t.subresource, dry_run
+            rt, namespace, t.name or "", content_type, body, manager, force, t.subresource, dry_run,
+            checks,
         )
         return _json(obj, 201 if created else 200)
 

@@ -16,12 +16,12 @@ import copy
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kmock import KubernetesEmulator
 
-from sandbox.kube import fields, objects, patches
+from sandbox.kube import fields, objects, patches, validation
 from sandbox.kube.catalog import Catalog, ResourceType
 from sandbox.kube.errors import (
     KubeError,
@@ -38,6 +38,15 @@ ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
 """Kinds whose dependents a deletion without a propagation policy orphans."""
 Key = tuple[Any, str | None, str]
 Match = Callable[[dict[str, Any]], bool]
+
+
+@dataclass
+class Checks:
+    """How a write treats fields its CRD's schema does not know (`?fieldValidation=`:
+    Strict, Warn, Ignore), and where the warnings for them go (the answer's headers)."""
+
+    mode: str = validation.WARN
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,21 @@ class Store:
         if md.get("deletionTimestamp") and not md.get("finalizers"):
             self._remove(rt, obj, None)
         return obj
+
+    def _admit(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        subresource: str | None,
+        checks: Checks | None,
+    ) -> dict[str, Any]:
+        """A custom resource pruned and validated against its CRD version's schema."""
+        if rt.crd is None:
+            return obj
+        checks = checks or Checks()
+        return validation.admit(
+            rt, self.catalog.schema(rt), obj, subresource, checks.mode, checks.warnings
+        )
 
     def _after_write(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
@@ -270,11 +294,13 @@ class Store:
         body: Any,
         manager: str,
         dry_run: bool = False,
+        checks: Checks | None = None,
     ) -> dict[str, Any]:
         with self._lock:
             obj = objects.prepare_new(rt, namespace, body, self._rv + 1)
             if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
                 objects.check_crd(rt, obj)
+            obj = self._admit(rt, obj, None, checks)
             md = obj["metadata"]
             if self._load(self._key(rt, md.get("namespace"), md["name"])) is not None:
                 raise already_exists(rt.plural, rt.group, md["name"])
@@ -293,6 +319,7 @@ class Store:
         manager: str,
         subresource: str | None = None,
         dry_run: bool = False,
+        checks: Checks | None = None,
     ) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request("the body of the request is not a Kubernetes object")
@@ -310,7 +337,7 @@ class Store:
             wanted_rv = body_md.get("resourceVersion")
             if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
-            return self._update(rt, old, body, manager, subresource, dry_run)
+            return self._update(rt, old, body, manager, subresource, dry_run, checks=checks)
 
     def _update(
         self,
@@ -321,10 +348,12 @@ class Store:
         subresource: str | None,
         dry_run: bool,
         apply_manager: bool = False,
+        checks: Checks | None = None,
     ) -> dict[str, Any]:
         new = objects.carry_over(rt, old, wanted, subresource)
         if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
             objects.check_crd(rt, new)
+        new = self._admit(rt, new, subresource, checks)
         if not apply_manager:
             new.setdefault("metadata", {})["managedFields"] = copy.deepcopy(
                 (old.get("metadata") or {}).get("managedFields") or []
@@ -347,6 +376,7 @@ class Store:
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
+        checks: Checks | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """(object, created): only server-side apply creates."""
         if content_type == patches.STRATEGIC_MERGE_PATCH and rt.crd is not None:
@@ -359,7 +389,7 @@ class Store:
             old = self._load(key)
             if content_type == patches.APPLY_PATCH:
                 return self._apply(
-                    rt, namespace, name, old, body, manager, force, subresource, dry_run
+                    rt, namespace, name, old, body, manager, force, subresource, dry_run, checks
                 )
             if old is None:
                 raise not_found(rt.plural, rt.group, name)
@@ -376,7 +406,9 @@ class Store:
             wanted_rv = (wanted.get("metadata") or {}).get("resourceVersion")
             if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
-            return self._update(rt, old, wanted, manager, subresource, dry_run), False
+            return self._update(
+                rt, old, wanted, manager, subresource, dry_run, checks=checks
+            ), False
 
     def _apply(
         self,
@@ -389,6 +421,7 @@ class Store:
         force: bool,
         subresource: str | None,
         dry_run: bool,
+        checks: Checks | None = None,
     ) -> tuple[dict[str, Any], bool]:
         if not isinstance(config, dict):
             raise bad_request("an apply configuration must be an object")
@@ -421,6 +454,7 @@ class Store:
                 obj["metadata"]["managedFields"] = owners
             if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
                 objects.check_crd(rt, obj)
+            obj = self._admit(rt, obj, None, checks)
             if dry_run:
                 return present(rt, obj), True
             return present(rt, self._write(rt, obj, None)), True
@@ -429,7 +463,7 @@ class Store:
             raise conflict(rt.plural, rt.group, name)
         applied = fields.apply(old, config, manager, force, rt.api_version, stamp)
         return self._update(
-            rt, old, applied, manager, subresource, dry_run, apply_manager=True
+            rt, old, applied, manager, subresource, dry_run, apply_manager=True, checks=checks
         ), False
 
     def delete(

@@ -185,6 +185,11 @@ UPSTREAM_CRDS = {  # dependency: (folder, {file: its git blob upstream}) — SOU
         # kubernetes-sigs/aws-load-balancer-controller v2.13.4 config/crd/bases/
         "elbv2.k8s.aws_targetgroupbindings.yaml": "f5385c977d4cfbe882c92090ad1e227bf3c849bd",
         "elbv2.k8s.aws_ingressclassparams.yaml": "d33ee151aa863837ee6a1c83b1f2e5501eb5806e"}),
+    "kuberay-operator": ("kuberay-crds", {  # ray-project/kuberay v1.7.0 config/crd/bases/
+        "ray.io_rayjobs.yaml": "c7d3f081af8cf08c256a8c33a0c3b6ea28b816a0",
+        "ray.io_rayclusters.yaml": "ff0be58ada3bd457605eff1f258c16df21e61e21",
+        # no RayJob uses it, but the operator's RayService controller always starts
+        "ray.io_rayservices.yaml": "7ee63d6ddd11237a5649e04b3a8db3c52074c867"}),
 }
 
 
@@ -217,6 +222,10 @@ def test_a_controllers_crds_are_upstreams_unchanged_and_it_may_watch_every_kind(
                        {"list", "watch"}), crd["metadata"]["name"]
     if name == "keda":
         assert _grants(role, "batch", "jobs", {"list", "watch", "create"})  # ScaledJobs'
+    if name == "kuberay-operator":  # what its RayCluster and RayJob controllers own
+        for resource in ("pods", "services", "secrets", "persistentvolumeclaims"):
+            assert _grants(role, "", resource, {"list", "watch", "create"}), resource
+        assert _grants(role, "batch", "jobs", {"list", "watch", "create"})
 
 
 def test_strict_validation_catches_a_misspelt_field():
@@ -318,11 +327,14 @@ def test_update_below_minimum_goes_to_the_default_version():
     assert update["resolveConflicts"] == "OVERWRITE"
 
 
-def test_remove_actions(api):
+def test_remove_actions(api, fake_kube):
     eks = FakeEks()
     dep = by_name("nvidia-device-plugin")
     addons.apply(addons.Action(addons.APPLY_MANIFESTS, dep), eks, api, "lab", REGION)
     assert addons.manifest_state(api, dep)["missing"] == []
+    # presence is read as metadata only (KubeRay's CRDs are 1.2 MB of JSON)
+    assert fake_kube.requests[-1]["method"] == "GET"
+    assert fake_kube.requests[-1]["accept"] == kube.METADATA_ONLY
     result = addons.apply(addons.Action(addons.DELETE_MANIFESTS, dep), eks, api, "lab", REGION)
     assert result["objects"] == ["DaemonSet/nvidia-device-plugin"]
     assert addons.manifest_state(api, dep) is None

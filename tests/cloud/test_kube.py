@@ -88,7 +88,8 @@ class FakeKube:
         auth = handler.headers.get("Authorization", "")
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
         record = {"method": handler.command, "path": parts.path, "query": query,
-                  "content_type": handler.headers.get("Content-Type"), "token": token}
+                  "content_type": handler.headers.get("Content-Type"), "token": token,
+                  "accept": handler.headers.get("Accept")}
         with self.lock:
             self.requests.append(record)
             self.tokens.append(token)
@@ -312,6 +313,19 @@ def test_unknown_kinds_are_found_by_discovery_once(fake_kube, api):
 
 def test_get_missing_object_is_none(api):
     assert kube.get_object(api, "v1", "ConfigMap", "nope", "default") is None
+    assert kube.get_object(api, "v1", "ConfigMap", "nope", "default", metadata_only=True) is None
+
+
+def test_a_metadata_only_get_asks_for_partial_object_metadata_or_the_object(fake_kube, api):
+    """What an upstream CRD's presence check asks for (not its 1.3 MB of schema); this
+    server cannot give it and falls back to the object, which is accepted too."""
+    kube.server_side_apply(api, configmap(a="1"))
+    found = kube.get_object(api, "v1", "ConfigMap", "settings", "default", metadata_only=True)
+    assert found["metadata"]["name"] == "settings"
+    assert fake_kube.requests[-1]["accept"] == (
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json")
+    kube.get_object(api, "v1", "ConfigMap", "settings", "default")
+    assert fake_kube.requests[-1]["accept"] == "application/json"
 
 
 def test_list_by_label_selector_across_pages(fake_kube, api, monkeypatch):
