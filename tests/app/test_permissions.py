@@ -245,7 +245,7 @@ def test_a_route_without_a_declaration_refuses_the_start(monkeypatch):
         real(api)
         api.register_blueprint(undeclared)
 
-    monkeypatch.setattr("app.register_blueprints", with_stray)
+    monkeypatch.setattr(api_module, "register_blueprints", with_stray)
     with pytest.raises(permissions.UndeclaredRoutes, match=r"POST /api/v1/stray"):
         create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
 
