@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError
 from kubernetes.client import ApiClient, Configuration
 
-from cloud import aws
+from cloud import aws, kubernetes_versions
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found
 from cloud.errors import NotYet, Refusal
 from cloud.settings import Settings
@@ -38,10 +38,6 @@ from cloud.settings import Settings
 # ---------------------------------------------------------------------------------------
 # constants
 # ---------------------------------------------------------------------------------------
-
-DEFAULT_KUBERNETES_VERSION = "1.33"
-SUPPORTED_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
-"""What SageMaker HyperPod documents for EKS orchestration."""
 
 AUTHENTICATION_MODE = "API"
 """HyperPod supports API and API_AND_CONFIG_MAP; hypd never writes aws-auth, so API."""
@@ -116,13 +112,14 @@ def managed_clusters(eks: Any) -> list[dict[str, Any]]:
 
 
 def ensure_cluster(eks: Any, name: str, role_arn: str, subnet_ids: list[str],
-                   security_group_ids: list[str], version: str = DEFAULT_KUBERNETES_VERSION,
+                   security_group_ids: list[str], version: str | None = None,
                    tags: Mapping[str, str] | None = None, client_request_token: str | None = None,
                    authentication_mode: str = AUTHENTICATION_MODE,
                    endpoint_public_access: bool = True) -> dict[str, Any]:
     """The EKS cluster `name`, created if it does not exist. Returns `describe_cluster`'s
     cluster. Raises `EksError` when a cluster of that name exists that hypd did not make for
-    this cluster, `NotYet` while one of that name is still being deleted."""
+    this cluster, `NotYet` while one of that name is still being deleted. Without a
+    `version`, the newest offered (cloud/kubernetes_versions.py)."""
     if authentication_mode not in ("API", "API_AND_CONFIG_MAP"):
         raise ValueError("HyperPod needs authenticationMode API or API_AND_CONFIG_MAP")
     found = describe(eks, name)
@@ -131,7 +128,7 @@ def ensure_cluster(eks: Any, name: str, role_arn: str, subnet_ids: list[str],
     all_tags = {**cluster_tags(name), **(tags or {})}
     request: dict[str, Any] = {
         "name": name,
-        "version": version,
+        "version": version or kubernetes_versions.default(),
         "roleArn": role_arn,
         "resourcesVpcConfig": {
             "subnetIds": list(subnet_ids),

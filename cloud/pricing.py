@@ -7,6 +7,7 @@
         "instance_groups": [{"name": "workers", "instance_type": "ml.g5.8xlarge",
                              "count": 2, "capacity_type": "on-demand"}],
         "eks_control_plane": True,   # default True: one EKS cluster
+        "kubernetes_version": "1.34",  # optional: prices EKS extended support when it is in it
         "nat_gateways": 1,           # default 0: an existing VPC brings its own
     }
 
@@ -19,7 +20,10 @@ reserved-cluster or NAT data-processing products are never taken for the price):
 - HyperPod instances, on-demand: service `AmazonSageMaker`, usage type
   `<region prefix>-Cluster:<ml type>` (e.g. `USW2-Cluster:ml.g5.8xlarge`; the product's
   `instanceType` is `ml.g5.8xlarge-Cluster`, its `component` `Cluster`);
-- the EKS control plane (standard support): `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`;
+- the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`; for a Kubernetes
+  version past its end of standard support (cloud/kubernetes_versions.py, on the day of the
+  estimate) also extended support, billed per cluster-hour on top of it:
+  `<prefix>-AmazonEKS-Hours:extendedSupport`;
 - a NAT gateway's hour: `AmazonEC2`, `[<prefix>-]NatGateway-Hours` (data processed is billed
   per GB and is not in the estimate).
 
@@ -41,12 +45,12 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cloud import aws
+from cloud import aws, kubernetes_versions
 from cloud.capacity import ON_DEMAND, SPOT, TRAINING_PLAN
 from cloud.errors import Refusal
 from cloud.settings import Settings
@@ -65,8 +69,9 @@ BASES = (LIST_PRICE, SPOT, TRAINING_PLAN, UNKNOWN)
 
 HYPERPOD_INSTANCES = "hyperpod_instances"
 EKS_CONTROL_PLANE = "eks_control_plane"
+EKS_EXTENDED_SUPPORT = "eks_extended_support"
 NAT_GATEWAY = "nat_gateway"
-KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, NAT_GATEWAY)
+KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, EKS_EXTENDED_SUPPORT, NAT_GATEWAY)
 
 _HOURLY_UNITS = frozenset({"hrs", "hr", "hours", "hour"})
 _ACCESS_DENIED = ("AccessDenied", "AccessDeniedException")
@@ -113,6 +118,11 @@ def hyperpod_instance(region: str, instance_type: str) -> Product:
 
 def eks_control_plane(region: str) -> Product:
     return Product("AmazonEKS", region, "AmazonEKS-Hours:perCluster", "EKS control plane hour")
+
+
+def eks_extended_support(region: str) -> Product:
+    return Product("AmazonEKS", region, "AmazonEKS-Hours:extendedSupport",
+                   "EKS extended support hour")
 
 
 def nat_gateway(region: str) -> Product:
@@ -241,8 +251,10 @@ def _iso(moment: datetime) -> str:
 # the estimate
 # ---------------------------------------------------------------------------------------
 
-def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote]) -> dict[str, Any]:
-    """The plan's hourly estimate: every item priced by `quote`, or said to be unpriced."""
+def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote],
+             day: date | None = None) -> dict[str, Any]:
+    """The plan's hourly estimate: every item priced by `quote`, or said to be unpriced.
+    `day` (default today, UTC) decides the Kubernetes version's EKS support."""
     region = plan.get("region")
     if not region:
         raise ValueError("a plan to price names its region")
@@ -250,8 +262,8 @@ def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote]) -> dict
     for group in plan.get("instance_groups") or ():
         items.append(_instances(region, group, quote))
     if plan.get("eks_control_plane", True):
-        items.append(_listed("EKS control plane", EKS_CONTROL_PLANE, 1,
-                             eks_control_plane(region), quote))
+        items += _eks(region, plan.get("kubernetes_version"), quote,
+                      day or kubernetes_versions.today())
     nat = int(plan.get("nat_gateways") or 0)
     if nat:
         item = _listed("NAT gateway", NAT_GATEWAY, nat, nat_gateway(region), quote)
@@ -273,6 +285,37 @@ def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote]) -> dict
                  + "Discounts, Savings Plans, data transfer, storage and taxes are not "
                    "included."),
     }
+
+
+def _eks(region: str, version_name: str | None, quote: Callable[[Product], Quote],
+         day: date) -> list[dict[str, Any]]:
+    """The control plane's hour, and extended support's when the version is past its
+    standard support on `day` (six times the cluster hour in AWS's pricing: worth seeing
+    before choosing an older version)."""
+    control_plane = _listed("EKS control plane", EKS_CONTROL_PLANE, 1,
+                            eks_control_plane(region), quote)
+    version = kubernetes_versions.get(version_name) if version_name else None
+    if version is None:
+        return [control_plane]
+    support = version.support(day)
+    standard_end = version.end_of_standard_support.isoformat()
+    extended_end = version.end_of_extended_support.isoformat()
+    if support == kubernetes_versions.STANDARD:
+        control_plane["note"] = (f"Kubernetes {version.name} is in EKS standard support until "
+                                 f"{standard_end}; after that, extended support is billed "
+                                 "on top of this until the cluster is upgraded")
+        return [control_plane]
+    if support == kubernetes_versions.ENDED:
+        control_plane["note"] = (f"EKS ended support for Kubernetes {version.name} on "
+                                 f"{extended_end}: EKS will not create it")
+        return [control_plane]
+    extended = _listed(f"EKS extended support (Kubernetes {version.name})",
+                       EKS_EXTENDED_SUPPORT, 1, eks_extended_support(region), quote)
+    said = (f"Kubernetes {version.name} left EKS standard support on {standard_end}; "
+            f"extended support is billed on top of the cluster hour until the cluster is "
+            f"upgraded (EKS upgrades it itself on {extended_end})")
+    extended["note"] = said if extended["note"] is None else f"{extended['note']}; {said}"
+    return [control_plane, extended]
 
 
 def _instances(region: str, group: Mapping[str, Any],

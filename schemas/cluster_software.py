@@ -6,7 +6,7 @@ import re
 
 from marshmallow import Schema, fields, validate
 
-from schemas.clusters import KUBERNETES_VERSIONS
+from schemas.clusters import KubernetesVersion
 
 GROUP_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 IMAGE_ID_RE = re.compile(r"^(ami-[0-9a-fA-F]{8,17}|default)$")
@@ -26,6 +26,6 @@ class SoftwareUpdateSchema(Schema):
 
 class KubernetesUpgradeSchema(Schema):
     version = fields.String(
-        required=True, validate=validate.OneOf(KUBERNETES_VERSIONS),
+        required=True, validate=KubernetesVersion(),
         metadata={"description": "the next minor version after the cluster's (EKS upgrades "
                                  "one minor version at a time)"})

@@ -6,6 +6,7 @@ import re
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from cloud import kubernetes_versions
 from schemas.common import Name, Region
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
@@ -19,7 +20,25 @@ TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:trai
 CAPACITY_TYPES = ("on-demand", "spot", "training-plan")
 EFA_MODES = ("efa", "efa-only")
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
-KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33")
+KUBERNETES_VERSIONS = kubernetes_versions.offered()
+"""The versions HyperPod documents that EKS still runs, as of this process's start (the
+OpenAPI enum and the dashboard's choices); `KubernetesVersion` also refuses one that ended
+since."""
+
+
+class KubernetesVersion(validate.OneOf):
+    """One of the offered versions; a version past EKS's end of extended support is refused
+    with that date (EKS would refuse to create or upgrade to it, after hypd had made the
+    network)."""
+
+    def __init__(self) -> None:
+        super().__init__(KUBERNETES_VERSIONS)
+
+    def __call__(self, value: str) -> str:
+        reason = kubernetes_versions.ended_message(value)
+        if reason:
+            raise ValidationError(reason)
+        return super().__call__(value)
 
 
 class ExistingVpcSchema(Schema):
@@ -74,11 +93,20 @@ class ClusterCreateSchema(Schema):
     existing_vpc = fields.Nested(ExistingVpcSchema, metadata={
         "description": "use an existing VPC instead of creating a network"})
     cidr = Cidr()
-    kubernetes_version = fields.String(load_default="1.33",
-                                       validate=validate.OneOf(KUBERNETES_VERSIONS),
-                                       metadata={"description": "EKS Kubernetes version"})
+    kubernetes_version = fields.String(
+        load_default=kubernetes_versions.default(), validate=KubernetesVersion(),
+        metadata={"description": "EKS Kubernetes version; default: the newest offered. The "
+                                 "plan says whether it is in EKS standard or extended "
+                                 "support (extended support costs more per hour)"})
     fsx = fields.Nested(FsxSchema, metadata={
         "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
+
+    @validates_schema
+    def _version_still_supported(self, data: dict, **_: object) -> None:
+        """The default too: a version chosen at start may have ended since."""
+        reason = kubernetes_versions.ended_message(data.get("kubernetes_version") or "")
+        if reason:
+            raise ValidationError({"kubernetes_version": [reason]})
 
     @validates_schema
     def _capacity(self, data: dict, **_: object) -> None:
@@ -120,7 +148,7 @@ class ClusterListSchema(Schema):
 
 
 PRICE_BASES = ("list-price", "spot", "training-plan", "unknown")
-COST_KINDS = ("hyperpod_instances", "eks_control_plane", "nat_gateway")
+COST_KINDS = ("hyperpod_instances", "eks_control_plane", "eks_extended_support", "nat_gateway")
 
 
 class PriceSourceSchema(Schema):

@@ -98,7 +98,7 @@ def ensure_eks_cluster(ctx: StepContext) -> dict[str, Any]:
     cluster = eks.ensure_cluster(
         ctx.client("eks"), _name(ctx), output(ctx, "eks_role", "role_arn"),
         network["private_subnet_ids"], [network["security_group_id"]],
-        version=ctx.params.get("kubernetes_version") or eks.DEFAULT_KUBERNETES_VERSION,
+        version=ctx.params.get("kubernetes_version"),
         tags=_cluster_tags(ctx), client_request_token=ctx.token("eks"),
     )
     return {"cluster_name": cluster["name"], "cluster_arn": cluster["arn"]}

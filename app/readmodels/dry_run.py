@@ -13,7 +13,7 @@ from typing import Any
 
 from app import context
 from app.cache import cached
-from cloud import eks, hyperpod, networks, pricing
+from cloud import eks, hyperpod, kubernetes_versions, networks, pricing
 from tasks import clusters
 
 PRICE_CACHE_S = 24 * 3600
@@ -33,7 +33,8 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
     resources += [
         {"type": "iam_role", "name": f"hypd-{name}-eks-cluster"},
         {"type": "eks_cluster", "name": name,
-         "kubernetes_version": body.get("kubernetes_version")},
+         "kubernetes_version": body.get("kubernetes_version"),
+         "support": _support(body.get("kubernetes_version"))},
         {"type": "eks_access_entry", "policy": eks.ADMIN_ACCESS_POLICY},
         {"type": "iam_oidc_provider"},
         {"type": "s3_bucket", "purpose": "lifecycle scripts"},
@@ -59,9 +60,15 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
     return [{"steps": steps}, {"resources": resources}]
 
 
+def _support(version_name: str | None) -> dict[str, Any] | None:
+    """The version's EKS support today: standard or extended (costs more), with both ends."""
+    version = kubernetes_versions.get(version_name) if version_name else None
+    return version.describe(kubernetes_versions.today()) if version else None
+
+
 def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
-    """The hourly estimate: the first instance group, the EKS control plane, and a NAT
-    gateway for a new network."""
+    """The hourly estimate: the first instance group, the EKS control plane (and its extended
+    support when the version is in it), and a NAT gateway for a new network."""
     price_list = pricing.PriceList(pricing.client(context.settings()))
 
     def quote(product: pricing.Product) -> pricing.Quote:
@@ -73,4 +80,5 @@ def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
                              "count": body["instance_count"],
                              "capacity_type": body.get("capacity_type") or "on-demand"}],
         "nat_gateways": 0 if body.get("existing_vpc") else 1,
+        "kubernetes_version": body.get("kubernetes_version"),
     }, quote)

@@ -9,11 +9,15 @@ import uuid
 
 import pytest
 
+from cloud import kubernetes_versions
 from cloud.eks import next_minor
 from tests.app.test_clusters_api import _body, _calls, _client, _create, _last_seq
 from tests.mcp_server.test_mcp_e2e import _stdio
 
-FIRST_VERSION = "1.31"  # room for the two upgrades below (the API offers 1.31-1.33)
+OFFERED = kubernetes_versions.offered()
+assert len(OFFERED) >= 3, ("the tests below upgrade twice: cloud/data/kubernetes_versions.yaml "
+                           f"needs the versions HyperPod documents now (offered: {OFFERED})")
+FIRST_VERSION = OFFERED[-3]  # room for the two upgrades below
 
 
 @pytest.fixture(scope="module")

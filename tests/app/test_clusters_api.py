@@ -211,6 +211,13 @@ def test_validation_refuses_what_aws_would(stack):
         efa_only = c.post("/api/v1/clusters", json=_body("eo", efa_mode="efa-only"))
         assert efa_only.status_code == 422
         assert "efa_mode" in efa_only.json()["error"]["details"]["fields"]
+        # EKS ended 1.28's extended support on 2025-11-26: refused, with the date, not sent
+        before = stack.sandbox.counters()["by_action"]
+        ended = c.post("/api/v1/clusters", json=_body("ke", kubernetes_version="1.28"))
+        assert ended.status_code == 422
+        [why] = ended.json()["error"]["details"]["fields"]["kubernetes_version"]
+        assert why.startswith("EKS ended support for Kubernetes 1.28 on 2025-11-26"), why
+        assert stack.sandbox.counters()["by_action"] == before
 
 
 def test_preflight_reports_a_configured_quota_shortfall(stack):

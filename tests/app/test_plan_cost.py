@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from cloud import pricing
+from cloud import kubernetes_versions, pricing
 from sandbox.gaps.pricing import products
 from schemas.clusters import CostSchema
 
@@ -64,13 +64,19 @@ def test_the_cost_names_its_source_and_a_second_plan_is_priced_from_the_cache(
     cost = _plan(stack)
     assert CostSchema().validate(cost) == {}
     assert cost["source"] == "aws-price-list" and cost["complete"] is True
-    instances, eks, nat = cost["items"]
-    assert [i["kind"] for i in cost["items"]] == ["hyperpod_instances", "eks_control_plane",
-                                                  "nat_gateway"]
+    # the default version's EKS support today decides whether extended support is an item
+    extended = _extended_today(kubernetes_versions.default())
+    instances, eks, *extended_items, nat = cost["items"]
+    assert [i["kind"] for i in cost["items"]] == (
+        ["hyperpod_instances", "eks_control_plane"]
+        + ["eks_extended_support"] * extended + ["nat_gateway"])
     assert all(i["basis"] == "list-price" for i in cost["items"])
     assert instances["unit_usd"] == _shipped_price(f"USW2-Cluster:{TYPE}")
     assert instances["source"]["usage_type"] == f"USW2-Cluster:{TYPE}"
     assert eks["source"]["usage_type"] == "USW2-AmazonEKS-Hours:perCluster"
+    for item in extended_items:
+        assert item["source"]["usage_type"] == "USW2-AmazonEKS-Hours:extendedSupport"
+        assert item["unit_usd"] == _shipped_price("USW2-AmazonEKS-Hours:extendedSupport")
     assert nat["source"]["usage_type"] == "USW2-NatGateway-Hours"
     for item in cost["items"]:
         source = item["source"]
@@ -81,8 +87,8 @@ def test_the_cost_names_its_source_and_a_second_plan_is_priced_from_the_cache(
 
     # three Price List calls, at the pricing endpoint's region, filtered by the cluster's
     calls = _price_calls(stack, since)
-    assert [c["params"]["ServiceCode"] for c in calls] == ["AmazonSageMaker", "AmazonEKS",
-                                                           "AmazonEC2"]
+    assert [c["params"]["ServiceCode"] for c in calls] == (
+        ["AmazonSageMaker", "AmazonEKS"] + ["AmazonEKS"] * extended + ["AmazonEC2"])
     assert {c["region"] for c in calls} == {"us-east-1"} and {c["status"] for c in calls} == {200}
     for call in calls:
         assert {"Type": "TERM_MATCH", "Field": "regionCode", "Value": REGION} in \
@@ -97,6 +103,30 @@ def test_the_cost_names_its_source_and_a_second_plan_is_priced_from_the_cache(
     again = _plan(stack)
     assert _price_calls(stack, since) == []
     assert again["items"] == cost["items"] and again["fetched_at"] == cost["fetched_at"]
+
+
+def _extended_today(version: str) -> bool:
+    return kubernetes_versions.get(version).support(kubernetes_versions.today()) == "extended"
+
+
+def test_a_version_in_extended_support_is_priced_with_it_and_the_plan_says_so(
+        stack, no_cached_prices):
+    """Whichever offered version is in EKS extended support today (each is, for a year after
+    its standard support): its plan adds extended support's hour and says until when."""
+    today = kubernetes_versions.today()
+    in_extended = [v for v in kubernetes_versions.offered() if _extended_today(v)]
+    in_standard = [v for v in kubernetes_versions.offered() if not _extended_today(v)]
+    for version in in_extended[:1] + in_standard[:1]:
+        body = {"name": f"cost-{uuid.uuid4().hex[:5]}", "availability_zone": f"{REGION}a",
+                "instance_type": TYPE, "instance_count": 2, "kubernetes_version": version}
+        with stack.client("viewer") as c:
+            reply = c.post("/api/v1/clusters", params={"dry_run": "true"}, json=body)
+        assert reply.status_code == 200, reply.text
+        [eks] = [r for r in reply.json()["plan"][1]["resources"] if r["type"] == "eks_cluster"]
+        assert eks["support"] == kubernetes_versions.get(version).describe(today)
+        kinds = [i["kind"] for i in reply.json()["cost"]["items"]]
+        assert ("eks_extended_support" in kinds) == (version in in_extended), (version, kinds)
+    assert in_extended or in_standard
 
 
 def test_with_the_price_list_failing_the_plan_says_the_price_is_unknown(stack, no_cached_prices):

@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from kubernetes.client import CoreV1Api
 
-from cloud import aws, eks
+from cloud import aws, eks, kubernetes_versions
 from tests.cloud.conftest import AWS_MODE, REGION
 from tests.cloud.test_kube import FakeKube
 
@@ -205,7 +205,7 @@ def test_ensure_cluster_request_shape():
     assert sent["accessConfig"] == {"authenticationMode": "API",
                                     "bootstrapClusterCreatorAdminPermissions": False}
     assert sent["clientRequestToken"] == "tok-1"
-    assert sent["version"] == eks.DEFAULT_KUBERNETES_VERSION
+    assert sent["version"] == kubernetes_versions.default()
     assert sent["resourcesVpcConfig"]["endpointPrivateAccess"] is True
     with pytest.raises(ValueError):
         eks.ensure_cluster(Spy(), "lab", ROLE, SUBNETS, GROUPS, authentication_mode="CONFIG_MAP")

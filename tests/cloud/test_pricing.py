@@ -4,7 +4,7 @@ takes among look-alikes, the source it names, and what it says when a price cann
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import boto3
 import pytest
@@ -251,6 +251,45 @@ def test_a_price_that_cannot_be_had_is_unknown_and_said_so():
     with pytest.raises(ValueError):
         pricing.estimate({"region": REGION, "instance_groups": [
             {"instance_type": "ml.g5.xlarge", "count": 1, "capacity_type": "reserved"}]}, failing)
+
+
+def _eks_items(version: str, day: date, prices: dict[str, float] = LISTED) -> list[dict]:
+    quote, _ = _quotes(prices)
+    estimate = pricing.estimate({"region": REGION, "instance_groups": [],
+                                 "kubernetes_version": version}, quote, day=day)
+    assert CostSchema().validate(estimate) == {}
+    return estimate["items"]
+
+
+def test_a_version_in_extended_support_adds_its_hour_to_the_control_planes():
+    """1.33 left standard support on 2026-07-29 and leaves extended support on 2027-07-29
+    (cloud/data/kubernetes_versions.yaml, from the EKS release calendar)."""
+    prices = {**LISTED, "AmazonEKS-Hours:extendedSupport": 0.50}
+    before = _eks_items("1.33", date(2026, 7, 28), prices)
+    assert [i["kind"] for i in before] == ["eks_control_plane"]
+    assert "standard support until 2026-07-29" in before[0]["note"]
+
+    control_plane, extended = _eks_items("1.33", date(2026, 7, 29), prices)
+    assert (extended["kind"], extended["basis"], extended["hourly_usd"]) == (
+        "eks_extended_support", "list-price", 0.50)
+    assert extended["name"] == "EKS extended support (Kubernetes 1.33)"
+    assert extended["source"]["usage_type"] == "USW2-AmazonEKS-Hours:extendedSupport"
+    assert "left EKS standard support on 2026-07-29" in extended["note"]
+    assert "2027-07-29" in extended["note"]
+    assert control_plane["hourly_usd"] + extended["hourly_usd"] == pytest.approx(0.60)
+
+
+def test_extended_support_without_a_listed_price_is_unknown_never_left_out():
+    control_plane, extended = _eks_items("1.33", date(2027, 1, 1))  # no extendedSupport rate
+    assert control_plane["basis"] == "list-price"
+    assert (extended["basis"], extended["hourly_usd"]) == ("unknown", None)
+    assert extended["note"].startswith("price unknown: the AWS Price List has no on-demand")
+    assert "Kubernetes 1.33 left EKS standard support on 2026-07-29" in extended["note"]
+
+
+def test_an_ended_version_says_eks_will_not_create_it():
+    [control_plane] = _eks_items("1.28", date(2026, 12, 3))
+    assert "EKS ended support for Kubernetes 1.28 on 2025-11-26" in control_plane["note"]
 
 
 def test_the_schema_and_the_estimate_agree_on_their_words():

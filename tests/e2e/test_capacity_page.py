@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
+from cloud import kubernetes_versions
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
@@ -28,6 +29,7 @@ from tests.e2e.helpers import (
 )
 
 pytestmark = pytest.mark.browser
+FROM_VERSION, TO_VERSION = kubernetes_versions.offered()[-2:]
 
 ZONE = "us-west-2a"
 TYPE = "ml.g4dn.xlarge"  # few addresses a node: a small /20 holds many
@@ -38,15 +40,15 @@ OP_URL = re.compile(r"#/operations/([^/?#]+)$")
 
 @pytest.fixture(scope="module")
 def cluster(stack):
-    """A cluster made through REST at Kubernetes 1.32 (so there is a version to upgrade to)
-    with WORKERS nodes in group `workers`; deleted after the module."""
+    """A cluster made through REST at the last Kubernetes version but one (so there is a
+    version to upgrade to) with WORKERS nodes in group `workers`; deleted after the module."""
     stack.wait_idle()
     name = f"cap-{secrets.token_hex(3)}"
     with stack.client() as c:
         # the first AWS reads of a fresh stack on a loaded machine can take a while
         reply = c.post("/api/v1/clusters", timeout=120, json={
             "name": name, "availability_zone": ZONE, "instance_type": TYPE,
-            "instance_count": WORKERS, "kubernetes_version": "1.32"})
+            "instance_count": WORKERS, "kubernetes_version": FROM_VERSION})
     assert reply.status_code == 202, reply.text
     op = stack.wait_operation(reply.json()["operation"]["id"], timeout=300)
     assert op["status"] == "succeeded", op
@@ -307,9 +309,10 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
 
     # Kubernetes: the next minor version is offered (the upgrade itself is tested by REST)
     upgrade = page.get_by_test_id("cluster-k8s-upgrade")
-    expect(upgrade).to_have_text(re.compile(r"to 1\.33"))
+    expect(upgrade).to_have_text(re.compile(rf"to {re.escape(TO_VERSION)}"))
     upgrade.click()
-    expect(page.get_by_test_id("upgrade-dialog")).to_contain_text("from 1.32 to 1.33")
+    expect(page.get_by_test_id("upgrade-dialog")).to_contain_text(
+        f"from {FROM_VERSION} to {TO_VERSION}")
     page.get_by_test_id("upgrade-dialog-cancel").click()
 
     # node software: every group unless narrowed; its own operation, followed to the end
