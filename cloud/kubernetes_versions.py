@@ -71,6 +71,14 @@ def get(name: str) -> Version | None:
     return table().get(name)
 
 
+def support_of(name: str | None, day: date | None = None) -> dict[str, Any] | None:
+    """`name`'s EKS support on `day` (default today) as the API shows it — standard,
+    extended (billed on top of the cluster hour) or ended, with both dates — or None for a
+    version not in the table (an imported cluster's older one)."""
+    version = get(name) if name else None
+    return version.describe(day or today()) if version else None
+
+
 def offered(day: date | None = None) -> tuple[str, ...]:
     """The versions a new cluster (or an upgrade) may take on `day`: EKS still runs them."""
     day = day or today()

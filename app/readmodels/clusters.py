@@ -28,7 +28,7 @@ from app import context
 from app.errors import ApiError
 from app.readmodels import features as features_model
 from app.readmodels import lifecycle
-from cloud import aws, eks, features, hyperpod, kube
+from cloud import aws, eks, features, hyperpod, kube, kubernetes_versions
 from tasks import registry
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
@@ -150,6 +150,7 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
     return {
         "name": ref.name, "region": ref.region, "imported": ref.imported,
         "eks": {"status": found.get("status"), "version": found.get("version"),
+                "support": kubernetes_versions.support_of(found.get("version")),
                 "endpoint": found.get("endpoint"), "arn": found.get("arn")} if found else None,
         "hyperpod": {k: described[k] for k in HYPERPOD_FIELDS} if described else None,
         "stages": [] if ref.imported else lifecycle.stage_view(list(ref.life)),

@@ -34,7 +34,7 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
         {"type": "iam_role", "name": f"hypd-{name}-eks-cluster"},
         {"type": "eks_cluster", "name": name,
          "kubernetes_version": body.get("kubernetes_version"),
-         "support": _support(body.get("kubernetes_version"))},
+         "support": kubernetes_versions.support_of(body.get("kubernetes_version"))},
         {"type": "eks_access_entry", "policy": eks.ADMIN_ACCESS_POLICY},
         {"type": "iam_oidc_provider"},
         {"type": "s3_bucket", "purpose": "lifecycle scripts"},
@@ -58,12 +58,6 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
                           "deployment_type": body["fsx"]["deployment_type"],
                           "availability_zone": body["availability_zone"]})
     return [{"steps": steps}, {"resources": resources}]
-
-
-def _support(version_name: str | None) -> dict[str, Any] | None:
-    """The version's EKS support today: standard or extended (costs more), with both ends."""
-    version = kubernetes_versions.get(version_name) if version_name else None
-    return version.describe(kubernetes_versions.today()) if version else None
 
 
 def cost(body: dict[str, Any], region: str) -> dict[str, Any]:

@@ -122,7 +122,11 @@ def test_kubernetes_goes_one_minor_version_up_and_the_addons_follow(stack, clust
     described = eks.describe_cluster(name=cluster)["cluster"]
     assert (described["status"], described["version"]) == ("ACTIVE", wanted)
     with stack.client() as c:
-        assert c.get(f"/api/v1/clusters/{cluster}").json()["eks"]["version"] == wanted
+        shown = c.get(f"/api/v1/clusters/{cluster}").json()["eks"]
+    assert shown["version"] == wanted
+    # with its EKS support today: standard or extended (billed on top), and until when
+    assert shown["support"] == kubernetes_versions.support_of(wanted)
+    assert shown["support"]["support"] in ("standard", "extended")
     moved = {c["params"]["addonName"]: c["params"]["addonVersion"]
              for c in _calls(stack, "eks", "UpdateAddon", since)
              if c["params"]["name"] == cluster}

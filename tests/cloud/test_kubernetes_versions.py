@@ -37,6 +37,8 @@ def test_support_goes_standard_then_extended_then_ended_on_the_calendars_days():
     assert version.describe(end_standard) == {
         "version": "1.32", "support": "extended", "end_of_standard_support": "2026-03-23",
         "end_of_extended_support": "2027-03-23"}
+    assert kv.support_of("1.32", end_standard) == version.describe(end_standard)
+    assert kv.support_of("1.27") is None and kv.support_of(None) is None  # not in the table
 
 
 def test_offered_versions_are_those_eks_still_runs_and_the_default_is_the_newest():

@@ -20,6 +20,7 @@ import yaml
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
+from cloud import kubernetes_versions
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
@@ -178,6 +179,10 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
         expect(page.get_by_test_id(f"stage-{stage}")).to_have_attribute(
             "data-status", "succeeded", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("cluster-eks-status")).to_have_text("ACTIVE")
+    # the version's EKS support as the API reads it today (extended support costs more)
+    support = kubernetes_versions.support_of(kubernetes_versions.default())
+    expect(page.get_by_test_id("status-k8s-support")).to_have_attribute(
+        "data-support", support["support"])
     expect(page.get_by_test_id("cluster-hp-status")).to_have_text("InService")
     expect(page.get_by_test_id("cluster-nodes-total")).to_have_text("2")
     expect(page.get_by_test_id("group-row-workers")).to_contain_text(TYPE)

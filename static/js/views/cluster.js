@@ -330,12 +330,27 @@ export function mount(root, ctx) {
     }
   }
 
+  // EKS's support of the version: extended support is billed on top of the cluster hour,
+  // ended means EKS upgrades the cluster itself (cloud/data/kubernetes_versions.yaml).
+  function supportBadge(support) {
+    if (!support) return null;
+    const [text, tone, title] = {
+      standard: [`standard support until ${support.end_of_standard_support}`, 'faint',
+        `extended support, billed on top of the cluster hour, from ${support.end_of_standard_support}`],
+      extended: [`extended support until ${support.end_of_extended_support}`, 'tone-amber',
+        `past EKS standard support since ${support.end_of_standard_support}: extended support is billed on top of the cluster hour; upgrade to stop it`],
+      ended: ['EKS support ended', 'tone-red',
+        `EKS ended support on ${support.end_of_extended_support} and upgrades such clusters itself`],
+    }[support.support] || [support.support, 'faint', ''];
+    return badge(text, { class: `plain ${tone}`, title, testid: 'status-k8s-support', dataset: { support: support.support } });
+  }
+
   function renderStatus(c) {
     const rows = [];
     const eks = c.eks;
     rows.push(['EKS', eks ? badge(eks.status) : h('span', { class: 'faint' }, 'not created')]);
     if (eks) {
-      rows.push(['version', eks.version || '—']);
+      rows.push(['version', [eks.version || '—', ' ', supportBadge(eks.support)]]);
       rows.push(['endpoint', eks.endpoint ? h('span', { class: 'id' }, eks.endpoint) : '—']);
       rows.push(['EKS ARN', idEl(eks.arn)]);
     }
