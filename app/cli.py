@@ -258,9 +258,13 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-WEB_THREADS = 16
-"""Per web process. Each open WebSocket or long-poll holds one, so a process serves this
-many at once; with one process per core there are 16 per core."""
+WEB_THREADS = 64
+"""Per web process. Each open WebSocket (an operation's events, a job's log tail) or
+long-poll holds one while open, and when all are held the process answers nothing else: 64
+per core lets the issue's 100 log tails stay open on 2 cores beside the dashboard's reads.
+Against 16, busy reads at 64 connections lose ~15% throughput to the GIL (docs/benchmarks.md,
+"Web threads") — a small price against a panel that answers nothing once 16 sockets per
+process are open."""
 
 
 def default_web_workers() -> int:
