@@ -8,8 +8,11 @@ structural-schema subset CRDs use: `type` (with `nullable`), `properties`, `requ
 `additionalProperties`, `items`, `enum`, `pattern`, `format: date-time`, the length, item,
 property and numeric bounds, `allOf`/`anyOf`/`oneOf`/`not` as value checks, and the
 Kubernetes extensions `x-kubernetes-preserve-unknown-fields`, `x-kubernetes-embedded-resource`,
-`x-kubernetes-int-or-string` and `x-kubernetes-list-type: set | map`. Not done: CEL rules
-(`x-kubernetes-validations`), defaults, and formats other than date-time. jsonschema (a test
+`x-kubernetes-int-or-string` and `x-kubernetes-list-type: set | map`. A write is defaulted
+between pruning and validation: a property with a `default` that is absent (or a null it may
+not hold) gets it, and the default's own properties theirs, so what a client reads back holds
+the defaults a real API server would add. Not done: CEL rules (`x-kubernetes-validations`)
+and formats other than date-time. jsonschema (a test
 dependency only) knows none of the extensions, and prunes nothing.
 
 Messages follow kube-openapi's (`spec.replicas in body must be of type integer: "string"`)
@@ -19,6 +22,7 @@ and the causes apimachinery's field errors (`FieldValueTypeInvalid`, `FieldValue
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -161,6 +165,11 @@ def _object(schema: dict[str, Any], value: dict[str, Any], path: str, out: _Walk
             result[key] = item
         else:
             out.unknown.append(where)
+    if prune:  # a write: pruned, then defaulted, then validated, as the API server orders it
+        for name, sub in properties.items():
+            if name not in result and "default" in sub and not (resource and name in _ALWAYS_KEPT):
+                result[name] = _walk(sub, copy.deepcopy(sub["default"]), _child(path, name),
+                                     out, prune)
     for name in schema.get("required") or ():
         if name not in result:
             out.fail("FieldValueRequired", _child(path, name), "Required value")

@@ -178,6 +178,31 @@ def test_a_status_write_checks_the_status_and_a_spec_write_leaves_it_alone():
     assert admit(WIDGET, SCHEMA, copy.deepcopy(obj))["status"] == obj["status"]
 
 
+def test_a_write_is_defaulted_after_pruning_and_before_validation():
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "required": ["mode"], "properties": {
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            "limits": {"type": "object", "default": {},
+                       "properties": {"cpu": {"type": "integer", "default": 2},
+                                      "gpu": {"type": "integer"}}},
+            "note": {"type": "string", "default": "none"},
+            "ports": {"type": "array", "items": {"type": "object", "properties": {
+                "port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}},
+        }}}}
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+           "spec": {"note": None, "ports": [{"port": 80}], "stray": 1}}
+    made = admit(WIDGET, schema, obj)
+    # the required `mode` is satisfied by its default; a default's own properties get theirs;
+    # a null the field may not hold is dropped, then defaulted; list items are defaulted too
+    assert made["spec"] == {"mode": "a", "limits": {"cpu": 2}, "note": "none",
+                            "ports": [{"port": 80, "protocol": "TCP"}]}
+    assert obj["spec"]["note"] is None  # the request is not changed in place
+    kept = admit(WIDGET, schema, {**obj, "spec": {"mode": "b", "limits": {"gpu": 1}}})
+    assert kept["spec"] == {"mode": "b", "limits": {"gpu": 1, "cpu": 2}, "note": "none"}
+
+
 def test_field_validation_defaults_to_warn_and_refuses_other_words():
     assert field_validation(None) == WARN and field_validation("Strict") == STRICT
     with pytest.raises(KubeError) as caught:
@@ -211,6 +236,23 @@ def group(api: k8s.ApiClient) -> str:
                                "subresources": {"status": {}},
                                "schema": {"openAPIV3Schema": SCHEMA}}]}})
     return name
+
+
+def _kept(sent: Any, made: Any, path: str = "") -> list[str]:
+    """Asserts every value `sent` is in `made` unchanged; returns the paths `made` adds (the
+    CRD's defaults)."""
+    if isinstance(sent, dict):
+        assert isinstance(made, dict), path
+        for key in sent:
+            assert key in made, f"{path}.{key} was pruned"
+        added = [f"{path}.{k}" for k in made if k not in sent]
+        return added + [p for k, v in sent.items() for p in _kept(v, made[k], f"{path}.{k}")]
+    if isinstance(sent, list):
+        assert isinstance(made, list) and len(made) == len(sent), path
+        return [p for i, (a, b) in enumerate(zip(sent, made, strict=True))
+                for p in _kept(a, b, f"{path}[{i}]")]
+    assert made == sent, path
+    return []
 
 
 def _body(exc: k8s.ApiException) -> dict[str, Any]:
@@ -262,7 +304,9 @@ def test_kuberays_real_crd_takes_the_rayjob_hypd_makes_unchanged(api):
     manifest = recipes.build("verl", spec, {"config": "/s3/rl/ppo.yaml"}).manifest
     custom = k8s.CustomObjectsApi(api)
     made = custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", manifest)
-    assert made["spec"] == manifest["spec"]  # nothing pruned, nothing refused
+    # nothing pruned, nothing refused; the API server adds the CRD's defaults
+    assert ".submissionMode" in _kept(manifest["spec"], made["spec"])
+    assert made["spec"]["submissionMode"] == "K8sJobMode"
     broken = copy.deepcopy(manifest)
     broken["metadata"]["name"] = "rl-2"
     broken["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] = "two"
@@ -293,7 +337,7 @@ def test_the_add_ons_real_crds_take_hypds_objects_unchanged_and_refuse_bad_ones(
     config = inference.endpoint_config(endpoint, "hypd-lab-bucket", "us-west-2")
     made = custom.create_namespaced_custom_object(group, "v1", "default",
                                                   "inferenceendpointconfigs", config)
-    assert made["spec"] == config["spec"]
+    assert _kept(config["spec"], made["spec"])  # kept as sent, with the CRD's defaults
     config["metadata"]["name"] = "wrong"
     config["spec"]["replicas"] = "two"
     with pytest.raises(k8s.ApiException) as caught:
@@ -302,7 +346,7 @@ def test_the_add_ons_real_crds_take_hypds_objects_unchanged_and_refuse_bad_ones(
     assert [c["field"] for c in _body(caught.value)["details"]["causes"]] == ["spec.replicas"]
     for pool in autoscaling.node_pools("workers", "ml.g5.8xlarge", Bounds(1, 4)):
         made = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
-        assert made["spec"] == pool["spec"]
+        _kept(pool["spec"], made["spec"])
     pool = autoscaling.node_pools("other", "ml.g5.8xlarge", Bounds(0, 2))[0]
     del pool["spec"]["disruption"]["consolidateAfter"]
     with pytest.raises(k8s.ApiException) as caught:
