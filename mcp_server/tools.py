@@ -209,6 +209,8 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         "comes from AWS's on-demand list prices (the AWS Price List): each item names its "
         "source (SKU, when it was read); basis spot or training-plan has no hourly figure, "
         "and unknown means the price could not be read — say so, never fill in a figure. "
+        "The eks_cluster resource's support says whether its Kubernetes version is in EKS "
+        "standard or extended support (extended adds an eks_extended_support cost item). "
         "Show this to the user before create_cluster.",
         notes=_CLUSTER_NOTES,
     ),
