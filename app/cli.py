@@ -263,8 +263,8 @@ WEB_THREADS = 64
 long-poll holds one while open, and when all are held the process answers nothing else: 64
 per core lets the issue's 100 log tails stay open on 2 cores beside the dashboard's reads.
 Against 16, busy reads at 64 connections lose ~15% throughput to the GIL (docs/benchmarks.md,
-"Web threads") — a small price against a panel that answers nothing once 16 sockets per
-process are open."""
+"web threads per process, 16 against 64") — a small price against a panel that answers
+nothing once 16 sockets per process are open."""
 
 
 def default_web_workers() -> int:

@@ -67,15 +67,16 @@ def sources() -> dict[str, str]:
         return dict(yaml.safe_load(handle)["sources"])
 
 
-def get(name: str) -> Version | None:
-    return table().get(name)
+def get(name: str | None) -> Version | None:
+    """The table's row for `name`; None for a version not in it (or no version)."""
+    return table().get(name) if name else None
 
 
 def support_of(name: str | None, day: date | None = None) -> dict[str, Any] | None:
     """`name`'s EKS support on `day` (default today) as the API shows it — standard,
     extended (billed on top of the cluster hour) or ended, with both dates — or None for a
     version not in the table (an imported cluster's older one)."""
-    version = get(name) if name else None
+    version = get(name)
     return version.describe(day or today()) if version else None
 
 

@@ -294,7 +294,7 @@ def _eks(region: str, version_name: str | None, quote: Callable[[Product], Quote
     before choosing an older version)."""
     control_plane = _listed("EKS control plane", EKS_CONTROL_PLANE, 1,
                             eks_control_plane(region), quote)
-    version = kubernetes_versions.get(version_name) if version_name else None
+    version = kubernetes_versions.get(version_name)
     if version is None:
         return [control_plane]
     support = version.support(day)
