@@ -703,10 +703,13 @@ def delete_s3_endpoints(ec2: Any, name: str) -> list[str]:
     return ids
 
 
-def delete_security_groups(ec2: Any, name: str) -> list[str]:
+def delete_security_groups(ec2: Any, name: str, only: str | None = None) -> list[str]:
+    """The network's security groups (`only`: just that one, if it is the network's)."""
     deleted = []
     for group in _find(ec2, "sg", name, [ROLE_SECURITY_GROUP]):
         group_id = group["GroupId"]
+        if only is not None and group_id != only:
+            continue
         with _dependencies(f"security group {group_id}",
                            " (network interfaces or other groups still use it)"):
             if _gone_ok(ec2.delete_security_group, GroupId=group_id):

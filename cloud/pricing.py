@@ -9,6 +9,7 @@
         "eks_control_plane": True,   # default True: one EKS cluster
         "kubernetes_version": "1.34",  # optional: prices EKS extended support when it is in it
         "nat_gateways": 1,           # default 0: an existing VPC brings its own
+        "file_systems": [{"id": "fs-0123", "capacity_gib": 1200}],  # FSx: never priced
     }
 
 `quote(product)` answers one product's price: `PriceList(client).quote`, which the app wraps in
@@ -25,7 +26,9 @@ reserved-cluster or NAT data-processing products are never taken for the price):
   estimate) also extended support, billed per cluster-hour on top of it:
   `<prefix>-AmazonEKS-Hours:extendedSupport`;
 - a NAT gateway's hour: `AmazonEC2`, `[<prefix>-]NatGateway-Hours` (data processed is billed
-  per GB and is not in the estimate).
+  per GB and is not in the estimate);
+- an FSx for Lustre file system is billed per GiB-month of storage (and throughput), not by
+  the hour: listed, with no figure and that reason, never converted by a guess.
 
 Each item names where its figure came from (`source`: SKU, offer term, rate code, usage type,
 the price's effective date, the offer's publication date, when hypd fetched it) or says why it
@@ -71,7 +74,9 @@ HYPERPOD_INSTANCES = "hyperpod_instances"
 EKS_CONTROL_PLANE = "eks_control_plane"
 EKS_EXTENDED_SUPPORT = "eks_extended_support"
 NAT_GATEWAY = "nat_gateway"
-KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, EKS_EXTENDED_SUPPORT, NAT_GATEWAY)
+FSX_FILE_SYSTEM = "fsx_file_system"
+KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, EKS_EXTENDED_SUPPORT, NAT_GATEWAY,
+         FSX_FILE_SYSTEM)
 
 _HOURLY_UNITS = frozenset({"hrs", "hr", "hours", "hour"})
 _ACCESS_DENIED = ("AccessDenied", "AccessDeniedException")
@@ -270,6 +275,11 @@ def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote],
         if item["basis"] == LIST_PRICE:
             item["note"] = "hourly charge only; data processed is billed per GB"
         items.append(item)
+    for system in plan.get("file_systems") or ():
+        items.append(_item(f"FSx for Lustre {system['id']}", FSX_FILE_SYSTEM, 1, UNKNOWN, None,
+                           f"billed per GiB-month of storage ({system.get('capacity_gib')} "
+                           "GiB) and of throughput, not by the hour: hypd does not price it "
+                           "(see AWS's FSx for Lustre pricing)"))
     known = [i["hourly_usd"] for i in items if i["hourly_usd"] is not None]
     complete = len(known) == len(items)
     fetched = sorted(i["source"]["fetched_at"] for i in items if i.get("source"))

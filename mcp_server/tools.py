@@ -189,16 +189,24 @@ _CLUSTER_NOTES = {
 CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_clusters", method="GET", path="/api/v1/clusters", title="List clusters",
-        description="Clusters hypd created (found by tags) and imported ones, with EKS "
-        "status. Look here first before proposing a new cluster (then list_availability_zones "
-        "and plan_cluster); get_cluster shows one in full.",
+        description="Clusters hypd created (found by tags, or by their operations when the "
+        "create stopped before EKS existed) and imported ones, with EKS status, each stage's "
+        "status and the cluster's state (created, being created, or its create cancelled or "
+        "failed at a stage). Look here first before proposing a new cluster (then "
+        "list_availability_zones and plan_cluster); get_cluster shows one in full.",
     ),
     ToolSpec(
         name="get_cluster", method="GET", path="/api/v1/clusters/{name}", title="Get a cluster",
-        description="One cluster: EKS and HyperPod status, each create stage's status, "
-        "instance groups, node counts by health, features and recent HyperPod events. A "
-        "failed stage: diagnose_cluster kind creation; unhealthy nodes: list_nodes or "
-        "diagnose_cluster kind node-health.",
+        description="One cluster: EKS and HyperPod status, each create stage's status "
+        "(succeeded, failed with its error, cancelled, skipped, pending, running), the "
+        "cluster's state in words, instance groups, node counts by health, features and "
+        "recent HyperPod events. After a create (or a delete) that was cancelled or failed, "
+        "left_in_aws lists what it made that still exists in AWS and its hourly cost (priced "
+        "as plan_cluster prices; an unknown price stays unknown — say so), and next_actions "
+        "names the two ways on, as tool calls: resume (retry_operation) or delete what was "
+        "made (delete_cluster). Tell the user what is left and what it costs per hour, and "
+        "ask which way to go. A failed stage: diagnose_cluster kind creation; unhealthy "
+        "nodes: list_nodes or diagnose_cluster kind node-health.",
         notes={"name": "Name of the cluster."},
     ),
     ToolSpec(
@@ -565,7 +573,9 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
         "cancelled) or timeout_seconds pass, then return it; no need to sleep between calls. "
         "If terminal is false, call wait_operation again with the same operation_id. A cluster "
         "takes 10-20 minutes on AWS: keep calling until it is terminal. If it failed, read "
-        "operation.error and the failed step's detail before proposing retry_operation.",
+        "operation.error and the failed step's detail before proposing retry_operation; a "
+        "cluster's create that failed or was cancelled: get_cluster says what it left in AWS "
+        "and what that costs per hour.",
         hidden=("wait", "after"), notes=_OPERATION_NOTES,
         local_args=(LocalArg("timeout_seconds", {
             "type": "integer", "minimum": 1, "maximum": WAIT_MAX_SECONDS,
@@ -578,7 +588,11 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Cancel an operation",
         description="Ask a queued or running operation to stop. A queued one is cancelled at "
         "once; a running one stops at its next step boundary (what a finished step created "
-        "stays). Follow it with wait_operation until it is terminal.",
+        "stays in AWS, and is billed). Follow it with wait_operation until it is terminal. "
+        "For a cluster's create the reply's next_actions point on: get_cluster (once "
+        "cancelled: each stage as it ended, what is left in AWS and its hourly cost), then "
+        "retry_operation (resume) or delete_cluster (delete what was made) — the user "
+        "chooses. Confirm with the user before cancelling.",
         notes=_OPERATION_NOTES,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
@@ -586,8 +600,10 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="retry_operation", method="POST", path="/api/v1/operations/{operation_id}/retry",
         title="Retry an operation",
         description="Run a failed or cancelled operation again from its failed step, keeping "
-        "the same operation id and what earlier steps created. Fix the cause reported in its "
-        "error first (quota, permissions, a conflicting resource)." + _FOLLOW,
+        "the same operation id and what earlier steps created; the steps a cancel skipped "
+        "run. A cluster's operation is refused once the cluster was deleted after it. Fix "
+        "the cause reported in its error first (quota, permissions, a conflicting "
+        "resource)." + _FOLLOW,
         notes=_OPERATION_NOTES,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
@@ -629,7 +645,9 @@ DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
         path="/api/v1/clusters/{cluster}/diagnostics/{kind}", title="Diagnose a cluster",
         description="Read-only diagnosis; a viewer may run it. kind creation: why a create "
         "failed (the failed stage's step and AWS's message, HyperPod's failure and error "
-        "events, nodes in Failure). kind node-health: nodes in Failure, marked "
+        "events, nodes in Failure), or that it was cancelled or never finished (never "
+        "healthy then: what it made stays in AWS; suggestions get_cluster, retry_operation, "
+        "delete_cluster). kind node-health: nodes in Failure, marked "
         "UnschedulablePendingReboot/UnschedulablePendingReplacement by HyperPod's health "
         "label, or not Ready, with their events. kind nccl: the pods' last log lines, "
         "warning events and container states matched against known failures (NCCL "

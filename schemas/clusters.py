@@ -6,8 +6,8 @@ import re
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from cloud import kubernetes_versions
-from schemas.common import Name, Region
+from cloud import kubernetes_versions, pricing
+from schemas.common import Name, NextActionSchema, Region
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
@@ -120,35 +120,43 @@ class ClusterCreateSchema(Schema):
             raise ValidationError("cidr applies only to a new network", "cidr")
 
 
+STAGE_STATUSES = ("succeeded", "failed", "cancelled", "skipped", "running", "pending",
+                  "not_run")
+CLUSTER_STATES = ("creating", "rerunning", "created", "incomplete", "create_failed",
+                  "create_cancelled", "stage_failed", "stage_cancelled", "deleting",
+                  "delete_failed", "delete_cancelled", "imported", "unknown")
+
+
 class StageSchema(Schema):
     name = fields.String(required=True)
-    status = fields.String(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(STAGE_STATUSES), metadata={
+        "description": "from the newest operation that ran the stage: succeeded; failed (see "
+                       "error); cancelled (a cancel stopped it within the stage); skipped (a "
+                       "cancel came before it: nothing of it ran); running; pending (not "
+                       "reached: a running operation will, a retry would); not_run (no "
+                       "operation has it)"})
     operation_id = fields.String(allow_none=True)
     steps = fields.List(fields.Dict())
+    error = fields.Dict(allow_none=True, metadata={
+        "description": "a failed stage: {step, code, message}"})
 
 
-class ClusterSchema(Schema):
-    name = fields.String(required=True)
-    region = fields.String()
-    imported = fields.Boolean()
-    eks = fields.Dict(allow_none=True)
-    hyperpod = fields.Dict(allow_none=True)
-    stages = fields.List(fields.Nested(StageSchema))
-    instance_groups = fields.List(fields.Dict())
-    nodes = fields.Dict(metadata={"description": "node counts by health"})
-    features = fields.Dict(allow_none=True, metadata={
-        "description": "each managed feature's state now (see /clusters/<c>/features); null "
-                       "when it cannot be read this moment"})
-    events = fields.List(fields.Dict())
-    network = fields.Dict(allow_none=True)
+class ClusterStateSchema(Schema):
+    status = fields.String(required=True, validate=validate.OneOf(CLUSTER_STATES), metadata={
+        "description": "where the cluster's life stands, from its operations: created only "
+                       "when every stage succeeded; create_failed / create_cancelled name the "
+                       "stage it stopped at; incomplete: a stage never finished"})
+    summary = fields.String(required=True, metadata={"description": "the same, in words"})
+    operation_id = fields.String(allow_none=True, metadata={
+        "description": "the operation that brought it there"})
+    stage = fields.String(allow_none=True, metadata={
+        "description": "the stage it stopped at (or is at)"})
+    error = fields.Dict(allow_none=True, metadata={
+        "description": "a failed operation's error: {code, message, step}"})
 
 
-class ClusterListSchema(Schema):
-    items = fields.List(fields.Nested(ClusterSchema))
-
-
-PRICE_BASES = ("list-price", "spot", "training-plan", "unknown")
-COST_KINDS = ("hyperpod_instances", "eks_control_plane", "eks_extended_support", "nat_gateway")
+PRICE_BASES = pricing.BASES
+COST_KINDS = pricing.KINDS
 
 
 class PriceSourceSchema(Schema):
@@ -210,6 +218,63 @@ class CostSchema(Schema):
                                                         "from the source; null when none was"})
     items = fields.List(fields.Nested(CostItemSchema), required=True)
     note = fields.String(required=True)
+
+
+class LeftItemSchema(Schema):
+    type = fields.String(required=True, metadata={
+        "description": "vpc, subnet, internet_gateway, nat_gateway, elastic_ip, route_table, "
+                       "security_group, vpc_endpoint, iam_role, oidc_provider, s3_bucket, "
+                       "eks_cluster, hyperpod_cluster, fsx_file_system"})
+    id = fields.String(required=True)
+    stage = fields.String(allow_none=True)
+    step = fields.String(required=True, metadata={"description": "the step that made it"})
+    operation_id = fields.String(required=True)
+    exists = fields.Boolean(required=True, allow_none=True, metadata={
+        "description": "true: in AWS now; null: could not be read now (see note)"})
+    state = fields.String(allow_none=True, metadata={"description": "as AWS reports it"})
+    note = fields.String(allow_none=True)
+    billed_hourly = fields.Boolean(required=True, metadata={
+        "description": "billed by the hour while it exists (its figure is in cost)"})
+    nodes = fields.List(fields.Dict(), metadata={
+        "description": "a HyperPod cluster: its running instances by group and type"})
+
+
+class LeftInAwsSchema(Schema):
+    as_of = fields.String(required=True)
+    items = fields.List(fields.Nested(LeftItemSchema), required=True, metadata={
+        "description": "what the cluster's operations made that still exists (or could not "
+                       "be read), read from AWS now"})
+    gone = fields.List(fields.Dict(), required=True, metadata={
+        "description": "what they made that no longer exists: {type, id}"})
+    cost = fields.Nested(CostSchema, required=True, metadata={
+        "description": "the hourly cost of what is left, priced as the plan is"})
+
+
+class ClusterSchema(Schema):
+    name = fields.String(required=True)
+    region = fields.String()
+    imported = fields.Boolean()
+    eks = fields.Dict(allow_none=True)
+    hyperpod = fields.Dict(allow_none=True)
+    stages = fields.List(fields.Nested(StageSchema))
+    state = fields.Nested(ClusterStateSchema)
+    left_in_aws = fields.Nested(LeftInAwsSchema, allow_none=True, metadata={
+        "description": "after a create, re-run or delete stopped short (failed, cancelled, "
+                       "incomplete): what it left in AWS and its hourly cost; else null"})
+    next_actions = fields.List(fields.Nested(NextActionSchema), metadata={
+        "description": "the ways on from a stopped state: resume (retry_operation) and "
+                       "delete what was made (delete_cluster)"})
+    instance_groups = fields.List(fields.Dict())
+    nodes = fields.Dict(metadata={"description": "node counts by health"})
+    features = fields.Dict(allow_none=True, metadata={
+        "description": "each managed feature's state now (see /clusters/<c>/features); null "
+                       "when it cannot be read this moment"})
+    events = fields.List(fields.Dict())
+    network = fields.Dict(allow_none=True)
+
+
+class ClusterListSchema(Schema):
+    items = fields.List(fields.Nested(ClusterSchema))
 
 
 class PlanSchema(Schema):

@@ -110,8 +110,42 @@ class OperationListSchema(Schema):
     items = fields.List(fields.Nested(OperationSchema))
 
 
+class RestCallSchema(Schema):
+    method = fields.String(required=True)
+    path = fields.String(required=True)
+    body = fields.Dict(allow_none=True)
+
+
+class CallSchema(Schema):
+    """A call a read suggests (app/readmodels/calls.py), named for a person, a script and an
+    agent alike: the MCP tool with its arguments and the same as a REST call. hypd never
+    runs it."""
+
+    title = fields.String(required=True)
+    why = fields.String(required=True)
+    tool = fields.String(required=True, metadata={"description": "the MCP tool to call"})
+    args = fields.Dict(required=True, metadata={"description": "its arguments"})
+    rest = fields.Nested(RestCallSchema, required=True,
+                         metadata={"description": "the same as a REST call"})
+    mutating = fields.Boolean(required=True, metadata={
+        "description": "true: it changes what exists — confirm with the user first"})
+
+
+class NextActionSchema(CallSchema):
+    """A way on from where an operation stopped."""
+
+    action = fields.String(required=True, validate=validate.OneOf(("read", "resume", "delete")),
+                           metadata={"description": "read: look first; resume: retry the "
+                                                    "operation that stopped; delete: remove "
+                                                    "what was made"})
+
+
 class OperationOnlySchema(Schema):
     operation = fields.Nested(OperationSchema, required=True)
+    next_actions = fields.List(fields.Nested(NextActionSchema), metadata={
+        "description": "a cancelled cluster create or stage re-run: read the cluster (what "
+                       "it left in AWS and its hourly cost), then resume or delete what was "
+                       "made"})
 
 
 class MutationReplySchema(Schema):

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from schemas.common import Name
+from schemas.common import CallSchema, Name
 
 KINDS = ("creation", "node-health", "nccl")
 """creation: why a cluster's create failed; node-health: which nodes are unhealthy and why;
 nccl: NCCL, EFA, Xid and out-of-memory errors in the pods' logs and events."""
-STEPS = ("investigate", "reboot", "replace", "retry")
+STEPS = ("investigate", "reboot", "replace", "retry", "delete")
 """The order suggestions come in: read first, then the node actions that exist from the
-softest to the hardest; `retry` re-runs a failed stage once its cause is gone."""
+softest to the hardest; `retry` re-runs a failed stage (or resumes a stopped create) once its
+cause is gone; `delete` removes what a stopped create made, the other way on."""
 SEVERITIES = ("error", "warning")
 REMEDIES = ("none", "reboot", "replace", "retry")
 SOURCES = ("operation", "hyperpod_cluster", "hyperpod_event", "hyperpod_node", "node_label",
@@ -57,7 +58,8 @@ class EvidenceSchema(Schema):
 
 class FindingSchema(Schema):
     code = fields.String(required=True, metadata={
-        "description": "stable: stage_failed, cluster_failed, node_failed, node_unhealthy, "
+        "description": "stable: stage_failed, create_cancelled, create_incomplete, "
+                       "delete_stopped, cluster_failed, node_failed, node_unhealthy, "
                        "node_not_ready, or a failure pattern's id (nccl-timeout, efa-error, "
                        "xid-fatal, xid-error, nccl-error, oom)"})
     severity = fields.String(required=True, validate=validate.OneOf(SEVERITIES))
@@ -72,22 +74,9 @@ class FindingSchema(Schema):
     evidence = fields.List(fields.Nested(EvidenceSchema), required=True)
 
 
-class RestCallSchema(Schema):
-    method = fields.String(required=True)
-    path = fields.String(required=True)
-    body = fields.Dict(allow_none=True)
-
-
-class SuggestionSchema(Schema):
+class SuggestionSchema(CallSchema):
     step = fields.String(required=True, validate=validate.OneOf(STEPS))
-    title = fields.String(required=True)
     why = fields.String(required=True, metadata={"description": "the findings it answers"})
-    tool = fields.String(required=True, metadata={"description": "the MCP tool to call"})
-    args = fields.Dict(required=True, metadata={"description": "its arguments"})
-    rest = fields.Nested(RestCallSchema, required=True,
-                         metadata={"description": "the same as a REST call"})
-    mutating = fields.Boolean(required=True, metadata={
-        "description": "true: it changes the cluster — confirm with the user first"})
     kubectl = fields.List(fields.String(), allow_none=True, metadata={
         "description": "an equivalent kubectl command (argv), for investigation"})
 

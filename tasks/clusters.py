@@ -13,6 +13,7 @@ the create operation's other steps as its inputs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from cloud import (
@@ -78,8 +79,11 @@ def use_existing_network(ctx: StepContext) -> dict[str, Any]:
     checked = net.existing_vpc(ec2, given["vpc_id"], given["subnet_ids"])
     group = given.get("security_group_id")
     if not group:
-        group = net.ensure_security_group(ec2, _name(ctx), given["vpc_id"],
-                                          record=ctx.record)["security_group_id"]
+        # recorded as made by this create, so that deleting the cluster deletes it too
+        group = net.ensure_security_group(
+            ec2, _name(ctx), given["vpc_id"],
+            record=lambda **made: ctx.record(made_security_group_id=made["security_group_id"]),
+        )["security_group_id"]
     return {"vpc_id": checked["vpc_id"], "private_subnet_ids": checked["subnet_ids"],
             "security_group_id": group, "availability_zones": checked["availability_zones"]}
 
@@ -413,6 +417,14 @@ def delete_identity(ctx: StepContext) -> dict[str, Any]:
             "tls_bucket_deleted": tls_deleted}
 
 
+@guarded
+def delete_made_security_group(ctx: StepContext) -> dict[str, Any]:
+    """In a VPC the user gave, only the security group the create made goes (by its id and
+    hypd's tags for the cluster); the VPC and its subnets are the user's."""
+    group = ctx.params["security_group_id"]
+    return {"deleted": net.delete_security_groups(ctx.client("ec2"), _name(ctx), only=group)}
+
+
 def clear_active(ctx: StepContext) -> dict[str, Any]:
     active.clear_everywhere(ctx.redis, _name(ctx))
     return {}
@@ -495,6 +507,9 @@ def _delete_steps() -> tuple[Step, ...]:
                        wait_eks_gone),
                   Step("identity", "Delete the OIDC provider and IAM roles", delete_identity))
         + _staged("network", *NETWORK_DELETE.steps)
+        + _staged("network", Step("existing_network",
+                                  "Delete the security group hypd made in the existing VPC",
+                                  delete_made_security_group))
     )
 
 
@@ -502,8 +517,103 @@ DELETE_STEPS = _delete_steps()
 
 
 def delete_steps(params: dict[str, Any]) -> tuple[Step, ...]:
-    """The network goes too only when the cluster's create made it."""
-    return tuple(s for s in DELETE_STEPS if params.get("network") or s.stage != "network")
+    """The network goes too only when the cluster's create made it; in a VPC the user gave,
+    only the security group the create made there (params `security_group_id`)."""
+    if params.get("network"):
+        return tuple(s for s in DELETE_STEPS if s.name != "existing_network")
+    return tuple(s for s in DELETE_STEPS if s.stage != "network"
+                 or (s.name == "existing_network" and params.get("security_group_id")))
+
+
+def delete_params(name: str, region: str, create: dict[str, Any] | None,
+                  delete_data: bool) -> dict[str, Any]:
+    """A delete's params from the create's record: whether it made the network, or which
+    security group it made in an existing VPC."""
+    existing = (create or {}).get("params", {}).get("existing_vpc")
+    made_group = next((s["resources"].get("made_security_group_id")
+                       for s in (create or {}).get("steps") or ()
+                       if s["name"] == "existing_network"), None)
+    return {"name": name, "region": region, "network": not existing,
+            "security_group_id": made_group if existing else None, "delete_data": delete_data}
+
+
+# what a create made, by step ---------------------------------------------------------------
+
+Made = Callable[[dict[str, Any], str, bool], list[tuple[str, str]]]
+"""(the step's recorded resources, the cluster's name, whether the step was attempted) →
+[(type, id)] of what it made."""
+
+
+def _ids(*keys: tuple[str, str]) -> Made:
+    def made(resources: dict[str, Any], name: str, started: bool) -> list[tuple[str, str]]:
+        return [(kind, resources[key]) for kind, key in keys if resources.get(key)]
+    return made
+
+
+def _named(*keys: tuple[str, str, Callable[[str], str]]) -> Made:
+    """Resources whose names derive from the cluster's: as recorded, else — once the step
+    started, in case it made one and stopped before recording it — by that name."""
+    def made(resources: dict[str, Any], name: str, started: bool) -> list[tuple[str, str]]:
+        found = [(kind, resources.get(key) or (name_of(name) if started else None))
+                 for kind, key, name_of in keys]
+        return [(kind, value) for kind, value in found if value]
+    return made
+
+
+def _subnets(resources: dict[str, Any], name: str, started: bool) -> list[tuple[str, str]]:
+    return [("subnet", s["id"]) for s in resources.get("subnets") or () if s.get("id")]
+
+
+def _shared_bucket(resources: dict[str, Any], name: str,
+                   started: bool) -> list[tuple[str, str]]:
+    """The create's bucket, not one the user named."""
+    return [("s3_bucket", resources["bucket"])] if resources.get("made_by_hypd") else []
+
+
+def _role(purpose: str) -> Callable[[str], str]:
+    return lambda name: iam.role_name(name, purpose)
+
+
+def _same(name: str) -> str:
+    return name
+
+
+MADE_BY_STEP: dict[str, Made] = {
+    "vpc": _ids(("vpc", "vpc_id")),
+    "subnets": _subnets,
+    "internet_gateway": _ids(("internet_gateway", "internet_gateway_id")),
+    "nat_gateway": _ids(("nat_gateway", "nat_gateway_id"), ("elastic_ip", "allocation_id")),
+    "route_tables": _ids(("route_table", "public_route_table_id"),
+                         ("route_table", "private_route_table_id")),
+    "security_group": _ids(("security_group", "security_group_id")),
+    "s3_endpoint": _ids(("vpc_endpoint", "s3_endpoint_id")),
+    "existing_network": _ids(("security_group", "made_security_group_id")),
+    "eks_role": _named(("iam_role", "role_arn", _role(iam.PURPOSE_EKS_CLUSTER))),
+    "eks_cluster": _named(("eks_cluster", "cluster_name", _same)),
+    "eks_access": _ids(("oidc_provider", "oidc_provider_arn")),
+    "lifecycle": _ids(("s3_bucket", "bucket")),
+    "hyperpod_roles": _named(
+        ("iam_role", "execution_role_arn", _role(iam.PURPOSE_HYPERPOD_EXECUTION)),
+        ("iam_role", "cluster_role_arn", _role(iam.PURPOSE_HYPERPOD_CLUSTER))),
+    "compute_subnet": _ids(("subnet", "subnet_id")),
+    "hyperpod_cluster": _named(("hyperpod_cluster", "cluster_name", _same)),
+    "s3_bucket": _shared_bucket,
+    "fsx": _ids(("fsx_file_system", "file_system_id")),
+}
+"""What each step of `cluster.create` makes in AWS, as (type, id) from the resources it
+recorded (`started`: the step was attempted). What goes with another resource is not
+listed: access entries and add-ons with the EKS cluster, routes with their tables, the
+volume claims with the cluster's Kubernetes. The cluster's read lists which still exist."""
+
+
+def made(step: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    """What one recorded step of a create (or stage re-run) made: [(type, id)]."""
+    found = MADE_BY_STEP.get(step["name"])
+    if found is None:
+        return []
+    return [(kind, value.rsplit("/", 1)[-1] if kind == "iam_role" else value)  # role name
+            for kind, value in found(step.get("resources") or {}, name,
+                                     bool(step.get("attempts")))]
 
 
 CLUSTER_CREATE = OperationKind(

@@ -138,7 +138,6 @@ class Cluster(MethodView):
                             "message": f"forgot imported cluster {name}; AWS untouched"})
         region = readmodel.region_of(name)
         create = readmodel.last_create(name)
-        made_network = not (create or {}).get("params", {}).get("existing_vpc")
 
         def precheck() -> None:
             found = readmodel.locate(name)
@@ -147,8 +146,7 @@ class Cluster(MethodView):
                                                 "hypd; import it instead of deleting it")
             found.require()
 
-        params = {"name": name, "region": region, "network": made_network,
-                  "delete_data": query["delete_data"]}
+        params = clusters.delete_params(name, region, create, query["delete_data"])
         return mutations.submit(clusters.CLUSTER_DELETE, f"cluster/{name}", params, precheck)
 
 

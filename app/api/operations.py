@@ -9,8 +9,10 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from app import context
+from app.errors import ApiError
 from app.mutations import operation_reply
 from app.permissions import access
+from app.readmodels import lifecycle
 from schemas.common import (
     MutationReplySchema,
     OperationListSchema,
@@ -75,17 +77,28 @@ class Operation(MethodView):
 @access("operator")
 @blp.response(202, OperationOnlySchema)
 def cancel(operation_id):
-    """Cancel: at once if queued, otherwise at the next step boundary."""
+    """Cancel: at once if queued, otherwise at the next step boundary. A cluster's create
+    (or stage re-run) answers its next actions too: read the cluster — what it left in AWS
+    and its hourly cost — then resume it or delete what was made."""
     engine = context.engine()
     op = engine.view(engine.cancel(operation_id))
     route = f"/api/v1/operations/{operation_id}"
-    return {"operation": op}, 202, {"Location": route}
+    reply = {"operation": op}
+    after = lifecycle.after_cancel(op)
+    if after:
+        reply["next_actions"] = after
+    return reply, 202, {"Location": route}
 
 
 @blp.route("/<string:operation_id>/retry", methods=["POST"])
 @access("operator")
 @blp.response(202, MutationReplySchema)
 def retry(operation_id):
-    """Retry a failed or cancelled operation from its failed step (same id)."""
+    """Retry a failed or cancelled operation from its failed step (same id); the steps a
+    cancel skipped run. A cluster's operation is refused (409) once the cluster was deleted
+    after it."""
     engine = context.engine()
+    refused = lifecycle.superseded(engine.store.require(operation_id))
+    if refused:
+        raise ApiError(409, "conflict", refused, {"operation_id": operation_id})
     return operation_reply(engine.view(engine.retry(operation_id)))

@@ -27,7 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app import context
 from app.errors import ApiError
 from app.readmodels import features as features_model
-from app.readmodels import lifecycle
+from app.readmodels import leftovers, lifecycle
 from cloud import aws, eks, features, hyperpod, kube, kubernetes_versions
 from tasks import registry
 
@@ -122,19 +122,43 @@ def last_create(name: str) -> dict[str, Any] | None:
 # the list ------------------------------------------------------------------------------------
 
 def summary(name: str, region: str, found: dict[str, Any] | None,
-            imported: bool) -> dict[str, Any]:
-    """A cluster as the list shows it (ClusterSummarySchema)."""
+            imported: bool, life: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
+    """A cluster as the list shows it (some of ClusterSchema): EKS as AWS says now, each
+    stage and the whole cluster's state as its operations say (Redis only)."""
+    stages, now = progress(list(life), imported)
     return {"name": name, "region": region, "imported": imported,
             "eks": {"status": found.get("status"), "version": found.get("version"),
-                    "arn": found.get("arn")} if found else None}
+                    "arn": found.get("arn")} if found else None,
+            "stages": stages, "state": now}
+
+
+def progress(life: list[dict[str, Any]], imported: bool
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(stages, state) of a cluster from its current life."""
+    if imported:
+        return [], {"status": lifecycle.IMPORTED, "operation_id": None, "stage": None,
+                    "error": None, "summary": "imported read-only: hypd made none of it"}
+    stages = lifecycle.stage_view(life)
+    return stages, lifecycle.state(life, stages)
 
 
 def listing() -> list[dict[str, Any]]:
-    """The clusters hypd made in the panel's region (by their EKS tags), then imported ones."""
+    """The clusters hypd made in the panel's region (by their EKS tags), the clusters whose
+    life has no EKS cluster (a create that stopped before EKS existed, or was cancelled or
+    failed after its EKS cluster was deleted), then imported ones."""
     region = context.settings().region
-    items = [summary(found["name"], region, found, imported=False)
+    conn = context.redis_conn()
+    lives = lifecycle.lives()
+    items = [summary(found["name"], region, found, False, lives.get(found["name"], ()))
              for found in eks.managed_clusters(aws.client("eks", region=region))]
-    for record in registry.imported(context.redis_conn()):
+    listed = {item["name"] for item in items}
+    for name, life in sorted(lives.items()):
+        if name in listed or registry.get(conn, name) is not None:
+            continue
+        where = lifecycle.region(life) or region
+        if eks.describe(aws.client("eks", region=where), name) is None:  # `find`'s rule 3
+            items.append(summary(name, where, None, False, life))
+    for record in registry.imported(conn):
         found = eks.describe(aws.client("eks", region=record["region"]), record["name"])
         items.append(summary(record["name"], record["region"], found, imported=True))
     return items
@@ -147,13 +171,19 @@ def detail(ref: ClusterRef) -> dict[str, Any]:
     now, the stages as its operations say, nodes by health as its Kubernetes says."""
     found = ref.eks
     described = hyperpod.describe(aws.client("sagemaker", region=ref.region), ref.hyperpod_name)
+    life = list(ref.life)
+    stages, now = progress(life, ref.imported)
     return {
         "name": ref.name, "region": ref.region, "imported": ref.imported,
         "eks": {"status": found.get("status"), "version": found.get("version"),
                 "support": kubernetes_versions.support_of(found.get("version")),
                 "endpoint": found.get("endpoint"), "arn": found.get("arn")} if found else None,
         "hyperpod": {k: described[k] for k in HYPERPOD_FIELDS} if described else None,
-        "stages": [] if ref.imported else lifecycle.stage_view(list(ref.life)),
+        "stages": stages,
+        "state": now,
+        "left_in_aws": leftovers.read(ref.name, ref.region, life, found, described)
+        if now["status"] in lifecycle.UNFINISHED else None,
+        "next_actions": lifecycle.next_actions(ref.name, life, now),
         "instance_groups": described["instance_groups"] if described else [],
         "nodes": {**(described["node_counts"] if described else {"total": 0, "by_status": {}}),
                   "by_health": node_health(ref.name, ref.region, found)},

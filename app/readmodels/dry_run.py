@@ -63,16 +63,22 @@ def plan(body: dict[str, Any], zones: list[str]) -> list[dict[str, Any]]:
 def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
     """The hourly estimate: the first instance group, the EKS control plane (and its extended
     support when the version is in it), and a NAT gateway for a new network."""
-    price_list = pricing.PriceList(pricing.client(context.settings()))
-
-    def quote(product: pricing.Product) -> pricing.Quote:
-        return cached(product.cache_key, PRICE_CACHE_S, lambda: price_list.quote(product))
-
-    return pricing.estimate({
+    return priced({
         "region": region,
         "instance_groups": [{"instance_type": body["instance_type"],
                              "count": body["instance_count"],
                              "capacity_type": body.get("capacity_type") or "on-demand"}],
         "nat_gateways": 0 if body.get("existing_vpc") else 1,
         "kubernetes_version": body.get("kubernetes_version"),
-    }, quote)
+    })
+
+
+def priced(plan: dict[str, Any]) -> dict[str, Any]:
+    """`cloud.pricing.estimate` of a plan (its shape is that module's), each price through
+    the read cache: the one way a plan and what a cluster left behind are priced."""
+    price_list = pricing.PriceList(pricing.client(context.settings()))
+
+    def quote(product: pricing.Product) -> pricing.Quote:
+        return cached(product.cache_key, PRICE_CACHE_S, lambda: price_list.quote(product))
+
+    return pricing.estimate(plan, quote)

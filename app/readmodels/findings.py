@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from app.readmodels import lifecycle
+from app.readmodels.calls import call
 from cloud import failure_patterns
 from cloud.nodes import HEALTH_LABEL
 from schemas.diagnostics import STEPS
@@ -24,17 +25,6 @@ UNSCHEDULABLE = "Unschedulable"
 EVIDENCE_SHOWN = 5
 """Log lines or events cited per finding (the count of the rest is said)."""
 HARDNESS = ("none", "reboot", "replace")
-
-TOOL_CALLS: dict[str, tuple[str, str]] = {
-    "get_operation": ("GET", "/api/v1/operations/{operation_id}"),
-    "get_cluster": ("GET", "/api/v1/clusters/{name}"),
-    "get_node": ("GET", "/api/v1/clusters/{cluster}/nodes/{node_id}"),
-    "reboot_nodes": ("POST", "/api/v1/clusters/{cluster}/nodes/reboot"),
-    "replace_nodes": ("POST", "/api/v1/clusters/{cluster}/nodes/replace"),
-    "run_cluster_stage": ("POST", "/api/v1/clusters/{name}/stages/{stage}/run"),
-}
-"""The tools a suggestion names and the REST route each calls (a test holds this equal to
-the MCP tool table)."""
 
 
 def node_suspect(node: dict[str, Any]) -> bool:
@@ -84,8 +74,39 @@ def _failed_stages(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+STOPPED = {
+    lifecycle.CREATE_CANCELLED: ("create_cancelled", "The create was cancelled"),
+    lifecycle.STAGE_CANCELLED: ("create_cancelled", "The stage re-run was cancelled"),
+    lifecycle.INCOMPLETE: ("create_incomplete", "The create never finished"),
+    lifecycle.DELETE_FAILED: ("delete_stopped", "The delete failed"),
+    lifecycle.DELETE_CANCELLED: ("delete_stopped", "The delete was cancelled"),
+}
+"""States a failed stage does not already say (lifecycle.state): the cluster is not whole,
+and what was made stays in AWS, billed, until it is resumed or deleted."""
+
+
+def _stopped(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A create, re-run or delete that stopped short without a failed stage of its own to
+    show for it: never healthy. Its evidence names the operation a resume retries."""
+    now = lifecycle.state(life, lifecycle.stage_view(life))
+    if now["status"] not in STOPPED:
+        return []
+    code, title = STOPPED[now["status"]]
+    op = lifecycle.resumable(life) or {"id": now["operation_id"], "status": now["status"]}
+    evidence = [_evidence("operation", f"{op['id']} {op['status']}", now["summary"])]
+    deleting = code == "delete_stopped"
+    message = (f"{now['summary'][0].upper()}{now['summary'][1:]}. What it made stays in AWS, "
+               "and what of it is billed by the hour keeps costing: get_cluster lists it with "
+               "its hourly cost. "
+               + ("Resume the delete to finish it." if deleting else
+                  "Resume it (it carries on from where it stopped) or delete what was made."))
+    return [_finding(code, "error" if deleting else "warning",
+                     f"{title}" + (f" at stage {now['stage']}" if now["stage"] else ""),
+                     message, evidence, "retry", stage=now["stage"])]
+
+
 def _creation(found: Any) -> list[dict[str, Any]]:
-    out = _failed_stages(found.life)
+    out = _failed_stages(found.life) + _stopped(found.life)
     described = found.hyperpod or {}
     errors = [e for e in described.get("events") or () if (e.get("level") or "") == "Error"]
     if described.get("status") == "Failed" or (errors and not out):
@@ -222,12 +243,24 @@ def _nccl(found: Any) -> list[dict[str, Any]]:
 def _call(step: str, title: str, why: str, tool: str, args: dict[str, Any],
           body: dict[str, Any] | None = None, kubectl: list[str] | None = None
           ) -> dict[str, Any]:
-    method, template = TOOL_CALLS[tool]
-    path = template.format(**args)
-    return {"step": step, "title": title, "why": why, "tool": tool,
-            "args": {**args, **(body or {})},
-            "rest": {"method": method, "path": path, "body": body},
-            "mutating": method != "GET", "kubectl": kubectl}
+    return {"step": step, "title": title, "why": why, **call(tool, args, body),
+            "kubectl": kubectl}
+
+
+def _ways_on(cluster: str, finding: dict[str, Any]) -> list[dict[str, Any]]:
+    """Read what is left and its cost, then resume (retry the operation that stopped) or
+    delete what was made — the cluster read's own next actions."""
+    op_id = finding["evidence"][0]["ref"].split()[0]
+    out = [_call("investigate", f"Read cluster {cluster}: what is left in AWS and its hourly "
+                 "cost", finding["title"], "get_cluster", {"name": cluster}),
+           _call("retry", f"Resume operation {op_id}", "it carries on from the step it "
+                 "stopped at; confirm with the user", "retry_operation",
+                 {"operation_id": op_id})]
+    if finding["code"] != "delete_stopped":
+        out.append(_call("delete", f"Delete what cluster {cluster}'s create made",
+                         "the other way on; confirm with the user", "delete_cluster",
+                         {"name": cluster}))
+    return out
 
 
 def _hardest(remedies: Iterable[str]) -> str:
@@ -282,12 +315,15 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
             out.append(_call("retry", f"Re-run stage {finding['stage']}",
                              "once the cause it names is fixed", "run_cluster_stage",
                              {"name": cluster, "stage": finding["stage"]}))
+        if finding["code"] in ("create_cancelled", "create_incomplete", "delete_stopped"):
+            out += _ways_on(cluster, finding)
     return sorted(out, key=lambda s: STEPS.index(s["step"]))
 
 
 RULES = {"creation": _creation, "node-health": _node_findings, "nccl": _nccl}
 NOTHING = {
-    "creation": "no failed stage, HyperPod reports no failure and no node is in Failure",
+    "creation": "no failed, cancelled or unfinished stage, HyperPod reports no failure and "
+                "no node is in Failure",
     "node-health": "every node is Schedulable and Ready, none in Failure",
     "nccl": "no NCCL, EFA, Xid or out-of-memory error in the pods' logs, events or states",
 }

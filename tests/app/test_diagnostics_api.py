@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from app.readmodels.findings import TOOL_CALLS
+from app.readmodels.calls import TOOL_CALLS
 from mcp_server.server import build_server
 from mcp_server.tools import TOOLS_BY_NAME
 from schemas.diagnostics import DiagnosisSchema

@@ -88,7 +88,33 @@ def test_summary_and_the_list_shape(app_ctx, monkeypatch, redis_db):
     monkeypatch.setattr(readmodel.eks, "describe", lambda client, name: None)
     monkeypatch.setattr(readmodel.aws, "client", lambda service, region=None: object())
     registry.remember(redis_db, "outside", "eu-west-1", None, "operator")
-    assert readmodel.listing() == [
+    listed = readmodel.listing()
+    assert [{k: item[k] for k in ("name", "region", "imported", "eks")} for item in listed] == [
         {"name": "lab", "region": "us-west-2", "imported": False,
          "eks": {"status": "ACTIVE", "version": "1.33", "arn": "arn:lab"}},
         {"name": "outside", "region": "eu-west-1", "imported": True, "eks": None}]
+    # no operation kept for lab (its records are gone): its state says so, never "created"
+    assert [item["state"]["status"] for item in listed] == ["unknown", "imported"]
+    assert [s["status"] for s in listed[0]["stages"]] == ["not_run"] * 6
+    assert listed[1]["stages"] == []
+
+
+def test_the_list_shows_a_create_that_stopped_before_eks(app_ctx, monkeypatch, store):
+    """A create cancelled (or failed) before its EKS cluster existed is a cluster: listed,
+    with its stages and its state; one whose delete succeeded is not."""
+    monkeypatch.setattr(readmodel.eks, "managed_clusters", lambda client: [])
+    monkeypatch.setattr(readmodel.eks, "describe", lambda client, name: None)
+    monkeypatch.setattr(readmodel.aws, "client", lambda service, region=None: object())
+    store.add("cluster.create", "early", status="cancelled", steps=[
+        {"name": "vpc", "stage": "network", "phase": "succeeded", "detail": None},
+        {"name": "subnets", "stage": "network", "phase": "applied", "detail": None},
+        {"name": "eks_cluster", "stage": "eks", "phase": "skipped", "detail": None}])
+    store.add("cluster.create", "gone")
+    store.add("cluster.delete", "gone")
+    listed = readmodel.listing()
+    assert [item["name"] for item in listed] == ["early"]
+    assert listed[0]["state"]["status"] == "create_cancelled"
+    assert listed[0]["state"]["summary"].startswith("create cancelled at stage network")
+    assert {s["name"]: s["status"] for s in listed[0]["stages"]} == {
+        "network": "cancelled", "eks": "skipped", "activate": "not_run",
+        "dependencies": "not_run", "hyperpod": "not_run", "storage": "not_run"}

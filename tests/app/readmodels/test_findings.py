@@ -107,3 +107,51 @@ def test_node_health_reads_the_pattern_table_in_a_nodes_events():
     assert xid["evidence"] == [{"source": "hyperpod_event", "ref": "ev-1",
                                 "text": event["description"], "at": event["at"]}]
     assert _actions(out) == [("get_node", "i-07"), ("replace_nodes", ["i-07"])]
+
+
+def _op(kind: str, status: str, *phases: tuple[str, str, str]) -> dict[str, Any]:
+    return {"id": f"op_{kind}_{status}", "kind": kind, "status": status, "target": "cluster/lab",
+            "params": {"name": "lab"}, "error": None,
+            "steps": [{"name": n, "stage": s, "phase": p, "detail": None, "resources": {}}
+                      for n, s, p in phases]}
+
+
+def _creation(life: list[dict[str, Any]]) -> dict[str, Any]:
+    found = Gathered("lab", life, hyperpod=None, nodes=[])
+    out = diagnosis(found, "creation")
+    assert DiagnosisSchema().validate({"cluster": "lab", "kind": "creation", "as_of": "now",
+                                       "sources": [], **out}) == {}
+    return out
+
+
+def test_a_cancelled_create_is_never_healthy_and_points_at_both_ways_on():
+    create = _op("cluster.create", "cancelled", ("vpc", "network", "succeeded"),
+                 ("eks_cluster", "eks", "applied"), ("activate", "activate", "skipped"))
+    out = _creation([create])
+    assert out["healthy"] is False
+    (finding,) = out["findings"]
+    assert (finding["code"], finding["stage"], finding["severity"]) == (
+        "create_cancelled", "eks", "warning")
+    assert finding["title"] == "The create was cancelled at stage eks"
+    assert "stays in AWS" in finding["message"]
+    assert [(s["step"], s["tool"], s["args"]) for s in out["suggestions"]] == [
+        ("investigate", "get_operation", {"operation_id": create["id"]}),
+        ("investigate", "get_cluster", {"name": "lab"}),
+        ("retry", "retry_operation", {"operation_id": create["id"]}),
+        ("delete", "delete_cluster", {"name": "lab"})]
+
+
+def test_a_create_left_unfinished_by_a_rerun_or_a_stopped_delete_is_not_healthy():
+    create = _op("cluster.create", "failed", ("vpc", "network", "succeeded"),
+                 ("eks_cluster", "eks", "failed"), ("activate", "activate", "pending"))
+    rerun = _op("cluster.stage", "succeeded", ("eks_cluster", "eks", "succeeded"))
+    out = _creation([rerun, create])
+    assert [f["code"] for f in out["findings"]] == ["create_incomplete"]
+    assert out["findings"][0]["stage"] == "activate"
+    delete = _op("cluster.delete", "failed", ("hyperpod_cluster", "hyperpod", "failed"))
+    out = _creation([delete, create])
+    codes = [f["code"] for f in out["findings"]]
+    assert "delete_stopped" in codes and out["healthy"] is False
+    assert ("retry_operation", {"operation_id": delete["id"]}) in [
+        (s["tool"], s["args"]) for s in out["suggestions"]]
+    assert "delete_cluster" not in [s["tool"] for s in out["suggestions"]]
