@@ -3,10 +3,10 @@
 A cluster's read asks this about what its create recorded making (tasks/clusters.py
 `MADE_BY_STEP`), so that after a cancelled or failed create it can say what is left in AWS
 and what of it is billed. EC2 is asked once per type with a filter on the ids (a filter
-answers what exists; asking by id fails the whole call when one is gone), and the answer is
-checked against the ids on our side (an emulator may ignore a filter); other services once
-per resource. A type that cannot be read now is reported as unknown with the reason, never
-as gone.
+answers what exists; asking by id fails the whole call when one is gone), the answer checked
+against the ids on our side; VPC endpoints (not every EC2 answers their id filter) and the
+other services once per resource. A type that cannot be read now is reported as unknown with
+the reason, never as gone.
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ def _each(read: Callable[[Clients, str], str | None]) -> Callable[[Clients, list
     return check
 
 
+def _endpoint(client: Clients, endpoint_id: str) -> str | None:
+    found = client("ec2").describe_vpc_endpoints(
+        VpcEndpointIds=[endpoint_id]).get("VpcEndpoints") or []
+    return str(found[0].get("State")).lower() if found else None
+
+
 def _role(client: Clients, name: str) -> str:
     client("iam").get_role(RoleName=name)
     return "exists"
@@ -108,8 +114,7 @@ CHECKS: dict[str, Callable[[Clients, list[str]], Found]] = {
                       lambda i: "exists"),
     SECURITY_GROUP: _ec2("describe_security_groups", "SecurityGroups", "GroupId", "group-id",
                          lambda i: "exists"),
-    VPC_ENDPOINT: _ec2("describe_vpc_endpoints", "VpcEndpoints", "VpcEndpointId",
-                       "vpc-endpoint-id", lambda i: str(i.get("State")).lower()),
+    VPC_ENDPOINT: _each(_endpoint),
     IAM_ROLE: _each(_role),
     OIDC_PROVIDER: _each(_oidc),
     S3_BUCKET: _each(_bucket),
