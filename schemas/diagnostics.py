@@ -58,8 +58,8 @@ class EvidenceSchema(Schema):
 
 class FindingSchema(Schema):
     code = fields.String(required=True, metadata={
-        "description": "stable: stage_failed, create_cancelled, create_incomplete, "
-                       "delete_stopped, cluster_failed, node_failed, node_unhealthy, "
+        "description": "stable: stage_failed, cancelled_create, unfinished_create, "
+                       "stopped_delete, cluster_failed, node_failed, node_unhealthy, "
                        "node_not_ready, or a failure pattern's id (nccl-timeout, efa-error, "
                        "xid-fatal, xid-error, nccl-error, oom)"})
     severity = fields.String(required=True, validate=validate.OneOf(SEVERITIES))

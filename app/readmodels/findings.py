@@ -75,11 +75,11 @@ def _failed_stages(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 STOPPED = {
-    lifecycle.CREATE_CANCELLED: ("create_cancelled", "The create was cancelled"),
-    lifecycle.STAGE_CANCELLED: ("create_cancelled", "The stage re-run was cancelled"),
-    lifecycle.INCOMPLETE: ("create_incomplete", "The create never finished"),
-    lifecycle.DELETE_FAILED: ("delete_stopped", "The delete failed"),
-    lifecycle.DELETE_CANCELLED: ("delete_stopped", "The delete was cancelled"),
+    lifecycle.CREATE_CANCELLED: ("cancelled_create", "The create was cancelled"),
+    lifecycle.STAGE_CANCELLED: ("cancelled_create", "The stage re-run was cancelled"),
+    lifecycle.INCOMPLETE: ("unfinished_create", "The create never finished"),
+    lifecycle.DELETE_FAILED: ("stopped_delete", "The delete failed"),
+    lifecycle.DELETE_CANCELLED: ("stopped_delete", "The delete was cancelled"),
 }
 """States a failed stage does not already say (lifecycle.state): the cluster is not whole,
 and what was made stays in AWS, billed, until it is resumed or deleted."""
@@ -94,7 +94,7 @@ def _stopped(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
     code, title = STOPPED[now["status"]]
     op = lifecycle.resumable(life) or {"id": now["operation_id"], "status": now["status"]}
     evidence = [_evidence("operation", f"{op['id']} {op['status']}", now["summary"])]
-    deleting = code == "delete_stopped"
+    deleting = code == "stopped_delete"
     message = (f"{now['summary'][0].upper()}{now['summary'][1:]}. What it made stays in AWS, "
                "and what of it is billed by the hour keeps costing: get_cluster lists it with "
                "its hourly cost. "
@@ -256,7 +256,7 @@ def _ways_on(cluster: str, finding: dict[str, Any]) -> list[dict[str, Any]]:
            _call("retry", f"Resume operation {op_id}", "it carries on from the step it "
                  "stopped at; confirm with the user", "retry_operation",
                  {"operation_id": op_id})]
-    if finding["code"] != "delete_stopped":
+    if finding["code"] != "stopped_delete":
         out.append(_call("delete", f"Delete what cluster {cluster}'s create made",
                          "the other way on; confirm with the user", "delete_cluster",
                          {"name": cluster}))
@@ -315,7 +315,7 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
             out.append(_call("retry", f"Re-run stage {finding['stage']}",
                              "once the cause it names is fixed", "run_cluster_stage",
                              {"name": cluster, "stage": finding["stage"]}))
-        if finding["code"] in ("create_cancelled", "create_incomplete", "delete_stopped"):
+        if finding["code"] in ("cancelled_create", "unfinished_create", "stopped_delete"):
             out += _ways_on(cluster, finding)
     return sorted(out, key=lambda s: STEPS.index(s["step"]))
 

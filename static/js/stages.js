@@ -30,19 +30,26 @@ export function stageBlurb(stage) {
 }
 
 /**
- * A stage's status from its steps' phases and its operation's status:
- * succeeded | failed | running | pending | cancelled | skipped.
+ * A stage's status from its steps' phases and its operation's status (the API's rule,
+ * app/readmodels/lifecycle.py): succeeded only when every step succeeded — a skipped step
+ * is never counted as done — failed | skipped | cancelled | running | pending.
  */
 export function stageStatus(steps, opStatus) {
   const phases = new Set((steps || []).map((s) => s.phase || 'pending'));
   if (!phases.size) return 'pending';
+  const only = (p) => [...phases].every((x) => x === p);
   if (phases.has('failed')) return 'failed';
-  if ([...phases].every((p) => p === 'skipped')) return 'skipped';
-  if ([...phases].every((p) => p === 'succeeded' || p === 'skipped')) return 'succeeded';
+  if (only('succeeded')) return 'succeeded';
+  if (only('skipped')) return 'skipped';
   if (opStatus === 'cancelled') return 'cancelled';
   if (phases.has('applying') || phases.has('applied')) return 'running';
   if (phases.has('succeeded') && (opStatus === 'running' || opStatus === 'queued')) return 'running';
   return 'pending';
+}
+
+/** The mark in front of a stage: ✓ only for a stage that succeeded. */
+export function stageMark(status, index) {
+  return { succeeded: '✓', failed: '!', cancelled: '×', skipped: '–' }[status] || String(index + 1);
 }
 
 /** Group steps (in order) by their `stage`; null when no step carries one. */

@@ -273,7 +273,7 @@ def test_the_creation_diagnosis_says_cancelled(stack, cancelled):
     with stack.client("viewer") as c:
         diagnosis = c.get(f"/api/v1/clusters/{cancelled.name}/diagnostics/creation").json()
     assert diagnosis["healthy"] is False
-    finding = next(f for f in diagnosis["findings"] if f["code"] == "create_cancelled")
+    finding = next(f for f in diagnosis["findings"] if f["code"] == "cancelled_create")
     assert finding["evidence"][0]["ref"].startswith(cancelled.op["id"])
     assert [(s["step"], s["tool"]) for s in diagnosis["suggestions"]][-3:] == [
         ("investigate", "get_cluster"), ("retry", "retry_operation"),

@@ -1,4 +1,6 @@
-// #/clusters/<name> — one cluster: EKS and HyperPod state, each stage with a Re-run button,
+// #/clusters/<name> — one cluster: EKS and HyperPod state, its state in words (a cancelled or
+// failed create says so), each stage with an honest mark and a Re-run button, after a stopped
+// create what is left in AWS with its hourly cost and the two ways on (Resume, Delete),
 // instance groups, nodes by health (both linking to the capacity page, where they change),
 // the Advanced features panel, Diagnostics (read-only, on request), recent HyperPod events, kubeconfig download.
 
@@ -7,7 +9,8 @@ import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible,
 } from '../ui.js';
 import { TERMINAL } from '../feed.js';
-import { stageTitle, stageBlurb } from '../stages.js';
+import { stageTitle, stageBlurb, stageMark } from '../stages.js';
+import { mountLeftovers } from './cluster_left.js';
 import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
 import { capacityHref } from '../capacity/links.js';
@@ -29,6 +32,7 @@ export function mount(root, ctx) {
 
   const head = h('div', { class: 'page-head-block' });
   const activity = h('div', { testid: 'cluster-activity-banner' });
+  const leftBox = h('div', { testid: 'cluster-left-box' });
   const stagesBox = h('ol', { class: 'stage-list', testid: 'cluster-stages' });
   const groupsBody = h('tbody', { testid: 'cluster-groups-body' });
   const eventsList = h('ul', { class: 'events hp-events', testid: 'cluster-events' });
@@ -44,6 +48,7 @@ export function mount(root, ctx) {
   const layout = h('div', null,
     head,
     activity,
+    leftBox,
     h('div', { class: 'grid-detail' },
       h('div', null,
         h('div', { class: 'card', testid: 'cluster-stages-card' },
@@ -88,6 +93,7 @@ export function mount(root, ctx) {
           linksBox))));
 
   const features = mountFeatures(featuresBox, ctx, name);
+  const leftovers = mountLeftovers(leftBox, ctx, { onDeleted: () => load() });
   mountDiagnostics(diagnosticsBox, ctx, name);
 
   // ---------- load ----------
@@ -134,6 +140,7 @@ export function mount(root, ctx) {
     const c = state.c;
     renderHead(c);
     renderActivity();
+    leftovers.render(c, running());
     renderStages(c);
     renderGroups(c);
     renderNodes(c);
@@ -185,7 +192,8 @@ export function mount(root, ctx) {
         h('span', null, 'region ', h('b', { class: 'id', testid: 'cluster-region' }, c.region || '—')),
         h('span', null, 'EKS ', c.eks ? badge(c.eks.status, { testid: 'cluster-eks-status' }) : h('b', { testid: 'cluster-eks-status' }, 'none')),
         h('span', null, 'HyperPod ', c.hyperpod ? badge(c.hyperpod.status, { testid: 'cluster-hp-status' }) : h('b', { testid: 'cluster-hp-status' }, 'none')),
-        h('span', null, 'nodes ', h('b', { testid: 'cluster-nodes-total' }, String((c.nodes && c.nodes.total) || 0)))),
+        h('span', null, 'nodes ', h('b', { testid: 'cluster-nodes-total' }, String((c.nodes && c.nodes.total) || 0))),
+        c.state ? h('span', { title: c.state.summary || '' }, 'state ', badge(c.state.status.replace(/_/g, ' '), { testid: 'cluster-state-status', dataset: { status: c.state.status } })) : null),
       c.hyperpod && c.hyperpod.failure_message
         ? h('div', { class: 'banner', role: 'alert', testid: 'cluster-failure' },
           h('div', null, h('b', null, 'HyperPod reports a failure'), h('div', { class: 'msg' }, c.hyperpod.failure_message)))
@@ -213,7 +221,8 @@ export function mount(root, ctx) {
     }
     const stages = (c.stages && c.stages.length ? c.stages : rules.stages.map((s) => ({ name: s, status: 'not_run', steps: [] })));
     const done = stages.filter((s) => s.status === 'succeeded').length;
-    stagesNote.textContent = `${done} of ${stages.length} succeeded`;
+    const skipped = stages.filter((s) => s.status === 'skipped').length;
+    stagesNote.textContent = `${done} of ${stages.length} succeeded${skipped ? ` · ${skipped} skipped` : ''}`;
     const busy = running();
     stages.forEach((s, i) => stagesBox.appendChild(stageRow(s, i, busy)));
   }
@@ -222,6 +231,7 @@ export function mount(root, ctx) {
     const steps = s.steps || [];
     const ok = steps.filter((x) => x.phase === 'succeeded').length;
     const failedStep = steps.find((x) => x.phase === 'failed');
+    const error = s.error || (failedStep && failedStep.detail ? { step: failedStep.name, message: failedStep.detail } : null);
     const rerunBusy = state.rerunning === s.name;
     const btn = guard(h('button', {
       type: 'button', class: s.status === 'failed' ? 'btn btn-sm btn-primary' : 'btn btn-sm', testid: `stage-rerun-${s.name}`,
@@ -230,7 +240,7 @@ export function mount(root, ctx) {
     }, rerunBusy ? 'Starting…' : 'Re-run'));
     btn.addEventListener('click', () => rerun(s.name));
     return h('li', { class: 'stage-row', testid: `stage-${s.name}`, dataset: { stage: s.name, status: s.status } },
-      h('span', { class: 'idx' }, s.status === 'succeeded' ? '✓' : s.status === 'failed' ? '!' : String(i + 1)),
+      h('span', { class: 'idx', testid: `stage-mark-${s.name}` }, stageMark(s.status, i)),
       h('div', { class: 'stage-main' },
         h('div', { class: 'stage-title' }, stageTitle(s.name), h('span', { class: 'name' }, s.name)),
         h('div', { class: 'stage-blurb' }, stageBlurb(s.name)),
@@ -239,7 +249,8 @@ export function mount(root, ctx) {
             steps.map((x) => h('span', { class: 'dot', dataset: { phase: x.phase }, title: `${x.name}: ${x.phase}` })),
             h('span', { class: 'faint' }, ` ${ok}/${steps.length} steps`))
           : null,
-        failedStep && failedStep.detail ? h('div', { class: 'stage-error', testid: `stage-error-${s.name}` }, `${failedStep.name}: ${failedStep.detail}`) : null),
+        error ? h('div', { class: 'stage-error', testid: `stage-error-${s.name}` }, `${error.step}: ${error.message}`) : null,
+        s.status === 'skipped' ? h('div', { class: 'faint stage-skip' }, 'skipped: a cancel came before it; nothing of it ran') : null),
       h('div', { class: 'stage-side' },
         s.operation_id
           ? h('a', { href: `#/operations/${encodeURIComponent(s.operation_id)}`, class: 'id faint', testid: `stage-op-${s.name}`, title: 'The operation that last ran this stage' }, shortId(s.operation_id))

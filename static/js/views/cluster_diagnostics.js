@@ -13,7 +13,7 @@ const KINDS = [
   ['node-health', 'Node health', 'Nodes in Failure, marked for reboot or replacement by HyperPod\'s health label, or not Ready.'],
   ['nccl', 'NCCL / EFA / GPU', 'Pods\' last log lines, warning events and states: NCCL timeouts, EFA and Xid errors, out of memory.'],
 ];
-const STEP_TEXT = { investigate: '1 · investigate', reboot: '2 · reboot', replace: '3 · replace', retry: 'retry' };
+const STEP_TEXT = { investigate: '1 · investigate', reboot: '2 · reboot', replace: '3 · replace', retry: 'retry', delete: 'or delete' };
 
 export function mountDiagnostics(box, ctx, name) {
   const base = `/api/v1/clusters/${encodeURIComponent(name)}/diagnostics/`;

@@ -5,7 +5,7 @@
 
 import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
-  h, fill, badge, toastError, guard, roleHint, regionSelect, spinner, section, timeEl,
+  h, fill, badge, toastError, guard, roleHint, regionSelect, spinner, section,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 import { stageTitle, clusterHref } from '../stages.js';
@@ -14,17 +14,10 @@ import {
   fillTypeSelect, fillTypeInfo, updateEfaBox, totalText,
 } from '../capacity_fields.js';
 import { preflightCard } from '../preflight.js';
+import { costBody, costSource } from '../cost.js';
 
 const FIELDS = ['name', 'region', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
   'training_plan_arn', 'efa_mode', 'deep_health_checks', 'vpc_id', 'subnet_ids'];
-// An item without a list price says why: spot prices move, a training plan is prepaid,
-// and a price the Price List could not give is unknown — never a guessed figure.
-const NO_FIGURE = {
-  spot: { label: 'spot price', title: 'Spot capacity is billed at the current spot price, which moves' },
-  'training-plan': { label: 'prepaid', title: 'Paid up front when the training plan was bought' },
-  unknown: { label: 'price unknown', title: 'The AWS Price List could not give this price' },
-};
-const HOURS_PER_MONTH = 730;
 
 export function mount(root, ctx) {
   const q = ctx.query;
@@ -405,39 +398,10 @@ export function mount(root, ctx) {
 
   function costCard(cost) {
     const total = Number(cost.hourly_usd || 0);
-    const cur = cost.currency || 'USD';
     return h('div', { class: 'card', testid: 'plan-cost', dataset: { hourly: String(total), complete: cost.complete ? '1' : '' } },
       h('div', { class: 'card-head' }, h('h2', null, 'Cost'), badge('estimate', { class: 'plain tone-amber', title: 'AWS on-demand list prices; not a bill' }),
-        h('span', { class: 'spacer' }), costSource(cost)),
-      h('div', { class: 'card-body' },
-        h('div', { class: 'cost-total' },
-          h('span', { class: 'big', testid: 'plan-cost-total' }, money(total, cur)),
-          h('span', { class: 'muted' }, ' per hour'),
-          !cost.complete ? h('span', { class: 'cost-partial', title: 'Items without a figure (spot, prepaid, or a price that could not be read) are not in the total' }, ' + items without a figure') : null),
-        h('div', { class: 'muted cost-month' }, `≈ ${money(total * HOURS_PER_MONTH, cur, 0)} per month if it runs all ${HOURS_PER_MONTH} hours`),
-        h('table', { class: 'mini cost-items', testid: 'plan-cost-items' },
-          h('tbody', null, (cost.items || []).map((it) => costRow(it, cur)))),
-        h('p', { class: 'cost-note', testid: 'plan-cost-note' }, cost.note || 'An estimate, not a bill.')));
-  }
-
-  // Where the figures came from and when hypd read them (each is kept a day).
-  function costSource(cost) {
-    const from = cost.source === 'aws-price-list' ? 'AWS Price List' : (cost.source || 'no source');
-    return h('span', { class: 'sub', testid: 'plan-cost-source', dataset: { source: cost.source || '', fetchedAt: cost.fetched_at || '' } },
-      cost.fetched_at ? [`${from} · read `, timeEl(cost.fetched_at)] : `${from} · no price could be read`);
-  }
-
-  function costRow(it, cur) {
-    const none = NO_FIGURE[it.basis];
-    const src = it.source;
-    return h('tr', { testid: `plan-cost-item-${it.kind}`, dataset: { kind: it.kind || '', basis: it.basis || '' } },
-      h('td', null, it.name,
-        it.note ? h('div', { class: 'faint note' }, it.note) : null,
-        src ? h('div', { class: 'faint note', testid: `plan-cost-sku-${it.kind}`, title: src.description || '' },
-          `${src.usage_type || src.service_code} · SKU ${src.sku}${src.effective_date ? ` · since ${src.effective_date.slice(0, 10)}` : ''}`) : null),
-      h('td', { class: 'num faint' }, it.unit_usd != null ? `${it.quantity} × ${money(it.unit_usd, cur)}` : `${it.quantity} ×`),
-      h('td', { class: 'num' }, it.hourly_usd != null ? money(it.hourly_usd, cur)
-        : badge(none ? none.label : 'no figure', { class: `plain ${it.basis === 'unknown' ? 'tone-red' : 'tone-amber'}`, title: none ? none.title : '', testid: `plan-cost-none-${it.kind}` })));
+        h('span', { class: 'spacer' }), costSource(cost, 'plan-cost')),
+      h('div', { class: 'card-body' }, costBody(cost, 'plan-cost')));
   }
 
   function stepsCard(steps) {
@@ -593,13 +557,3 @@ function detailChips(obj) {
   }));
 }
 
-function money(v, currency = 'USD', digits = null) {
-  const x = Number(v);
-  if (Number.isNaN(x)) return '—';
-  const d = digits !== null ? digits : x !== 0 && Math.abs(x) < 1 ? 3 : 2;
-  try {
-    return x.toLocaleString(undefined, { style: 'currency', currency, minimumFractionDigits: d, maximumFractionDigits: d });
-  } catch {
-    return `${x.toFixed(d)} ${currency}`;
-  }
-}

@@ -129,7 +129,10 @@ export function mount(root, ctx) {
       h('div', { class: 'cluster-name' },
         h('a', { href, class: 'id strong', testid: 'cluster-link' }, c.name),
         isActive ? h('span', { class: 'active-mark', testid: 'cluster-active', title: 'Your active cluster: tools and pages act on it by default' }, '★ active') : null,
-        c.imported ? badge('imported', { class: 'plain tone-violet', testid: 'cluster-imported', title: 'Imported read-only: deleting it in hypd never touches AWS' }) : null),
+        c.imported ? badge('imported', { class: 'plain tone-violet', testid: 'cluster-imported', title: 'Imported read-only: deleting it in hypd never touches AWS' }) : null,
+        c.state && !['created', 'imported', 'creating', 'deleting', 'rerunning'].includes(c.state.status)
+          ? badge(c.state.status.replace(/_/g, ' '), { class: 'plain tone-amber', testid: 'cluster-state', title: c.state.summary, dataset: { status: c.state.status } })
+          : null),
       h('span', { class: 'sub-id' }, c.region || '')),
     h('td', { class: 'nowrap' },
       eksStatus ? badge(eksStatus, { testid: 'cluster-eks-status' }) : h('span', { class: 'faint', testid: 'cluster-eks-status' }, 'not created yet'),

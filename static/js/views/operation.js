@@ -7,7 +7,7 @@ import {
 } from '../ui.js';
 import { OperationFeed, TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
-import { groupByStage, stageStatus, stageTitle, clusterHref } from '../stages.js';
+import { groupByStage, stageStatus, stageMark, stageTitle, clusterHref } from '../stages.js';
 import { batchSpan } from '../batches.js';
 import { capacityHref } from '../capacity/links.js';
 
@@ -25,6 +25,7 @@ export function mount(root, ctx) {
   const id = ctx.params[0];
   let op = null;
   let busy = false;
+  let confirmingCancel = false; // Cancel asks first, inline, like the other destructive buttons
   const seenEvents = new Set();
 
   const head = h('div', { class: 'page-head-block' });
@@ -62,11 +63,12 @@ export function mount(root, ctx) {
 
   function renderHead() {
     const status = op.status;
+    if (TERMINAL.has(status) || op.cancel_requested) confirmingCancel = false;
     const cancelBtn = guard(h('button', {
-      type: 'button', class: 'btn btn-danger', testid: 'op-cancel',
-      disabled: busy || TERMINAL.has(status) || !!op.cancel_requested,
-      title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary',
-      onclick: () => act('cancel'),
+      type: 'button', class: `btn btn-danger${confirmingCancel ? ' confirming' : ''}`, testid: 'op-cancel',
+      disabled: busy || TERMINAL.has(status) || !!op.cancel_requested || confirmingCancel,
+      title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary (asks first)',
+      onclick: () => { if (canMutate()) { confirmingCancel = true; renderHead(); } },
     }, op.cancel_requested && !TERMINAL.has(status) ? 'Cancelling…' : 'Cancel'));
     const retryBtn = guard(h('button', {
       type: 'button', class: 'btn btn-primary', testid: 'op-retry',
@@ -83,6 +85,7 @@ export function mount(root, ctx) {
         h('span', { class: 'spacer' }),
         cancelBtn, retryBtn),
       roleHint('cancelling or retrying', 'op-role-hint'),
+      confirmingCancel ? cancelConfirm() : null,
       h('div', { class: 'meta' },
         h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
         h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—'),
@@ -104,6 +107,23 @@ export function mount(root, ctx) {
             h('div', { class: 'msg', testid: 'op-error-message' }, err.message || 'No message.')))
         : null);
     body.replaceChildren(layout);
+  }
+
+  // What a cancel does, said before it is sent: the operation stops at its next step
+  // boundary, and what finished steps made stays (billed, where AWS bills it).
+  function cancelConfirm() {
+    const cluster = clusterOf(op) && (op.kind === 'cluster.create' || op.kind === 'cluster.stage');
+    return h('div', { class: 'banner info confirm', role: 'alertdialog', 'aria-label': 'Confirm cancel', testid: 'op-cancel-confirm' },
+      h('div', { class: 'msg' },
+        h('b', null, `Cancel ${op.kind}?`),
+        ' It stops at the next step boundary; the steps not started are skipped. What finished steps made stays in AWS, and what AWS bills by the hour keeps costing, until you resume it (Retry) or delete it.',
+        cluster ? ' The cluster page then shows what is left and its hourly cost.' : ''),
+      h('span', { class: 'spacer' }),
+      h('button', { type: 'button', class: 'btn', testid: 'op-cancel-no', onclick: () => { confirmingCancel = false; renderHead(); } }, 'Keep running'),
+      guard(h('button', {
+        type: 'button', class: 'btn btn-danger solid', testid: 'op-cancel-yes',
+        onclick: () => { confirmingCancel = false; act('cancel'); },
+      }, 'Cancel operation')));
   }
 
   // Step nodes persist across renders (keyed by name) so unchanged steps do not flicker; when
@@ -176,7 +196,7 @@ export function mount(root, ctx) {
     const st = stageStatus(g.steps, op.status);
     const done = g.steps.filter((s) => s.phase === 'succeeded').length;
     node.li.dataset.status = st;
-    node.idx.textContent = st === 'succeeded' ? '✓' : st === 'failed' ? '!' : String(gi + 1);
+    node.idx.textContent = stageMark(st, gi);
     node.count.textContent = `${done}/${g.steps.length}`;
     node.count.title = `${done} of ${g.steps.length} steps succeeded`;
     const starts = g.steps.map((s) => parseTime(s.started_at)).filter((t) => t !== null);

@@ -131,7 +131,7 @@ def test_a_cancelled_create_is_never_healthy_and_points_at_both_ways_on():
     assert out["healthy"] is False
     (finding,) = out["findings"]
     assert (finding["code"], finding["stage"], finding["severity"]) == (
-        "create_cancelled", "eks", "warning")
+        "cancelled_create", "eks", "warning")
     assert finding["title"] == "The create was cancelled at stage eks"
     assert "stays in AWS" in finding["message"]
     assert [(s["step"], s["tool"], s["args"]) for s in out["suggestions"]] == [
@@ -146,12 +146,12 @@ def test_a_create_left_unfinished_by_a_rerun_or_a_stopped_delete_is_not_healthy(
                  ("eks_cluster", "eks", "failed"), ("activate", "activate", "pending"))
     rerun = _op("cluster.stage", "succeeded", ("eks_cluster", "eks", "succeeded"))
     out = _creation([rerun, create])
-    assert [f["code"] for f in out["findings"]] == ["create_incomplete"]
+    assert [f["code"] for f in out["findings"]] == ["unfinished_create"]
     assert out["findings"][0]["stage"] == "activate"
     delete = _op("cluster.delete", "failed", ("hyperpod_cluster", "hyperpod", "failed"))
     out = _creation([delete, create])
     codes = [f["code"] for f in out["findings"]]
-    assert "delete_stopped" in codes and out["healthy"] is False
+    assert "stopped_delete" in codes and out["healthy"] is False
     assert ("retry_operation", {"operation_id": delete["id"]}) in [
         (s["tool"], s["args"]) for s in out["suggestions"]]
     assert "delete_cluster" not in [s["tool"] for s in out["suggestions"]]
