@@ -405,7 +405,10 @@ def wait_eks_gone(ctx: StepContext) -> float | None:
 
 @guarded
 def delete_identity(ctx: StepContext) -> dict[str, Any]:
-    issuer = (ctx.outputs.get("eks_cluster") or {}).get("oidc_issuer")
+    # the issuer as the EKS cluster reported it before it went — or, when an earlier delete
+    # took the cluster already, as the create recorded it (params `oidc_issuer`)
+    issuer = (ctx.outputs.get("eks_cluster") or {}).get("oidc_issuer") or ctx.params.get(
+        "oidc_issuer")
     oidc = eks.delete_oidc_provider(ctx.client("iam"), issuer, _name(ctx)) if issuer else False
     roles = iam.delete_cluster_roles(ctx.client("iam"), _name(ctx))
     # the inference operator's TLS bucket goes with its role (a feature turned off removes
@@ -527,14 +530,16 @@ def delete_steps(params: dict[str, Any]) -> tuple[Step, ...]:
 
 def delete_params(name: str, region: str, create: dict[str, Any] | None,
                   delete_data: bool) -> dict[str, Any]:
-    """A delete's params from the create's record: whether it made the network, or which
-    security group it made in an existing VPC."""
+    """A delete's params from the create's record: whether it made the network, which
+    security group it made in an existing VPC, and the OIDC issuer it registered (so that a
+    delete after one that already took the EKS cluster still finds its OIDC provider)."""
+    recorded = {s["name"]: s["resources"] for s in (create or {}).get("steps") or ()}
     existing = (create or {}).get("params", {}).get("existing_vpc")
-    made_group = next((s["resources"].get("made_security_group_id")
-                       for s in (create or {}).get("steps") or ()
-                       if s["name"] == "existing_network"), None)
     return {"name": name, "region": region, "network": not existing,
-            "security_group_id": made_group if existing else None, "delete_data": delete_data}
+            "security_group_id": (recorded.get("existing_network") or {}).get(
+                "made_security_group_id") if existing else None,
+            "oidc_issuer": (recorded.get("eks_access") or {}).get("oidc_issuer"),
+            "delete_data": delete_data}
 
 
 # what a create made, by step ---------------------------------------------------------------

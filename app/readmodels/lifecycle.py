@@ -20,6 +20,8 @@ from tasks.engine.model import OpStatus, StepPhase
 BUILDS = (CLUSTER_CREATE.name, CLUSTER_STAGE.name)
 """The kinds that make a cluster's pieces (and so give its stages their state)."""
 LIFECYCLE = (*BUILDS, CLUSTER_DELETE.name)
+NOT_RUN = "not_run"
+"""A stage no operation of the cluster's current life has."""
 HISTORY_LIMIT = 200
 LIVES_LIMIT = 5000
 """Operations on cluster targets (and below) read for the list of clusters."""
@@ -130,7 +132,6 @@ UNFINISHED = frozenset({INCOMPLETE, CREATE_FAILED, CREATE_CANCELLED, STAGE_FAILE
                         STAGE_CANCELLED, DELETE_FAILED, DELETE_CANCELLED})
 """States in which something hypd made may be left in AWS with nothing running on it: the
 read lists what is left, its hourly cost, and the ways on."""
-NOT_RUN = "not_run"
 
 
 def state(life: list[Operation], stages: list[dict[str, Any]]) -> dict[str, Any]:
