@@ -24,6 +24,7 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import build_server
+from schemas.clusters import ClusterSchema
 from tests.app.test_networks_api import _ec2
 from tests.stack import wait_until
 
@@ -57,9 +58,11 @@ def _seq(stack: Any) -> int:
 
 
 def _read(stack: Any, name: str) -> dict[str, Any]:
+    """The cluster as a viewer reads it, checked against the schema the API declares."""
     with stack.client("viewer") as c:
         reply = c.get(f"/api/v1/clusters/{name}")
     assert reply.status_code == 200, reply.text
+    assert ClusterSchema().validate(reply.json()) == {}
     return reply.json()
 
 

@@ -93,6 +93,12 @@ def test_cancel_asks_first_and_the_cluster_page_shows_what_is_left(page, stack):
     expect(left).to_have_attribute("data-hourly", str(cost["hourly_usd"]))
     expect(page.get_by_test_id("left-cost-total")).to_contain_text(f"{cost['hourly_usd']:.3f}")
 
+    # the list of clusters says it too
+    page.goto(f"{base(stack)}/#/clusters")
+    expect(page.get_by_test_id(f"cluster-row-{name}").get_by_test_id("cluster-state")).to_have_attribute(
+        "data-status", "create_cancelled", timeout=AWS_READ_TIMEOUT_MS)
+    page.goto(f"{base(stack)}/#/clusters/{name}")
+
     # Resume carries on from where it stopped (stopped again here, before its route tables)
     hold = stack.sandbox.hold("ec2", "CreateRouteTable")
     try:
