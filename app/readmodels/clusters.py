@@ -144,8 +144,8 @@ def progress(life: list[dict[str, Any]], imported: bool
 
 def listing() -> list[dict[str, Any]]:
     """The clusters hypd made in the panel's region (by their EKS tags), the clusters whose
-    life has no EKS cluster (a create that stopped before EKS existed, or was cancelled or
-    failed after its EKS cluster was deleted), then imported ones."""
+    current life has no EKS cluster (a create that stopped before EKS existed, a delete that
+    took it already), then imported ones."""
     region = context.settings().region
     conn = context.redis_conn()
     lives = lifecycle.lives()
