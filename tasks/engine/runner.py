@@ -164,16 +164,18 @@ class Runner:
         if op["status"] == OpStatus.QUEUED:
             op = self.store.update(op_id, _set_status(OpStatus.RUNNING), gen)
         step = current_step(op)
+        if step is None:
+            # Every step is done: a cancel asked for after the last one took effect has
+            # nothing left to stop, and calling the finished work "cancelled" would be a lie.
+            self.store.update(op_id, _set_status(OpStatus.SUCCEEDED), gen)
+            log.info("operation succeeded")
+            return
         if op["cancel_requested"]:
             # Nothing of ours is in flight at a task's start: this is a step boundary.
             if not self._take_back(op_id, gen, op, step, heartbeat):
                 return
             self.store.update(op_id, _cancel, gen)
             log.info("operation cancelled at a step boundary")
-            return
-        if step is None:
-            self.store.update(op_id, _set_status(OpStatus.SUCCEEDED), gen)
-            log.info("operation succeeded")
             return
         logs.at_step(step["name"])
         kind = self.kinds.get(op["kind"])

@@ -262,6 +262,19 @@ def test_cancel_running_takes_effect_at_next_boundary(env):
     assert CALLS == [("one", "applying")]
 
 
+def test_a_cancel_after_the_last_step_leaves_the_finished_operation_succeeded(env):
+    engine, runner, queue, store = env
+    op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
+    for _ in range(3):  # each step to its boundary; the one that would succeed stays queued
+        runner.advance(*queue.items.pop(0)[:2])
+    assert all(s["phase"] == "succeeded" for s in store.get(op["id"])["steps"])
+    engine.cancel(op["id"])
+    drain(runner, queue)
+    final = store.get(op["id"])
+    assert final["status"] == "succeeded"
+    assert [s["phase"] for s in final["steps"]] == ["succeeded"] * 3
+
+
 def test_temporary_errors_retry_with_backoff_then_give_up(env):
     engine, runner, queue, store = env
     BEHAVIOUR["one"] = StepRetry("DependencyViolation: still in use")
