@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from flask import Flask, current_app, request
@@ -26,6 +27,7 @@ from tasks.engine.errors import EngineError
 from tasks.engine.model import OpStatus
 
 AUTH_TIMEOUT_S = 5
+RECEIVE_SLICE_S = 0.1
 PING_INTERVAL_S = 20
 READ_BLOCK_MS = 1000
 
@@ -44,7 +46,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
-_STREAM_ID = re.compile(STREAM_ID_RE, re.ASCII)
+_STREAM_ID = re.compile(STREAM_ID_RE)
 
 
 def _same_origin() -> bool:
@@ -67,14 +69,27 @@ def _message(raw: str | bytes | None) -> Any:
         return None
 
 
+def _first_message(ws: Any) -> str | bytes | None:
+    """The client's first message, None when none came within AUTH_TIMEOUT_S. Looked for in
+    short slices: simple-websocket can miss waking a reader when it closes the socket
+    itself (a message over `max_message_size`), which left it waiting out the whole time."""
+    deadline = time.monotonic() + AUTH_TIMEOUT_S
+    while True:
+        try:
+            raw = ws.receive(timeout=RECEIVE_SLICE_S)
+        except ConnectionClosed:
+            raw = None
+        if raw is not None or not ws.connected or time.monotonic() >= deadline:
+            return raw
+
+
 def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
-    try:
-        raw = ws.receive(timeout=AUTH_TIMEOUT_S)
-    except ConnectionClosed:
+    raw = _first_message(ws)
+    if raw is None and not ws.connected:  # gone before it said anything
         if ws.incoming_message_len > MAX_MESSAGE_BYTES:  # simple-websocket closed it: 1009
             audit.record_socket(request.path, None, CLOSE_TOO_BIG, "refused",
                                 "payload_too_large")
-        raise
+        raise ConnectionClosed()
     first = _message(raw)
     if not isinstance(first, dict) or first.get("type") != "auth":
         audit.record_socket(request.path, None, CLOSE_UNAUTHENTICATED, "refused", "unauthorized")
@@ -147,15 +162,16 @@ def install(app: Flask) -> None:
         if admitted is None:
             return
         principal, first = admitted
+        after = first.get("after") or "0"
+        if after != "0" and not (isinstance(after, str) and _STREAM_ID.fullmatch(after)):
+            # checked before Redis sees it: Redis refuses a malformed id with an error
+            audit.record_socket(request.path, principal, CLOSE_BAD_REQUEST, "refused",
+                                "validation_failed")
+            ws.close(CLOSE_BAD_REQUEST, "after: not an event id")
+            return
         op = current_app.extensions["hypd.engine"].store.get(op_id)
         if op is None:
             ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
-            return
-        after = first.get("after") or "0"
-        if after != "0" and not (isinstance(after, str) and _STREAM_ID.fullmatch(after)):
-            audit.record_socket(request.path, principal, CLOSE_BAD_REQUEST, "refused",
-                                "validation_failed", op)
-            ws.close(CLOSE_BAD_REQUEST, "after: not an event id")
             return
         try:
             with WEBSOCKETS.labels("operation").track_inprogress():
