@@ -9,6 +9,10 @@ target, the operation and the outcome. It is written once the reply is made, so 
 what happened, not what was asked; a failure to write it is logged and never fails the
 request. The stream keeps the newest `HYPD_AUDIT_MAX_ENTRIES` (trimmed approximately, in
 whole blocks, which is how Redis trims cheaply).
+
+The hook never parses a body: it asks app/intake.py, whose reader cannot crash on what it
+refuses (a body 10,000 levels deep crashed the hook's own parse, so the attempt it refused
+went unrecorded), and an entry whose target cannot be read is written without it.
 """
 
 from __future__ import annotations

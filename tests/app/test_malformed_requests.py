@@ -29,6 +29,8 @@ from tests.app.wskit import read_all
 from tests.stack import tls, wait_until
 
 JSON = "application/json"
+ENTRY_KEYS = {"at", "token", "role", "method", "route", "path", "target", "operation_id",
+              "outcome", "status", "code"}
 ABSENT = "zz-absent"
 PATH_VALUES = {"operation_id": "op_" + "0" * 26, "stage": "network", "kind": "creation",
                "node_id": "i-0123456789abcdef0"}
@@ -194,6 +196,7 @@ def campaign(stack) -> Iterator[Campaign]:
                 entry["code"], entry["outcome"]) == (sent.method, sent.path, sent.route,
                                                      sent.status, sent.code, "refused"), sent
         assert entry["token"] in ("operator", None), entry
+        assert set(entry) == ENTRY_KEYS, entry  # never a header or a body
     assert redis.zcard(OPS_INDEX) == operations, "a malformed request started an operation"
     logged = stack.log("web")[log_at:]
     assert '"level": "ERROR"' not in logged, logged[-3000:]
@@ -278,6 +281,7 @@ def test_malformed_first_messages_close_both_websockets_with_their_codes(stack):
             ws = _socket(stack, path)
             ws.send(message)
             assert read_all(ws) == ([], code), (label, path)
+            ws.shutdown()  # unclosed, websocket-client held up the next connect for ~2 s
             route = "WS /ws/operations/<op_id>" if "/operations/" in path else \
                 "WS /ws/clusters/<cluster>/jobs/<job>/logs"
             expected.append((route, path, code))
