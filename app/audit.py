@@ -2,8 +2,8 @@
 
 An entry is written for each request under `/api/` that changes or tries to change something
 (any method but GET, HEAD and OPTIONS), whatever its outcome — but a dry run that answered,
-which changed nothing —; for each request refused for its
-token (401, 403), reads included; and for each WebSocket cancel and refusal. It names the
+which changed nothing —; for each request refused for its token (401, 403), reads included,
+on any route (`/metrics` too); and for each WebSocket cancel and refusal. It names the
 token by its name and role — never the secret, never a header or a body — the route, the
 target, the operation and the outcome. It is written once the reply is made, so it records
 what happened, not what was asked; a failure to write it is logged and never fails the
@@ -57,10 +57,9 @@ def install(app: Flask) -> None:
 
 
 def _after_request(response: Response) -> Response:
-    if not request.path.startswith("/api/"):
-        return response
-    if request.method in READS and response.status_code not in REFUSED_FOR_TOKEN:
-        return response
+    if response.status_code not in REFUSED_FOR_TOKEN and (
+            request.method in READS or not request.path.startswith("/api/")):
+        return response  # a refusal for the token is audited on any route (`/metrics` too)
     if response.status_code < 400 and _answered_dry_run():
         return response  # it changed nothing and nobody was refused
     try:

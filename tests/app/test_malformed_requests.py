@@ -170,7 +170,7 @@ class Campaign:
         self.count += 1
         assert reply.status_code < 500, (what, reply.status_code, reply.text[:300])
         code = _envelope(reply, what) if reply.status_code >= 400 else None
-        if url.startswith("/api/") and (method != "GET" or reply.status_code in (401, 403)):
+        if reply.status_code in (401, 403) or (method != "GET" and url.startswith("/api/")):
             self.audited.append(Sent(method, url.split("?", 1)[0], _route(method, template),
                                      reply.status_code, code))
         return reply
