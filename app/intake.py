@@ -27,10 +27,11 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app.errors import ApiError
 
 MAX_BODY_BYTES = 1 << 20
-"""The largest body accepted (the biggest the API takes, a cluster create, is a few KiB)."""
+"""The largest body accepted (the limit the app had as MAX_CONTENT_LENGTH)."""
 
 MAX_DEPTH = 32
-"""Arrays and objects nested deeper than this are refused (the API's deepest body is 4)."""
+"""Arrays and objects nested deeper than this are refused (the API's bodies nest a few
+levels; Python's parser gives up near 1,000)."""
 
 MAX_INT_DIGITS = 19
 """An integer literal longer than this cannot be a count, size or id any field takes."""
