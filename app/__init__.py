@@ -29,7 +29,7 @@ CONTENT_SECURITY_POLICY = (
 def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None = None) -> Flask:
     from flask import Flask, g, send_from_directory
 
-    from app import audit, auth, errors
+    from app import audit, auth, errors, intake
     from app.api import register_blueprints
     from app.permissions import access
     from cloud.settings import Settings
@@ -43,7 +43,6 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         OPENAPI_VERSION="3.0.3",
         OPENAPI_URL_PREFIX="/api/v1",
         OPENAPI_JSON_PATH="openapi.json",
-        MAX_CONTENT_LENGTH=1 << 20,
         JSON_SORT_KEYS=False,
     )
     app.extensions["hypd.settings"] = settings
@@ -99,4 +98,5 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
 
     # last: every route is registered, and one without a declaration refuses the start
     auth.install(app, tokens if tokens is not None else auth.TokenTable.from_settings(settings))
+    intake.install(app)  # after auth: a request without a valid token is refused for that
     return app

@@ -2,13 +2,17 @@
 
 An entry is written for each request under `/api/` that changes or tries to change something
 (any method but GET, HEAD and OPTIONS), whatever its outcome — but a dry run that answered,
-which changed nothing —; for each request refused for its
-token (401, 403), reads included; and for each WebSocket cancel and refusal. It names the
+which changed nothing —; for each request refused for its token (401, 403), reads included,
+on any route (`/metrics` too); and for each WebSocket cancel and refusal. It names the
 token by its name and role — never the secret, never a header or a body — the route, the
 target, the operation and the outcome. It is written once the reply is made, so it records
 what happened, not what was asked; a failure to write it is logged and never fails the
 request. The stream keeps the newest `HYPD_AUDIT_MAX_ENTRIES` (trimmed approximately, in
 whole blocks, which is how Redis trims cheaply).
+
+The hook never parses a body: it asks app/intake.py, whose reader cannot crash on what it
+refuses (a body 10,000 levels deep crashed the hook's own parse, so the attempt it refused
+went unrecorded), and an entry whose target cannot be read is written without it.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from typing import Any
 import redis
 from flask import Flask, Response, current_app, g, request
 
-from app import permissions
-from schemas.common import NAME_RE
+from app import intake, permissions
+from schemas.common import NAME_RE, STREAM_ID_MAX
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +57,9 @@ def install(app: Flask) -> None:
 
 
 def _after_request(response: Response) -> Response:
-    if not request.path.startswith("/api/"):
-        return response
-    if request.method in READS and response.status_code not in REFUSED_FOR_TOKEN:
-        return response
+    if response.status_code not in REFUSED_FOR_TOKEN and (
+            request.method in READS or not request.path.startswith("/api/")):
+        return response  # a refusal for the token is audited on any route (`/metrics` too)
     if response.status_code < 400 and _answered_dry_run():
         return response  # it changed nothing and nobody was refused
     try:
@@ -86,8 +89,9 @@ def record(entry: dict[str, Any]) -> None:
 def record_socket(path: str, principal: Any, status: int, outcome: str,
                   code: str | None = None, operation: dict[str, Any] | None = None) -> None:
     """A WebSocket's cancel or refusal (the socket has no reply to hook)."""
+    rule = request.url_rule
     try:
-        record(_entry(principal, "WS", "WS /ws/operations/<op_id>", path,
+        record(_entry(principal, "WS", f"WS {_template(rule.rule) if rule else path}", path,
                       operation.get("target") if operation else None,
                       operation.get("id") if operation else None, outcome, status, code))
     except Exception:
@@ -121,11 +125,21 @@ def _request_entry(response: Response) -> dict[str, Any]:
     if operation:
         target, operation_id = operation.get("target"), operation.get("id")
     else:
-        target, operation_id = _target_of(request.path, request.get_json(silent=True)), None
+        target, operation_id = _refused_target(), None
     outcome = ("refused" if 400 <= status < 500 else "failed" if status >= 500
                else "accepted" if operation else "done")
     return _entry(g.get("principal"), request.method, route, request.path, target,
                   operation_id, outcome, status, error.get("code") if status >= 400 else None)
+
+
+def _refused_target() -> str | None:
+    """The target of a request that made no operation; None, logged, when it cannot be read:
+    the entry is written without it rather than not at all."""
+    try:  # the body through intake, never parsed here: it may be what was refused
+        return _target_of(request.path, intake.body())
+    except Exception:
+        log.exception("could not read the target of %s %s", request.method, request.path)
+        return None
 
 
 def _template(rule: str) -> str:
@@ -156,10 +170,10 @@ def _target_of(path: str, body: Any) -> str | None:
         name = parts[index + 1] if index + 1 < len(parts) else None
         if name is None or name == "import":  # a create (or an import): the body names it
             name = body.get("name") if isinstance(body, dict) else None
-            if isinstance(name, str) and NAME_RE.match(name):
+            if isinstance(name, str) and NAME_RE.fullmatch(name):
                 target.append(f"{kind}/{name}")
             break
-        if not NAME_RE.match(name):
+        if not NAME_RE.fullmatch(name):
             break
         target.append(f"{kind}/{name}")
         index += 2
@@ -190,10 +204,20 @@ def entries(conn: redis.Redis, *, target: str | None = None, token: str | None =
     return found, None
 
 
+def older_than(entry_id: str) -> str | None:
+    """The newest stream id below `entry_id` (None below 0-0): an inclusive bound Redis
+    takes for any id the schema lets through — an exclusive `(0-0`, `(00-0` or `(0-00`
+    is refused by Redis (each was a 500)."""
+    ms, seq = (int(part) for part in entry_id.split("-"))
+    if seq > 0:
+        return f"{ms}-{seq - 1}"
+    return f"{ms - 1}-{STREAM_ID_MAX}" if ms > 0 else None
+
+
 def _newest_first(conn: redis.Redis, before: str | None) -> Iterator[tuple[str, dict]]:
-    if before == "0-0":
-        return  # nothing is older (and Redis refuses an exclusive 0-0)
-    upper = f"({before}" if before else "+"
+    upper = older_than(before) if before else "+"
+    if upper is None:
+        return  # nothing is older than 0-0
     while True:
         page = conn.xrevrange(AUDIT_KEY, max=upper, min="-", count=PAGE)
         for entry_id, fields in page:

@@ -68,13 +68,22 @@ BODY = "_schema"
 """marshmallow's key for an error of the whole (sub)object rather than of one field."""
 
 
-def _json_safe(errors: Any) -> Any:
+MAX_DEPTH = 40
+"""An error structure nests like the body it speaks of (app/intake.py caps a body at 32
+levels); below this depth it is cut, never walked into Python's recursion limit."""
+
+CUT = "…"
+
+
+def _json_safe(errors: Any, depth: int = 0) -> Any:
     """marshmallow keys a list's items by int beside `_schema` strings; JSON keys are strings
     (and Flask sorts them, which fails on a mix of int and str)."""
+    if depth > MAX_DEPTH:
+        return CUT
     if isinstance(errors, dict):
-        return {str(key): _json_safe(value) for key, value in errors.items()}
+        return {str(key): _json_safe(value, depth + 1) for key, value in errors.items()}
     if isinstance(errors, (list, tuple)):
-        return [_json_safe(value) for value in errors]
+        return [_json_safe(value, depth + 1) for value in errors]
     return errors if isinstance(errors, str) else str(errors)
 
 
@@ -93,15 +102,18 @@ def _field_errors(messages: Any) -> dict[str, Any]:
     return fields
 
 
-def _flat(errors: Any, path: str = "") -> Iterator[tuple[str, str]]:
+def _flat(errors: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
     """(dotted path, message) for every message in a marshmallow error structure; `_schema`
     speaks for the object it sits in."""
-    if isinstance(errors, dict):
+    if depth > MAX_DEPTH:
+        yield path, CUT
+    elif isinstance(errors, dict):
         for key, value in errors.items():
-            yield from _flat(value, path if key == BODY else f"{path}.{key}" if path else key)
+            yield from _flat(value, path if key == BODY else f"{path}.{key}" if path else key,
+                             depth + 1)
     elif isinstance(errors, list):
         for value in errors:
-            yield from _flat(value, path)
+            yield from _flat(value, path, depth + 1)
     else:
         yield path, str(errors)
 
@@ -124,11 +136,14 @@ class EnvelopeApi(Api):
         status = error.code or 500
         data = getattr(error, "data", None) or {}
         headers = data.get("headers") or {}
-        if status == 422 and ("messages" in data or "errors" in data):
-            fields = _field_errors(data.get("errors") or data.get("messages"))
+        fields = _field_errors(data.get("errors") or data.get("messages")) \
+            if "messages" in data or "errors" in data else None
+        if status == 422 and fields is not None:
             return envelope(422, "validation_failed", _summary(fields), {"fields": fields},
                             headers)
-        message = data.get("message") or error.description or error.name
+        # webargs' 400 for a body it could not read says why in its messages
+        message = data.get("message") or (_summary(fields) if fields else None) \
+            or error.description or error.name
         if status == 500:
             message = "internal error; see the server log"
         return envelope(status, HTTP_CODES.get(status, "error"), message, {}, headers)

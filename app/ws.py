@@ -9,21 +9,25 @@ reconnects with the last id it saw misses nothing and sees nothing twice.
 from __future__ import annotations
 
 import json
+import re
+import time
 from typing import Any
 
 from flask import Flask, current_app, request
 from flask_sock import ConnectionClosed, Sock
 
-from app import audit, auth, job_logs, log_feeds
+from app import audit, auth, intake, job_logs, log_feeds
 from app.errors import ApiError
 from app.permissions import access
 from cloud import jobs, kube
 from cloud.metrics import WEBSOCKETS
+from schemas.common import STREAM_ID_RE
 from schemas.jobs import LOG_TAIL_MAX
 from tasks.engine.errors import EngineError
 from tasks.engine.model import OpStatus
 
 AUTH_TIMEOUT_S = 5
+RECEIVE_SLICE_S = 0.1
 PING_INTERVAL_S = 20
 READ_BLOCK_MS = 1000
 
@@ -32,9 +36,17 @@ CANCEL_ROUTE = "operations.cancel"
 
 DEFAULT_TAIL = 100
 
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The largest message a client may send (an auth message with a job's resume cursors is a
+few KiB); a bigger one closes the socket with 1009 before it is held in memory."""
+
+CLOSE_TOO_BIG = 1009
+CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+
+_STREAM_ID = re.compile(STREAM_ID_RE)
 
 
 def _same_origin() -> bool:
@@ -48,12 +60,37 @@ def _send(ws: Any, payload: dict[str, Any]) -> None:
     ws.send(json.dumps(payload))
 
 
-def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
+def _message(raw: str | bytes | None) -> Any:
+    """A client's message as JSON (app/intake.py's strict reader: deep nesting cannot crash
+    the handler's thread); None for one that is not JSON."""
     try:
-        raw = ws.receive(timeout=AUTH_TIMEOUT_S)
-        first = json.loads(raw) if raw else None
-    except (ValueError, TypeError):
-        first = None
+        return intake.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _first_message(ws: Any) -> str | bytes | None:
+    """The client's first message, None when none came within AUTH_TIMEOUT_S. Looked for in
+    short slices: simple-websocket can miss waking a reader when it closes the socket
+    itself (a message over `max_message_size`), which left it waiting out the whole time."""
+    deadline = time.monotonic() + AUTH_TIMEOUT_S
+    while True:
+        try:
+            raw = ws.receive(timeout=RECEIVE_SLICE_S)
+        except ConnectionClosed:
+            raw = None
+        if raw is not None or not ws.connected or time.monotonic() >= deadline:
+            return raw
+
+
+def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
+    raw = _first_message(ws)
+    if raw is None and not ws.connected:  # gone before it said anything
+        if ws.incoming_message_len > MAX_MESSAGE_BYTES:  # simple-websocket closed it: 1009
+            audit.record_socket(request.path, None, CLOSE_TOO_BIG, "refused",
+                                "payload_too_large")
+        raise ConnectionClosed()
+    first = _message(raw)
     if not isinstance(first, dict) or first.get("type") != "auth":
         audit.record_socket(request.path, None, CLOSE_UNAUTHENTICATED, "refused", "unauthorized")
         ws.close(CLOSE_UNAUTHENTICATED, "send {\"type\": \"auth\", \"token\": ...} first")
@@ -89,10 +126,7 @@ def _admit(ws: Any, what: str) -> tuple[auth.Principal, dict[str, Any]] | None:
 def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: str) -> bool:
     """Clients may ask to cancel over the socket; answers False when the socket closed."""
     engine = current_app.extensions["hypd.engine"]
-    try:
-        message = json.loads(raw)
-    except ValueError:
-        return True
+    message = _message(raw)
     if not isinstance(message, dict) or message.get("type") != "cancel":
         return True
     needs = auth.declared_role(CANCEL_ROUTE, "POST")  # the REST twin's declaration decides
@@ -117,7 +151,8 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
 
 
 def install(app: Flask) -> None:
-    app.config.setdefault("SOCK_SERVER_OPTIONS", {"ping_interval": PING_INTERVAL_S})
+    app.config.setdefault("SOCK_SERVER_OPTIONS", {"ping_interval": PING_INTERVAL_S,
+                                                  "max_message_size": MAX_MESSAGE_BYTES})
     sock = Sock(app)
 
     @sock.route("/ws/operations/<string:op_id>")
@@ -127,11 +162,17 @@ def install(app: Flask) -> None:
         if admitted is None:
             return
         principal, first = admitted
+        after = first.get("after") or "0"
+        if after != "0" and not (isinstance(after, str) and _STREAM_ID.fullmatch(after)):
+            # checked before Redis sees it: Redis refuses a malformed id with an error
+            audit.record_socket(request.path, principal, CLOSE_BAD_REQUEST, "refused",
+                                "validation_failed")
+            ws.close(CLOSE_BAD_REQUEST, "after: not an event id")
+            return
         op = current_app.extensions["hypd.engine"].store.get(op_id)
         if op is None:
             ws.close(CLOSE_NOT_FOUND, f"no operation {op_id}")
             return
-        after = str(first.get("after") or "0")
         try:
             with WEBSOCKETS.labels("operation").track_inprogress():
                 _follow(ws, principal, op_id, op, after)
@@ -170,7 +211,7 @@ def _job_logs(ws: Any, cluster: str, job: str, first: dict[str, Any]) -> None:
         return
     try:
         tail = min(max(int(first.get("tail", DEFAULT_TAIL)), 0), LOG_TAIL_MAX)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         tail = DEFAULT_TAIL
     after = first.get("after") if isinstance(first.get("after"), dict) else {}
     pod = first.get("pod") if isinstance(first.get("pod"), str) else None

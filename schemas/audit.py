@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from schemas.common import StreamId
+
 OUTCOMES = ("accepted", "done", "refused", "failed")
 """accepted: an operation was made (or replayed); done: a change that needed none (an import,
 the active cluster, "no change"); refused: 4xx; failed: 5xx."""
-
-ENTRY_ID = r"^\d{1,19}-\d{1,19}$"
-"""A Redis stream id (each part below 2**64, which Redis refuses beyond)."""
 
 
 class AuditEntrySchema(Schema):
@@ -44,9 +43,8 @@ class AuditQuerySchema(Schema):
                             metadata={"description": "only entries with this outcome"})
     limit = fields.Integer(load_default=100, validate=validate.Range(min=1, max=500),
                            metadata={"description": "at most this many, newest first"})
-    before = fields.String(validate=validate.Regexp(ENTRY_ID, error="not an entry id"),
-                           metadata={"description": "only entries older than this id (the "
-                                                    "previous page's next_before)"})
+    before = StreamId("only entries older than this id (the previous page's next_before)",
+                      "not an entry id")
 
 
 class AuditListSchema(Schema):

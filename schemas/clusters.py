@@ -7,7 +7,7 @@ import re
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from cloud import kubernetes_versions, pricing
-from schemas.common import Name, NextActionSchema, Region
+from schemas.common import Name, NextActionSchema, Pattern, Region
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
@@ -16,7 +16,7 @@ ML_TYPE_RE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 SG_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
-TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/.+$")
+TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/.+$")
 CAPACITY_TYPES = ("on-demand", "spot", "training-plan")
 EFA_MODES = ("efa", "efa-only")
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
@@ -42,15 +42,15 @@ class KubernetesVersion(validate.OneOf):
 
 
 class ExistingVpcSchema(Schema):
-    vpc_id = fields.String(required=True, validate=validate.Regexp(VPC_RE, error="not a VPC id"))
+    vpc_id = fields.String(required=True, validate=Pattern(VPC_RE, error="not a VPC id"))
     subnet_ids = fields.List(
-        fields.String(validate=validate.Regexp(SUBNET_RE, error="not a subnet id")),
+        fields.String(validate=Pattern(SUBNET_RE, error="not a subnet id")),
         required=True,
         validate=validate.Length(min=2, max=16, error="give subnets in at least two zones"),
         metadata={"description": "private subnets in at least two availability zones"},
     )
     security_group_id = fields.String(
-        validate=validate.Regexp(SG_RE, error="not a security group id"),
+        validate=Pattern(SG_RE, error="not a security group id"),
         metadata={"description": "the security group for the instances; default: the EKS "
                                  "cluster's"})
 
@@ -60,13 +60,13 @@ class ClusterCreateSchema(Schema):
     region = Region()
     availability_zone = fields.String(
         required=True,
-        validate=validate.Regexp(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
+        validate=Pattern(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
         metadata={"description": "where the accelerator instances run"},
     )
     instance_type = fields.String(
         required=True,
-        validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type (e.g. "
-                                                   "ml.p5.48xlarge)"),
+        validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type (e.g. "
+                                           "ml.p5.48xlarge)"),
         metadata={"description": "HyperPod instance type offered in that zone, e.g. "
                                  "ml.p5.48xlarge"},
     )
@@ -78,7 +78,7 @@ class ClusterCreateSchema(Schema):
         metadata={"description": "on-demand, spot, or training-plan (a reservation, named by "
                                  "training_plan_arn)"})
     training_plan_arn = fields.String(
-        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
         metadata={"description": "the training plan reservation, with capacity_type "
                                  "training-plan"})
     efa_mode = fields.String(
@@ -307,13 +307,13 @@ class StagePathSchema(Schema):
 class ClusterImportSchema(Schema):
     name = fields.String(
         required=True,
-        validate=validate.Regexp(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
-                                 error="not an EKS cluster name"),
+        validate=Pattern(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+                         error="not an EKS cluster name"),
         metadata={"description": "the existing EKS cluster's name"})
     region = Region()
     hyperpod_cluster = fields.String(
-        validate=validate.Regexp(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
-                                 error="not a HyperPod cluster name"),
+        validate=Pattern(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+                         error="not a HyperPod cluster name"),
         metadata={"description": "the HyperPod cluster on it, if any"})
 
 
@@ -336,7 +336,7 @@ class KubeconfigQuerySchema(Schema):
 class PreflightQuerySchema(Schema):
     region = Region()
     instance_type = fields.String(
-        required=True, validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type"),
+        required=True, validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type"),
         metadata={"description": "e.g. ml.p5.48xlarge"})
     count = fields.Integer(required=True, validate=validate.Range(min=1, max=500),
                            metadata={"description": "number of instances"})
@@ -344,7 +344,7 @@ class PreflightQuerySchema(Schema):
                                   validate=validate.OneOf(CAPACITY_TYPES),
                                   metadata={"description": "on-demand, spot or training-plan"})
     training_plan_arn = fields.String(
-        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan"})
 
 

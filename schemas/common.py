@@ -8,6 +8,20 @@ import re
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate
 
+
+class Pattern(validate.Regexp):
+    """A regular expression the whole value must match, as the OpenAPI document (and the
+    dashboard, which reads it) means it. marshmallow's Regexp uses `re.match`, where `$`
+    also matches before a trailing newline: "lab\\n" passed the name rule, "1-0\\n" the
+    stream-id rule (then a 500 from Redis). Write digits `[0-9]`: Python's `\\d` takes any
+    script's (Arabic-Indic digits passed), ECMAScript's only ASCII."""
+
+    def __call__(self, value: str) -> str:
+        if not isinstance(value, str) or self.regex.fullmatch(value) is None:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
 NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$")
 """DESIGN.md's rule `^[a-z][a-z0-9-]{0,31}$`, plus: no trailing hyphen — a name becomes
 Kubernetes object names, and DNS-1123 labels end with a letter or digit. One pattern, so
@@ -16,14 +30,14 @@ NAME_RULE = (
     "must start with a lowercase letter, contain only lowercase letters, digits and hyphens, "
     "not end with a hyphen, and be at most 32 characters"
 )
-REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 
 
 def Name(what: str = "", **kwargs) -> fields.String:
     """The one rule for every user-chosen name (DESIGN.md: Names); `what` says what the
     name picks, ahead of the rule, in the field's description."""
     return fields.String(
-        validate=validate.Regexp(NAME_RE, error=f"invalid name: {NAME_RULE}"),
+        validate=Pattern(NAME_RE, error=f"invalid name: {NAME_RULE}"),
         metadata={"description": f"{what}A name that {NAME_RULE}."},
         **kwargs,
     )
@@ -46,7 +60,7 @@ def _known_region(value: str) -> None:
 
 def Region(**kwargs) -> fields.String:
     return fields.String(
-        validate=[validate.Regexp(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
+        validate=[Pattern(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
                   _known_region],
         metadata={"description": "AWS region, e.g. us-west-2; default: the panel's region.",
                   "pattern": REGION_RE.pattern},
@@ -183,16 +197,27 @@ class OperationQuerySchema(Schema):
                            metadata={"description": "at most this many, newest first"})
 
 
+STREAM_ID_RE = r"^[0-9]{1,19}-[0-9]{1,19}$"
+"""A Redis stream id as a client may send one back (an event's, an audit entry's): each
+part below 2**64, which Redis refuses beyond."""
+STREAM_ID_MAX = 2**64 - 1
+"""The largest part of a stream id Redis takes."""
+
+
+def StreamId(description: str, error: str) -> fields.String:
+    """A cursor into a Redis stream, checked before Redis sees it (Redis refuses a malformed
+    id with an error, which was a 500)."""
+    return fields.String(validate=Pattern(STREAM_ID_RE, error=error),
+                         metadata={"description": description})
+
+
 class OperationWaitSchema(Schema):
     wait = fields.Float(
         load_default=0,
         validate=validate.Range(min=0, max=60),
         metadata={"description": "long-poll up to this many seconds for the next change"},
     )
-    after = fields.String(
-        validate=validate.Regexp(r"^\d+-\d+$", error="not an event id"),
-        metadata={"description": "event id to wait past (default: the newest now)"},
-    )
+    after = StreamId("event id to wait past (default: the newest now)", "not an event id")
 
 
 class DryRunQuerySchema(Schema):

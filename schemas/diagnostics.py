@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from schemas.common import CallSchema, Name
+from schemas.common import CallSchema, Name, Pattern
 
 KINDS = ("creation", "node-health", "nccl")
 """creation: why a cluster's create failed; node-health: which nodes are unhealthy and why;
@@ -34,7 +34,7 @@ class DiagnosticPathSchema(Schema):
 
 class DiagnosticQuerySchema(Schema):
     namespace = fields.String(
-        validate=validate.Regexp(DNS_LABEL, error="not a Kubernetes namespace name"),
+        validate=Pattern(DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "nccl: read only this namespace's pods (default: every "
                                  "namespace but the system ones)"})
     job = Name("nccl: read only this training job's pods (list_jobs names them; 404 "

@@ -9,7 +9,7 @@ import re
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.clusters import ML_TYPE_RE
-from schemas.common import Name
+from schemas.common import Name, Pattern
 from schemas.storage import DNS_LABEL_RE
 
 KINDS = ("managed", "vllm", "sglang", "custom")
@@ -34,8 +34,8 @@ MAX_TOKENS = 256
 
 def Model(description: str = "A model under models/ in the cluster's bucket",
           **kwargs) -> fields.String:
-    return fields.String(validate=validate.Regexp(MODEL_RE, error=f"invalid model name: "
-                                                                  f"{MODEL_RULE}"),
+    return fields.String(validate=Pattern(MODEL_RE, error=f"invalid model name: "
+                                                          f"{MODEL_RULE}"),
                          metadata={"description": f"{description}: {MODEL_RULE}."}, **kwargs)
 
 
@@ -80,20 +80,20 @@ class EndpointCreateSchema(Schema):
                           metadata={"description": "GPUs per server (tensor parallel size): "
                                                    "the user states it"})
     namespace = fields.String(load_default="default",
-                              validate=validate.Regexp(DNS_LABEL_RE, error="not a namespace"),
+                              validate=Pattern(DNS_LABEL_RE, error="not a namespace"),
                               metadata={"description": "the namespace (it must exist)"})
     replicas = fields.Integer(load_default=1, validate=validate.Range(min=0, max=MAX_REPLICAS),
                               metadata={"description": "servers (a pool: its workers)"})
-    instance_type = fields.String(validate=validate.Regexp(ML_TYPE_RE,
-                                                           error="not a HyperPod instance type"),
+    instance_type = fields.String(validate=Pattern(ML_TYPE_RE,
+                                                   error="not a HyperPod instance type"),
                                   metadata={"description": "the nodes to run on (required for "
                                                            "managed)"})
-    image = fields.String(validate=validate.Regexp(IMAGE_RE, error="not an image reference"),
+    image = fields.String(validate=Pattern(IMAGE_RE, error="not an image reference"),
                           metadata={"description": "the serving image (required for custom)"})
     port = fields.Integer(validate=validate.Range(min=1024, max=65535),
                           metadata={"description": "the port the server listens on"})
-    args = fields.List(fields.String(validate=validate.Regexp(ARG_RE,
-                                                              error="not a plain argument")),
+    args = fields.List(fields.String(validate=Pattern(ARG_RE,
+                                                      error="not a plain argument")),
                        validate=validate.Length(max=32),
                        metadata={"description": "extra server arguments (no shell)"})
     service = fields.String(load_default="in_cluster", validate=validate.OneOf(SERVICES),
@@ -118,7 +118,7 @@ class EndpointCreateSchema(Schema):
                                 metadata={"description": "managed: the operator's autoscaling; "
                                                          "sglang: KEDA on the servers' total load"})
     claim = fields.String(load_default="hypd-s3",
-                          validate=validate.Regexp(DNS_LABEL_RE, error="not a claim name"),
+                          validate=Pattern(DNS_LABEL_RE, error="not a claim name"),
                           metadata={"description": "the claim of the bucket mounted at /s3"})
 
     @validates_schema
@@ -177,9 +177,9 @@ class EndpointPatchSchema(Schema):
 
 
 class ReassignSchema(Schema):
-    worker = fields.String(required=True, validate=validate.Regexp(
+    worker = fields.String(required=True, validate=Pattern(
         DNS_LABEL_RE, error="not a pod name"), metadata={"description": "the worker (pod)"})
-    model = fields.String(required=True, validate=validate.Regexp(
+    model = fields.String(required=True, validate=Pattern(
         re.compile(f"{MODEL_RE.pattern}|^unassigned$"), error="not a model of the pool"),
         metadata={"description": "a model of the pool, or unassigned"})
 

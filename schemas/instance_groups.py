@@ -8,7 +8,7 @@ import re
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.clusters import CAPACITY_TYPES, EFA_MODES, ML_TYPE_RE, SUBNET_RE, TRAINING_PLAN_RE
-from schemas.common import Name
+from schemas.common import Name, Pattern
 from schemas.discovery import ZONE_RE
 
 LABEL_KEY_RE = re.compile(
@@ -24,9 +24,9 @@ IMMUTABLE = ("instance_type", "capacity_type", "training_plan_arn", "efa_mode",
 
 class TaintSchema(Schema):
     key = fields.String(required=True, validate=[validate.Length(max=316),
-                                                 validate.Regexp(LABEL_KEY_RE,
-                                                                 error="not a taint key")])
-    value = fields.String(validate=validate.Regexp(LABEL_VALUE_RE, error="not a taint value"))
+                                                 Pattern(LABEL_KEY_RE,
+                                                         error="not a taint key")])
+    value = fields.String(validate=Pattern(LABEL_VALUE_RE, error="not a taint value"))
     effect = fields.String(required=True, validate=validate.OneOf(TAINT_EFFECTS))
 
 
@@ -38,9 +38,9 @@ def _at_most_50(labels: dict) -> None:
 def _labels() -> fields.Dict:
     return fields.Dict(
         keys=fields.String(validate=[validate.Length(max=316),
-                                     validate.Regexp(LABEL_KEY_RE, error="not a label key")]),
-        values=fields.String(validate=validate.Regexp(LABEL_VALUE_RE,
-                                                      error="not a label value")),
+                                     Pattern(LABEL_KEY_RE, error="not a label key")]),
+        values=fields.String(validate=Pattern(LABEL_VALUE_RE,
+                                              error="not a label value")),
         validate=_at_most_50,
         metadata={"description": "Kubernetes labels for the group's nodes, at most 50 (not "
                                  "under kubernetes.io/, k8s.io/ or sagemaker.amazonaws.com/)"})
@@ -69,7 +69,7 @@ def _deep() -> fields.Boolean:
 
 def _on_create() -> fields.String:
     return fields.String(validate=[validate.Length(min=1, max=128),
-                                   validate.Regexp(r"^[^/\s]+$", error="a file name")],
+                                   Pattern(r"^[^/\s]+$", error="a file name")],
                          metadata={"description": "lifecycle script run when a node is "
                                                   "created, in the cluster's lifecycle "
                                                   "bucket (default: the cluster's)"})
@@ -78,7 +78,7 @@ def _on_create() -> fields.String:
 class InstanceGroupCreateSchema(Schema):
     name = Name(required=True)
     instance_type = fields.String(
-        required=True, validate=validate.Regexp(ML_TYPE_RE, error="not a HyperPod instance type"),
+        required=True, validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type"),
         metadata={"description": "HyperPod instance type offered in the group's zone, e.g. "
                                  "ml.p5.48xlarge"})
     instance_count = _count(required=True)
@@ -87,7 +87,7 @@ class InstanceGroupCreateSchema(Schema):
         metadata={"description": "on-demand, spot, or training-plan (a reservation named by "
                                  "training_plan_arn); fixed for the group's life"})
     training_plan_arn = fields.String(
-        validate=validate.Regexp(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan; the group is placed in "
                                  "the plan's availability zone"})
     efa_mode = fields.String(
@@ -96,11 +96,11 @@ class InstanceGroupCreateSchema(Schema):
                                  "default: efa where the type has it; fixed for the group's "
                                  "life"})
     availability_zone = fields.String(
-        validate=validate.Regexp(ZONE_RE, error="not an availability zone name"),
+        validate=Pattern(ZONE_RE, error="not an availability zone name"),
         metadata={"description": "zone of the group's own /20 compute subnet, made by hypd "
                                  "(default: the cluster's zone, or the training plan's)"})
     subnet_id = fields.String(
-        validate=validate.Regexp(SUBNET_RE, error="not a subnet id"),
+        validate=Pattern(SUBNET_RE, error="not a subnet id"),
         metadata={"description": "an existing subnet of the cluster's VPC to place the group "
                                  "in, instead of a new one"})
     threads_per_core = _threads()
@@ -138,14 +138,14 @@ class InstanceGroupPatchSchema(Schema):
     taints = _taints()
     deep_health_checks = _deep()
     on_create = _on_create()
-    instance_type = fields.String(validate=validate.Regexp(ML_TYPE_RE), metadata=_FIXED)
+    instance_type = fields.String(validate=Pattern(ML_TYPE_RE), metadata=_FIXED)
     capacity_type = fields.String(validate=validate.OneOf(CAPACITY_TYPES), metadata=_FIXED)
-    training_plan_arn = fields.String(validate=validate.Regexp(TRAINING_PLAN_RE),
+    training_plan_arn = fields.String(validate=Pattern(TRAINING_PLAN_RE),
                                       metadata=_FIXED)
     efa_mode = fields.String(validate=validate.OneOf(EFA_MODES), allow_none=True,
                              metadata=_FIXED)
-    availability_zone = fields.String(validate=validate.Regexp(ZONE_RE), metadata=_FIXED)
-    subnet_id = fields.String(validate=validate.Regexp(SUBNET_RE), metadata=_FIXED)
+    availability_zone = fields.String(validate=Pattern(ZONE_RE), metadata=_FIXED)
+    subnet_id = fields.String(validate=Pattern(SUBNET_RE), metadata=_FIXED)
 
 
 class InstanceGroupDeleteQuerySchema(Schema):

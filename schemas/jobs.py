@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import Name
+from schemas.common import Name, Pattern
 from schemas.mlflow import JobMlflowSchema
 from schemas.storage import DNS_LABEL_RE
 
@@ -19,7 +19,7 @@ ENV_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 
 
 def _arg(**kwargs) -> fields.String:
-    return fields.String(validate=validate.Regexp(ARG_RE, error="1 to 4096 characters, no NUL"),
+    return fields.String(validate=Pattern(ARG_RE, error="1 to 4096 characters, no NUL"),
                          **kwargs)
 
 
@@ -27,7 +27,7 @@ class HangRuleSchema(Schema):
     """A log-monitoring rule: hang detection (a pattern expected within a time) or slowness
     detection (a number captured from the pattern against a threshold)."""
 
-    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$"))
+    name = fields.String(required=True, validate=Pattern(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$"))
     log_pattern = fields.String(required=True, validate=validate.Length(min=1, max=1024))
     expected_start_cutoff_seconds = fields.Integer(validate=validate.Range(min=1))
     expected_recurring_frequency_seconds = fields.Integer(validate=validate.Range(min=1))
@@ -55,21 +55,21 @@ class JobCreateSchema(Schema):
     name = Name(required=True)
     namespace = fields.String(
         load_default="default",
-        validate=validate.Regexp(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
+        validate=Pattern(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
         metadata={"description": "made (and labelled as hypd's) when missing"})
     recipe = fields.String(required=True, validate=validate.OneOf(RECIPES), metadata={
         "description": "torchrun, llama-factory, ms-swift (HyperPodPyTorchJob), verl (RayJob), "
                        "or pytorch / ray with your own command"})
-    image = fields.String(required=True, validate=validate.Regexp(
+    image = fields.String(required=True, validate=Pattern(
         r"^[a-zA-Z0-9][a-zA-Z0-9._/:@-]{0,511}$", error="not a container image reference"),
         metadata={"description": "for HyperPodPyTorchJob recipes it must contain the HyperPod "
                                  "elastic agent (hyperpod-elastic-agent)"})
-    script = fields.String(validate=validate.Regexp(S3_PATH, error="a path under /s3"),
+    script = fields.String(validate=Pattern(S3_PATH, error="a path under /s3"),
                            metadata={"description": "torchrun: the script, under /s3"})
-    config = fields.String(validate=validate.Regexp(S3_PATH, error="a path under /s3"),
+    config = fields.String(validate=Pattern(S3_PATH, error="a path under /s3"),
                            metadata={"description": "llama-factory, ms-swift, verl: the "
                                                     "recipe's config file, under /s3"})
-    data = fields.String(validate=validate.Regexp(S3_PATH, error="a path under /s3"),
+    data = fields.String(validate=Pattern(S3_PATH, error="a path under /s3"),
                          metadata={"description": "the data directory (default /s3/data)"})
     args = fields.List(_arg(), validate=validate.Length(max=64), load_default=list,
                        metadata={"description": "extra arguments for the script or recipe"})
@@ -86,11 +86,11 @@ class JobCreateSchema(Schema):
                                    metadata={"description": "GPUs each pod requests"})
     efa_per_node = fields.Integer(load_default=0, validate=validate.Range(min=0, max=32),
                                   metadata={"description": "EFA devices each pod requests"})
-    instance_group = fields.String(validate=validate.Regexp(DNS_LABEL_RE, error="not an "
-                                                            "instance group name"),
+    instance_group = fields.String(validate=Pattern(DNS_LABEL_RE, error="not an "
+                                                    "instance group name"),
                                    metadata={"description": "run on this instance group's "
                                                             "nodes only"})
-    env = fields.Dict(keys=fields.String(validate=validate.Regexp(ENV_NAME_RE)),
+    env = fields.Dict(keys=fields.String(validate=Pattern(ENV_NAME_RE)),
                       values=fields.String(validate=validate.Length(max=4096)),
                       load_default=dict, validate=validate.Length(max=64),
                       metadata={"description": "environment variables of every pod"})
@@ -175,11 +175,11 @@ class JobDeletedSchema(Schema):
 class JobLogsQuerySchema(Schema):
     tail = fields.Integer(load_default=100, validate=validate.Range(min=1, max=LOG_TAIL_MAX),
                           metadata={"description": "the last lines (of all pods together)"})
-    since = fields.String(validate=validate.Regexp(
-        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$",
+    since = fields.String(validate=Pattern(
+        r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$",
         error="an RFC 3339 UTC time, e.g. 2026-01-02T03:04:05.123456Z"),
         metadata={"description": "only lines at or after this time"})
-    pod = fields.String(validate=validate.Regexp(DNS_LABEL_RE, error="not a pod name"),
+    pod = fields.String(validate=Pattern(DNS_LABEL_RE, error="not a pod name"),
                         metadata={"description": "one pod's lines (default: every pod's)"})
     previous = fields.Boolean(load_default=False, metadata={
         "description": "a restarted container's previous run (its last words)"})

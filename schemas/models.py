@@ -7,6 +7,7 @@ import re
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from schemas.common import Pattern
 from schemas.endpoints import Model
 from schemas.storage import DNS_LABEL_RE
 
@@ -19,11 +20,11 @@ STATES = ("downloading", "available", "failed")
 
 
 class SecretRefSchema(Schema):
-    name = fields.String(required=True, validate=validate.Regexp(DNS_LABEL_RE,
-                                                                 error="not a Secret name"),
+    name = fields.String(required=True, validate=Pattern(DNS_LABEL_RE,
+                                                         error="not a Secret name"),
                          metadata={"description": "a Secret in the default namespace"})
-    key = fields.String(required=True, validate=validate.Regexp(SECRET_KEY_RE,
-                                                                error="not a Secret key"),
+    key = fields.String(required=True, validate=Pattern(SECRET_KEY_RE,
+                                                        error="not a Secret key"),
                         metadata={"description": "its key holding the token"})
 
 
@@ -32,12 +33,12 @@ class ModelDownloadSchema(Schema):
     source = fields.String(required=True, validate=validate.OneOf(SOURCES),
                            metadata={"description": "huggingface (repo and revision) or s3 "
                                                     "(s3_uri)"})
-    repo = fields.String(validate=validate.Regexp(REPO_RE, error="not a hub id (org/model)"),
+    repo = fields.String(validate=Pattern(REPO_RE, error="not a hub id (org/model)"),
                          metadata={"description": "the Hugging Face id, org/model"})
     revision = fields.String(load_default="main",
-                             validate=validate.Regexp(REVISION_RE, error="not a revision"),
+                             validate=Pattern(REVISION_RE, error="not a revision"),
                              metadata={"description": "a branch, tag or commit"})
-    s3_uri = fields.String(validate=validate.Regexp(S3_URI_RE, error="not s3://bucket/prefix"),
+    s3_uri = fields.String(validate=Pattern(S3_URI_RE, error="not s3://bucket/prefix"),
                            metadata={"description": "the S3 prefix to copy"})
     hub_token_secret = fields.Nested(SecretRefSchema,
                                      metadata={"description": "the Secret holding a hub "

@@ -13,6 +13,8 @@ from typing import Any
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
+from schemas.common import Pattern
+
 HEALTH_VALUES = ("Schedulable", "Unschedulable", "UnschedulablePendingReboot",
                  "UnschedulablePendingReplacement")
 """Values of HyperPod's `sagemaker.amazonaws.com/node-health-status` label."""
@@ -50,14 +52,14 @@ split before sending it."""
 
 
 def NodeId(**kwargs: Any) -> fields.String:
-    return fields.String(validate=validate.Regexp(NODE_ID_RE, error="not a HyperPod node id"),
+    return fields.String(validate=Pattern(NODE_ID_RE, error="not a HyperPod node id"),
                          metadata={"description": "HyperPod node (EC2 instance) id, i-…"},
                          **kwargs)
 
 
 class NodeListQuerySchema(Schema):
     instance_group = fields.String(
-        validate=[validate.Length(max=63), validate.Regexp(GROUP_NAME_RE)],
+        validate=[validate.Length(max=63), Pattern(GROUP_NAME_RE)],
         metadata={"description": "only nodes of this instance group"})
     health = fields.String(
         validate=validate.OneOf((*HEALTH_VALUES, UNKNOWN_HEALTH)),
@@ -69,7 +71,7 @@ class NodeListQuerySchema(Schema):
                            validate=validate.Range(min=1, max=MAX_PAGE),
                            metadata={"description": "at most this many nodes in the page"})
     cursor = fields.String(
-        validate=validate.Regexp(NODE_ID_RE, error="not a cursor from next_cursor"),
+        validate=Pattern(NODE_ID_RE, error="not a cursor from next_cursor"),
         metadata={"description": "next_cursor of the previous page (pages are ordered by "
                                  "node id, so no node is repeated or skipped while nodes "
                                  "come and go)"})

@@ -10,7 +10,7 @@ import re
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
-from schemas.common import Name
+from schemas.common import Name, Pattern
 
 KINDS = ("s3", "fsx")
 STATES = ("creating", "available", "deleting", "failed", "incomplete")
@@ -55,13 +55,13 @@ class S3Schema(Schema):
     """An S3 bucket: a new one hypd makes, or an existing one the user names."""
 
     bucket = fields.String(
-        validate=[validate.Regexp(BUCKET_RE, error="not an S3 bucket name"),
+        validate=[Pattern(BUCKET_RE, error="not an S3 bucket name"),
                   validate.Length(max=63)],
         metadata={"description": "an existing bucket to mount (hypd never deletes it); "
                                  "leave unset for a new bucket that hypd makes and owns"})
     prefix = fields.String(
         validate=[validate.Length(min=1, max=512),
-                  validate.Regexp(r"^[^\s]+$", error="no spaces in a prefix")],
+                  Pattern(r"^[^\s]+$", error="no spaces in a prefix")],
         metadata={"description": "mount only this prefix of the bucket (e.g. datasets/)"})
     read_only = fields.Boolean(load_default=False,
                                metadata={"description": "mount read-only"})
@@ -73,7 +73,7 @@ class StorageCreateSchema(Schema):
                          metadata={"description": "s3 (a bucket) or fsx (FSx for Lustre)"})
     namespace = fields.String(
         load_default="default",
-        validate=validate.Regexp(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
+        validate=Pattern(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
         metadata={"description": "where the claim (PVC) is made; default `default`"})
     s3 = fields.Nested(S3Schema, metadata={"description": "with kind s3"})
     fsx = fields.Nested(FsxSchema, metadata={"description": "with kind fsx"})

@@ -3,6 +3,8 @@ field errors are JSON (string keys) and whose message names each field at fault.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from flask import Flask
 from flask.views import MethodView
@@ -113,3 +115,15 @@ def test_the_envelope_of_a_mixed_structure(client):
     assert error["message"] == "zones.2: not us; zones: distinct, please"
     raw = client.post("/raw").get_json()["error"]
     assert raw["details"]["fields"] == errors._field_errors(NESTED)
+
+
+def test_a_structure_deeper_than_the_recursion_limit_is_cut_not_walked():
+    """The summary walked any depth recursively; a body 10,000 levels deep under a free-form
+    field made an error structure that deep (app/intake.py now refuses such bodies first)."""
+    deep: dict = {"leaf": ["the message"]}
+    for _ in range(10_000):
+        deep = {"a": deep}
+    fields_ = errors._field_errors({"json": {"labels": deep}})
+    summary = errors._summary(fields_)
+    assert summary.startswith("labels.a.a.") and summary.endswith(errors.CUT)
+    assert json.dumps(fields_)  # the envelope's details serialise

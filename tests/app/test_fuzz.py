@@ -8,6 +8,10 @@ at real targets (a cluster made through the API, its group, one of its nodes, a 
 operation), so fuzzed bodies reach the routes' own checks rather than stopping at 404; the
 cluster's delete goes last.
 
+Data that breaks the schemas (schemathesis's negative mode) goes to every route on the
+session's stack, each mutation aimed at a target that does not exist: refused below 500, in
+the envelope, and nothing started.
+
 Driven through schemathesis's strategies and hypothesis directly (its pytest plugin does
 not run on pytest 9 here); examples are capped to fit the suite's time budget."""
 
@@ -20,12 +24,16 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from tasks.engine.store import OPS_INDEX
 from tests.stack import Stack
 
 MAX_EXAMPLES = 8
 MUTATION_EXAMPLES = 6
+NEGATIVE_EXAMPLES = 3
 
 
 Targets = dict[str, dict[str, str]]
@@ -122,3 +130,37 @@ def test_mutations_never_fail_and_match_their_schema(own_stack):
     assert len(checked) >= 16, checked
     assert set(targets) <= {label.split(" ", 1)[1] for label in checked}, "a target names no route"
 
+
+
+def test_data_that_breaks_the_schemas_is_refused_below_500(stack):
+    """Every operation with something to break (a route with no parameter and no body has
+    nothing: hypothesis finds it unsatisfiable)."""
+    schema = schemathesis.openapi.from_url(stack.url + "/api/v1/openapi.json")
+    auth = {"Authorization": f"Bearer {stack.operator_token}"}
+    started = stack.redis().zcard(OPS_INDEX)
+    broken = []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @given(case=operation.as_strategy(GenerationMode.NEGATIVE))
+        @settings(max_examples=NEGATIVE_EXAMPLES, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def run(case):
+            if case.method != "GET":  # nothing of that name: a valid request 404s
+                case.path_parameters = dict.fromkeys(case.path_parameters or {}, "zz-absent")
+            response = case.call(headers=auth, timeout=60)
+            what = (case.method, case.formatted_path, case.query, str(case.body)[:200],
+                    response.status_code, response.text[:300])
+            assert response.status_code < 500, what
+            if response.status_code >= 400:
+                assert set(response.json()) == {"error"}, what
+            else:
+                assert case.method == "GET", what
+
+        try:
+            run()
+        except Unsatisfiable:
+            continue
+        broken.append(operation.label)
+    assert len(broken) >= 40, broken
+    assert stack.redis().zcard(OPS_INDEX) == started
