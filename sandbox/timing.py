@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sandbox import interfaces
 from sandbox.identify import Call
 from sandbox.reply import Reply
 
@@ -53,11 +54,14 @@ class Clock:
 
 
 class Timeline:
-    """Deferred state changes, applied in due order when time is checked."""
+    """Deferred state changes, applied in due order when time is checked.
+
+    A change may schedule another (`after` from inside a change re-enters the lock on the same
+    thread): a network interface released when its owner goes is deleted a little later."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
 
@@ -128,7 +132,8 @@ _STATE = re.compile(rb"<state>[a-z]+</state>")
 
 @dataclass
 class NatGatewayCreate:
-    """CreateNatGateway: `pending` for 90 s, then `available`."""
+    """CreateNatGateway: `pending` for 90 s, then `available`; its network interface carries
+    AWS's fields (sandbox/interfaces.py)."""
 
     service: str = "ec2"
     action: str = "CreateNatGateway"
@@ -141,13 +146,16 @@ class NatGatewayCreate:
         if nat is None:
             return reply
         nat.state = "pending"
+        interfaces.nat_gateway_interface(nat)
         timeline.after(NAT_GATEWAY_PENDING_S, _set_if(nat, "state", "pending", "available"))
         return reply.with_body(_STATE.sub(b"<state>pending</state>", reply.body, count=1))
 
 
 @dataclass
 class NatGatewayDelete:
-    """DeleteNatGateway: `deleting` for 90 s, then `deleted` (moto goes straight to deleted)."""
+    """DeleteNatGateway: `deleting` for 90 s, then `deleted` (moto goes straight to deleted),
+    and its network interface goes with it (moto keeps it for ever): until then the subnet
+    cannot be deleted."""
 
     service: str = "ec2"
     action: str = "DeleteNatGateway"
@@ -157,7 +165,14 @@ class NatGatewayDelete:
         if nat is None:
             return reply
         nat.state = "deleting"
-        timeline.after(NAT_GATEWAY_DELETING_S, _set_if(nat, "state", "deleting", "deleted"))
+        to_deleted = _set_if(nat, "state", "deleting", "deleted")
+
+        def deleted() -> None:
+            to_deleted()
+            if nat.state == "deleted":
+                interfaces.drop_nat_gateway_interface(call.account, call.region, nat)
+
+        timeline.after(NAT_GATEWAY_DELETING_S, deleted)
         return reply
 
 
