@@ -25,6 +25,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 ENI_RELEASE_S = 60.0
@@ -53,12 +54,14 @@ class Owner:
 
 
 class _ServiceInstance:
-    """What moto's Attachment reads from `eni.instance`: the service-owned instance."""
+    """What moto reads from `eni.instance` (its Attachment, an Elastic IP's disassociation):
+    the running instance the service owns."""
 
     def __init__(self, instance_id: str | None, owner_id: str) -> None:
         self.id = instance_id
         self.owner_id = owner_id
         self.security_groups: list[Any] = []  # the interface's own groups are its groups
+        self._state = SimpleNamespace(name="running")
 
 
 def ec2_backend(account: str, region: str) -> Any:

@@ -10,7 +10,8 @@ allows: each is checked here, then moto answers (`ctx.moto()`).
   gateway, security groups other than its default, route tables other than its main one, or
   VPC endpoints not deleted (moto checks only subnets, VPN gateways and route tables).
 - DeleteNetworkInterface: refused while the interface is attached (`in-use`) — a service's
-  interface goes when its owner does (sandbox/interfaces.py).
+  interface goes when its owner does (sandbox/interfaces.py); DetachNetworkInterface of a
+  service's attachment: `OperationNotPermitted` (only the service releases it).
 
 Refusals are AWS's: `DependencyViolation` with AWS's messages ("The subnet 'subnet-…' has
 dependencies and cannot be deleted.", "resource sg-… has a dependent object", "The vpc
@@ -115,4 +116,16 @@ def delete_network_interface(ctx: GapContext, p: dict[str, Any]) -> Reply:
     if eni is not None and eni.status == "in-use":
         raise AwsError("InvalidNetworkInterface.InUse",
                        f"The network interface '{eni.id}' is currently in use.")
+    return ctx.moto()
+
+
+@answers("ec2", "DetachNetworkInterface")
+def detach_network_interface(ctx: GapContext, p: dict[str, Any]) -> Reply:
+    _no_dry_run(p)
+    attachment = p.get("AttachmentId") or ""
+    for eni in list(_backend(ctx).enis.values()):
+        if eni.attachment_id == attachment and eni.requester_managed:
+            prefix = attachment.rsplit("-", 1)[0]
+            raise AwsError("OperationNotPermitted",
+                           f"You are not allowed to manage '{prefix}' attachments.")
     return ctx.moto()

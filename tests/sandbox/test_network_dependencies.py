@@ -112,6 +112,9 @@ def test_an_eks_cluster_holds_its_subnets_security_groups_and_vpc_until_it_is_go
     all_refused()
     assert refused(ec2.delete_network_interface, NetworkInterfaceId=enis[0]["NetworkInterfaceId"]
                    )[0] == "InvalidNetworkInterface.InUse"
+    assert refused(ec2.detach_network_interface, AttachmentId=enis[0]["Attachment"][
+        "AttachmentId"]) == ("OperationNotPermitted",
+                             "You are not allowed to manage 'eni-attach' attachments.")
 
     eks.delete_cluster(name=name)
     ctl.advance_clock(EKS_DELETING_S)
@@ -225,6 +228,10 @@ def test_a_nat_gateway_holds_its_subnet_until_it_is_deleted(
         "State"] == "deleted"
     assert interfaces(ec2, subnet_id=net["a"]) == []
     ec2.delete_subnet(SubnetId=net["a"])
+    # its Elastic IP goes as hypd lets it go (moto keeps the association: hypd drops it)
+    association = ec2.describe_addresses(AllocationIds=[allocation])["Addresses"][0]
+    ec2.disassociate_address(AssociationId=association["AssociationId"])
+    ec2.release_address(AllocationId=allocation)
 
 
 def test_a_vpc_is_refused_while_a_gateway_group_or_table_remains(ec2: Any) -> None:
