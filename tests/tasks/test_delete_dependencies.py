@@ -1,6 +1,7 @@
-"""network.delete against the sandbox's local AWS, which refuses what AWS refuses while
-something else is in the VPC: it deletes nothing while anyone else's network interface is
-there, waits for AWS services' interfaces to go, and only then takes the network apart.
+"""Deletions against the sandbox's local AWS, which refuses what AWS refuses while network
+interfaces remain: network.delete deletes nothing while anyone else's interface is in the
+VPC, waits for AWS services' interfaces to go, and only then takes the network apart; an
+instance group's compute subnet is deleted once its instances' interfaces are gone.
 
 The local AWS runs at speed 1 and each wait the operation asks for moves its clock by as
 much (`drive`), so the test plays AWS's minutes without sleeping.
@@ -17,13 +18,16 @@ import pytest
 from botocore.config import Config
 
 import tasks.networks as steps
+from cloud import capacity
 from cloud import networks as net
 from sandbox.control import SandboxControl
 from sandbox.interfaces import ENI_RELEASE_S
 from sandbox.local_aws import LocalAws, client_env
 from tasks.engine.kinds import StepFailed, StepRetry
+from tasks.instance_groups import delete_subnet
 from tasks.kinds import KINDS
-from tests.tasks.test_networks_steps import Operation
+from tests.sandbox.hyperpodkit import cluster_request, gpu_group, make_lab, unique
+from tests.tasks.test_networks_steps import FakeContext, Operation
 
 REGION = "us-west-2"
 EKS_DELETING_S = 300.0
@@ -164,3 +168,39 @@ def test_an_aws_services_interfaces_are_waited_for_then_the_network_goes(
     assert net.get_network(ec2, "with-eks") is None
     assert ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [network["vpc_id"]]}])[
         "Vpcs"] == []
+
+
+def test_a_deleted_groups_subnet_goes_once_its_instances_interfaces_are_gone(local, ec2):
+    aws, ctl = local
+    lab = make_lab(lambda service: _client(aws, service), ctl, "groups")
+    sm = _client(aws, "sagemaker")
+    name = unique("hp")
+    zone = f"{REGION}b"
+    vpc = ec2.describe_vpcs(VpcIds=[lab.vpc_id])["Vpcs"][0]["CidrBlock"]
+    subnet = ec2.create_subnet(
+        VpcId=lab.vpc_id, CidrBlock=vpc.replace(".0.0/16", ".64.0/20"), AvailabilityZone=zone,
+        TagSpecifications=[{"ResourceType": "subnet", "Tags": capacity.compute_subnet_tags(
+            name, "workers", zone)}])["Subnet"]["SubnetId"]
+    plain = {"OnStartDeepHealthChecks": None, "NetworkInterface": None}
+    groups = [gpu_group(lab, InstanceGroupName=group, InstanceType="ml.m5.xlarge",
+                        InstanceCount=1, OverrideVpcConfig={
+                            "SecurityGroupIds": [lab.security_group], "Subnets": [where]})
+              for group, where in (("main", lab.subnet_a), ("workers", subnet))]
+    for group in groups:
+        for key in plain:
+            group.pop(key)
+    sm.create_cluster(**cluster_request(lab, name, groups, AutoScaling={"Mode": "Disable"}))
+    ctl.advance_clock(600)
+    sm.update_cluster(ClusterName=name, InstanceGroups=[groups[0]],
+                      InstanceGroupsToDelete=["workers"])
+    ctl.advance_clock(120)  # the group's instance terminates: the group is gone ...
+    assert [g["InstanceGroupName"] for g in sm.describe_cluster(ClusterName=name)[
+        "InstanceGroups"]] == ["main"]
+
+    step = FakeContext(ec2, "op-del-group", "instance_group.delete",
+                       {"cluster": name, "name": "workers"}, "subnet", {})
+    with pytest.raises(StepRetry, match="DependencyViolation"):
+        delete_subnet(step)  # ... its interface is not yet
+    assert ec2.describe_subnets(SubnetIds=[subnet])["Subnets"]
+    ctl.advance_clock(ENI_RELEASE_S)
+    assert delete_subnet(step) == {"deleted": [subnet]}
