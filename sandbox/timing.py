@@ -57,18 +57,22 @@ class Timeline:
     """Deferred state changes, applied in due order when time is checked.
 
     A change may schedule another (`after` from inside a change re-enters the lock on the same
-    thread): a network interface released when its owner goes is deleted a little later."""
+    thread): a network interface released when its owner goes is deleted a little later. Its
+    delay counts from the moment the change was due, not from when it ran, so a clock jumped
+    past both runs both, in order."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self._lock = threading.RLock()
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
+        self._running_at: float | None = None  # the due time of the change running now
 
     def after(self, seconds: float, change: Callable[[], None]) -> None:
         """Run `change` once `seconds` of simulated time have passed."""
         with self._lock:
-            heapq.heappush(self._due, (self.clock.now() + seconds, next(self._order), change))
+            base = self._running_at if self._running_at is not None else self.clock.now()
+            heapq.heappush(self._due, (base + seconds, next(self._order), change))
 
     def run_due(self) -> int:
         """Apply every change whose time has come; returns how many ran."""
@@ -76,8 +80,12 @@ class Timeline:
         with self._lock:
             now = self.clock.now()
             while self._due and self._due[0][0] <= now:
-                _, _, change = heapq.heappop(self._due)
-                change()
+                at, _, change = heapq.heappop(self._due)
+                self._running_at = at
+                try:
+                    change()
+                finally:
+                    self._running_at = None
                 ran += 1
         return ran
 

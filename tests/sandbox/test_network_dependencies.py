@@ -197,6 +197,14 @@ def test_hyperpod_instances_hold_network_interfaces_in_their_groups_subnet(
     assert _types(left).count("interface") == 2
     assert not any(cpu[0] in e["Description"] for e in left)
 
+    # replace: the old instance's interfaces go, the new one's come
+    (old,) = [n["InstanceId"] for n in sm.list_cluster_nodes(ClusterName=name)[
+        "ClusterNodeSummaries"] if n["InstanceGroupName"] == "train"]
+    sm.batch_replace_cluster_nodes(ClusterName=name, NodeIds=[old])
+    ctl.advance_clock(NODE_SHUTDOWN_S + ENI_RELEASE_S)
+    train = [e for e in interfaces(ec2, subnet_id=subnet) if e["InterfaceType"] != "interface"]
+    assert len(train) == 4 and not any(old in e["Description"] for e in train)
+
     sm.delete_cluster(ClusterName=name)
     ctl.advance_clock(HYPERPOD_DELETING_S)
     assert refused(ec2.delete_subnet, SubnetId=subnet)[0] == "DependencyViolation"
