@@ -47,7 +47,6 @@ class Owner:
     requester_id: str  # RequesterId
     instance_owner_id: str  # Attachment.InstanceOwnerId
     interface_type: str = "interface"  # efa, efa-only, nat_gateway, ...
-    instance_id: str | None = None  # Attachment.InstanceId, when the customer may see it
     device_index: int = 1
     attachment_prefix: str = "eni-attach"  # "ela-attach" for ELB and NAT gateway interfaces
     delete_on_termination: bool = True
@@ -55,10 +54,11 @@ class Owner:
 
 class _ServiceInstance:
     """What moto reads from `eni.instance` (its Attachment, an Elastic IP's disassociation):
-    the running instance the service owns."""
+    the running instance the service owns, in the service's account (no `InstanceId` the
+    customer could look up: AWS shows none for these)."""
 
-    def __init__(self, instance_id: str | None, owner_id: str) -> None:
-        self.id = instance_id
+    def __init__(self, owner_id: str) -> None:
+        self.id = None
         self.owner_id = owner_id
         self.security_groups: list[Any] = []  # the interface's own groups are its groups
         self._state = SimpleNamespace(name="running")
@@ -98,7 +98,7 @@ def attach(eni: Any, owner: Owner) -> None:
     eni.requester_managed = True
     eni.requester_id = owner.requester_id
     eni.status = "in-use"
-    eni.instance = _ServiceInstance(owner.instance_id, owner.instance_owner_id)
+    eni.instance = _ServiceInstance(owner.instance_owner_id)
     eni.attachment_id = f"{owner.attachment_prefix}-{secrets.token_hex(8)}"
     eni.attach_time = datetime.now(UTC)
     eni.device_index = owner.device_index
