@@ -1,10 +1,11 @@
 """Network interfaces that AWS services put in a customer's VPC, as moto network interfaces.
 
-On AWS an EKS cluster's control plane, each HyperPod instance and each NAT gateway hold
-elastic network interfaces in the customer's subnets, with the customer's security groups;
-the service (not the customer) made them, so they are *requester-managed* and attached to an
-instance the service owns. While they exist the subnet, the security groups and the VPC
-cannot be deleted (`DependencyViolation`, sandbox/gaps/ec2.py). They are real moto objects
+On AWS an EKS cluster's control plane, each HyperPod instance, each NAT gateway and each
+interface VPC endpoint hold elastic network interfaces in the customer's subnets, with the
+customer's security groups; the service (not the customer) made them, so they are
+*requester-managed* and (but an endpoint's) attached to an instance the service owns. While
+they exist the subnet, the security groups and the VPC cannot be deleted
+(`DependencyViolation`, sandbox/gaps/ec2.py). They are real moto objects
 (`ec2_backends[account][region].enis`), so `DescribeNetworkInterfaces` and the AWS CLI list
 them with AWS's fields: Description, InterfaceType, RequesterId, RequesterManaged, Status
 `in-use`, Groups, and an Attachment owned by the service's account.
@@ -37,6 +38,7 @@ EKS_ACCOUNT = "602401143452"
 HYPERPOD_ACCOUNT = "740401143452"
 NAT_GATEWAY_ACCOUNT = "036872051663"
 NAT_GATEWAY_OWNER = "amazon-aws"  # a NAT gateway's Attachment.InstanceOwnerId
+VPC_ENDPOINT_ACCOUNT = "727180483921"
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def using_group(backend: Any, group_id: str) -> list[Any]:
             if any(g.id == group_id for g in e.group_set)]
 
 
-# --- NAT gateways ----------------------------------------------------------------------------
+# --- NAT gateways and interface endpoints ----------------------------------------------------
 
 
 def nat_gateway_interface(nat: Any) -> None:
@@ -168,3 +170,21 @@ def drop_nat_gateway_interface(account: str, region: str, nat: Any) -> None:
     eni = getattr(nat, "_eni", None)
     if eni is not None:
         delete(account, region, [eni.id])
+
+
+def vpc_endpoint_interfaces(backend: Any, endpoint: Any) -> None:
+    """moto gives an interface endpoint's interfaces no fields of AWS's and the VPC's default
+    security group; AWS's are the endpoint's, with the endpoint's security groups."""
+    groups = [g for g in (backend.get_security_group_from_id(i)
+                          for i in endpoint.security_group_ids) if g is not None]
+    for eni_id in endpoint.network_interface_ids:
+        eni = backend.enis.get(eni_id)
+        if eni is None:
+            continue
+        eni.description = f"VPC Endpoint Interface {endpoint.id}"
+        eni.interface_type = "vpc_endpoint"
+        eni.requester_managed = True
+        eni.requester_id = VPC_ENDPOINT_ACCOUNT
+        eni.status = "in-use"
+        if groups:
+            eni._group_set = groups

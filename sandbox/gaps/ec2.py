@@ -19,15 +19,21 @@ dependencies and cannot be deleted.", "resource sg-… has a dependent object", 
 `DryRun` request deletes nothing and answers `DryRunOperation` (412), as AWS does for a caller
 allowed to make the call (moto's DeleteSubnet and DeleteVpc ignored the flag and deleted). An
 unknown id is moto's to answer.
+
+Also CreateVpcEndpoint: an interface endpoint's network interfaces get AWS's fields and the
+endpoint's security groups (moto's were plain, with the VPC's default group).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sandbox import interfaces
 from sandbox.gaps import AwsError, GapContext, answers
 from sandbox.reply import Reply
+
+_ENDPOINT_ID = re.compile(rb"<vpcEndpointId>(vpce-[0-9a-f]+)</vpcEndpointId>")
 
 
 def _backend(ctx: GapContext) -> Any:
@@ -129,3 +135,14 @@ def detach_network_interface(ctx: GapContext, p: dict[str, Any]) -> Reply:
             raise AwsError("OperationNotPermitted",
                            f"You are not allowed to manage '{prefix}' attachments.")
     return ctx.moto()
+
+
+@answers("ec2", "CreateVpcEndpoint")
+def create_vpc_endpoint(ctx: GapContext, p: dict[str, Any]) -> Reply:
+    reply = ctx.moto()
+    found = _ENDPOINT_ID.search(reply.body) if reply.status < 400 else None
+    backend = _backend(ctx)
+    endpoint = backend.vpc_end_points.get(found.group(1).decode()) if found else None
+    if endpoint is not None:
+        interfaces.vpc_endpoint_interfaces(backend, endpoint)
+    return reply

@@ -274,3 +274,19 @@ def test_a_group_named_by_another_groups_rule_is_refused(ec2: Any) -> None:
     # a dry run deletes nothing (moto's deleted the subnet)
     assert refused(ec2.delete_subnet, SubnetId=net["a"], DryRun=True)[0] == "DryRunOperation"
     assert ec2.describe_subnets(SubnetIds=[net["a"]])["Subnets"]
+
+
+def test_an_interface_endpoint_holds_its_subnet_and_group_until_it_is_deleted(ec2: Any) -> None:
+    net = network(ec2)
+    endpoint = ec2.create_vpc_endpoint(
+        VpcEndpointType="Interface", VpcId=net["vpc"], ServiceName="com.amazonaws.us-west-2.sts",
+        SubnetIds=[net["a"]], SecurityGroupIds=[net["sg"]])["VpcEndpoint"]
+    (eni,) = interfaces(ec2, subnet_id=net["a"])
+    assert eni["Description"] == f"VPC Endpoint Interface {endpoint['VpcEndpointId']}"
+    assert eni["InterfaceType"] == "vpc_endpoint" and eni["RequesterManaged"] is True
+    assert [g["GroupId"] for g in eni["Groups"]] == [net["sg"]]
+    assert refused(ec2.delete_subnet, SubnetId=net["a"])[0] == "DependencyViolation"
+    assert refused(ec2.delete_security_group, GroupId=net["sg"])[0] == "DependencyViolation"
+    ec2.delete_vpc_endpoints(VpcEndpointIds=[endpoint["VpcEndpointId"]])
+    ec2.delete_security_group(GroupId=net["sg"])
+    ec2.delete_subnet(SubnetId=net["a"])
