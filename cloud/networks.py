@@ -91,6 +91,7 @@ _DESCRIBE = {
     "rt": ("describe_route_tables", "RouteTables", "Filters", True),
     "sg": ("describe_security_groups", "SecurityGroups", "Filters", True),
     "endpoint": ("describe_vpc_endpoints", "VpcEndpoints", "Filters", True),
+    "eni": ("describe_network_interfaces", "NetworkInterfaces", "Filters", True),
 }
 
 
@@ -664,6 +665,23 @@ def _network_view(name: str, vpc: dict[str, Any], region: str, subnets: list[dic
 # ---------------------------------------------------------------------------------------
 
 
+def foreign_interfaces(ec2: Any, name: str) -> list[dict[str, Any]]:
+    """The network interfaces in the network's VPC that are not its own NAT gateways':
+    [{id, description, subnet_id, status, service}]. `service`: an AWS service made it
+    (requester-managed: an EKS control plane's, a HyperPod instance's, a load balancer's),
+    and removes it when what it serves goes; anything else stays until someone deletes it."""
+    vpc = find_vpc(ec2, name)
+    if vpc is None:
+        return []
+    own = {a.get("NetworkInterfaceId") for n in _find(ec2, "nat", name, [ROLE_NAT_GATEWAY])
+           for a in n.get("NatGatewayAddresses") or ()}
+    return [{"id": i["NetworkInterfaceId"], "description": i.get("Description") or "",
+             "subnet_id": i.get("SubnetId"), "status": i.get("Status"),
+             "service": bool(i.get("RequesterManaged"))}
+            for i in _describe(ec2, "eni", [{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])
+            if i["NetworkInterfaceId"] not in own]
+
+
 def _gone_ok(call: Callable[..., Any], **kwargs: Any) -> bool:
     """Make a delete call; True if it acted, False if the resource was already gone."""
     try:
@@ -824,7 +842,7 @@ def _leftovers(ec2: Any, vpc_id: str) -> str:
         if subnets:
             ids = ", ".join(s["SubnetId"] for s in subnets[:5])
             parts.append(f"{len(subnets)} subnet(s) ({ids})")
-        interfaces = ec2.describe_network_interfaces(Filters=vpc_filter)["NetworkInterfaces"]
+        interfaces = _describe(ec2, "eni", vpc_filter)
         if interfaces:
             parts.append(f"{len(interfaces)} network interface(s)")
         groups = [g for g in _describe(ec2, "sg", vpc_filter) if g.get("GroupName") != "default"]

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sandbox import interfaces
 from sandbox.identify import Call
 from sandbox.reply import Reply
 
@@ -53,18 +54,25 @@ class Clock:
 
 
 class Timeline:
-    """Deferred state changes, applied in due order when time is checked."""
+    """Deferred state changes, applied in due order when time is checked.
+
+    A change may schedule another (`after` from inside a change re-enters the lock on the same
+    thread): a network interface released when its owner goes is deleted a little later. Its
+    delay counts from the moment the change was due, not from when it ran, so a clock jumped
+    past both runs both, in order."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
+        self._running_at: float | None = None  # the due time of the change running now
 
     def after(self, seconds: float, change: Callable[[], None]) -> None:
         """Run `change` once `seconds` of simulated time have passed."""
         with self._lock:
-            heapq.heappush(self._due, (self.clock.now() + seconds, next(self._order), change))
+            base = self._running_at if self._running_at is not None else self.clock.now()
+            heapq.heappush(self._due, (base + seconds, next(self._order), change))
 
     def run_due(self) -> int:
         """Apply every change whose time has come; returns how many ran."""
@@ -72,8 +80,12 @@ class Timeline:
         with self._lock:
             now = self.clock.now()
             while self._due and self._due[0][0] <= now:
-                _, _, change = heapq.heappop(self._due)
-                change()
+                at, _, change = heapq.heappop(self._due)
+                self._running_at = at
+                try:
+                    change()
+                finally:
+                    self._running_at = None
                 ran += 1
         return ran
 
@@ -128,7 +140,8 @@ _STATE = re.compile(rb"<state>[a-z]+</state>")
 
 @dataclass
 class NatGatewayCreate:
-    """CreateNatGateway: `pending` for 90 s, then `available`."""
+    """CreateNatGateway: `pending` for 90 s, then `available`; its network interface carries
+    AWS's fields (sandbox/interfaces.py)."""
 
     service: str = "ec2"
     action: str = "CreateNatGateway"
@@ -141,13 +154,16 @@ class NatGatewayCreate:
         if nat is None:
             return reply
         nat.state = "pending"
+        interfaces.nat_gateway_interface(nat)
         timeline.after(NAT_GATEWAY_PENDING_S, _set_if(nat, "state", "pending", "available"))
         return reply.with_body(_STATE.sub(b"<state>pending</state>", reply.body, count=1))
 
 
 @dataclass
 class NatGatewayDelete:
-    """DeleteNatGateway: `deleting` for 90 s, then `deleted` (moto goes straight to deleted)."""
+    """DeleteNatGateway: `deleting` for 90 s, then `deleted` (moto goes straight to deleted),
+    and its network interface goes with it (moto keeps it for ever): until then the subnet
+    cannot be deleted."""
 
     service: str = "ec2"
     action: str = "DeleteNatGateway"
@@ -157,7 +173,14 @@ class NatGatewayDelete:
         if nat is None:
             return reply
         nat.state = "deleting"
-        timeline.after(NAT_GATEWAY_DELETING_S, _set_if(nat, "state", "deleting", "deleted"))
+        to_deleted = _set_if(nat, "state", "deleting", "deleted")
+
+        def deleted() -> None:
+            to_deleted()
+            if nat.state == "deleted":
+                interfaces.drop_nat_gateway_interface(call.account, call.region, nat)
+
+        timeline.after(NAT_GATEWAY_DELETING_S, deleted)
         return reply
 
 

@@ -18,6 +18,11 @@ from tasks.outcomes import guarded
 
 NAT_POLL_S = 15.0
 """How often to look at a NAT gateway that is being created or deleted (AWS: 1-3 minutes)."""
+INTERFACE_POLL_S = 30.0
+INTERFACE_LOOKS = 30
+"""How long network.delete waits for AWS services' network interfaces to leave the VPC before
+it refuses (30 looks, 30 s apart on AWS: an EKS control plane's or HyperPod instance's go
+minutes after their cluster)."""
 
 
 def _name(ctx: StepContext) -> str:
@@ -174,8 +179,54 @@ NETWORK_CREATE = OperationKind(
 
 
 # ---------------------------------------------------------------------------------------
-# network.delete (reverse order; by tags only)
+# network.delete (nothing while something else is in the VPC; then reverse order, by tags)
 # ---------------------------------------------------------------------------------------
+
+
+def _listed(interfaces: list[dict[str, Any]], limit: int = 5) -> str:
+    shown = ", ".join(f"{i['id']} ({i['description'] or 'no description'}, {i['status']})"
+                      for i in interfaces[:limit])
+    return shown + (f" and {len(interfaces) - limit} more" if len(interfaces) > limit else "")
+
+
+def _in_use(ctx: StepContext, interfaces: list[dict[str, Any]], why: str) -> StepFailed:
+    return StepFailed(f"network {_name(ctx)!r} is in use: {why}: {_listed(interfaces)}; "
+                      "nothing was deleted — remove them (or what uses them), then retry",
+                      "in_use")
+
+
+def _interfaces_left(ctx: StepContext) -> list[dict[str, Any]]:
+    """The services' interfaces still in the VPC; refuses at once for anyone else's (an
+    instance's, one made by hand), which nothing will remove."""
+    found = net.foreign_interfaces(ctx.client("ec2"), _name(ctx))
+    others = [i for i in found if not i["service"]]
+    if others:
+        raise _in_use(ctx, others, "its VPC holds network interfaces hypd did not make")
+    return found
+
+
+@guarded
+def check_unused(ctx: StepContext) -> dict[str, Any]:
+    """Before anything is deleted: the NAT gateway's deletion alone would cut off whatever
+    still runs in the VPC, and a subnet or VPC AWS refuses would leave the network half
+    deleted."""
+    _interfaces_left(ctx)
+    return {}
+
+
+@guarded
+def wait_unused(ctx: StepContext) -> float | None:
+    left = _interfaces_left(ctx)
+    if not left:
+        return None
+    looks = int(ctx.resources.get("looks") or 0) + 1
+    if looks > INTERFACE_LOOKS:
+        ctx.record(looks=0)  # a retry waits afresh
+        raise _in_use(ctx, left, "AWS services' network interfaces stayed in its VPC")
+    ctx.record(looks=looks)
+    ctx.detail(f"waiting for {len(left)} network interface(s) of AWS services to leave the "
+               f"VPC: {_listed(left)}")
+    return INTERFACE_POLL_S
 
 
 def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dict[str, Any]]:
@@ -208,6 +259,7 @@ def wait_nat_deleted(ctx: StepContext) -> float | None:
 NETWORK_DELETE = OperationKind(
     name="network.delete",
     steps=(
+        Step("in_use", "Check that nothing else uses the VPC", check_unused, wait_unused),
         Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
         Step("security_group", "Delete the security group",
              _deleter(net.delete_security_groups)),

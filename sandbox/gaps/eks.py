@@ -16,6 +16,13 @@ resources.
   one per cluster; `accessConfig` as created.
 - DeleteCluster: DELETING for `EKS_CLUSTER_DELETING_S` simulated seconds, then gone with its
   local Kubernetes, add-ons, access entries and pod identity associations.
+- The cluster's VPC: CreateCluster makes the cluster security group EKS makes
+  (`eks-cluster-sg-<name>-<digits>`, all traffic from itself; `clusterSecurityGroupId` in
+  `resourcesVpcConfig`) and the control plane's two cross-account network interfaces
+  ("Amazon EKS <name>", one in each of the first two zones' subnets, with the given security
+  groups and the cluster's; sandbox/interfaces.py). Once the cluster is gone they are
+  detached, deleted `ENI_RELEASE_S` later, and then the cluster security group goes: until
+  then its subnets, security groups and VPC cannot be deleted (sandbox/gaps/ec2.py).
 
 moto answers underneath (`ctx.moto()`): it keeps the cluster object, its tags and ListClusters.
 """
@@ -24,8 +31,10 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from typing import Any
 
+from sandbox import interfaces
 from sandbox.gaps import GapContext, answers
 from sandbox.gaps.eks_access import add_entry, associate, identity_of_caller
 from sandbox.gaps.eks_addons import KUBERNETES_VERSIONS
@@ -45,6 +54,9 @@ from sandbox.reply import Reply
 
 EKS_CLUSTER_DELETING_S = 300.0
 _SERVING = ("ACTIVE", "UPDATING", "DELETING")
+CLUSTER_SG_DESCRIPTION = (
+    "EKS created security group applied to ENI that is attached to EKS Control Plane master "
+    "nodes, as well as any managed workloads.")
 
 
 def decorate(
@@ -55,6 +67,9 @@ def decorate(
     out["accessConfig"] = dict(rec.access_config)
     out["identity"] = {"oidc": {"issuer": rec.issuer}}
     out["version"] = rec.kubernetes_version
+    if rec.cluster_security_group:
+        out["resourcesVpcConfig"] = {**(out.get("resourcesVpcConfig") or {}),
+                                     "clusterSecurityGroupId": rec.cluster_security_group}
     kube = ctx.app.kubes.get(rec.name)
     if not creating and out.get("status") in _SERVING and kube is not None:
         out["endpoint"] = kube.url
@@ -85,6 +100,44 @@ def _check_network(ctx: GapContext, config: dict[str, Any]) -> None:
     for group_id in config.get("securityGroupIds") or []:
         if ec2.get_security_group_from_id(group_id) is None:
             raise invalid(f"The security group '{group_id}' does not exist")
+
+
+def _place_control_plane(ctx: GapContext, rec: ClusterRecord, config: dict[str, Any]) -> None:
+    """EKS's cluster security group and control-plane interfaces in the cluster's VPC."""
+    account, region, name = rec.account, rec.region, rec.name
+    ec2 = interfaces.ec2_backend(account, region)
+    subnets = [ec2.get_subnet(s) for s in config["subnetIds"]]  # checked by _check_network
+    vpc_id = subnets[0].vpc_id
+    group_name = f"eks-cluster-sg-{name}-{secrets.randbelow(9 * 10**9) + 10**9}"
+    group = ec2.create_security_group(group_name, CLUSTER_SG_DESCRIPTION, vpc_id, tags={
+        "Name": group_name, "aws:eks:cluster-name": name, f"kubernetes.io/cluster/{name}": "owned"})
+    ec2.authorize_security_group_ingress(group.id, "-1", None, None, [],
+                                         source_groups=[{"GroupId": group.id}], vpc_id=vpc_id)
+    rec.cluster_security_group = group.id
+    first_per_zone: dict[str, str] = {}
+    for subnet in subnets:
+        first_per_zone.setdefault(subnet.availability_zone, subnet.id)
+    owner = interfaces.Owner(description=f"Amazon EKS {name}",
+                             requester_id=interfaces.EKS_ACCOUNT,
+                             instance_owner_id=interfaces.EKS_ACCOUNT)
+    groups = [*(config.get("securityGroupIds") or []), group.id]
+    for subnet_id in list(first_per_zone.values())[:2]:
+        made = interfaces.create(account, region, subnet_id, groups, owner)
+        if made:
+            rec.interfaces.append(made)
+
+
+def _remove_control_plane(app: Any, rec: ClusterRecord) -> None:
+    """The cluster is gone: its interfaces are released, then its security group goes."""
+    group_id = rec.cluster_security_group
+
+    def drop_group() -> None:
+        if group_id:
+            ec2 = interfaces.ec2_backend(rec.account, rec.region)
+            if ec2.get_security_group_from_id(group_id) is not None:
+                ec2.delete_security_group(group_id=group_id)
+
+    interfaces.release(app, rec.account, rec.region, rec.interfaces, then=drop_group)
 
 
 def _check_role(ctx: GapContext, role_arn: str) -> None:
@@ -139,6 +192,7 @@ def create_cluster(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any] | Reply
         issuer_id=new_issuer_id(),
         kubernetes_version=version,
     )
+    _place_control_plane(ctx, rec, p["resourcesVpcConfig"])
     st = state(ctx)
     with st.lock:
         st.clusters[(rec.account, rec.region, name)] = rec
@@ -171,6 +225,7 @@ def _finish_delete(app: Any, rec: ClusterRecord, moto_backend: Any) -> Any:
             if st.clusters.get((rec.account, rec.region, rec.name)) is rec:
                 del st.clusters[(rec.account, rec.region, rec.name)]
                 app.kubes.remove(rec.name)
+        _remove_control_plane(app, rec)
 
     return change
 

@@ -53,6 +53,10 @@ class ClusterRecord:
     pod_identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → association
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → update
     tokens: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, token) → id
+    # what EKS put in the cluster's VPC: its cluster security group and control-plane
+    # network interfaces (sandbox/interfaces.py), gone after the cluster
+    cluster_security_group: str | None = None
+    interfaces: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:

@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers, karpenter, sagemaker_mlflow
+from sandbox.gaps import GapContext, answers, karpenter, sagemaker_mlflow, sagemaker_network
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
@@ -547,6 +547,8 @@ def _new_node(hp: HyperPod, cluster: Cluster, group: Group, instance_id: str) ->
         ip_reserved=fits and bool(placement),
         logical_id=f"{group.name}-{uuid.uuid4().hex[:12]}" if cluster.continuous else None,
     )
+    if fits and placement:
+        sagemaker_network.attach(cluster, group, node)
     if not fits:
         node.fail_reason = (
             f"InsufficientFreeAddressesInSubnet: subnet {placement['SubnetId']} "
@@ -554,6 +556,13 @@ def _new_node(hp: HyperPod, cluster: Cluster, group: Group, instance_id: str) ->
             f"{group.instance_type} takes."
         )
     return node
+
+
+def _release(hp: HyperPod, batch: Batch, cluster: Cluster, node: Node) -> None:
+    """An instance is gone (terminated, failed, or its cluster deleted): its subnet addresses
+    and network interfaces are let go."""
+    hp.release_ips(node)
+    sagemaker_network.release(hp.app, batch, cluster, node)
 
 
 def _launch(
@@ -661,7 +670,7 @@ def _checked(hp: HyperPod, batch: Batch, cluster: Cluster, instance_id: str) -> 
 def _launch_failed(hp: HyperPod, batch: Batch, cluster: Cluster, node: Node, reason: str) -> None:
     node.status = NodeStatus.FAILURE
     node.message = reason
-    hp.release_ips(node)
+    _release(hp, batch, cluster, node)
     cluster.event(
         "Instance",
         f"Instance {node.instance_id} failed to launch: {reason}",
@@ -680,7 +689,7 @@ def _launch_failed(hp: HyperPod, batch: Batch, cluster: Cluster, node: Node, rea
     for other in list(cluster.nodes.values()):
         other.bump()
         _unsync(hp, batch, cluster, other)
-        hp.release_ips(other)
+        _release(hp, batch, cluster, other)
         del cluster.nodes[other.instance_id]
     cluster.event("Cluster", f"Cluster creation failed: {reason}", level="Error")
 
@@ -702,7 +711,7 @@ def _shutdown(
         if gone is None:
             return
         _unsync(hp, b, cluster, gone)
-        hp.release_ips(gone)
+        _release(hp, b, cluster, gone)
         del cluster.nodes[instance_id]
         cluster.event(
             "Instance",
@@ -1063,7 +1072,7 @@ def _delete_cluster(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any]:
                 return
             for node in cluster.nodes.values():
                 _unsync(hp, b, cluster, node)
-                hp.release_ips(node)
+                _release(hp, b, cluster, node)
             del hp.in_region(cluster.account, cluster.region)[cluster.name]
 
         batch.after(CLUSTER_DELETING_S, gone)

@@ -99,6 +99,7 @@ class Node:
     private_ip: str
     ip_count: int  # addresses the instance takes from its subnet
     ip_reserved: bool = False  # they fitted (else the launch fails)
+    interfaces: tuple[str, ...] = ()  # its network interfaces in the VPC (sagemaker_network)
     logical_id: str | None = None
     status: NodeStatus = NodeStatus.PENDING
     message: str | None = None

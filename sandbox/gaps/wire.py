@@ -6,6 +6,10 @@ encoded as the protocol wants it; an error comes out in the protocol's error sha
 reading of the request differs: a JSON-protocol request is its body, while a REST-JSON
 request spreads its members over URI labels, the query string, headers and the body, each
 where the model puts it.
+
+EC2 (the `ec2` query protocol) reaches a gap only for calls the gap checks before moto
+answers them (`ctx.moto()`): its top-level scalar members are read, typed as the model says
+(`DryRun=true` a boolean); lists and structures stay flattened in `ctx.call.params`.
 """
 
 from __future__ import annotations
@@ -34,9 +38,33 @@ def protocol(op: OperationModel) -> str:
 def request_params(op: OperationModel, call: Call, environ: dict[str, Any],
                    body: bytes) -> dict[str, Any]:
     """The operation's input members, checked against the model (raises RequestInvalid)."""
-    rest = protocol(op) == "rest-json"
-    params = _rest_params(op, call, environ, body) if rest else call.params
+    kind = protocol(op)
+    if kind == "rest-json":
+        params = _rest_params(op, call, environ, body)
+    elif kind in ("ec2", "query"):
+        params = _query_params(op, call)
+    else:
+        params = call.params
     check_input(op, params)
+    return params
+
+
+def _query_params(op: OperationModel, call: Call) -> dict[str, Any]:
+    """A query-protocol request's top-level scalar members, typed (the rest stays flat)."""
+    shape = op.input_shape
+    if shape is None:
+        return {}
+    params: dict[str, Any] = {}
+    for member, member_shape in shape.members.items():
+        if member_shape.type_name in ("list", "structure", "map"):
+            continue
+        wire = (member_shape.serialization.get("queryName")
+                or member_shape.serialization.get("name") or member)
+        wire = wire[:1].upper() + wire[1:]
+        for key in (wire, member):
+            if key in call.params:
+                params[member] = _coerce(member_shape, [str(call.params[key])])
+                break
     return params
 
 

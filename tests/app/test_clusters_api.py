@@ -353,6 +353,12 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     other = cluster[0]
     with stack.client() as c:
         vpc_id = c.get(f"/api/v1/networks/{name}").json()["vpc_id"]
+        # EKS and HyperPod hold network interfaces in the VPC: AWS refuses its subnets,
+        # security group and the VPC itself until they are gone, and the delete waits them out
+        held = {i["Description"] for i in ec2.describe_network_interfaces(
+            Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["NetworkInterfaces"]}
+        assert f"Amazon EKS {name}" in held
+        assert any(d.startswith(f"SageMaker HyperPod cluster {name} ") for d in held)
         reply = c.delete(f"/api/v1/clusters/{name}")
         assert reply.status_code == 202, reply.text
         done = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)

@@ -135,6 +135,17 @@ def test_aws_cli_describes_the_clusters_and_their_addons(tools: Tools) -> None:
                       "--addon-name", "aws-mountpoint-s3-csi-driver")["addon"]
     assert addon["status"] == "ACTIVE" and addon["addonVersion"]
     assert addon["clusterName"] == tools.cluster
+    # what EKS, HyperPod and the NAT gateway hold in the cluster's VPC, as AWS lists it
+    subnets = hyperpod["VpcConfig"]["Subnets"]
+    vpc = tools.aws("ec2", "describe-subnets", "--subnet-ids", *subnets)["Subnets"][0]["VpcId"]
+    held = tools.aws("ec2", "describe-network-interfaces", "--filters",
+                     f"Name=vpc-id,Values={vpc}")["NetworkInterfaces"]
+    kinds = sorted((i["InterfaceType"], i["Description"].split(" i-")[0].split(" nat-")[0])
+                   for i in held)
+    assert kinds == [("efa", f"SageMaker HyperPod cluster {tools.hyperpod} instance")] * 2 + [
+        ("interface", f"Amazon EKS {tools.cluster}")] * 2 + [
+        ("nat_gateway", "Interface for NAT Gateway")], kinds
+    assert all(i["RequesterManaged"] and i["Status"] == "in-use" for i in held)
 
 
 def test_kubectl_get_nodes_prints_the_servers_columns(tools: Tools) -> None:

@@ -93,7 +93,10 @@ class Operation:
     def wait(self, step: str) -> float | None:
         spec = {s.name: s for s in KINDS[self.kind].steps}[step]
         ctx = self.context(step)
-        return spec.wait(ctx) if spec.wait else None
+        try:
+            return spec.wait(ctx) if spec.wait else None
+        finally:  # what a wait records persists, as the engine keeps it
+            self.outputs[step] = {**self.outputs.get(step, {}), **ctx.resources}
 
     def run(self) -> Operation:
         for spec in KINDS[self.kind].steps:
@@ -128,9 +131,9 @@ def test_kinds_are_registered_in_order():
     assert [s.name for s in create_kind.steps if s.wait] == ["nat_gateway"]
     delete_kind = KINDS["network.delete"]
     assert [s.name for s in delete_kind.steps] == [
-        "s3_endpoint", "security_group", "route_tables", "nat_gateway", "elastic_ip",
+        "in_use", "s3_endpoint", "security_group", "route_tables", "nat_gateway", "elastic_ip",
         "internet_gateway", "subnets", "vpc"]
-    assert [s.name for s in delete_kind.steps if s.wait] == ["nat_gateway"]
+    assert [s.name for s in delete_kind.steps if s.wait] == ["in_use", "nat_gateway"]
     assert all(s.title for s in (*create_kind.steps, *delete_kind.steps))
     assert create_kind.resource_url({"name": "lab"}) == "/api/v1/networks/lab"
     assert delete_kind.resource_url({"name": "lab"}) == "/api/v1/networks/lab"
@@ -368,6 +371,7 @@ def test_delete_twice_is_harmless(ec2):
     again = Operation(spy, "network.delete", {"name": "lab"}, "op-d2").run()
     assert spy.mutations == []
     assert snapshot(ec2) == before
+    assert again.outputs.pop("in_use") == {}
     assert all(out == {"deleted": []} for out in again.outputs.values())
 
 
