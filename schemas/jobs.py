@@ -123,6 +123,16 @@ class JobPodSchema(Schema):
     role = fields.String(allow_none=True, metadata={"description": "head or worker (Ray)"})
 
 
+class JobWaitingSchema(Schema):
+    pod = fields.String(required=True)
+    reason = fields.String(allow_none=True, metadata={
+        "description": "the PodScheduled condition's reason: Unschedulable when no node fits"})
+    message = fields.String(allow_none=True, metadata={
+        "description": "the scheduler's FailedScheduling message, e.g. \"0/4 nodes are "
+                       "available: 4 Insufficient nvidia.com/gpu\""})
+    since = fields.String(allow_none=True)
+
+
 class RecoveryBudgetSchema(Schema):
     used = fields.Integer(required=True, metadata={"description": "restarts so far"})
     allowed = fields.Integer(allow_none=True, metadata={"description": "jobMaxRetryCount"})
@@ -151,6 +161,10 @@ class JobSchema(Schema):
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
     pods = fields.List(fields.Nested(JobPodSchema))
+    waiting = fields.List(fields.Nested(JobWaitingSchema), metadata={
+        "description": "pods the scheduler cannot place yet, and why: the job fits the "
+                       "cluster but waits for capacity (other workloads, nodes not yet "
+                       "added)"})
     restarts = fields.Integer()
     recovery_budget = fields.Nested(RecoveryBudgetSchema, allow_none=True)
     events = fields.List(fields.Nested(JobEventSchema))
