@@ -261,6 +261,17 @@ async def test_an_agent_submits_follows_reads_logs_of_and_deletes_a_job_over_mcp
         too_many = await client.call_tool("get_job_logs", {**reply["status_args"],
                                                            "tail": 100_000})
         assert too_many.is_error and "validation_failed" in too_many.content[0].text
+        # a job the cluster can never hold: the agent gets the code and the numbers
+        huge = await client.call_tool("submit_job", {"cluster": cluster["name"],
+                                                     "name": job_name("huge"), **TORCHRUN,
+                                                     "nodes": 99})
+        assert huge.is_error
+        assert huge.content[0].text.startswith(
+            "exceeds_capacity: nodes: 99 nodes asked, each with 1 GPU; the cluster can hold "
+            "at most 2")
+        refusal = huge.structured_content["error"]
+        assert refusal["details"]["can_hold"] == 2 and huge.structured_content[
+            "http_status"] == 422
         deleted = await client.call_tool("delete_job", reply["status_args"])
         assert not deleted.is_error and deleted.structured_content["status_tool"] == "list_jobs"
     with stack.client("viewer") as c:
