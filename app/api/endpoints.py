@@ -24,7 +24,7 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, features, iam, inference, kube, storage
 from cloud.inference import Endpoint
-from schemas.common import MutationReplySchema, NoChangeSchema
+from schemas.common import ErrorSchema, MutationReplySchema, NoChangeSchema
 from schemas.endpoints import (
     SGLANG_MIN_RULE,
     EndpointCreateSchema,
@@ -180,10 +180,10 @@ class Endpoints(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a managed endpoint while the inference operator is "
                                        "off")
-    @blp.alt_response(422, description="exceeds_capacity: more replicas times GPUs (or an "
-                                       "autoscaling max) than the cluster can ever hold, with "
-                                       "the numbers; validation_failed: an instance type none "
-                                       "of its groups has")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: more replicas times GPUs (or an autoscaling max) than the cluster "
+        "can ever hold, with the numbers; validation_failed: an instance type none of its "
+        "groups has"))
     def post(self, body, cluster):
         """Create an inference endpoint: managed (an InferenceEndpointConfig for the HyperPod
         inference operator: tiered KV cache, intelligent routing, autoscaling) or a vLLM,
@@ -214,8 +214,9 @@ class EndpointItem(MethodView):
     @blp.arguments(EndpointPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
-    @blp.alt_response(422, description="exceeds_capacity: replicas or an autoscaling max the "
-                                       "cluster can never hold, with the numbers")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: replicas or an autoscaling max the cluster can never hold, with "
+        "the numbers"))
     def patch(self, body, cluster, name):
         """Change an endpoint: only the fields present — replicas, autoscaling bounds,
         routing — each compared with the endpoint as the cluster holds it. Already as asked:

@@ -38,7 +38,7 @@ from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
 from cloud import aws, capacity, hyperpod, iam, jobs, kube, mlflow, recipes, storage, training
 from cloud.training import HangRule, JobSpec, RunPolicy
-from schemas.common import MutationReplySchema
+from schemas.common import ErrorSchema, MutationReplySchema
 from schemas.jobs import (
     JobCreateSchema,
     JobDeletedSchema,
@@ -211,12 +211,11 @@ class Jobs(MethodView):
     @blp.alt_response(409, description="a job of that name exists, or the cluster is not ACTIVE")
     @blp.alt_response(412, description="the training operator is off (the message names the "
                                        "training_operator toggle)")
-    @blp.alt_response(422, description="exceeds_capacity: more than the cluster can ever hold "
-                                       "(its groups' counts or autoscaling maxima times GPUs and "
-                                       "EFA per node; the message and details give the "
-                                       "numbers); validation_failed: an instance group it "
-                                       "does not have (named with those it has), elastic "
-                                       "limits")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: more than the cluster can ever hold (its groups' counts or "
+        "autoscaling maxima times GPUs and EFA per node; the message and details give the "
+        "numbers); validation_failed: an instance group it does not have (named with those "
+        "it has), elastic limits"))
     @access("operator")
     def post(self, body, cluster):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
