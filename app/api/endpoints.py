@@ -230,10 +230,10 @@ class EndpointItem(MethodView):
         before = _stored(found, name)
         _check_change(before, body)
         after = before.changed(body)
-        _check_fit(found, after, body)
         if after == before:
             return jsonify({"changed": False, "resource_url": _url(cluster, name),
                             "message": f"endpoint {name!r} is already as asked"})
+        _check_fit(found, before, after)
         if after.service == inference.POOL and after.replicas < before.replicas:
             _check_pool_scale_in(found, before, after)
         params = {"cluster": cluster, "region": found.region, "bucket": _bucket(found),
@@ -278,12 +278,13 @@ def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:
                                        "its autoscaling bounds instead")
 
 
-def _check_fit(found: ClusterRef, after: Endpoint, body: dict[str, Any]) -> None:
-    """Replicas or an autoscaling maximum the cluster can never hold: 422 with the numbers
-    (only what the change touches is checked, so a routing change is never refused for a
-    cluster that shrank)."""
-    fields = {"replicas"} if "replicas" in body else set()
-    if "max" in (body.get("autoscaling") or {}):
+def _check_fit(found: ClusterRef, before: Endpoint, after: Endpoint) -> None:
+    """More replicas, or a higher autoscaling maximum, than the cluster can ever hold: 422
+    with the numbers. Only what the change raises is checked, so a routing change or a
+    scale-in is never refused for a cluster that shrank."""
+    fields = {"replicas"} if after.replicas > before.replicas else set()
+    if after.autoscaling is not None and (
+            before.autoscaling is None or after.autoscaling.max > before.autoscaling.max):
         fields.add("autoscaling.max")
     asks = inference.fit_asks(after, fields)
     if asks:
