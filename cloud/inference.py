@@ -57,6 +57,9 @@ ROUTER_POLICIES = ("cache_aware", "round_robin", "random", "power_of_two")
 
 IEC_API = "inference.sagemaker.aws.amazon.com/v1"
 IEC_KIND = "InferenceEndpointConfig"
+OPERATOR_POD_LABEL = "app"
+"""The inference operator's label on a managed endpoint's pods (`app=<config>`: what the
+HyperPod CLI lists them by)."""
 KEDA_API = "keda.sh/v1alpha1"
 SCALED_OBJECT = "ScaledObject"
 

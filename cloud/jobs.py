@@ -130,28 +130,6 @@ def pod_view(pod: Mapping[str, Any]) -> dict[str, Any]:
             "role": (_md(pod).get("labels") or {}).get("ray.io/node-type")}
 
 
-def waiting(job_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Why each of the job's pods that the scheduler has not placed waits: its PodScheduled
-    condition as the scheduler wrote it (reason `Unschedulable`, and the message of its
-    FailedScheduling event, e.g. "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.
-    …"). The condition, not the event, because it stays while the pod waits (events expire
-    after an hour) and comes with the pods a read lists anyway."""
-    found = []
-    for pod in job_pods:
-        status = pod.get("status") or {}
-        if status.get("phase", "Pending") != "Pending" or (pod.get("spec") or {}).get(
-                "nodeName"):
-            continue
-        condition = next((c for c in status.get("conditions") or []
-                          if c.get("type") == "PodScheduled" and c.get("status") == "False"),
-                         None)
-        if condition is not None:
-            found.append({"pod": _md(pod)["name"], "reason": condition.get("reason"),
-                          "message": condition.get("message"),
-                          "since": condition.get("lastTransitionTime")})
-    return found
-
-
 def main_container(pod: Mapping[str, Any]) -> str:
     """The container whose log is the job's (the first: the operators' own come after)."""
     return str(((pod.get("spec") or {}).get("containers") or [{}])[0].get("name"))

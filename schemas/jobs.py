@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import Name
+from schemas.common import Name, WaitingPodSchema
 from schemas.mlflow import JobMlflowSchema
 from schemas.storage import DNS_LABEL_RE
 
@@ -123,16 +123,6 @@ class JobPodSchema(Schema):
     role = fields.String(allow_none=True, metadata={"description": "head or worker (Ray)"})
 
 
-class JobWaitingSchema(Schema):
-    pod = fields.String(required=True)
-    reason = fields.String(allow_none=True, metadata={
-        "description": "the PodScheduled condition's reason: Unschedulable when no node fits"})
-    message = fields.String(allow_none=True, metadata={
-        "description": "the scheduler's FailedScheduling message, e.g. \"0/4 nodes are "
-                       "available: 4 Insufficient nvidia.com/gpu\""})
-    since = fields.String(allow_none=True)
-
-
 class RecoveryBudgetSchema(Schema):
     used = fields.Integer(required=True, metadata={"description": "restarts so far"})
     allowed = fields.Integer(allow_none=True, metadata={"description": "jobMaxRetryCount"})
@@ -161,7 +151,7 @@ class JobSchema(Schema):
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
     pods = fields.List(fields.Nested(JobPodSchema))
-    waiting = fields.List(fields.Nested(JobWaitingSchema), metadata={
+    waiting = fields.List(fields.Nested(WaitingPodSchema), metadata={
         "description": "pods the scheduler cannot place yet, and why: the job fits the "
                        "cluster but waits for capacity (other workloads, nodes not yet "
                        "added)"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from cloud import jobs, mlflow, recipes, training
+from cloud import jobs, kube, mlflow, recipes, training
 from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> di
         "created_at": md.get("creationTimestamp"), "started_at": found.started_at,
         "finished_at": found.finished_at,
         "pods": [jobs.pod_view(p) for p in job_pods], "restarts": found.restarts,
-        "waiting": jobs.waiting(job_pods),
+        "waiting": kube.waiting_pods(job_pods),
         "recovery_budget": jobs.budget(found) if obj.get("kind") == training.PYTORCH_KIND
         else None,
         "events": jobs.events(api, obj, job_pods) if detail else [],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.jobkit import TORCHRUN, get_job, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, an_endpoint_waits_too, get_job, job_name, submit, wait_state
 from tests.stack import wait_until
 
 
@@ -181,6 +181,7 @@ def test_a_job_that_fits_but_waits_for_capacity_shows_the_schedulers_reason(stac
         with stack.client("viewer") as c:  # the listing says it too
             listed = c.get(f"/api/v1/clusters/{cluster['name']}/jobs").json()["items"]
         assert next(j for j in listed if j["name"] == waiter)["waiting"] == [waiting]
+        an_endpoint_waits_too(stack, cluster["name"])
     finally:
         with stack.client() as c:
             c.delete(f"/api/v1/clusters/{cluster['name']}/jobs/{hog}")

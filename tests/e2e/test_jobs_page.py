@@ -74,8 +74,8 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
 def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
     """A job the cluster can never hold: the form shows the API's refusal with its numbers
     and marks the field. A job that fits but waits for GPUs another job holds: its row says
-    why, in the scheduler's words."""
-    from tests.app.jobkit import TORCHRUN, job_name, submit
+    why, in the scheduler's words — and an endpoint's row on the endpoints page too."""
+    from tests.app.jobkit import TORCHRUN, an_endpoint_waits_too, job_name, submit
 
     cluster = training["name"]
     hog, waiter = job_name("ui-hog"), job_name("ui-wait")
@@ -106,9 +106,18 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
                                      "available: 2 Insufficient nvidia.com/gpu.",
                                      timeout=AWS_READ_TIMEOUT_MS)
         expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text("pending")
+
+        def on_the_endpoints_page() -> None:  # an endpoint that waits says why there too
+            page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
+            expect(page.get_by_test_id("endpoint-waiting-queued")).to_contain_text(
+                "waits for capacity: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+                timeout=AWS_READ_TIMEOUT_MS)
+
+        an_endpoint_waits_too(stack, cluster, on_the_endpoints_page)
     finally:
         with stack.client() as c:
             c.delete(f"/api/v1/clusters/{cluster}/jobs/{hog}")
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
     expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text(
         "succeeded", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id(f"job-waiting-{waiter}")).to_have_count(0)

@@ -5,7 +5,7 @@
 // GET /api/v1/training/limits: nothing about them is written here.
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
-import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery } from '../ui.js';
+import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { openOperation } from '../modal.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
@@ -79,23 +79,13 @@ export function mount(root, ctx) {
     return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },
       h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace), mlflowLink(job)),
       h('td', null, job.recipe || '—'),
-      h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), waitingNote(job), job.operation_id
+      h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), waitingNote(job.waiting, 'Pod', `job-waiting-${job.name}`), job.operation_id
         ? h('div', { class: 'small' }, h('a', { href: `#/operations/${job.operation_id}` }, 'operation')) : null),
       h('td', null, String(job.pods.length), job.restarts ? h('span', { class: 'muted small' }, ` · ${job.restarts} restarts`) : null),
       h('td', { testid: `job-budget-${job.name}` }, budget
         ? `${budget.used} of ${budget.allowed ?? '∞'} used${budget.remaining !== null ? ` (${budget.remaining} left)` : ''}` : '—'),
       h('td', null, job.started_at ? timeEl(job.started_at) : '—'),
       h('td', null, del));
-  }
-
-  // Why the job waits: the scheduler's own words for each pod it cannot place yet (the job
-  // fits the cluster, but the capacity is taken or not there yet).
-  function waitingNote(job) {
-    const waiting = job.waiting || [];
-    if (!waiting.length) return null;
-    const who = waiting.length === 1 ? `Pod ${waiting[0].pod} waits` : `${waiting.length} pods wait`;
-    return h('div', { class: 'waiting', testid: `job-waiting-${job.name}`, title: waiting.map((w) => `${w.pod}: ${w.reason}: ${w.message}`).join('\n') },
-      `${who} for capacity: ${waiting[0].message}`);
   }
 
   function mlflowLink(job) {
