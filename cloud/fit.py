@@ -17,6 +17,10 @@ but must wait for capacity (other workloads hold it, autoscaling has not added t
 yet) passes: the scheduler says why it waits (FailedScheduling), and the workload's read
 shows it.
 
+Only HyperPod's groups are sized: where the cluster has other compute (Nodes without
+HyperPod's label: an EKS node group, self-managed nodes — `elsewhere`), a pod pinned to no
+group or type is not bounded.
+
 It is an upper bound on purpose: a node's allocatable is a little less than its capacity
 (kube-reserved, system pods), pods may not pack perfectly, and pods per node are bounded by
 the node's network addresses — none of which is refused here, because refusing what might
@@ -268,20 +272,26 @@ def _placement(ask: Ask, groups: Sequence[NodeGroup], cluster: str) -> list[Node
     return chosen
 
 
-def fit(ask: Ask, groups: Sequence[NodeGroup], cluster: str) -> Fit:
+def fit(ask: Ask, groups: Sequence[NodeGroup], cluster: str,
+        elsewhere: str | None = None) -> Fit:
     """How many of the asked pods the cluster can ever hold (refuses an unknown group or
-    type; see the module docstring)."""
+    type; see the module docstring). `elsewhere` says the cluster has compute besides its
+    HyperPod groups (EKS node groups, self-managed nodes), which hypd does not size: a pod
+    not pinned to a group or type may run there, so it is not bounded."""
+    pinned = ask.instance_group is not None or ask.instance_type is not None
     fits = tuple(_group_fit(ask, g) for g in _placement(ask, groups, cluster))
-    if any(f.holds is None for f in fits if f.eligible and f.group.max_nodes > 0):
+    if (elsewhere and not pinned) or any(
+            f.holds is None for f in fits if f.eligible and f.group.max_nodes > 0):
         return Fit(ask, None, fits)
     return Fit(ask, sum(f.holds or 0 for f in fits), fits)
 
 
-def check(asks: Iterable[Ask], groups: Sequence[NodeGroup], cluster: str) -> list[Fit]:
+def check(asks: Iterable[Ask], groups: Sequence[NodeGroup], cluster: str,
+          elsewhere: str | None = None) -> list[Fit]:
     """Each ask's fit; raises `Misfit` for the first the cluster can never hold."""
     found = []
     for ask in asks:
-        result = fit(ask, groups, cluster)
+        result = fit(ask, groups, cluster, elsewhere)
         if not result.fits:
             raise Misfit(misfit_message(result), field=ask.field,
                          details=misfit_details(result))

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from app import context
 from app.cache import cached
-from cloud import autoscaling, aws, discovery, fit, hyperpod
+from cloud import autoscaling, aws, discovery, fit, hyperpod, kube
+from cloud.nodes import COMPUTE_TYPE_LABEL
 from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 TYPE_FACTS_CACHE_S = 86_400
 GROUP_CREATE = "instance_group.create"
+OTHER_NODES = f"{COMPUTE_TYPE_LABEL}!=hyperpod"
+"""Nodes that are not HyperPod's (`!=` also matches a Node without the label)."""
 
 
 def instance_facts(region: str, instance_type: str) -> dict[str, Any] | None:
@@ -57,10 +60,20 @@ def node_groups(ref: ClusterRef, api: Any | None) -> list[fit.NodeGroup]:
     return fit.groups_of(described, infos, maxima, pending)
 
 
+def elsewhere(api: Any | None) -> str | None:
+    """Compute the cluster has besides HyperPod's groups — Nodes without HyperPod's
+    compute-type label (EKS node groups, self-managed nodes), which hypd does not size — or
+    None. (A node group scaled to zero shows no Node: it is not seen.)"""
+    if api is None:
+        return None
+    others = kube.list_objects(api, "v1", "Node", label_selector=OTHER_NODES)
+    return f"{len(others)} nodes outside HyperPod's instance groups" if others else None
+
+
 def check(ref: ClusterRef, api: Any | None, asks: Iterable[fit.Ask]) -> list[fit.Fit]:
     """Each ask's fit on the cluster; raises `fit.Misfit` (422 `exceeds_capacity`) or
     `fit.UnknownPlacement` (422 `validation_failed`) before anything is made."""
     asks = list(asks)
     if not asks:
         return []
-    return fit.check(asks, node_groups(ref, api), ref.name)
+    return fit.check(asks, node_groups(ref, api), ref.name, elsewhere(api))

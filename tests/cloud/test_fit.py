@@ -216,3 +216,15 @@ def test_an_endpoint_asks_replicas_and_its_autoscaling_maximum() -> None:
     anywhere = Endpoint(name="v", kind="vllm", model="m", gpus=4, replicas=3)
     exc = _refusal(inference.fit_asks(anywhere), groups)
     assert "3 replicas asked, each with 4 GPUs; the cluster can hold at most 2" in exc.message
+
+
+def test_compute_outside_hyperpod_leaves_unpinned_pods_unbounded() -> None:
+    """Nodes hypd does not size (an EKS node group, self-managed nodes) may take a pod that
+    names no group or type; one pinned to a HyperPod group or type is judged as before."""
+    groups = _groups(_group("workers", "ml.p5.48xlarge", 4))
+    elsewhere = "3 nodes outside HyperPod's instance groups"
+    [free] = fit.check(training.fit_asks(_job(99), ray=False), groups, "lab", elsewhere)
+    assert free.can_hold is None
+    with pytest.raises(fit.Misfit):
+        fit.check(training.fit_asks(_job(99, group="workers"), ray=False), groups, "lab",
+                  elsewhere)
