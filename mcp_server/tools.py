@@ -784,8 +784,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         name="get_endpoint", method="GET", path="/api/v1/clusters/{cluster}/endpoints/{name}",
         title="Get an inference endpoint",
         description="One inference endpoint as the cluster holds it: its request, state, "
-        "servers ready, Services, load balancer address, a pool's workers and their models. "
-        "Read-only; invoke_endpoint tests it with one request.",
+        "servers ready, Services, load balancer address, a pool's workers and their models, "
+        "and waiting: servers the scheduler cannot place yet, with its reason. Read-only; "
+        "invoke_endpoint tests it with one request.",
         notes=_ENDPOINT_NOTES,
     ),
     ToolSpec(
