@@ -12,6 +12,7 @@ from typing import Any
 STATUS_BY_CODE = {
     "validation_failed": 422,
     "immutable_field": 422,
+    "exceeds_capacity": 422,
     "not_found": 404,
     "precondition_failed": 412,
     "upstream_error": 502,

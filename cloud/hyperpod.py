@@ -306,6 +306,12 @@ def instances_in_use(sm: Any) -> dict[tuple[str, str], int]:
 # -- instance groups ---------------------------------------------------------------------------
 
 
+def described(sm: Any, name: str) -> dict[str, Any] | None:
+    """`DescribeCluster`'s answer as it is (None: no cluster), for a reader that needs the
+    groups and the cluster's settings from one call (cloud.fit)."""
+    return _describe(sm, name)
+
+
 def group_details(sm: Any, name: str) -> list[dict[str, Any]] | None:
     """The cluster's instance groups as `DescribeCluster` reports them (None: no cluster)."""
     described = _describe(sm, name)

@@ -31,12 +31,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cloud import kube, storage
+from cloud import fit, kube, storage
 from cloud.errors import Refusal
 from cloud.incluster import sglang_load
 
@@ -57,6 +57,9 @@ ROUTER_POLICIES = ("cache_aware", "round_robin", "random", "power_of_two")
 
 IEC_API = "inference.sagemaker.aws.amazon.com/v1"
 IEC_KIND = "InferenceEndpointConfig"
+OPERATOR_POD_LABEL = "app"
+"""The inference operator's label on a managed endpoint's pods (`app=<config>`: what the
+HyperPod CLI lists them by)."""
 KEDA_API = "keda.sh/v1alpha1"
 SCALED_OBJECT = "ScaledObject"
 
@@ -190,6 +193,22 @@ class Endpoint:
             self.replicas > 1 or self.autoscaling is not None)
 
 
+def fit_asks(ep: Endpoint, fields: Iterable[str] | None = None) -> list[fit.Ask]:
+    """What the endpoint's model servers ask of the cluster (cloud.fit): `replicas` servers
+    of `gpus` GPUs each, on nodes of its instance type when it names one (a managed
+    endpoint always does), and as many at its autoscaling maximum. `fields`: only the asks
+    of these request fields (a change checks what it changes)."""
+    per_replica = {fit.GPU: float(ep.gpus)}
+    asks = [fit.Ask(ep.replicas, per_replica, "replicas", "replicas",
+                    instance_type=ep.instance_type)]
+    if ep.autoscaling is not None:
+        asks.append(fit.Ask(ep.autoscaling.max, per_replica, "autoscaling.max",
+                            "replicas at the autoscaling maximum",
+                            instance_type=ep.instance_type))
+    wanted = None if fields is None else set(fields)
+    return [a for a in asks if wanted is None or a.field in wanted]
+
+
 def check_name(value: str, what: str, limit: int = 63) -> str:
     if not isinstance(value, str) or len(value) > limit or not _DNS_LABEL.match(value):
         raise InferenceError(f"{what} {value!r} must be a DNS label (lowercase letters, digits "
@@ -229,7 +248,7 @@ def stored_spec(obj: Mapping[str, Any]) -> Endpoint | None:
 def endpoint_config(ep: Endpoint, bucket: str, region: str) -> dict[str, Any]:
     """The InferenceEndpointConfig (inference.sagemaker.aws.amazon.com/v1)."""
     port = ep.server_port
-    gpus = {"nvidia.com/gpu": str(ep.gpus)}
+    gpus = {fit.GPU: str(ep.gpus)}
     spec: dict[str, Any] = {
         "modelName": ep.model,
         "endpointName": ep.name,
@@ -294,7 +313,7 @@ def _server_command(ep: Endpoint) -> list[str] | None:
 
 
 def _server_container(ep: Endpoint) -> dict[str, Any]:
-    gpus = {"nvidia.com/gpu": str(ep.gpus)}
+    gpus = {fit.GPU: str(ep.gpus)}
     port = ep.server_port
     container: dict[str, Any] = {
         "name": "server",

@@ -20,7 +20,7 @@ import contextlib
 import copy
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -124,6 +124,29 @@ def stamped(manifest: Mapping[str, Any]) -> dict[str, Any]:
 def managed_by_hypd(obj: Mapping[str, Any]) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) \
         == MANAGED_BY_VALUE
+
+
+def waiting_pods(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Why each pod the scheduler has not placed waits, `{pod, reason, message, since}`:
+    its PodScheduled condition as the scheduler wrote it (reason `Unschedulable`, and the
+    message of its FailedScheduling event, e.g. "0/4 nodes are available: 4 Insufficient
+    nvidia.com/gpu. …"). The condition, not the event, because it stays while the pod waits
+    (events expire after an hour) and comes with the pods a read lists anyway."""
+    found = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase", "Pending") != "Pending" or (pod.get("spec") or {}).get(
+                "nodeName"):
+            continue
+        condition = next((c for c in status.get("conditions") or []
+                          if c.get("type") == "PodScheduled" and c.get("status") == "False"),
+                         None)
+        if condition is not None:
+            found.append({"pod": (pod.get("metadata") or {}).get("name"),
+                          "reason": condition.get("reason"),
+                          "message": condition.get("message"),
+                          "since": condition.get("lastTransitionTime")})
+    return found
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ from cloud.hyperpod import _absent, _iso, list_nodes, model_limit, node_view
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
+COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
+HYPERPOD_NODES = f"{COMPUTE_TYPE_LABEL}=hyperpod"
 NODE_NAME_PREFIX = "hyperpod-"
 """HyperPod names the Kubernetes Node of instance `i-…` `hyperpod-i-…`."""
 EVENT_SLACK_S = 5.0

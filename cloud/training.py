@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cloud import kube, storage
+from cloud import fit, kube, storage
 from cloud.errors import Refusal
 from cloud.nodes import INSTANCE_GROUP_LABEL
 
@@ -35,8 +35,8 @@ LAUNCHER = "hyperpodrun"
 ELASTIC_AGENT_PORT = 8080  # the HyperPod elastic agent listens here (AWS's job example)
 S3_MOUNT = storage.DEFAULT_MOUNT_PATH
 SHARED_CLAIM = storage.DEFAULT_CLAIM
-RESOURCE_GPU = "nvidia.com/gpu"
-RESOURCE_EFA = "vpc.amazonaws.com/efa"
+RESOURCE_GPU = fit.GPU
+RESOURCE_EFA = fit.EFA
 RAY_IMAGE = "rayproject/ray:2.40.0-py311-gpu"
 
 
@@ -144,6 +144,26 @@ def _resources(spec: JobSpec) -> dict[str, Any]:
     if spec.efa_per_node:
         amounts[RESOURCE_EFA] = str(spec.efa_per_node)
     return {"requests": dict(amounts), "limits": dict(amounts)} if amounts else {}
+
+
+def fit_asks(spec: JobSpec, ray: bool) -> list[fit.Ask]:
+    """What the job's pods ask of the cluster (cloud.fit): one pod per node with the GPUs
+    and EFA interfaces its container requests — an elastic job its minimum, the nodes it
+    cannot start without —; a RayJob's head, which holds no GPU, and its `nodes - 1`
+    workers."""
+    per_pod = {name: float(amount) for name, amount in
+               (_resources(spec).get("requests") or {}).items()}
+    group = spec.instance_group
+    if ray:
+        asks = [fit.Ask(1, {}, "nodes", "Ray head", instance_group=group)]
+        if spec.nodes > 1:
+            asks.append(fit.Ask(spec.nodes - 1, per_pod, "nodes", "Ray workers",
+                                instance_group=group,
+                                note=f"a {spec.nodes}-node RayJob: its head holds no GPU"))
+        return asks
+    note = (f"the elastic minimum: the job starts with {spec.nodes} and grows to "
+            f"{spec.max_nodes} as capacity allows") if spec.elastic else None
+    return [fit.Ask(spec.nodes, per_pod, "nodes", "nodes", instance_group=group, note=note)]
 
 
 def _pod_labels(spec: JobSpec) -> dict[str, str]:

@@ -687,7 +687,11 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         "a RayJob (KubeRay is installed first when missing: then the reply is an operation to "
         "follow with wait_operation). Every pod mounts the cluster's bucket at /s3; output and "
         "checkpoints go to /s3/jobs/<job>/. run_policy.job_max_retry_count is the recovery "
-        "budget. Answers the job; follow it with get_job.",
+        "budget. A job the cluster can never hold is refused with exceeds_capacity: its "
+        "message and details give the numbers (asked, can_hold, per group); tell the user "
+        "and propose fewer nodes or GPUs, or more capacity — never resubmit it unchanged. "
+        "Answers the job; follow it with get_job (its waiting field says why pods wait for "
+        "capacity).",
         notes={"cluster": "Name of the cluster.",
                "max_nodes": "Elastic training only; see get_training_limits for what it "
                "excludes."},
@@ -707,6 +711,8 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         title="Get a training job",
         description="One training job now: state and message, pods with their nodes and "
         "restarts, the recovery budget (restarts used of job_max_retry_count, remaining), "
+        "waiting (each pod the scheduler cannot place yet, with its reason and message, "
+        "e.g. Insufficient nvidia.com/gpu), "
         "recent events, its paths under /s3, and its mlflow block (tracking server and "
         "experiment it logs to; get_mlflow_ui_url opens the MLflow UI). Call it again to "
         "follow a job; read get_job_logs for what it printed.",
@@ -796,8 +802,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         name="get_endpoint", method="GET", path="/api/v1/clusters/{cluster}/endpoints/{name}",
         title="Get an inference endpoint",
         description="One inference endpoint as the cluster holds it: its request, state, "
-        "servers ready, Services, load balancer address, a pool's workers and their models. "
-        "Read-only; invoke_endpoint tests it with one request.",
+        "servers ready, Services, load balancer address, a pool's workers and their models, "
+        "and waiting: servers the scheduler cannot place yet, with its reason. Read-only; "
+        "invoke_endpoint tests it with one request.",
         notes=_ENDPOINT_NOTES,
     ),
     ToolSpec(
@@ -809,7 +816,8 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         "(a Deployment hypd makes) behind an in-cluster Service, an external NLB "
         "(load_balancer, internet-facing: confirm with the user) or a model pool (warm "
         "workers reassigned by reassign_endpoint_worker). SGLang with several replicas gets "
-        "the SGLang router and KEDA autoscaling." + _FOLLOW,
+        "the SGLang router and KEDA autoscaling. More replicas times GPUs than the cluster can "
+        "ever hold is refused with exceeds_capacity naming the numbers." + _FOLLOW,
         notes={"cluster": "Name of the cluster.",
                "gpus": "Ask the user how many GPUs each server uses; never guess it.",
                "instance_type": "Ask the user; see list_instance_types."},
@@ -820,7 +828,9 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Change an inference endpoint",
         description="Change only what the user asked: replicas, autoscaling bounds or routing. "
         "Already as asked: changed false and no status tool. A pool scales in by removing "
-        "unassigned workers only (refused with conflict otherwise)." + _FOLLOW,
+        "unassigned workers only (refused with conflict otherwise). Replicas or an "
+        "autoscaling max the cluster can never hold: exceeds_capacity with the numbers."
+        + _FOLLOW,
         notes=_ENDPOINT_NOTES,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),

@@ -68,6 +68,18 @@ def Region(**kwargs) -> fields.String:
     )
 
 
+class WaitingPodSchema(Schema):
+    """A pod the scheduler cannot place yet, and why (a workload's read)."""
+
+    pod = fields.String(required=True)
+    reason = fields.String(allow_none=True, metadata={
+        "description": "the PodScheduled condition's reason: Unschedulable when no node fits"})
+    message = fields.String(allow_none=True, metadata={
+        "description": "the scheduler's FailedScheduling message, e.g. \"0/4 nodes are "
+                       "available: 4 Insufficient nvidia.com/gpu\""})
+    since = fields.String(allow_none=True)
+
+
 class ErrorBodySchema(Schema):
     code = fields.String(required=True, metadata={"description": "stable error code"})
     message = fields.String(required=True)

@@ -9,7 +9,7 @@ import re
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.clusters import ML_TYPE_RE
-from schemas.common import Name, Pattern
+from schemas.common import Name, Pattern, WaitingPodSchema
 from schemas.storage import DNS_LABEL_RE
 
 KINDS = ("managed", "vllm", "sglang", "custom")
@@ -223,6 +223,9 @@ class EndpointSchema(Schema):
     services = fields.List(fields.String())
     pool_models = fields.List(fields.String())
     workers = fields.List(fields.Nested(WorkerSchema))
+    waiting = fields.List(fields.Nested(WaitingPodSchema), metadata={
+        "description": "servers the scheduler cannot place yet, and why: the endpoint fits "
+                       "the cluster but waits for capacity"})
     operation_id = fields.String(allow_none=True)
     sagemaker_endpoint = fields.Dict(allow_none=True, metadata={
         "description": "a managed endpoint's SageMaker endpoint as the inference operator "

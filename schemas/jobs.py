@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import Name, Pattern
+from schemas.common import Name, Pattern, WaitingPodSchema
 from schemas.mlflow import JobMlflowSchema
 from schemas.storage import DNS_LABEL_RE
 
@@ -151,6 +151,10 @@ class JobSchema(Schema):
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
     pods = fields.List(fields.Nested(JobPodSchema))
+    waiting = fields.List(fields.Nested(WaitingPodSchema), metadata={
+        "description": "pods the scheduler cannot place yet, and why: the job fits the "
+                       "cluster but waits for capacity (other workloads, nodes not yet "
+                       "added)"})
     restarts = fields.Integer()
     recovery_budget = fields.Nested(RecoveryBudgetSchema, allow_none=True)
     events = fields.List(fields.Nested(JobEventSchema))

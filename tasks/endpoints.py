@@ -124,7 +124,12 @@ def _available(ctx: StepContext, ep: Endpoint, name: str, wanted: int) -> float 
                          "retry to apply it again", "upstream_error")
     available = (found.get("status") or {}).get("availableReplicas") or 0
     if available < wanted:
-        ctx.detail(f"{name}: {available} of {wanted} servers available")
+        selector = ((found.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        waiting = kube.waiting_pods(kube.list_objects(_api(ctx), "v1", "Pod", ep.namespace,
+                                                      label_selector=selector))
+        why = (f"; {len(waiting)} wait for capacity: {waiting[0]['message']}"
+               if waiting else "")
+        ctx.detail(f"{name}: {available} of {wanted} servers available{why}")
         return READY_POLL_S
     return None
 

@@ -19,11 +19,12 @@ from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import endpoints as endpoints_model
 from app.readmodels import features as features_model
+from app.readmodels import fit as fit_model
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, features, iam, inference, kube, storage
 from cloud.inference import Endpoint
-from schemas.common import MutationReplySchema, NoChangeSchema
+from schemas.common import ErrorSchema, MutationReplySchema, NoChangeSchema
 from schemas.endpoints import (
     SGLANG_MIN_RULE,
     EndpointCreateSchema,
@@ -151,6 +152,8 @@ def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
                 if taken is not None and not kube.managed_by_hypd(taken):
                     raise ApiError(409, "conflict", f"a Service named {name!r} exists in "
                                                     f"{ep.namespace} and is not hypd's")
+    with talking_to(found):
+        fit_model.check(found, api, inference.fit_asks(ep))
     _check_model(found, bucket, list(ep.pool_models) or [ep.model])
     if ep.kind == inference.MANAGED:
         _check_operator(found)
@@ -177,6 +180,10 @@ class Endpoints(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a managed endpoint while the inference operator is "
                                        "off")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: more replicas times GPUs (or an autoscaling max) than the cluster "
+        "can ever hold, with the numbers; validation_failed: an instance type none of its "
+        "groups has"))
     def post(self, body, cluster):
         """Create an inference endpoint: managed (an InferenceEndpointConfig for the HyperPod
         inference operator: tiered KV cache, intelligent routing, autoscaling) or a vLLM,
@@ -207,6 +214,9 @@ class EndpointItem(MethodView):
     @blp.arguments(EndpointPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: replicas or an autoscaling max the cluster can never hold, with "
+        "the numbers"))
     def patch(self, body, cluster, name):
         """Change an endpoint: only the fields present — replicas, autoscaling bounds,
         routing — each compared with the endpoint as the cluster holds it. Already as asked:
@@ -223,6 +233,7 @@ class EndpointItem(MethodView):
         if after == before:
             return jsonify({"changed": False, "resource_url": _url(cluster, name),
                             "message": f"endpoint {name!r} is already as asked"})
+        _check_fit(found, before, after)
         if after.service == inference.POOL and after.replicas < before.replicas:
             _check_pool_scale_in(found, before, after)
         params = {"cluster": cluster, "region": found.region, "bucket": _bucket(found),
@@ -265,6 +276,20 @@ def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:
     if "replicas" in body and ep.autoscaling is not None and ep.kind != inference.MANAGED:
         raise _field_error("replicas", "the autoscaler sets this endpoint's replicas: change "
                                        "its autoscaling bounds instead")
+
+
+def _check_fit(found: ClusterRef, before: Endpoint, after: Endpoint) -> None:
+    """More replicas, or a higher autoscaling maximum, than the cluster can ever hold: 422
+    with the numbers. Only what the change raises is checked, so a routing change or a
+    scale-in is never refused for a cluster that shrank."""
+    fields = {"replicas"} if after.replicas > before.replicas else set()
+    if after.autoscaling is not None and (
+            before.autoscaling is None or after.autoscaling.max > before.autoscaling.max):
+        fields.add("autoscaling.max")
+    asks = inference.fit_asks(after, fields)
+    if asks:
+        with talking_to(found):
+            fit_model.check(found, api_for(found), asks)
 
 
 def _check_pool_scale_in(found: ClusterRef, before: Endpoint, after: Endpoint) -> None:

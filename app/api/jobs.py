@@ -6,7 +6,9 @@ status is the job's (`GET …/jobs/<job>`, MCP `get_job`), read from the cluster
 exception is a RayJob on a cluster without KubeRay: KubeRay is installed first, as an
 operation (`job.create`, tasks/jobs.py), answered `202`. A job that needs the training
 operator on a cluster without it is refused (412) naming the `training_operator` toggle;
-elastic training is refused with the product's limits table (cloud/training.py).
+elastic training is refused with the product's limits table (cloud/training.py); a job the
+cluster can never hold, or naming an instance group it does not have, is refused (422) by the
+capacity-fit check (cloud/fit.py) before anything is made.
 
 An Idempotency-Key on a submission is kept on the job itself (hashed, as annotations): the
 same key and body again answer the job the first request made, the same key with another
@@ -29,13 +31,14 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import features as features_readmodel
+from app.readmodels import fit as fit_readmodel
 from app.readmodels import jobs as jobs_readmodel
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
 from cloud import aws, capacity, hyperpod, iam, jobs, kube, mlflow, recipes, storage, training
 from cloud.training import HangRule, JobSpec, RunPolicy
-from schemas.common import MutationReplySchema
+from schemas.common import ErrorSchema, MutationReplySchema
 from schemas.jobs import (
     JobCreateSchema,
     JobDeletedSchema,
@@ -208,6 +211,11 @@ class Jobs(MethodView):
     @blp.alt_response(409, description="a job of that name exists, or the cluster is not ACTIVE")
     @blp.alt_response(412, description="the training operator is off (the message names the "
                                        "training_operator toggle)")
+    @blp.alt_response(422, schema=ErrorSchema, description=(
+        "exceeds_capacity: more than the cluster can ever hold (its groups' counts or "
+        "autoscaling maxima times GPUs and EFA per node; the message and details give the "
+        "numbers); validation_failed: an instance group it does not have (named with those "
+        "it has), elastic limits"))
     @access("operator")
     def post(self, body, cluster):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
@@ -215,7 +223,11 @@ class Jobs(MethodView):
         installed when first needed), or your own command. Every pod mounts the cluster's
         bucket at /s3; with an MLflow tracking server attached (…/mlflow), every pod gets
         MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME and an identity allowed to log to it.
-        Answers 201 with the job; follow it with GET …/jobs/<job>."""
+        A job the cluster can never hold (nodes times GPUs and EFA per node over its groups'
+        counts, or autoscaling maxima) is refused, 422 exceeds_capacity with the numbers,
+        before anything is made; one that fits but waits for capacity is accepted, and its
+        read says why it waits (`waiting`). Answers 201 with the job; follow it with
+        GET …/jobs/<job>."""
         auth.require_role(auth.current(), "operator")
         ref = readmodel.find(cluster)
         api = kube_api(ref)
@@ -244,6 +256,7 @@ class Jobs(MethodView):
                                                 "(its operation installs KubeRay first)")
             if built.kind == recipes.PYTORCH:
                 _operator_checks(ref, body, spec)
+            fit_readmodel.check(ref, api, training.fit_asks(spec, ray=built.kind == recipes.RAY))
             _namespace(api, ref, spec.namespace)
             _mlflow_binding(api, ref, spec.namespace, tracking)
             if built.kind == recipes.RAY and job_tasks.kuberay_missing(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import context
-from cloud import inference
+from cloud import inference, kube
 from cloud.inference import Endpoint
 
 RUNNING_STATE = {"endpoint.create": "creating", "endpoint.update": "updating",
@@ -39,8 +39,18 @@ def _worker(pod: dict[str, Any]) -> dict[str, Any]:
                             for c in status.get("containerStatuses") or [])}
 
 
+def _waiting(api: Any, ep: Endpoint, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The endpoint's servers the scheduler has not placed: hypd's (labelled with the
+    endpoint), or a managed endpoint's, which the inference operator labels `app=<name>`."""
+    if ep.kind == inference.MANAGED:
+        pods = kube.list_objects(api, "v1", "Pod", ep.namespace,
+                                 label_selector={inference.OPERATOR_POD_LABEL: ep.name})
+    return kube.waiting_pods(pods)
+
+
 def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
-          objs: list[dict[str, Any]], api: Any) -> dict[str, Any]:
+          objs: list[dict[str, Any]], api: Any,
+          pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     services = [o for o in objs if o["kind"] == "Service"]
     front = next((s for s in services if s["metadata"]["name"] == ep.name), None)
     ingress = (((front or {}).get("status") or {}).get("loadBalancer") or {}).get("ingress")
@@ -57,6 +67,7 @@ def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
         "pool_models": list(ep.pool_models), "workers": [], "ready_replicas": None,
         "state": "incomplete", "message": None, "operation_id": None,
         "sagemaker_endpoint": None,
+        "waiting": _waiting(api, ep, pods or []) if api is not None else [],
     }
     status = (main or {}).get("status") or {}
     if ep.kind == inference.MANAGED:
@@ -87,6 +98,10 @@ def _view(cluster: str, ep: Endpoint, main: dict[str, Any] | None,
         wanted = ep.autoscaling.min if ep.autoscaling else ep.replicas
         view["state"] = "ready" if (status.get("availableReplicas") or 0) >= wanted \
             else "deploying"
+    if view["waiting"] and view["message"] is None:
+        first = view["waiting"][0]
+        view["message"] = (f"{len(view['waiting'])} of its servers wait for capacity: "
+                           f"{first['message']}")
     return view
 
 
@@ -96,6 +111,10 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for obj in objs:
         by_name.setdefault(obj["metadata"]["labels"][inference.ENDPOINT_LABEL], []).append(obj)
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in kube.list_objects(api, "v1", "Pod", label_selector=inference.ENDPOINT_LABEL
+                                 ) if api is not None else []:
+        pods.setdefault(pod["metadata"]["labels"][inference.ENDPOINT_LABEL], []).append(pod)
     ops = _ops(cluster)
     items: dict[str, dict[str, Any]] = {}
     for name, mine in by_name.items():
@@ -104,7 +123,7 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
             continue
         ep = inference.stored_spec(main)
         assert ep is not None
-        items[name] = _view(cluster, ep, main, mine, api)
+        items[name] = _view(cluster, ep, main, mine, api, pods.get(name))
     for name, op in ops.items():
         if name not in items and op["kind"] == "endpoint.create" and \
                 op["status"] != "succeeded":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from cloud import jobs, mlflow, recipes, training
+from cloud import jobs, kube, mlflow, recipes, training
 from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> di
         "created_at": md.get("creationTimestamp"), "started_at": found.started_at,
         "finished_at": found.finished_at,
         "pods": [jobs.pod_view(p) for p in job_pods], "restarts": found.restarts,
+        "waiting": kube.waiting_pods(job_pods),
         "recovery_budget": jobs.budget(found) if obj.get("kind") == training.PYTORCH_KIND
         else None,
         "events": jobs.events(api, obj, job_pods) if detail else [],
@@ -64,7 +65,7 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
             "kind": manifest["kind"], "recipe": params.get("recipe"), "state": "submitting",
             "message": f"operation {op['id']} is {op['status']}", "image": _image(manifest),
             "nodes": _nodes(manifest), "created_at": op.get("created_at"),
-            "started_at": None, "finished_at": None, "pods": [], "restarts": 0,
+            "started_at": None, "finished_at": None, "pods": [], "waiting": [], "restarts": 0,
             "recovery_budget": None, "events": [],
             "paths": recipes.paths(params["name"], _env(manifest).get("HYPD_DATA_DIR")),
             "operation_id": op["id"], "mlflow": mlflow_link(cluster, _env(manifest)),

@@ -80,6 +80,8 @@ class ClusterSimulator:
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._task: asyncio.Task[None] | None = None
         self._failed_messages: dict[str, str] = {}  # pod uid → last FailedScheduling message
+        # (pod uid, container) → (its run, container, restart, the gated line it waits at)
+        self._parked: dict[tuple[str, str], tuple[PodRun, ContainerRun, int, int]] = {}
         self._ips: set[str] = set()
         # (pod uid, field path, reason, message) → (event name, first seen, count)
         self._events: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
@@ -155,6 +157,8 @@ class ClusterSimulator:
 
     def _pods(self) -> None:
         """Schedule what waits, then start what is bound to a node and not yet started."""
+        if self._parked:
+            self._open_gates()
         pods = self._list("pods")
         waiting = [p for p in pods if self._unscheduled(p)]
         unstarted = [p for p in pods if (p.get("spec") or {}).get("nodeName")
@@ -375,6 +379,8 @@ class ClusterSimulator:
             run.stopped = True
         for handle in self._timers.pop(uid, []):
             handle.cancel()
+        for key in [k for k in self._parked if k[0] == uid]:
+            del self._parked[key]
         self._failed_messages.pop(uid, None)
         for key in [k for k in self._events if k[0] == uid]:
             del self._events[key]
@@ -455,13 +461,42 @@ class ClusterSimulator:
         restart = c.restart_count
         if not c.ready and c.ready_delay_s is not None:
             self._after(run, c.ready_delay_s, lambda: self._ready(run, c, restart))
+        self._play(run, c, restart)
+
+    def _play(self, run: PodRun, c: ContainerRun, restart: int, start: int = 0,
+              opened: bool = False) -> None:
+        """Time the program's lines from `start` on, then its exit; stop at a gated line
+        (unless its gate just `opened`) and wait there (`_parked`)."""
+        lines = c.program.lines
         elapsed = 0.0
-        for line in c.program.lines:
+        for index in range(start, len(lines)):
+            line = lines[index]
+            if line.gate is not None and not (opened and index == start):
+                self._after(run, elapsed, lambda i=index: self._park(run, c, restart, i))
+                return
             elapsed += line.after_s
             self._after(run, elapsed, lambda ln=line: self._log(run, c, ln, restart))
         if c.program.exit_code is not None:
             code = c.program.exit_code
             self._after(run, elapsed + c.program.tail_s, lambda: self._exit(run, c, code, restart))
+
+    def _park(self, run: PodRun, c: ContainerRun, restart: int, index: int) -> None:
+        if c.restart_count != restart or c.state != "running":
+            return
+        self._parked[(run.uid, c.name)] = (run, c, restart, index)
+        self._open_gates()
+
+    def _open_gates(self) -> None:
+        """Go on with each parked container whose gate now holds (one gone or restarted
+        meanwhile is dropped)."""
+        for key, (run, c, restart, index) in list(self._parked.items()):
+            if run.stopped or c.restart_count != restart or c.state != "running":
+                del self._parked[key]
+                continue
+            gate = c.program.lines[index].gate
+            if gate is None or gate():
+                del self._parked[key]
+                self._play(run, c, restart, index, opened=True)
 
     def _log(self, run: PodRun, c: ContainerRun, line: Line, restart: int) -> None:
         if c.restart_count == restart and c.state == "running":

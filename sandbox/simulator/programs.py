@@ -40,11 +40,14 @@ _REDIRECT = re.compile(r"^\d*(?:>>?|<)")
 class Line:
     """One line of output, `after_s` simulated seconds after the previous step; `effect`,
     if any, is what the container does to the world then (an object it uploads); a line
-    with `text` None prints nothing."""
+    with `text` None prints nothing. A line with a `gate` (and all after it) waits until the
+    gate holds — asked again whenever the cluster's pods change — as a distributed job's
+    process waits in its rendezvous until every node has joined."""
 
     after_s: float
     text: str | None
     effect: Callable[[], None] | None = None
+    gate: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)

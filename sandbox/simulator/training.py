@@ -22,9 +22,15 @@ restarts, and writes the job's status with the fields the real controllers docum
   `endTime`, `message`, `succeeded`/`failed`; with `shutdownAfterJobFinishes` the pods go
   when the job ends.
 
+Every pod goes through the cluster's scheduler: one that fits no node stays Pending with the
+scheduler's FailedScheduling event, and a job's processes wait in their rendezvous until all
+its pods run (`_rendezvous`), so a job larger than the cluster waits — never Running, never
+Succeeded — instead of running its pods a few at a time.
+
 What a training container prints is this module's resolver in the cluster's `Programs` book:
-`steps` progress lines (step, loss, throughput), `lines_per_second` simulated, as the
-sandbox's training settings say (`/_sandbox/training`), then exit 0 — unless an armed pod
+a start line, then (once the rendezvous is complete) `steps` progress lines (step, loss,
+throughput), `lines_per_second` simulated, as the sandbox's training settings say
+(`/_sandbox/training`), then exit 0 — unless an armed pod
 fault (`/_sandbox/training/faults`) matches the pod: then it prints the fault's
 `last_words` (e.g. an NCCL watchdog's timeout) after `after_lines` progress lines and exits
 with the fault's code, once per use of the fault.
@@ -38,7 +44,8 @@ import itertools
 import logging
 import math
 import threading
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sandbox.kube.errors import KubeError
@@ -244,15 +251,46 @@ class TrainingControllers:
         settings = self.book.settings_for(job)
         fault = self.book.take_fault(str(md.get("namespace")), job, str(md.get("name")))
         steps = min(settings.steps, fault.after_lines) if fault else settings.steps
-        texts = [f"{md.get('name')}: starting {job}"]
-        texts += [f"{md.get('name')}: step {i}/{settings.steps} loss={2.5 / i:.4f} "
-                  f"throughput={900 + (i * 37) % 200} samples/s" for i in range(1, steps + 1)]
+        texts = [f"{md.get('name')}: step {i}/{settings.steps} loss={2.5 / i:.4f} "
+                 f"throughput={900 + (i * 37) % 200} samples/s" for i in range(1, steps + 1)]
         if fault:
             texts += fault.last_words
             texts.append(f"{md.get('name')}: error: process exited with code "
                          f"{fault.exit_code} (sandbox fault {fault.id})")
-        return Program(lines=self._timed(texts, settings.lines_per_second),
+        rate = settings.lines_per_second
+        work = self._timed(texts, rate) or (Line(0.0, None),)
+        gate = self._rendezvous(pod)
+        work = (replace(work[0], gate=gate), *work[1:])
+        return Program(lines=(*self._timed([f"{md.get('name')}: starting {job}"], rate), *work),
                        exit_code=fault.exit_code if fault else 0, tail_s=0.0)
+
+    def _rendezvous(self, pod: dict[str, Any]) -> Callable[[], bool]:
+        """Whether every pod of the pod's job runs: a distributed job's processes wait in
+        their rendezvous (hyperpodrun/torchrun `--nnodes`) until all its nodes have joined,
+        and KubeRay submits a RayJob's entrypoint only once its Ray cluster is up. So a job
+        whose pods cannot all be scheduled never makes progress — it waits, its unplaced pods
+        Pending with FailedScheduling — instead of running its pods one after another.
+        (torchrun's join timeout is not played: the job waits until deleted.)"""
+        owner = next((r for r in _md(pod).get("ownerReferences") or [] if r.get("controller")),
+                     {})
+        namespace, uid = _md(pod).get("namespace"), str(owner.get("uid"))
+        kind = HPJ if owner.get("kind") == HPJ[3] else RAYJOB
+
+        def ready() -> bool:
+            job = next((j for j in self._list(kind) if str(_md(j).get("uid")) == uid), None)
+            if job is None:
+                return False
+            wanted = len(self._replicas(job) if kind is HPJ else self._ray_pods(job))
+            return self._all_running(job, namespace, wanted)
+
+        return ready
+
+    def _all_running(self, job: dict[str, Any], namespace: str | None, wanted: int) -> bool:
+        uid = str(_md(job).get("uid"))
+        mine = [p for p in self.sim._list("pods") if _md(p).get("namespace") == namespace
+                and any(str(r.get("uid")) == uid for r in _md(p).get("ownerReferences") or [])]
+        return len(mine) >= wanted and all(
+            (p.get("status") or {}).get("phase") == "Running" for p in mine)
 
     def _timed(self, texts: list[str], rate: float) -> tuple[Line, ...]:
         """The lines at `rate` per simulated second, grouped so that no more than
@@ -442,7 +480,8 @@ class TrainingControllers:
                           "Job entrypoint command failed with exit code 1")
             if spec.get("shutdownAfterJobFinishes"):
                 self._delete_pods(pods)
-        elif head_phase == "Running":
+        elif head_phase == "Running" and self._all_running(
+                job, md.get("namespace"), len(self._ray_pods(job))):
             status.update(jobStatus="RUNNING", jobDeploymentStatus="Running",
                           message="Job is currently running.")
         else:

@@ -85,6 +85,18 @@ export function badge(value, attrs = {}) {
   return h('span', { ...attrs, class: cls.join(' '), dataset: { value: v, ...(attrs.dataset || {}) } }, v);
 }
 
+/**
+ * Why a workload waits: the scheduler's own words for the pods it cannot place yet (the
+ * `waiting` of a job's or an endpoint's read: it fits the cluster, the capacity is taken or
+ * not there yet). Nothing when none waits.
+ */
+export function waitingNote(waiting, what, testid) {
+  if (!waiting || !waiting.length) return null;
+  const who = waiting.length === 1 ? `${what} ${waiting[0].pod} waits` : `${waiting.length} ${what}s wait`;
+  return h('div', { class: 'waiting', testid, title: waiting.map((w) => `${w.pod}: ${w.reason}: ${w.message}`).join('\n') },
+    `${who} for capacity: ${waiting[0].message}`);
+}
+
 export function spinner() {
   return h('span', { class: 'spin', 'aria-hidden': 'true' });
 }

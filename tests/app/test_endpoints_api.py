@@ -253,6 +253,51 @@ def test_a_change_already_true_sends_nothing_and_a_new_count_rolls_out(stack, cl
     assert _get(stack, cluster, served)["replicas"] == 1
 
 
+def test_an_endpoint_larger_than_the_cluster_is_refused_with_the_numbers(stack, cluster,
+                                                                          served):
+    """Two g5.12xlarge nodes of four GPUs: five servers of two GPUs can never run there,
+    nor an autoscaling maximum of nine one-GPU servers, nor a managed endpoint on a type the
+    cluster has no group of; nothing is recorded. Scaling an endpoint past it is refused the
+    same way, the endpoint left as it was."""
+    stack.wait_idle()
+    before = stack.sandbox.counters()["by_action"]
+    reply = _post(stack, cluster, "endpoints", _vllm("wide", gpus=2, replicas=5))
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert (error["code"], error["message"]) == ("exceeds_capacity", (
+        "replicas: 5 replicas asked, each with 2 GPUs; the cluster can hold at most 4: group "
+        "'workers' holds 4, 2 per node (2 nodes of ml.g5.12xlarge with 4 GPUs each; 2 now, "
+        "no managed autoscaling)"))
+    assert error["details"]["can_hold"] == 4
+    assert error["details"]["fields"] == {"replicas": [error["message"]]}
+    body = {"name": "elastic", "kind": "sglang", "model": "qwen", "gpus": 1, "replicas": 2,
+            "autoscaling": {"min": 1, "max": 9}}
+    error = _post(stack, cluster, "endpoints", body).json()["error"]
+    assert error["code"] == "exceeds_capacity"
+    assert error["message"].startswith("autoscaling.max: 9 replicas at the autoscaling "
+                                       "maximum asked, each with 1 GPU; the cluster can hold "
+                                       "at most 8")
+    managed = {"name": "elsewhere", "kind": "managed", "model": "llama", "gpus": 1,
+               "instance_type": "ml.p5.48xlarge"}
+    error = _post(stack, cluster, "endpoints", managed).json()["error"]
+    assert (error["code"], error["details"]["fields"]) == (
+        "validation_failed", {"instance_type": [error["message"]]})
+    assert error["message"] == (f"cluster {cluster!r} has no instance group of "
+                                "ml.p5.48xlarge; its groups: workers (ml.g5.12xlarge)")
+    with stack.client("viewer") as c:
+        for name in ("wide", "elastic", "elsewhere"):
+            assert c.get(f"/api/v1/clusters/{cluster}/endpoints/{name}").status_code == 404
+            assert c.get("/api/v1/operations", params={
+                "target": f"cluster/{cluster}/endpoint/{name}"}).json()["items"] == []
+    refused = _patch(stack, cluster, served, {"replicas": 9})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["message"].startswith(
+        "replicas: 9 replicas asked, each with 1 GPU; the cluster can hold at most 8")
+    deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", served, "default")
+    assert deployment["spec"]["replicas"] == _get(stack, cluster, served)["replicas"] <= 2
+    assert stack.sandbox.counters()["by_action"] == before
+
+
 def _controlled_by(obj: dict, owner: dict) -> bool:
     return any(r.get("uid") == owner["metadata"]["uid"] and r.get("controller")
                for r in obj["metadata"].get("ownerReferences") or [])

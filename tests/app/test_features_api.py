@@ -191,6 +191,13 @@ def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, 
     [group] = features(stack, cluster)["features"]["autoscaling"]["groups"]
     assert (group["autoscaled"], group["min"], group["max"]) == (True, 0, 3)
     assert group["current"] is not None
+    # what the cluster can ever hold counts the group's autoscaling maximum (3 one-GPU
+    # nodes): three servers of one GPU fit (refused only for the model not downloaded),
+    # four do not
+    assert _endpoint_refusal(stack, cluster, 3)["code"] == "validation_failed"
+    refused = _endpoint_refusal(stack, cluster, 4)
+    assert refused["code"] == "exceeds_capacity" and refused["details"]["can_hold"] == 3
+    assert "now, autoscaling max 3)" in refused["message"]
 
     # only max given: min stays; a minimum adds the static pool
     op = toggle(stack, cluster, {"autoscaling": {"groups": {"workers": {"min": 1}}}})
@@ -215,6 +222,20 @@ def test_autoscaling_bounds_are_node_pools_and_min_max_current_are_shown(stack, 
     assert described["AutoScaling"]["Mode"] == "Disable"
     # the cluster's own ClusterRole is shared: it stays
     assert f"hypd-{cluster}-hp-cluster" in role_names(stack, cluster)
+    # autoscaling off: the group's nodes (as many as Karpenter left) are all it has
+    held = max(_group_counts(stack, cluster, "workers"))
+    assert _endpoint_refusal(stack, cluster, held + 1)["details"]["can_hold"] == held
+
+
+def _endpoint_refusal(stack, cluster: str, replicas: int) -> dict:
+    """The refusal of a one-GPU vLLM endpoint of `replicas` servers (its model was never
+    downloaded, so one that fits is refused for that, after the capacity check)."""
+    with stack.client() as c:
+        reply = c.post(f"/api/v1/clusters/{cluster}/endpoints", json={
+            "name": "fit", "kind": "vllm", "model": "absent", "gpus": 1,
+            "replicas": replicas})
+    assert reply.status_code == 422, reply.text
+    return reply.json()["error"]
 
 
 def _group_counts(stack, cluster: str, group: str) -> tuple[int, int]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, an_endpoint_waits_too, get_job, job_name, submit, wait_state
+from tests.stack import wait_until
 
 
 @pytest.fixture
@@ -101,6 +102,93 @@ def test_elastic_training_with_spot_capacity_is_refused_with_the_stated_reason(s
     assert spot["reason"] in error["message"]  # the one table says why
 
 
+def _operations(stack, cluster: str, job: str) -> list[dict]:
+    with stack.client("viewer") as c:
+        return c.get("/api/v1/operations",
+                     params={"target": f"cluster/{cluster}/job/{job}"}).json()["items"]
+
+
+@pytest.mark.parametrize("recipe", [{**TORCHRUN}, {
+    "recipe": "verl", "image": "verlai/verl:latest", "config": "/s3/rl/ppo.yaml",
+    "gpus_per_node": 1}], ids=["hyperpodpytorchjob", "rayjob"])
+def test_a_job_larger_than_the_cluster_is_refused_with_the_numbers_and_nothing_is_made(
+        stack, cluster, recipe):
+    """Two g5.8xlarge nodes of one GPU each: 99 nodes of one GPU can never run there."""
+    name, namespace = job_name("huge"), job_name("team")
+    stack.wait_idle()
+    before = stack.sandbox.counters()["by_action"]
+    reply = submit(stack, cluster["name"], {"name": name, "namespace": namespace, **recipe,
+                                            "nodes": 99})
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "exceeds_capacity"
+    what = "99 nodes" if recipe["recipe"] == "torchrun" else "98 Ray workers"
+    assert error["message"].startswith(f"nodes: {what} asked, each with 1 GPU")
+    assert ("the cluster can hold at most 2: group 'workers' holds 2 (2 nodes of "
+            "ml.g5.8xlarge with 1 GPU each; 2 now, no managed autoscaling)") in error["message"]
+    details = error["details"]
+    assert details["can_hold"] == 2 and details["fields"] == {"nodes": [error["message"]]}
+    assert details["asked"]["per_unit"] == {"nvidia.com/gpu": 1}
+    assert [(g["name"], g["max_nodes"], g["per_node"]["nvidia.com/gpu"])
+            for g in details["groups"]] == [("workers", 2, 1)]
+    # nothing made: no job, no namespace, no operation, no AWS call that changes anything
+    with stack.client("viewer") as c:
+        assert c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").status_code == 404
+    assert stack.kube(cluster["name"]).get_object("v1", "Namespace", namespace) is None
+    assert _operations(stack, cluster["name"], name) == []
+    assert stack.sandbox.counters()["by_action"] == before
+
+
+def test_a_job_naming_an_instance_group_the_cluster_lacks_is_refused_naming_its_groups(
+        stack, cluster):
+    name = job_name("lost")
+    reply = submit(stack, cluster["name"], {"name": name, **TORCHRUN,
+                                            "instance_group": "no-such-group"})
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert (error["code"], error["message"]) == (
+        "validation_failed", f"cluster {cluster['name']!r} has no instance group "
+                             "'no-such-group'; its groups: workers (ml.g5.8xlarge)")
+    assert error["details"]["groups"] == ["workers"]
+    assert error["details"]["fields"] == {"instance_group": [error["message"]]}
+    with stack.client("viewer") as c:
+        assert c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").status_code == 404
+
+
+def test_a_job_that_fits_but_waits_for_capacity_shows_the_schedulers_reason(stack, cluster):
+    """Another job holds both GPUs: the new one is accepted and reads as pending, its pod
+    waiting with the scheduler's FailedScheduling message; once the GPUs are free it runs."""
+    hog, waiter = job_name("hog"), job_name("wait")
+    stack.sandbox.set_training(steps=1000, lines_per_second=0.01, job=hog)  # runs on
+    stack.sandbox.set_training(steps=2, lines_per_second=20, job=waiter)
+    assert submit(stack, cluster["name"], {"name": hog, **TORCHRUN, "nodes": 2}
+                  ).status_code == 201
+    try:
+        wait_state(stack, cluster["name"], hog, "running")
+        reply = submit(stack, cluster["name"], {"name": waiter, **TORCHRUN})
+        assert reply.status_code == 201, reply.text
+        job = wait_until(lambda: (lambda j: j if j["waiting"] else None)(
+            get_job(stack, cluster["name"], waiter)), 30, interval=0.2, what="its reason")
+        assert job["state"] == "pending"
+        [waiting] = job["waiting"]
+        assert (waiting["pod"], waiting["reason"]) == (f"{waiter}-pods-0", "Unschedulable")
+        assert waiting["message"].startswith(
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+        assert waiting["since"]
+        failed = [e for e in job["events"] if e["reason"] == "FailedScheduling"]
+        assert failed and failed[-1]["message"] == waiting["message"]
+        assert failed[-1]["object"] == f"Pod/{waiter}-pods-0"
+        with stack.client("viewer") as c:  # the listing says it too
+            listed = c.get(f"/api/v1/clusters/{cluster['name']}/jobs").json()["items"]
+        assert next(j for j in listed if j["name"] == waiter)["waiting"] == [waiting]
+        an_endpoint_waits_too(stack, cluster["name"])
+    finally:
+        with stack.client() as c:
+            c.delete(f"/api/v1/clusters/{cluster['name']}/jobs/{hog}")
+    done = wait_state(stack, cluster["name"], waiter, "succeeded")
+    assert done["waiting"] == []
+
+
 def test_a_job_in_a_new_namespace_makes_it_labelled_with_the_buckets_claim(stack, cluster):
     name, namespace = job_name("ns"), job_name("team")
     stack.sandbox.set_training(steps=2, job=name)
@@ -174,6 +262,17 @@ async def test_an_agent_submits_follows_reads_logs_of_and_deletes_a_job_over_mcp
         too_many = await client.call_tool("get_job_logs", {**reply["status_args"],
                                                            "tail": 100_000})
         assert too_many.is_error and "validation_failed" in too_many.content[0].text
+        # a job the cluster can never hold: the agent gets the code and the numbers
+        huge = await client.call_tool("submit_job", {"cluster": cluster["name"],
+                                                     "name": job_name("huge"), **TORCHRUN,
+                                                     "nodes": 99})
+        assert huge.is_error
+        assert huge.content[0].text.startswith(
+            "exceeds_capacity: nodes: 99 nodes asked, each with 1 GPU; the cluster can hold "
+            "at most 2")
+        refusal = huge.structured_content["error"]
+        assert refusal["details"]["can_hold"] == 2 and huge.structured_content[
+            "http_status"] == 422
         deleted = await client.call_tool("delete_job", reply["status_args"])
         assert not deleted.is_error and deleted.structured_content["status_tool"] == "list_jobs"
     with stack.client("viewer") as c:

@@ -69,3 +69,65 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("toast-message").last).to_contain_text(
         "no tracking server no-such-server")
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
+
+
+def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
+    """A job the cluster can never hold: the form shows the API's refusal with its numbers
+    and marks the field. A job that fits but waits for GPUs another job holds: its row says
+    why, in the scheduler's words — and an endpoint's row on the endpoints page too."""
+    from tests.app.jobkit import (
+        TORCHRUN,
+        an_endpoint_waits_too,
+        get_job,
+        job_name,
+        submit,
+        wait_state,
+    )
+    from tests.stack import wait_until
+
+    cluster = training["name"]
+    hog, waiter = job_name("ui-hog"), job_name("ui-wait")
+    stack.sandbox.set_training(steps=1000, lines_per_second=0.01, job=hog)  # runs on
+    stack.sandbox.set_training(steps=2, lines_per_second=20, job=waiter)
+    assert submit(stack, cluster, {"name": hog, **TORCHRUN, "nodes": 2}).status_code == 201
+    try:
+        wait_state(stack, cluster, hog, "running")
+        assert submit(stack, cluster, {"name": waiter, **TORCHRUN}).status_code == 201
+        wait_until(lambda: get_job(stack, cluster, waiter)["waiting"], 30, interval=0.2,
+                   what="the waiter's reason")
+        sign_in(page, stack, stack.operator_token, "operator")
+        page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
+        note = page.get_by_test_id(f"job-waiting-{waiter}")
+        expect(note).to_contain_text(f"Pod {waiter}-pods-0 waits for capacity: 0/2 nodes are "
+                                     "available: 2 Insufficient nvidia.com/gpu.",
+                                     timeout=AWS_READ_TIMEOUT_MS)
+        expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text("pending")
+        expect(page.get_by_test_id("job-elastic-limits")).to_contain_text(
+            "spot capacity", timeout=AWS_READ_TIMEOUT_MS)
+        page.get_by_test_id("job-recipe").select_option("torchrun")
+        page.get_by_test_id("job-name").fill(job_name("ui-huge"))
+        page.get_by_test_id("job-image").fill("repo/train:1")
+        page.get_by_test_id("job-script").fill("/s3/code/train.py")
+        page.get_by_test_id("job-gpus").fill("1")
+        page.get_by_test_id("job-nodes").fill("99")
+        page.get_by_test_id("job-submit").click()
+        expect(page.get_by_test_id("job-form-error")).to_contain_text(
+            "nodes: 99 nodes asked, each with 1 GPU; the cluster can hold at most 2: group "
+            "'workers' holds 2", timeout=AWS_READ_TIMEOUT_MS)
+        expect(page.get_by_test_id("job-nodes")).to_have_attribute("aria-invalid", "true")
+
+        def on_the_endpoints_page() -> None:  # an endpoint that waits says why there too
+            page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
+            expect(page.get_by_test_id("endpoint-waiting-queued")).to_contain_text(
+                "waits for capacity: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+                timeout=AWS_READ_TIMEOUT_MS)
+
+        an_endpoint_waits_too(stack, cluster, on_the_endpoints_page)
+    finally:
+        with stack.client() as c:
+            c.delete(f"/api/v1/clusters/{cluster}/jobs/{hog}")
+    wait_state(stack, cluster, waiter, "succeeded")
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
+    expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text(
+        "succeeded", timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id(f"job-waiting-{waiter}")).to_have_count(0)

@@ -2,11 +2,15 @@
 a HyperPodPyTorchJob's pods are placed on the GPU nodes that fit, run, print their progress
 and finish; a configured pod fault makes a process fail, restart in place and spend the
 job's recovery budget, and past `jobMaxRetryCount` the job fails; a RayJob gets a head and
-workers and KubeRay's status. Jobs are written in-process (as `kubectl apply` would store
-them); pods and logs are read through the API with the kubernetes client."""
+workers and KubeRay's status. A job larger than the cluster, or pinned to an instance group
+that does not exist, waits: its unplaced pods Pending with FailedScheduling in Kubernetes'
+words, its placed ones in their rendezvous, the job neither Running nor finished. Jobs are
+written in-process (as `kubectl apply` would store them); pods and logs are read through the
+API with the kubernetes client."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -63,6 +67,21 @@ def _pytorch_job(name: str, replicas: int, max_retries: int = 3) -> dict[str, An
                                        "template": {"spec": {"containers": [container],
                                                              "restartPolicy": "OnFailure"}}}],
                      "runPolicy": {"jobMaxRetryCount": max_retries, "cleanPodPolicy": "All"}}}
+
+
+def _ray_job(name: str, workers: int, resources: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+    head = {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}
+    worker = {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.9.0",
+                                       **({"resources": resources} if resources else {})}]}}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"entrypoint": "python -m verl.trainer.main_ppo",
+                     "shutdownAfterJobFinishes": True,
+                     "rayClusterSpec": {
+                         "headGroupSpec": {"rayStartParams": {}, "template": head},
+                         "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers,
+                                               "rayStartParams": {}, "template": worker}]}}}
 
 
 def _job(kube: LocalKube, kind: str, name: str) -> dict[str, Any]:
@@ -151,17 +170,7 @@ def test_a_job_whose_restarts_exceed_its_retry_limit_fails_and_its_pods_go(
 def test_a_ray_job_gets_a_head_and_workers_and_kuberay_status(
         kube: LocalKube, core: k8s.CoreV1Api) -> None:
     name = _name("rl")
-    template = {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}
-    worker = {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.9.0"}]}}
-    kube.put_object({"apiVersion": "ray.io/v1", "kind": "RayJob",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "spec": {"entrypoint": "python -m verl.trainer.main_ppo",
-                              "shutdownAfterJobFinishes": True,
-                              "rayClusterSpec": {
-                                  "headGroupSpec": {"rayStartParams": {}, "template": template},
-                                  "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2,
-                                                        "rayStartParams": {},
-                                                        "template": worker}]}}})
+    kube.put_object(_ray_job(name, 2))
     pods = wait_until(lambda: (lambda items: items if len(items) == 3 else None)(
         core.list_namespaced_pod("default", label_selector=f"ray.io/cluster={name}-raycluster"
                                  ).items), 20, what="head and two workers")
@@ -178,3 +187,93 @@ def test_a_ray_job_gets_a_head_and_workers_and_kuberay_status(
     wait_until(lambda: not core.list_namespaced_pod(
         "default", label_selector=f"ray.io/cluster={name}-raycluster").items, 10,
         what="shut down after the job")
+
+
+def test_a_job_larger_than_the_cluster_waits_pending_and_is_never_running(
+        kube: LocalKube, core: k8s.CoreV1Api) -> None:
+    """Three pods of one GPU on two one-GPU nodes: two run and wait in their rendezvous,
+    the third stays Pending with the scheduler's FailedScheduling in Kubernetes' words; the
+    operator reports the job neither Running nor Completed, and no step is trained."""
+    name = _name("huge")
+    kube.put_object(_pytorch_job(name, 3))
+    try:
+        def placed() -> list[Any] | None:
+            pods = core.list_namespaced_pod("default", label_selector=f"HPJob={name}").items
+            running = [p for p in pods if p.status.phase == "Running"]
+            return pods if len(pods) == 3 and len(running) == 2 else None
+
+        pods = wait_until(placed, 20, what="two pods running, one pending")
+        pending = next(p for p in pods if p.status.phase == "Pending")
+        assert pending.spec.node_name is None
+        scheduled = next(c for c in pending.status.conditions if c.type == "PodScheduled")
+        expected = ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 "
+                    "nodes are available: 3 No preemption victims found for incoming pod.")
+        assert (scheduled.status, scheduled.reason, scheduled.message) == (
+            "False", "Unschedulable", expected)
+        events = wait_until(lambda: [e for e in core.list_namespaced_event("default").items
+                                     if e.involved_object.name == pending.metadata.name
+                                     and e.reason == "FailedScheduling"] or None, 10,
+                            what="FailedScheduling")
+        assert events[0].type == "Warning" and events[0].message == expected
+        # the running two wait for the third: half a second is hundreds of their whole runs
+        # (6 lines at 10 a simulated second, at SPEED), after which they would have finished
+        # and freed their GPUs for the third had they not waited
+        time.sleep(0.5)
+        job = _job(kube, "HyperPodPyTorchJob", name)
+        assert [c["type"] for c in job["status"]["conditions"]] == ["Created"]
+        for pod in pods:
+            if pod.status.phase == "Running":
+                log = core.read_namespaced_pod_log(pod.metadata.name, "default")
+                assert log.splitlines() == [f"{pod.metadata.name}: starting {name}"]
+    finally:
+        kube.delete_object("sagemaker.amazonaws.com/v1", "HyperPodPyTorchJob", name)
+    wait_until(lambda: not core.list_namespaced_pod(
+        "default", label_selector=f"HPJob={name}").items, 10, what="its pods gone")
+
+
+def test_a_pod_for_an_instance_group_that_does_not_exist_stays_pending(
+        kube: LocalKube, core: k8s.CoreV1Api) -> None:
+    name = _name("lost")
+    job = _pytorch_job(name, 1)
+    template = job["spec"]["replicaSpecs"][0]["template"]["spec"]
+    template["nodeSelector"] = {"sagemaker.amazonaws.com/instance-group-name": "no-such-group"}
+    kube.put_object(job)
+    try:
+        pod = wait_until(lambda: next(
+            (p for p in core.list_namespaced_pod("default", label_selector=f"HPJob={name}").items
+             if any(c.type == "PodScheduled" and c.status == "False"
+                    for c in p.status.conditions or [])), None), 20, what="unschedulable pod")
+        message = next(c.message for c in pod.status.conditions if c.type == "PodScheduled")
+        assert message.startswith("0/3 nodes are available: 3 node(s) didn't match Pod's "
+                                  "node affinity/selector.")
+        assert pod.status.phase == "Pending" and pod.spec.node_name is None
+        conditions = _job(kube, "HyperPodPyTorchJob", name)["status"]["conditions"]
+        assert [c["type"] for c in conditions] == ["Created"]
+    finally:
+        kube.delete_object("sagemaker.amazonaws.com/v1", "HyperPodPyTorchJob", name)
+
+
+def test_a_ray_job_whose_worker_fits_no_node_stays_initializing(
+        kube: LocalKube, core: k8s.CoreV1Api) -> None:
+    """KubeRay submits the entrypoint only once the Ray cluster is up: a worker asking for
+    two GPUs (no node has two) stays Pending, and the job PENDING, its head printing no
+    step."""
+    name = _name("rlbig")
+    kube.put_object(_ray_job(name, 1, {"limits": {"nvidia.com/gpu": "2"}}))
+    try:
+        selector = f"ray.io/cluster={name}-raycluster"
+        wait_until(lambda: any(
+            p.status.phase == "Running" and p.metadata.labels["ray.io/node-type"] == "head"
+            for p in core.list_namespaced_pod("default", label_selector=selector).items),
+            20, what="the head running")
+        time.sleep(0.5)  # hundreds of the entrypoint's whole runs
+        status = _job(kube, "RayJob", name)["status"]
+        assert (status["jobStatus"], status["jobDeploymentStatus"]) == ("PENDING",
+                                                                      "Initializing")
+        assert core.read_namespaced_pod_log(f"{name}-head", "default").splitlines() == [
+            f"{name}-head: starting {name}"]
+        worker_pod = core.read_namespaced_pod(f"{name}-gpu-worker-0", "default")
+        assert worker_pod.status.phase == "Pending"
+        assert "Insufficient nvidia.com/gpu" in worker_pod.status.conditions[0].message
+    finally:
+        kube.delete_object("ray.io/v1", "RayJob", name)

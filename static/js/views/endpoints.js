@@ -3,7 +3,7 @@
 // (reassigned by menu: only the worker's label changes).
 
 import { api, isAbort, mutator } from '../api.js';
-import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
+import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { endpointForm } from './endpoint_form.js';
 import { openInvoke, openDelete } from './endpoint_actions.js';
 
@@ -61,6 +61,7 @@ export function mount(root, ctx) {
       h('td', null, h('span', { class: 'id' }, ep.model || '—')),
       h('td', null, ep.service || 'operator'),
       h('td', null, badge(ep.state, { testid: `endpoint-state-${ep.name}` }),
+        waitingNote(ep.waiting, 'Server', `endpoint-waiting-${ep.name}`),
         ep.operation_id && ['creating', 'updating', 'deleting'].includes(ep.state)
           ? h('a', { href: opHref(ep.operation_id), class: 'sub-id' }, ' progress') : null),
       h('td', { class: 'num', testid: `endpoint-ready-${ep.name}` }, `${ep.ready_replicas ?? 0} / ${wanted}`),

@@ -5,7 +5,7 @@
 // GET /api/v1/training/limits: nothing about them is written here.
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
-import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery } from '../ui.js';
+import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { openOperation } from '../modal.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
@@ -79,7 +79,7 @@ export function mount(root, ctx) {
     return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },
       h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace), mlflowLink(job)),
       h('td', null, job.recipe || '—'),
-      h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), job.operation_id
+      h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), waitingNote(job.waiting, 'Pod', `job-waiting-${job.name}`), job.operation_id
         ? h('div', { class: 'small' }, h('a', { href: `#/operations/${job.operation_id}` }, 'operation')) : null),
       h('td', null, String(job.pods.length), job.restarts ? h('span', { class: 'muted small' }, ` · ${job.restarts} restarts`) : null),
       h('td', { testid: `job-budget-${job.name}` }, budget
