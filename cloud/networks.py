@@ -659,6 +659,24 @@ def _network_view(name: str, vpc: dict[str, Any], region: str, subnets: list[dic
     }
 
 
+def foreign_interfaces(ec2: Any, name: str, vpc_id: str) -> list[dict[str, Any]]:
+    """The network interfaces in the network's VPC that are not the network's own (its NAT
+    gateways' and its VPC endpoints', found by tags): whatever else runs there — a cluster's
+    control plane or nodes, a load balancer, an instance. While one is there AWS refuses to
+    delete its subnet and the VPC, after the NAT gateway (and with it every node's way out)
+    would already be gone."""
+    own = {a.get("NetworkInterfaceId")
+           for nat in _find(ec2, "nat", name, [ROLE_NAT_GATEWAY], vpc_id)
+           for a in nat.get("NatGatewayAddresses") or ()}
+    own |= {eni for endpoint in _find(ec2, "endpoint", name, [ROLE_S3_ENDPOINT], vpc_id)
+            for eni in endpoint.get("NetworkInterfaceIds") or ()}
+    pages = ec2.get_paginator("describe_network_interfaces").paginate(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])
+    return sorted((i for page in pages for i in page.get("NetworkInterfaces") or ()
+                   if i.get("NetworkInterfaceId") not in own),
+                  key=lambda i: i.get("NetworkInterfaceId") or "")
+
+
 # ---------------------------------------------------------------------------------------
 # deletion (reverse order; tagged resources only; "already gone" is fine)
 # ---------------------------------------------------------------------------------------

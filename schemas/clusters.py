@@ -8,6 +8,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from cloud import kubernetes_versions
 from schemas.common import Name, Region
+from schemas.dependents import ForceQuerySchema
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
@@ -227,7 +228,7 @@ class ActiveClusterReplySchema(Schema):
     name = fields.String(allow_none=True)
 
 
-class ClusterDeleteQuerySchema(Schema):
+class ClusterDeleteQuerySchema(ForceQuerySchema):
     delete_data = fields.Boolean(
         load_default=False,
         metadata={"description": "also delete the shared S3 bucket and everything in it"})

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cloud import dependents
 from cloud import networks as net
+from cloud.dependents import Dependent
 from cloud.discovery import availability_zones
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
+from tasks.engine.store import live_operations
 from tasks.outcomes import guarded
 
 NAT_POLL_S = 15.0
@@ -178,6 +181,48 @@ NETWORK_CREATE = OperationKind(
 # ---------------------------------------------------------------------------------------
 
 
+BUILDS = ("cluster.create", "cluster.stage")
+
+
+def in_use(ec2: Any, eks: Any, sm: Any, conn: Any, view: dict[str, Any], *,
+           interfaces: bool = True) -> list[Dependent]:
+    """What runs in the network now (cloud/dependents.py: clusters and network interfaces),
+    and the clusters hypd is creating into it, whose EKS cluster may not exist yet (their
+    running create: its own network is named after it, or it was given this VPC)."""
+    found = dependents.in_network(ec2, eks, sm, view, interfaces=interfaces)
+    named = {d.name for d in found}
+    for op in live_operations(conn, "cluster/"):
+        params = op.get("params") or {}
+        given = (params.get("existing_vpc") or {}).get("vpc_id")
+        into = given == view["vpc_id"] if given else params.get("name") == view["name"]
+        if op["kind"] in BUILDS and into and params.get("name") not in named:
+            found.append(Dependent("cluster", params["name"], "being created in this network "
+                                   f"(operation {op['id']})", forceable=False))
+    return found
+
+
+def unused_check(*, interfaces: bool, others_only: bool = False
+                 ) -> Callable[[StepContext], dict[str, Any]]:
+    """A delete's guard step: nothing may run in the network when its teardown starts (a
+    cluster created in it since the request was checked stops the operation here, before the
+    NAT gateway goes). `others_only`: a cluster's delete, whose own cluster is gone by now;
+    its leftover interfaces are AWS's to settle (DependencyViolation retries the step)."""
+    @guarded
+    def apply(ctx: StepContext) -> dict[str, Any]:
+        ec2 = ctx.client("ec2")
+        view = net.get_network(ec2, _name(ctx))
+        if view is None:
+            return {"dependents": 0}
+        found = [d for d in in_use(ec2, ctx.client("eks"), ctx.client("sagemaker"), ctx.redis,
+                                   view, interfaces=interfaces)
+                 if not (others_only and d.name == _name(ctx))]
+        dependents.refuse(f"network {_name(ctx)}", found)
+        return {"dependents": 0}
+
+    apply.__name__ = "check_network_unused"
+    return apply
+
+
 def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dict[str, Any]]:
     @guarded
     def apply(ctx: StepContext) -> dict[str, Any]:
@@ -205,21 +250,24 @@ def wait_nat_deleted(ctx: StepContext) -> float | None:
     return NAT_POLL_S
 
 
+TEARDOWN = (
+    Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
+    Step("security_group", "Delete the security group", _deleter(net.delete_security_groups)),
+    Step("route_tables", "Delete route tables", _deleter(net.delete_route_tables)),
+    Step("nat_gateway", "Delete the NAT gateway", _deleter(net.delete_nat_gateways),
+         wait_nat_deleted),
+    Step("elastic_ip", "Release the NAT gateway's Elastic IP",
+         _deleter(net.release_nat_addresses)),
+    Step("internet_gateway", "Detach and delete the internet gateway",
+         _deleter(net.delete_internet_gateways)),
+    Step("subnets", "Delete subnets", _deleter(net.delete_subnets)),
+    Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
+)
+"""The network's resources, in reverse order (a cluster's delete runs them too)."""
+
 NETWORK_DELETE = OperationKind(
     name="network.delete",
-    steps=(
-        Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
-        Step("security_group", "Delete the security group",
-             _deleter(net.delete_security_groups)),
-        Step("route_tables", "Delete route tables", _deleter(net.delete_route_tables)),
-        Step("nat_gateway", "Delete the NAT gateway", _deleter(net.delete_nat_gateways),
-             wait_nat_deleted),
-        Step("elastic_ip", "Release the NAT gateway's Elastic IP",
-             _deleter(net.release_nat_addresses)),
-        Step("internet_gateway", "Detach and delete the internet gateway",
-             _deleter(net.delete_internet_gateways)),
-        Step("subnets", "Delete subnets", _deleter(net.delete_subnets)),
-        Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
-    ),
+    steps=(Step("in_use", "Check that nothing runs in the network",
+                unused_check(interfaces=True)), *TEARDOWN),
     resource_url=network_url,
 )

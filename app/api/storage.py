@@ -21,9 +21,10 @@ from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
-from cloud import aws, eks, kube, storage
+from cloud import aws, dependents, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
+from schemas.dependents import DestroyQuerySchema
 from schemas.storage import (
     FsxSchema,
     S3Schema,
@@ -263,31 +264,36 @@ class StorageItem(MethodView):
             raise ApiError(404, "not_found", f"no storage named {name!r} on cluster {cluster!r}")
         return items[name]
 
-    @blp.response(202, MutationReplySchema)
-    @blp.alt_response(409, description="a running workload mounts it (the message names "
-                                       "each one)")
-    @access("operator")
-    def delete(self, cluster, name):
+    @mutations.destructive(blp, DestroyQuerySchema)
+    def delete(self, query, cluster, name):
         """Remove storage: its PVC and PV, and the bucket or file system only if hypd made it
-        for this item. Refused while a running pod, job or deployment mounts it."""
+        for this item. Refused (409 in_use, naming each) while a running pod, job,
+        deployment or statefulset mounts it; there is no force: stop them first."""
         params: dict[str, Any] = {"cluster": cluster, "name": name,
                                   "region": readmodel.region_of(cluster)}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             found = readmodel.find(cluster)
-            api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE only
+            api = api_for(found)  # its claims and users are read from its Kubernetes
             items, _ = _items(found)
             item = items.get(name)
             if item is None:
                 raise ApiError(404, "not_found",
                                f"no storage named {name!r} on cluster {cluster!r}")
-            if item["users"]:
-                raise ApiError(409, "conflict",
-                               f"storage {name!r} is in use by {', '.join(item['users'])}; "
-                               "stop those workloads first, then remove it",
-                               {"users": item["users"]})
-            params.update(kind=item["kind"], namespace=item["namespace"] or "default",
+            namespace = item["namespace"] or "default"
+            params.update(kind=item["kind"], namespace=namespace,
                           bucket=(item["s3"] or {}).get("bucket"))
+            removes = [f"claim {namespace}/{item['claim']}" if item["claim"] else None,
+                       f"volume {item['volume']}" if item["volume"] else None]
+            backing = (f"bucket {item['s3']['bucket']}" if item["s3"] else
+                       f"FSx file system {(item['fsx'] or {}).get('file_system_id')}")
+            removes.append(backing + (" and everything in it" if item["deletes_data"] else
+                                      " (kept: hypd did not make it for this item)"))
+            with talking_to(found):
+                users = dependents.claim_users(api, item["claim"], namespace) \
+                    if item["claim"] else []
+            return mutations.Impact(f"storage {name} of cluster {cluster}",
+                                    [r for r in removes if r], users)
 
-        return mutations.submit(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
-                                precheck)
+        return mutations.destroy(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
+                                 impact, query)
