@@ -351,9 +351,20 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     ec2 = _ec2(stack)
     bystander = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     other = cluster[0]
+    # a workload using the cluster's storage is live work: refused without force
+    local.create_pod({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "notebook", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "lab"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "hypd-s3"}}]},
+        "status": {"phase": "Running"}})
     with stack.client() as c:
         vpc_id = c.get(f"/api/v1/networks/{name}").json()["vpc_id"]
-        reply = c.delete(f"/api/v1/clusters/{name}")
+        refused = c.delete(f"/api/v1/clusters/{name}")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["details"]["dependents"] == [
+            {"kind": "pod", "name": "notebook", "namespace": "default", "cluster": None,
+             "why": "mounts hypd-s3 (the cluster's storage)", "forceable": True}]
+        reply = c.delete(f"/api/v1/clusters/{name}", params={"force": "true"})
         assert reply.status_code == 202, reply.text
         done = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)
         assert done["status"] == "succeeded", done

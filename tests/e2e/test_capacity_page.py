@@ -342,7 +342,10 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
         with page.expect_response(lambda r: r.request.method == "DELETE") as refused:
             dialog.get_by_test_id("ig-delete-dialog-confirm").click()
         assert refused.value.status == 409
-        expect(dialog.get_by_test_id("ig-delete-pod")).to_have_text("pod/default/scratch")
+        pod = dialog.get_by_test_id("ig-delete-dependent")
+        expect(pod).to_have_attribute("data-name", "scratch")
+        expect(pod).to_contain_text("pod default/scratch")
+        expect(pod).to_contain_text("no controller recreates it elsewhere")
         dialog.get_by_test_id("ig-delete-force").check()
         with page.expect_request(lambda r: r.method == "DELETE") as forced:
             dialog.get_by_test_id("ig-delete-dialog-confirm").click()

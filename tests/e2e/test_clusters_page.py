@@ -370,6 +370,32 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
 
 
+def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, stack,
+                                                                        rest_cluster):
+    name, _ = rest_cluster  # its create made the network of the same name
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.get_by_test_id("nav-networks").click()
+    delete = page.get_by_test_id(f"network-delete-{name}")
+    expect(delete).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    delete.click()  # armed; the second click sends
+    with page.expect_response(lambda r: r.request.method == "DELETE") as refused:
+        delete.click()
+    assert refused.value.status == 409, refused.value.text()
+    assert refused.value.json()["error"]["code"] == "in_use"
+    used = page.get_by_test_id(f"network-delete-{name}-used-by")
+    expect(used).to_be_visible()
+    cluster = used.locator(f'[data-kind="cluster"][data-name="{name}"]')
+    expect(cluster).to_contain_text(f"cluster {name}")
+    expect(cluster).to_contain_text("EKS cluster (ACTIVE, made by hypd)")
+    # a network cannot be forced: no box to tick, the reason instead
+    expect(used.get_by_test_id(f"network-delete-{name}-no-force")).to_be_visible()
+    expect(page.get_by_test_id(f"network-delete-{name}-force")).to_have_count(0)
+    expect(delete).to_have_text("Delete")
+    with stack.client("viewer") as c:  # nothing was recorded
+        ops = c.get("/api/v1/operations", params={"target": f"network/{name}"}).json()["items"]
+    assert not [o for o in ops if o["kind"] == "network.delete"]
+
+
 def test_a_price_the_price_list_cannot_give_is_shown_as_unknown(page, stack):
     conn = stack.redis()
     for key in conn.scan_iter("hypd:cache:price:*"):  # nothing cached: the plan must ask

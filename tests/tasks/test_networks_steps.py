@@ -31,8 +31,17 @@ def ec2(monkeypatch):
         yield aws.client("ec2", REGION, Settings(aws_mode="aws", region=REGION))
 
 
+class NoLocks:
+    """The panel's Redis as the delete's guard reads it: no operation holds a lock."""
+
+    def hgetall(self, key: str) -> dict[str, str]:
+        return {}
+
+
 class FakeContext:
     """What the engine gives a step (tasks.engine.kinds.StepContext), kept in memory."""
+
+    redis = NoLocks()
 
     def __init__(self, ec2: Any, op_id: str, kind: str, params: dict, step: str,
                  outputs: dict, resources: dict | None = None) -> None:
@@ -51,8 +60,10 @@ class FakeContext:
         self.resources.update(resources)
 
     def client(self, service: str) -> Any:
-        assert service == "ec2"
-        return self._ec2
+        if service == "ec2":
+            return self._ec2
+        assert service in ("eks", "sagemaker")  # the delete's guard looks for clusters
+        return aws.client(service, REGION, Settings(aws_mode="aws", region=REGION))
 
     def token(self, *parts: str) -> str:
         seed = "\n".join((self.op_id, self.step, *parts))
@@ -128,7 +139,7 @@ def test_kinds_are_registered_in_order():
     assert [s.name for s in create_kind.steps if s.wait] == ["nat_gateway"]
     delete_kind = KINDS["network.delete"]
     assert [s.name for s in delete_kind.steps] == [
-        "s3_endpoint", "security_group", "route_tables", "nat_gateway", "elastic_ip",
+        "in_use", "s3_endpoint", "security_group", "route_tables", "nat_gateway", "elastic_ip",
         "internet_gateway", "subnets", "vpc"]
     assert [s.name for s in delete_kind.steps if s.wait] == ["nat_gateway"]
     assert all(s.title for s in (*create_kind.steps, *delete_kind.steps))
@@ -368,6 +379,7 @@ def test_delete_twice_is_harmless(ec2):
     again = Operation(spy, "network.delete", {"name": "lab"}, "op-d2").run()
     assert spy.mutations == []
     assert snapshot(ec2) == before
+    assert again.outputs.pop("in_use") == {"dependents": 0}
     assert all(out == {"deleted": []} for out in again.outputs.values())
 
 
@@ -392,3 +404,43 @@ def test_dependency_violation_asks_to_retry(ec2):
     with pytest.raises(StepRetry, match="still held by a NAT gateway"):
         op.apply("elastic_ip")
     assert net.get_network(ec2, "lab")["state"] == "available"
+
+
+# -- network.delete's guard ----------------------------------------------------------------
+
+
+def _refusal(ec2, name: str = "lab") -> StepFailed:
+    spy = Spy(ec2)
+    with pytest.raises(StepFailed) as refused:
+        Operation(spy, "network.delete", {"name": name}, "op-guarded").apply("in_use")
+    assert spy.mutations == []
+    assert refused.value.code == "in_use"
+    return refused.value
+
+
+def test_the_delete_stops_before_anything_while_a_cluster_runs_in_the_vpc(ec2):
+    lab = create(ec2)
+    private = lab.outputs["subnets"]["private_subnet_ids"]
+    eks = aws.client("eks", REGION, Settings(aws_mode="aws", region=REGION))
+    iam = aws.client("iam", REGION, Settings(aws_mode="aws", region=REGION))
+    role = iam.create_role(RoleName="theirs", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks.create_cluster(name="theirs", roleArn=role, resourcesVpcConfig={"subnetIds": private})
+    before = snapshot(ec2)
+    refused = _refusal(ec2)
+    assert "network lab is in use: cluster theirs (EKS cluster (ACTIVE, not made by hypd) " \
+           "in VPC" in refused.message
+    assert "force does not override this" in refused.message
+    assert snapshot(ec2) == before
+
+
+def test_a_foreign_network_interface_stops_it_and_the_networks_own_do_not(ec2):
+    lab = create(ec2)
+    # the NAT gateway's own interface is the network's: nothing else runs there yet
+    assert Operation(ec2, "network.delete", {"name": "lab"}, "op-free").apply("in_use") == {
+        "dependents": 0}
+    subnet = lab.outputs["subnets"]["private_subnet_ids"][0]
+    eni = ec2.create_network_interface(SubnetId=subnet, Description="a stray instance")
+    eni_id = eni["NetworkInterface"]["NetworkInterfaceId"]
+    refused = _refusal(ec2)
+    assert f"network interface {eni_id} (" in refused.message
+    assert f"in subnet {subnet}: a stray instance" in refused.message
