@@ -163,11 +163,11 @@ def pods_on_nodes(api: Any, node_names: Iterable[str], group: str | None = None
         if owner is not None and owner.get("kind") == "DaemonSet":
             continue
         selector = spec.get("nodeSelector") or {}
-        pinned = (group is not None and selector.get(INSTANCE_GROUP_LABEL) == group) or \
-            selector.get(HOSTNAME_LABEL) in nodes
+        to_group = group is not None and selector.get(INSTANCE_GROUP_LABEL) == group
+        to_node = selector.get(HOSTNAME_LABEL) in nodes
         moves = owner is not None and owner.get("kind") in CONTROLLERS_THAT_MOVE
-        if pinned or not moves:
-            place = f"instance group {group}" if group and pinned else f"node {node}"
+        if to_group or to_node or not moves:
+            place = f"instance group {group}" if to_group else f"node {node}"
             found.append(_of(pod, _pod_why(pod, place), kind="pod"))
     return sorted(found, key=lambda d: (d.namespace or "", d.name))
 
@@ -284,19 +284,6 @@ def cluster_workloads(api: Any) -> list[Dependent]:
     return (training_jobs(api)
             + [_endpoint(ep, _serves(ep)) for ep, _ in endpoints(api)]
             + downloads(api) + storage_workloads(api))
-
-
-def other_clusters(ec2: Any, eks_client: Any, sm: Any, network: str | None, cluster: str
-                   ) -> list[Dependent]:
-    """Clusters besides `cluster` in the network its delete would remove (none when the
-    delete keeps the network)."""
-    if not network:
-        return []
-    view = networks.get_network(ec2, network)
-    if view is None:
-        return []
-    return [d for d in in_network(ec2, eks_client, sm, view, interfaces=False)
-            if d.name != cluster]
 
 
 # -- a network ------------------------------------------------------------------------------------
