@@ -3,6 +3,7 @@
 // before a forced request: a box the user ticks after reading the list. Every delete, detach
 // and turn-off control of the dashboard shows its refusal through this.
 
+import { api } from './api.js';
 import { h, fill } from './ui.js';
 
 /** The details of a 409 in_use ApiError (null for any other error). */
@@ -31,8 +32,9 @@ export function usedBy(testid, { forceText = 'Go ahead anyway' } = {}) {
     show(details) {
       const items = details.dependents || [];
       const more = (details.total || items.length) - items.length;
+      const ticked = Boolean(force && force.checked); // a later answer keeps the user's tick
       force = details.force_allowed
-        ? h('input', { type: 'checkbox', testid: `${testid}-force` })
+        ? h('input', { type: 'checkbox', testid: `${testid}-force`, checked: ticked })
         : null;
       fill(box,
         h('div', { class: 'used-by-title' }, `Used by ${details.total || items.length}:`),
@@ -61,4 +63,20 @@ export function usedBy(testid, { forceText = 'Go ahead anyway' } = {}) {
 export function withForce(url, forced) {
   if (!forced) return url;
   return `${url}${url.includes('?') ? '&' : '?'}force=true`;
+}
+
+/**
+ * Ask the route's dry run (`?dry_run=true`: what would be removed and what would break,
+ * changing nothing) and show its dependents in `used` when the request would be refused, so
+ * the user sees them before confirming. A failing dry run shows nothing: the request itself
+ * will say why.
+ */
+export async function preview(used, url, { method = 'DELETE', body, signal } = {}) {
+  try {
+    const plan = await api(`${url}${url.includes('?') ? '&' : '?'}dry_run=true`, { method, body, signal });
+    if (plan && plan.refused) used.show(plan);
+    return plan;
+  } catch (e) {
+    return null;
+  }
 }

@@ -247,7 +247,8 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     dialog.get_by_test_id("cluster-delete-typed").fill(name[:-1])
     expect(confirm).to_be_disabled()
     dialog.get_by_test_id("cluster-delete-typed").fill(name)
-    with page.expect_request(lambda r: r.method == "DELETE") as deleting:
+    with page.expect_request(lambda r: r.method == "DELETE"
+                             and "dry_run" not in r.url) as deleting:  # not the dialog's plan
         confirm.click()
     assert deleting.value.url.endswith(f"/api/v1/clusters/{name}?delete_data=true"), \
         deleting.value.url
@@ -377,8 +378,9 @@ def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, s
     page.get_by_test_id("nav-networks").click()
     delete = page.get_by_test_id(f"network-delete-{name}")
     expect(delete).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
-    delete.click()  # armed; the second click sends
-    with page.expect_response(lambda r: r.request.method == "DELETE") as refused:
+    delete.click()  # armed (its dry run shows what uses it); the second click sends
+    with page.expect_response(lambda r: r.request.method == "DELETE"
+                              and "dry_run" not in r.url) as refused:
         delete.click()
     assert refused.value.status == 409, refused.value.text()
     assert refused.value.json()["error"]["code"] == "in_use"

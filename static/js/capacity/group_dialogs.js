@@ -8,7 +8,7 @@ import { h, fill, toast } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { capacityLabel, efaLabel } from '../capacity_fields.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const FIXED = [
   ['instance_type', 'Instance type', (g) => g.instance_type],
@@ -104,4 +104,5 @@ export function openDeleteGroup({ cluster, group: g, signal }) {
       if (refused) used.show(refused);
     },
   });
+  preview(used, groupUrl(cluster, g.name), { signal });
 }

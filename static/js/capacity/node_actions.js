@@ -8,7 +8,7 @@ import { h } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { batches } from '../batches.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const ACTIONS = {
   reboot: {
@@ -102,5 +102,8 @@ export function openNodeAction({ cluster, action, ids, signal }) {
   });
   modal.dlg.dataset.action = action;
   if (tooMany) modal.confirmBtn.disabled = true;
+  else if (action !== 'reboot') {
+    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, { method: 'POST', body: { node_ids: ids }, signal });
+  }
   return modal;
 }

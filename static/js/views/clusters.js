@@ -10,7 +10,7 @@ import {
 import { TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 4000;
@@ -299,5 +299,6 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
   });
   dlg.showModal();
   (imported ? confirmBtn : typed).focus();
+  if (!imported) preview(used, `/api/v1/clusters/${encodeURIComponent(name)}`, { signal }); // what runs on it
   return dlg;
 }

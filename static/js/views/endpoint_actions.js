@@ -7,7 +7,7 @@ import { mutator } from '../api.js';
 import { h, fill } from '../ui.js';
 import { openModal } from '../modal.js';
 import { rules } from '../rules.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 function path(cluster, name, tail = '') {
   return `/api/v1/clusters/${encodeURIComponent(cluster)}/endpoints/${encodeURIComponent(name)}${tail}`;
@@ -66,4 +66,5 @@ export function openDelete(cluster, ep, signal, onSent) {
       if (refused) used.show(refused);
     },
   });
+  preview(used, path(cluster, ep.name), { signal });
 }

@@ -7,7 +7,7 @@
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery } from '../ui.js';
 import { openModal, openOperation } from '../modal.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
 const REFRESH_MS = 3000;
@@ -83,6 +83,7 @@ export function mount(root, ctx) {
         if (refused) used.show(refused);
       },
     });
+    preview(used, `${base}/jobs/${encodeURIComponent(job.name)}`, { signal: ctx.signal });
   }
 
   function row(job) {

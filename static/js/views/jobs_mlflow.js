@@ -6,7 +6,7 @@
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { openModal } from '../modal.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
 const REFRESH_MS = 3000;
@@ -68,6 +68,7 @@ export function mountMlflow(card, ctx, cluster) {
         if (refused) used.show(refused);
       },
     });
+    preview(used, path, { signal: ctx.signal });
   }
 
   // the operation is long-polled (the API answers at its next change), the card re-read at

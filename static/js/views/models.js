@@ -7,7 +7,7 @@ import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 2000;
 
@@ -118,6 +118,7 @@ export function mount(root, ctx) {
         if (refused) used.show(refused);
       },
     });
+    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`, { signal: ctx.signal });
   }
 
   form.addEventListener('submit', async (ev) => {

@@ -5,7 +5,7 @@ import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
-import { inUse, usedBy } from '../in_use.js';
+import { inUse, preview, usedBy } from '../in_use.js';
 
 const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
 const REFRESH_MS = 15000;
@@ -139,10 +139,18 @@ export function mount(root, ctx) {
     const btn = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `network-delete-${n.name}` }, 'Delete'));
     btn.addEventListener('click', async () => {
       if (!canMutate()) return;
-      if (!armed) { // two-step confirm, no modal
+      if (!armed) { // two-step confirm, no modal; meanwhile the dry run says what uses it
         btn.classList.add('confirming');
         btn.textContent = 'Confirm delete';
         armed = setTimeout(() => { armed = null; btn.classList.remove('confirming'); btn.textContent = 'Delete'; }, 4000);
+        const shown = btn.parentElement.querySelector('.used-by');
+        const used = usedBy(`network-delete-${n.name}`);
+        preview(used, `/api/v1/networks/${encodeURIComponent(n.name)}`, { signal: ctx.signal }).then((plan) => {
+          if (plan && plan.refused && shown.isConnected) {
+            state.refused[n.name] = plan;
+            shown.replaceWith(used.el);
+          }
+        });
         return;
       }
       clearTimeout(armed);
