@@ -588,3 +588,12 @@ def test_a_pool_and_the_models_it_serves_go_only_past_what_depends_on_them(stack
     assert removed["kind"] == "model.delete" and removed["status"] == "succeeded", removed
     assert removed["steps"][0]["resources"]["removed"] == 1
     assert "qwen" not in listed and {"tiny", "llama"} <= listed
+    # the model an endpoint still serves goes only when the user says so
+    with stack.client() as c:
+        refused = c.delete(_models_url(cluster, "tiny"))
+        assert refused.status_code == 409, refused.text
+        assert [(d["kind"], d["name"]) for d in refused.json()["error"]["details"][
+            "dependents"]] == [("endpoint", served)]
+        forced = _run(stack, c.delete(_models_url(cluster, "tiny"), params={"force": "true"}))
+        listed = {m["name"] for m in c.get(f"/api/v1/clusters/{cluster}/models").json()["items"]}
+    assert forced["status"] == "succeeded" and "tiny" not in listed

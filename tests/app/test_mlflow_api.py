@@ -128,6 +128,12 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         assert {"kind": "training_job", "name": name, "namespace": "default", "cluster": None,
                 "why": "logs to the tracking server", "forceable": True} in refused.json()[
             "error"]["details"]["dependents"]
+        with stack.client("viewer") as c:
+            plan = c.delete(f"/api/v1/clusters/{cluster}/mlflow",
+                            params={"dry_run": "true"}).json()
+        assert plan["refused"] is True and plan["force_allowed"] is True
+        assert f"tracking server hypd-{cluster} and its role" in plan["removes"]
+        assert name in {d["name"] for d in plan["dependents"]}
         assert _mlflow(stack, cluster)["state"] == "ready"
     finally:
         detached = _detach(stack, cluster, force="true")  # the user lets the jobs lose it
