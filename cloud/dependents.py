@@ -193,8 +193,7 @@ def claim_users(api: Any, claim: str, namespace: str) -> list[Dependent]:
 
 # -- a cluster's workloads ------------------------------------------------------------------------
 
-def training_jobs(api: Any, *, hypds_only: bool = True, kind: str | None = None
-                  ) -> list[Dependent]:
+def training_jobs(api: Any, *, hypds_only: bool = True) -> list[Dependent]:
     """Training jobs that have not finished (hypd's, or every HyperPodPyTorchJob when
     `hypds_only` is False): live work of the cluster and its operator."""
     if hypds_only:
@@ -203,8 +202,6 @@ def training_jobs(api: Any, *, hypds_only: bool = True, kind: str | None = None
         listed = kube.list_objects(api, training.PYTORCH_API, training.PYTORCH_KIND)
     found = []
     for job in listed:
-        if kind is not None and job.get("kind") != kind:
-            continue
         state = jobs.state(job, [])
         if state.state in (*jobs.TERMINAL_STATES, "deleting"):
             continue
