@@ -296,6 +296,9 @@ def test_nodes_of_an_imported_cluster_are_read_but_not_acted_on(stack, cluster):
             assert "imported" in refused.json()["error"]["message"]
         finally:
             c.delete(f"/api/v1/clusters/{name}")
+            # its owner removes it too: a cluster in the network keeps the module's cluster
+            # (and its network) from being deleted after it
+            _client(stack, "eks").delete_cluster(name=name)
 
 
 # -- over MCP ------------------------------------------------------------------------------

@@ -461,3 +461,5 @@ def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_clust
     assert forgetting.value.status == 200, forgetting.value.text()
     expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
     assert name in eks.list_clusters()["clusters"]
+    # its owner removes it: running in the fixture's network, it would refuse that delete
+    eks.delete_cluster(name=name)
