@@ -19,9 +19,10 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
-from cloud import aws, dependents, eks, kube, storage
+from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
 from schemas.dependents import DestroyQuerySchema
@@ -274,26 +275,15 @@ class StorageItem(MethodView):
 
         def impact() -> mutations.Impact:
             found = readmodel.find(cluster)
-            api = api_for(found)  # its claims and users are read from its Kubernetes
+            api = api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE
             items, _ = _items(found)
             item = items.get(name)
             if item is None:
                 raise ApiError(404, "not_found",
                                f"no storage named {name!r} on cluster {cluster!r}")
-            namespace = item["namespace"] or "default"
-            params.update(kind=item["kind"], namespace=namespace,
+            params.update(kind=item["kind"], namespace=item["namespace"] or "default",
                           bucket=(item["s3"] or {}).get("bucket"))
-            removes = [f"claim {namespace}/{item['claim']}" if item["claim"] else None,
-                       f"volume {item['volume']}" if item["volume"] else None]
-            backing = (f"bucket {item['s3']['bucket']}" if item["s3"] else
-                       f"FSx file system {(item['fsx'] or {}).get('file_system_id')}")
-            removes.append(backing + (" and everything in it" if item["deletes_data"] else
-                                      " (kept: hypd did not make it for this item)"))
-            with talking_to(found):
-                users = dependents.claim_users(api, item["claim"], namespace) \
-                    if item["claim"] else []
-            return mutations.Impact(f"storage {name} of cluster {cluster}",
-                                    [r for r in removes if r], users)
+            return dependents.storage_item(found, api, item)
 
         return mutations.destroy(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
                                  impact, query)

@@ -108,6 +108,24 @@ def nodes(ref: ClusterRef, action: str, node_ids: Iterable[str],
                    "disks" for i in ids], found)
 
 
+def storage_item(ref: ClusterRef, api: Any, item: Mapping[str, Any]) -> Impact:
+    """A storage item's removal (as the storage route reads it): its claim, its volume and
+    what backs it, and the live workloads mounting it (no force: they must stop first)."""
+    namespace = item["namespace"] or "default"
+    removes = [f"claim {namespace}/{item['claim']}" if item["claim"] else None,
+               f"volume {item['volume']}" if item["volume"] else None]
+    backing = (f"bucket {item['s3']['bucket']}" if item["s3"] else
+               f"FSx file system {(item['fsx'] or {}).get('file_system_id')}")
+    removes.append(backing + (" and everything in it" if item["deletes_data"] else
+                              " (kept: hypd did not make it for this item)"))
+    found: list[dependents.Dependent] = []
+    if item["claim"]:
+        with talking_to(ref):
+            found = dependents.claim_users(api, item["claim"], namespace)
+    return Impact(f"storage {item['name']} of cluster {ref.name}", [r for r in removes if r],
+                  found)
+
+
 def feature(ref: ClusterRef, view: Mapping[str, Any], name: str,
             resolved: Mapping[str, Any]) -> Impact:
     """A feature change: turned off, its own parts go and its users break; any other change
