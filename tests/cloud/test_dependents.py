@@ -244,3 +244,64 @@ def test_workloads_hypd_did_not_submit_using_the_clusters_storage(cluster, monke
     assert sorted((d.kind, d.name, d.why) for d in dependents.storage_workloads(None)) == [
         ("deployment", "notebook", "mounts hypd-s3 (the cluster's storage)"),
         ("pod", "lab", "mounts hypd-s3 (the cluster's storage)")]
+
+
+# -- a network ------------------------------------------------------------------------------------
+
+class FakeEks:
+    def __init__(self, clusters: dict[str, dict[str, Any]]) -> None:
+        self.clusters = clusters
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "list_clusters"
+        names = list(self.clusters)
+        return type("P", (), {"paginate": lambda _self, **_: [{"clusters": names}]})()
+
+    def describe_cluster(self, name: str) -> dict[str, Any]:
+        return {"cluster": {"name": name, **self.clusters[name]}}
+
+
+class FakeSageMaker:
+    def __init__(self, clusters: dict[str, dict[str, Any]]) -> None:
+        self.clusters = clusters
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "list_clusters"
+        pages = [{"ClusterSummaries": [{"ClusterName": n} for n in self.clusters]}]
+        return type("P", (), {"paginate": lambda _self, **_: pages})()
+
+    def describe_cluster(self, ClusterName: str) -> dict[str, Any]:
+        return {"ClusterName": ClusterName, "ClusterArn": f"arn:{ClusterName}",
+                **self.clusters[ClusterName]}
+
+
+def test_a_networks_dependents_are_every_cluster_in_it_and_the_interfaces_no_cluster_explains(
+        monkeypatch):
+    view = {"name": "lab", "vpc_id": "vpc-1", "subnets": [{"id": "subnet-a"}, {"id": "subnet-b"}]}
+    eks = FakeEks({
+        "ours": {"status": "ACTIVE", "resourcesVpcConfig": {"vpcId": "vpc-1"},
+                 "tags": {"hypd:managed-by": "hypd", "hypd:cluster": "ours"}},
+        "by-subnet": {"status": "CREATING", "resourcesVpcConfig": {"subnetIds": ["subnet-b"]}},
+        "elsewhere": {"status": "ACTIVE", "resourcesVpcConfig": {"vpcId": "vpc-2"}},
+    })
+    sm = FakeSageMaker({
+        "ours": {"ClusterStatus": "InService", "VpcConfig": {"Subnets": ["subnet-a"]}},
+        "hp-only": {"ClusterStatus": "InService", "VpcConfig": {"Subnets": ["subnet-x"]},
+                    "InstanceGroups": [{"OverrideVpcConfig": {"Subnets": ["subnet-b"]}}]},
+        "hp-elsewhere": {"ClusterStatus": "InService", "VpcConfig": {"Subnets": ["subnet-z"]}},
+    })
+    monkeypatch.setattr("cloud.networks.foreign_interfaces", lambda ec2, name, vpc: [
+        {"NetworkInterfaceId": "eni-eks", "Description": "Amazon EKS ours",
+         "InterfaceType": "interface", "SubnetId": "subnet-a"},
+        {"NetworkInterfaceId": "eni-stray", "Description": "", "InterfaceType": "interface",
+         "SubnetId": "subnet-b", "Attachment": {"InstanceId": "i-1"}}])
+    found = dependents.in_network(None, eks, sm, view)
+    assert [(d.kind, d.name, d.why) for d in found] == [
+        ("cluster", "ours", "EKS cluster (ACTIVE, made by hypd) in VPC vpc-1"),
+        ("cluster", "by-subnet", "EKS cluster (CREATING, not made by hypd) in VPC vpc-1"),
+        ("hyperpod_cluster", "hp-only",
+         "HyperPod cluster (InService) with nodes in the network's subnets"),
+        ("network_interface", "eni-stray", "interface in subnet subnet-b (instance i-1)")]
+    assert not any(d.forceable for d in found)
+    assert [d.name for d in dependents.in_network(None, eks, sm, view, interfaces=False)] == [
+        "ours", "by-subnet", "hp-only"]
