@@ -7,14 +7,26 @@ the same for every resource.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from flask import request
+from flask import Response, jsonify, request
+from flask_smorest import Blueprint
+from marshmallow import Schema
 
 from app import auth, context
 from app.errors import ApiError
-from cloud import logs
+from app.permissions import access
+from cloud import dependents, logs
+from schemas.common import MutationReplySchema
+from schemas.dependents import (
+    IN_USE_DESCRIPTION,
+    DestroyPlanSchema,
+    ForceQuerySchema,
+    InUseErrorSchema,
+    or_plan,
+)
 from tasks.engine.kinds import OperationKind
 from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
 
@@ -94,3 +106,86 @@ def submit(
         with logs.operation(op["id"], kind.name):
             log.info("%s on %s submitted by token %r", kind.name, target, auth.current().name)
     return operation_reply(engine.view(op))
+
+
+# -- destructive requests --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Impact:
+    """What a destructive request would do: its target in words, what it would remove, and
+    what depends on it (app/readmodels/dependents.py reads each resource's)."""
+
+    what: str
+    removes: list[str]
+    found: list[dependents.Dependent] = field(default_factory=list)
+
+
+def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
+                reply: type[Schema] = MutationReplySchema, status: int = 202,
+                own_200: tuple[type[Schema], str] | None = None, conflict: str = ""
+                ) -> Callable[[Any], Any]:
+    """What every destructive route declares, in one place: an operator's, its dry run open
+    to viewers; `query` (`dry_run`, and `force` where a person may override dependents);
+    its reply; the dry run's 200 (DestroyPlan — or either, where the route has a 200 of its
+    own: `own_200`); and the 409 in_use (with the route's other 409s, `conflict`)."""
+    def decorate(view: Any) -> Any:
+        view = blp.alt_response(409, schema=InUseErrorSchema, description=(
+            f"{conflict}; or {IN_USE_DESCRIPTION}" if conflict else IN_USE_DESCRIPTION))(view)
+        if own_200 is not None:
+            view = blp.doc(**or_plan(*own_200))(view)
+        else:
+            view = blp.alt_response(200, schema=DestroyPlanSchema,
+                                    description="the dry run: what would be removed and what "
+                                                "would break, changing nothing")(view)
+        view = blp.response(status, reply)(view)
+        view = blp.arguments(query, location="query")(view)
+        return access("operator", dry_run=True)(view)
+
+    return decorate
+
+
+def plan(impact: Impact, force: bool) -> Response:
+    """The dry run's 200 (DestroyPlanSchema): what would be removed and what would break."""
+    stopping = dependents.blocking(impact.found, force)
+    forceable = all(d.forceable for d in impact.found)
+    if stopping:
+        message = (f"{impact.what} would be refused (409 in_use): "
+                   f"{len(stopping)} dependent(s) would break"
+                   + ("; force=true would go ahead anyway" if forceable else
+                      "; they must go first (no force for this)"))
+    elif impact.found:
+        message = f"{impact.what} would go ahead with force=true, breaking {len(impact.found)}"
+    else:
+        message = f"{impact.what} would go ahead; nothing depends on it"
+    return jsonify(DestroyPlanSchema().dump({
+        "dry_run": True, "target": impact.what, "removes": impact.removes,
+        "dependents": dependents.views(impact.found), "total": len(impact.found),
+        "refused": bool(stopping), "force_allowed": forceable, "message": message}))
+
+
+def guard(impact: Callable[[], Impact], query: Mapping[str, Any]) -> Response | None:
+    """For a destructive route that acts at once (no operation): its dry run's reply; else
+    None once nothing blocks it — `InUse` (409 in_use) names what does."""
+    found = impact()
+    if query.get("dry_run"):
+        return plan(found, bool(query.get("force")))
+    dependents.refuse(found.what, found.found, bool(query.get("force")))
+    return None
+
+
+def destroy(kind: OperationKind, target: str, params: dict[str, Any],
+            impact: Callable[[], Impact], query: Mapping[str, Any],
+            inputs: dict[str, dict[str, Any]] | None = None):
+    """The one path of every destructive route that is an operation. `?dry_run=true`
+    answers 200 with what the request would remove and what would break, recording and
+    changing nothing. Otherwise its target's dependents are read as the precheck (after the
+    target's lock, only for a new request), and any that live refuse it with 409 in_use —
+    before anything is recorded or sent to AWS — unless `force` overrides them."""
+    if query.get("dry_run"):
+        return plan(impact(), bool(query.get("force")))
+
+    def precheck() -> None:
+        found = impact()
+        dependents.refuse(found.what, found.found, bool(query.get("force")))
+
+    return submit(kind, target, params, precheck, inputs)

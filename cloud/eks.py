@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -107,6 +107,22 @@ def managed_clusters(eks: Any) -> list[dict[str, Any]]:
     for name in list_cluster_names(eks):
         described = describe(eks, name)
         if described is not None and made_by_hypd_for(described.get("tags"), name):
+            found.append(described)
+    return found
+
+
+def clusters_in_vpc(eks: Any, vpc_id: str, subnet_ids: Sequence[str] = ()
+                    ) -> list[dict[str, Any]]:
+    """`describe_cluster`'s cluster for every EKS cluster in the client's region that runs in
+    the VPC — whoever made it — by its `resourcesVpcConfig.vpcId`, or by its subnets when an
+    endpoint leaves the VPC id out. What a network's delete must not pull from under."""
+    subnets = set(subnet_ids)
+    found = []
+    for name in list_cluster_names(eks):
+        described = describe(eks, name)
+        config = (described or {}).get("resourcesVpcConfig") or {}
+        if described is not None and (config.get("vpcId") == vpc_id
+                                      or subnets & set(config.get("subnetIds") or ())):
             found.append(described)
     return found
 

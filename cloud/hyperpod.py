@@ -286,6 +286,30 @@ def list_clusters(sm: Any, managed_only: bool = False) -> list[dict[str, Any]]:
     return sorted(found, key=lambda c: c["name"] or "")
 
 
+def subnets_of(described: Mapping[str, Any]) -> set[str]:
+    """Every subnet a HyperPod cluster (as DescribeCluster answers) puts nodes in: its own
+    VpcConfig's and its groups' OverrideVpcConfig's."""
+    subnets = set((described.get("VpcConfig") or {}).get("Subnets") or ())
+    for group in described.get("InstanceGroups") or ():
+        subnets |= set((group.get("OverrideVpcConfig") or {}).get("Subnets") or ())
+    return subnets
+
+
+def clusters_in_subnets(sm: Any, subnet_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """{name, arn, status} of every HyperPod cluster in the region with nodes placed in one
+    of these subnets, whoever made it (a network's delete must not pull them from under)."""
+    wanted = set(subnet_ids)
+    found = []
+    for page in sm.get_paginator("list_clusters").paginate():
+        for summary in page.get("ClusterSummaries") or ():
+            described = _describe(sm, summary["ClusterName"])
+            if described is not None and subnets_of(described) & wanted:
+                found.append({"name": described.get("ClusterName"),
+                              "arn": described.get("ClusterArn"),
+                              "status": described.get("ClusterStatus")})
+    return sorted(found, key=lambda c: c["name"] or "")
+
+
 def instances_in_use(sm: Any) -> dict[tuple[str, str], int]:
     """Instances the region's HyperPod clusters hold, by (instance type, capacity type):
     target counts of the groups of clusters that are not failed or being deleted."""

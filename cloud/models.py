@@ -167,9 +167,10 @@ def writers(api: Any, operation: str) -> list[str]:
         api, "v1", "Pod", NAMESPACE, label_selector={OPERATION_LABEL: operation})]
 
 
-def remove_partial(s3: Any, bucket: str, model: str) -> int:
-    """Delete what an unfinished download wrote under `models/<model>/` (a new download of
-    the name is refused while anything is there); how many object versions went."""
+def remove_files(s3: Any, bucket: str, model: str) -> int:
+    """Delete every object version under `models/<model>/`: what an unfinished download
+    wrote (a new download of the name is refused while anything is there), or a model being
+    removed; how many went."""
     return storage.delete_objects(s3, bucket, f"{MODEL_PREFIX}{model}/")
 
 

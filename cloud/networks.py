@@ -660,26 +660,41 @@ def _network_view(name: str, vpc: dict[str, Any], region: str, subnets: list[dic
     }
 
 
+def foreign_interfaces(ec2: Any, name: str, vpc_id: str) -> list[dict[str, Any]]:
+    """The network interfaces in the network's VPC that are not the network's own (its NAT
+    gateways' and its VPC endpoints', found by tags): whatever else runs there — a cluster's
+    control plane or nodes, a load balancer, an instance. While one is there AWS refuses to
+    delete its subnet and the VPC, after the NAT gateway (and with it every node's way out)
+    would already be gone."""
+    own = {a.get("NetworkInterfaceId")
+           for nat in _find(ec2, "nat", name, [ROLE_NAT_GATEWAY], vpc_id)
+           for a in nat.get("NatGatewayAddresses") or ()}
+    own |= {eni for endpoint in _find(ec2, "endpoint", name, [ROLE_S3_ENDPOINT], vpc_id)
+            for eni in endpoint.get("NetworkInterfaceIds") or ()}
+    pages = ec2.get_paginator("describe_network_interfaces").paginate(
+        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])
+    return sorted((i for page in pages for i in page.get("NetworkInterfaces") or ()
+                   if i.get("NetworkInterfaceId") not in own),
+                  key=lambda i: i.get("NetworkInterfaceId") or "")
+
+
 # ---------------------------------------------------------------------------------------
 # deletion (reverse order; tagged resources only; "already gone" is fine)
 # ---------------------------------------------------------------------------------------
 
 
-def foreign_interfaces(ec2: Any, name: str) -> list[dict[str, Any]]:
-    """The network interfaces in the network's VPC that are not its own NAT gateways':
-    [{id, description, subnet_id, status, service}]. `service`: an AWS service made it
-    (requester-managed: an EKS control plane's, a HyperPod instance's, a load balancer's),
-    and removes it when what it serves goes; anything else stays until someone deletes it."""
-    vpc = find_vpc(ec2, name)
-    if vpc is None:
-        return []
-    own = {a.get("NetworkInterfaceId") for n in _find(ec2, "nat", name, [ROLE_NAT_GATEWAY])
-           for a in n.get("NatGatewayAddresses") or ()}
-    return [{"id": i["NetworkInterfaceId"], "description": i.get("Description") or "",
-             "subnet_id": i.get("SubnetId"), "status": i.get("Status"),
-             "service": bool(i.get("RequesterManaged"))}
-            for i in _describe(ec2, "eni", [{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])
-            if i["NetworkInterfaceId"] not in own]
+def settling(interface: dict[str, Any]) -> bool:
+    """An AWS service's network interface that what it served has let go of (requester
+    managed, no longer attached: an EKS control plane's or a HyperPod instance's after its
+    cluster went). The service deletes it minutes later; a delete waits for it rather than
+    refusing."""
+    return bool(interface.get("RequesterManaged")) and interface.get("Status") == "available"
+
+
+def describe_interface(interface: dict[str, Any]) -> str:
+    """`eni-… (description, status)` for a message."""
+    return (f"{interface.get('NetworkInterfaceId')} "
+            f"({interface.get('Description') or 'no description'}, {interface.get('Status')})")
 
 
 def _gone_ok(call: Callable[..., Any], **kwargs: Any) -> bool:

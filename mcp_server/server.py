@@ -136,10 +136,10 @@ def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
     """The REST reply, with status_tool/status_args/poll_after_seconds always present."""
     out: dict[str, Any] = dict(resp.body) if isinstance(resp.body, dict) else {"result": resp.body}
     # An operation is followed with its status tool; a synchronous change (import, active
-    # cluster) is confirmed with the read tool its row names.
+    # cluster) is confirmed with the read tool its row names; a dry run changed nothing.
     synchronous = spec.status_tool not in (None, "wait_operation")
     follow = (isinstance(out.get("operation"), dict) or synchronous) and (
-        out.get("changed") is not False)
+        out.get("changed") is not False) and out.get("dry_run") is not True
     if "status_tool" not in out:
         out["status_tool"] = spec.status_tool if follow else None
     if "status_args" not in out:

@@ -178,6 +178,22 @@ _FOLLOW = (
 )
 _BY_OPERATION = {"operation_id": "operation.id"}
 
+_IN_USE = (
+    " Before anything is recorded or changed it reads what depends on the target: a tool "
+    "error in_use names each dependent (details.dependents: kind, name, namespace, why) — "
+    "tell the user what would break; nothing was done."
+)
+_FORCEABLE = (
+    " force=true goes ahead and breaks them: that is the user's decision, asked after showing "
+    "them, never yours."
+)
+_DESTROY_NOTES = {
+    "dry_run": "Call with dry_run true first and show the user what would be removed and what "
+    "would break (dependents); it changes nothing.",
+    "force": "Only after the user, shown the dependents in_use named, explicitly says to go "
+    "ahead and break them. Never on your own.",
+}
+
 _CLUSTER_NOTES = {
     "availability_zone": "Ask the user; see list_availability_zones and list_instance_types.",
     "instance_type": "Ask the user.",
@@ -238,9 +254,12 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         description="Delete everything hypd made for the cluster, in reverse order (load "
         "balancers and volume claims first). The shared S3 bucket is kept unless delete_data "
         "is true. An imported cluster is only forgotten; its AWS resources are untouched. "
-        "Confirm with the user first." + _FOLLOW,
+        "Refused while work runs on it (training jobs, endpoints, downloads, workloads using "
+        "its storage), and — force or not — while another cluster runs in the network it "
+        "would remove." + _IN_USE + _FORCEABLE + " Confirm with the user first." + _FOLLOW,
         notes={"name": "Name of the cluster.",
-               "delete_data": "Only when the user explicitly asks to delete the data."},
+               "delete_data": "Only when the user explicitly asks to delete the data.",
+               **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -345,11 +364,10 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
         path="/api/v1/clusters/{cluster}/instance-groups/{name}",
         title="Delete an instance group",
         description="Delete an instance group, its nodes and its own compute subnet. Refused "
-        "for the cluster's last group, and (naming them) while pods that would not come back "
-        "elsewhere run on it; force only when the user accepts losing them. Confirm with the "
-        "user first." + _FOLLOW,
-        notes={**_GROUP_NOTES, "force": "Only when the user explicitly accepts that those pods "
-               "are lost."},
+        "for the cluster's last group, and while pods that would not come back elsewhere "
+        "(bare pods, a training job's) run on it." + _IN_USE + _FORCEABLE
+        + " Confirm with the user first." + _FOLLOW,
+        notes={**_GROUP_NOTES, **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -423,8 +441,10 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
         description="Replace Running or Failure nodes: each instance is terminated and a new "
         "one (a new node id) joins the same group. Data on its local disks is lost; pods are "
         "evicted and rescheduled by their controllers. Only when a reboot did not help or "
-        "the node is in Failure; confirm with the user first." + _NODE_FOLLOW,
-        notes=_NODE_NOTES,
+        "the node is in Failure. Refused while pods that would not come back elsewhere (bare "
+        "pods, a training job's) run on them." + _IN_USE + _FORCEABLE
+        + " Confirm with the user first." + _NODE_FOLLOW,
+        notes={**_NODE_NOTES, **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -434,8 +454,10 @@ NODE_TOOLS: tuple[ToolSpec, ...] = (
         description="Delete nodes for good: the instances are terminated, not replaced, and "
         "each one's instance group shrinks by one. Pods are evicted; local data is lost. "
         "Only to shrink a group by chosen nodes, never as a remedy for a sick node (use "
-        "replace_nodes); confirm with the user first." + _NODE_FOLLOW,
-        notes=_NODE_NOTES,
+        "replace_nodes). Refused while pods that would not come back elsewhere (bare pods, a "
+        "training job's) run on them." + _IN_USE + _FORCEABLE
+        + " Confirm with the user first." + _NODE_FOLLOW,
+        notes={**_NODE_NOTES, **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -479,10 +501,10 @@ STORAGE_TOOLS: tuple[ToolSpec, ...] = (
         path="/api/v1/clusters/{cluster}/storage/{name}", title="Remove storage",
         description="Unmount a storage item: delete its claim and volume, and its bucket or "
         "file system only if hypd made it for this item (get_storage says so in "
-        "deletes_data; a bucket the user named is never deleted). Refused with conflict, "
-        "naming them, while running workloads mount it: stop those first. Confirm with the "
-        "user first." + _FOLLOW,
-        notes=_STORAGE_NOTES,
+        "deletes_data; a bucket the user named is never deleted). Refused while running "
+        "workloads mount it: they must stop first (there is no force)." + _IN_USE
+        + " Confirm with the user first." + _FOLLOW,
+        notes={**_STORAGE_NOTES, "dry_run": _DESTROY_NOTES["dry_run"]},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -544,9 +566,11 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="delete_network", method="DELETE", path="/api/v1/networks/{name}",
         title="Delete a network",
         description="Delete a hypd-managed network and everything in it that hypd created "
-        "(found by tags, never by name alone). Refused while a cluster or another operation "
-        "uses it. Confirm with the user first." + _FOLLOW,
-        notes={"name": "Name of the network."},
+        "(found by tags, never by name alone). Refused while a cluster (hypd's, imported or "
+        "anyone's) or any other network interface is in its VPC, or another operation runs on "
+        "it. There is no force: AWS would refuse to delete the VPC anyway, after the NAT "
+        "gateway had gone." + _IN_USE + " Confirm with the user first." + _FOLLOW,
+        notes={"name": "Name of the network.", "dry_run": _DESTROY_NOTES["dry_run"]},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -632,8 +656,12 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         "role) is installed first; turning it off removes its own parts and keeps what another "
         "enabled feature still needs. One differing feature per call. Managed autoscaling "
         "manages HyperPod instance groups only, not general EC2 capacity: say so to the user. "
-        "Already as asked: changed false and no status tool." + _FOLLOW,
-        notes={"cluster": "Name of the cluster."},
+        "Already as asked: changed false and no status tool. Turning one off is refused while "
+        "work uses it (training_operator: jobs not finished; inference_operator: managed "
+        "endpoints; tiered_checkpointing: pods writing checkpoints; autoscaling: pods on "
+        "autoscaled nodes; task_governance: pods admitted through a queue)." + _IN_USE
+        + _FORCEABLE + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", **_DESTROY_NOTES},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
 )
@@ -722,8 +750,10 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         name="delete_job", method="DELETE", path="/api/v1/clusters/{cluster}/jobs/{job}",
         title="Delete a training job",
         description="Stop and delete a training job; its pods go with it (what it wrote under "
-        "/s3 stays). Confirm with the user first. list_jobs shows it deleting, then gone.",
-        notes=_JOB_NOTES,
+        "/s3 stays). A job that has not finished is live work: refused, naming its pods."
+        + _IN_USE + _FORCEABLE + " Confirm with the user first. list_jobs shows it deleting, "
+        "then gone.",
+        notes={**_JOB_NOTES, **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="list_jobs",
         status_args_from={"cluster": "cluster"},
     ),
@@ -769,8 +799,9 @@ MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
         description="Detach a cluster's MLflow tracking server: new jobs stop logging to it; "
         "the jobs' role and Pod Identity associations are removed; the tracking server and "
         "its runs are deleted only when hypd made it (get_mlflow says so in made_by_hypd). "
-        "Confirm with the user first." + _FOLLOW,
-        notes={"cluster": "Name of the cluster."},
+        "Refused while jobs log to it (they would lose their identity mid-run)." + _IN_USE
+        + _FORCEABLE + " Confirm with the user first." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -838,9 +869,10 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
         name="delete_endpoint", method="DELETE",
         path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Delete an inference endpoint",
         description="Delete the endpoint and everything hypd made for it (servers, Services "
-        "and load balancer, router, autoscaler). The model stays in the bucket. Confirm with "
-        "the user first." + _FOLLOW,
-        notes=_ENDPOINT_NOTES,
+        "and load balancer, router, autoscaler). The model stays in the bucket. A model pool "
+        "is refused while its workers serve models (named)." + _IN_USE + _FORCEABLE
+        + " Confirm with the user first." + _FOLLOW,
+        notes={**_ENDPOINT_NOTES, **_DESTROY_NOTES},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -889,6 +921,18 @@ MODEL_TOOLS: tuple[ToolSpec, ...] = (
         notes={"cluster": "Name of the cluster.",
                "repo": "Ask the user which model (and revision) they want."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="remove_model", method="DELETE", path="/api/v1/clusters/{cluster}/models/{name}",
+        title="Remove a model from a cluster's bucket",
+        description="Delete every file of a model under models/<name>/ in the cluster's "
+        "bucket, for good (not while it downloads). Refused while endpoints serve it (a "
+        "server restarting or scaling out would find no weights)." + _IN_USE + _FORCEABLE
+        + " Confirm with the user first." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "name": "Name of the model (list_models).",
+               **_DESTROY_NOTES},
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
     ),
 )
 

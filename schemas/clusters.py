@@ -8,6 +8,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from cloud import kubernetes_versions, pricing
 from schemas.common import Name, NextActionSchema, Pattern, Region
+from schemas.dependents import ForceQuerySchema
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
@@ -292,7 +293,7 @@ class ActiveClusterReplySchema(Schema):
     name = fields.String(allow_none=True)
 
 
-class ClusterDeleteQuerySchema(Schema):
+class ClusterDeleteQuerySchema(ForceQuerySchema):
     delete_data = fields.Boolean(
         load_default=False,
         metadata={"description": "also delete the shared S3 bucket and everything in it"})

@@ -9,6 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from schemas.clusters import CAPACITY_TYPES, EFA_MODES, ML_TYPE_RE, SUBNET_RE, TRAINING_PLAN_RE
 from schemas.common import Name, Pattern
+from schemas.dependents import ForceQuerySchema
 from schemas.discovery import ZONE_RE
 
 LABEL_KEY_RE = re.compile(
@@ -148,10 +149,10 @@ class InstanceGroupPatchSchema(Schema):
     subnet_id = fields.String(validate=Pattern(SUBNET_RE), metadata=_FIXED)
 
 
-class InstanceGroupDeleteQuerySchema(Schema):
+class InstanceGroupDeleteQuerySchema(ForceQuerySchema):
     force = fields.Boolean(load_default=False, metadata={
         "description": "delete even though pods that cannot move elsewhere run on it (they "
-                       "are lost)"})
+                       "are lost). A person's decision, made after reading them"})
 
 
 class InstanceGroupSchema(Schema):

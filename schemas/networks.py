@@ -7,6 +7,7 @@ import ipaddress
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from schemas.common import Name, Pattern, Region
+from schemas.dependents import DestroyQuerySchema
 from schemas.discovery import ZONE_RE
 
 
@@ -74,3 +75,8 @@ class NetworkListSchema(Schema):
 
 class NetworkQuerySchema(Schema):
     region = Region()
+
+
+class NetworkDeleteQuerySchema(NetworkQuerySchema, DestroyQuerySchema):
+    """No force: while a cluster or anything else runs in the network, AWS would refuse to
+    delete its VPC — after the NAT gateway, every node's way out, was gone."""

@@ -20,6 +20,7 @@ from cloud import (
     addons,
     capacity,
     dependencies,
+    dependents,
     discovery,
     eks,
     hyperpod,
@@ -31,8 +32,10 @@ from cloud import (
 )
 from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
+from cloud.dependents import Dependent
 from tasks import active
 from tasks import mlflow as mlflow_kind
+from tasks import networks as network_kind
 from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
@@ -293,6 +296,30 @@ def _fsx_item(ctx: StepContext) -> storage_kind.Item:
 
 # delete ------------------------------------------------------------------------------------
 
+def delete_dependents(ec2: Any, eks_client: Any, sm: Any, conn: Any, api: Any | None,
+                      name: str, network: bool) -> list[Dependent]:
+    """What a cluster's delete would break: the workloads running on it (when its Kubernetes
+    API can be read: cloud/dependents.py), and — when the delete would remove the network
+    its create made — every other cluster in that network (not forceable)."""
+    found = dependents.cluster_workloads(api) if api is not None else []
+    view = net.get_network(ec2, name) if network else None
+    if view is not None:
+        found += network_kind.in_use(ec2, eks_client, sm, conn, view, interfaces=False,
+                                     leaving=name)
+    return found
+
+
+@guarded
+def check_unused(ctx: StepContext) -> dict[str, Any]:
+    """The delete's first step: what the request was checked for, again, before anything
+    goes (a job submitted, or a cluster made in its network, since)."""
+    found = delete_dependents(ctx.client("ec2"), ctx.client("eks"), ctx.client("sagemaker"),
+                              ctx.redis, _reachable_api(ctx), _name(ctx),
+                              bool(ctx.params.get("network")))
+    dependents.refuse(f"cluster {_name(ctx)}", found, bool(ctx.params.get("force")))
+    return {"dependents": len(found), "forced": bool(found)}
+
+
 def _reachable_api(ctx: StepContext) -> Any | None:
     """The cluster's Kubernetes API, or None when the EKS cluster is gone or not ACTIVE."""
     found = eks.describe(ctx.client("eks"), _name(ctx))
@@ -486,33 +513,39 @@ def cluster_url(params: dict[str, Any]) -> str:
     return f"/api/v1/clusters/{params['name']}"
 
 
-def _delete_steps() -> tuple[Step, ...]:
-    from tasks.networks import NETWORK_DELETE
+CHECK_UNUSED = Step("in_use", "Check that nothing runs on the cluster", check_unused)
+"""No stage: it builds nothing, so a refusal never reads as a stage's state."""
 
+
+def _delete_steps() -> tuple[Step, ...]:
     return (
-        _staged("storage",
-                Step("kubernetes_objects", "Delete load balancer Services and volume claims",
-                     delete_kubernetes_objects, wait_load_balancers_gone),
-                mlflow_kind.cluster_delete_step(_name),
-                *storage_kind.file_system_steps(
-                    lambda ctx: tags_for(CLUSTER_TAG, _name(ctx)),
-                    "Delete the FSx for Lustre file systems hypd made for the cluster"),
-                Step("s3_bucket", "Delete the shared bucket (only if asked)",
-                     delete_shared_bucket))
-        + _staged("hyperpod",
-                  Step("hyperpod_cluster", "Delete the HyperPod cluster",
-                       delete_hyperpod_cluster, wait_hyperpod_gone),
-                  Step("compute_subnet", "Delete the compute subnets", delete_compute_subnets),
-                  Step("lifecycle", "Delete the lifecycle bucket", delete_lifecycle_bucket))
-        + _staged("activate", Step("activate", "Forget it as an active cluster", clear_active))
-        + _staged("eks",
-                  Step("eks_cluster", "Delete the EKS cluster", delete_eks_cluster,
-                       wait_eks_gone),
-                  Step("identity", "Delete the OIDC provider and IAM roles", delete_identity))
-        + _staged("network", *NETWORK_DELETE.steps)
-        + _staged("network", Step("existing_network",
-                                  "Delete the security group hypd made in the existing VPC",
-                                  delete_made_security_group))
+        CHECK_UNUSED,
+        *_staged("storage",
+                 Step("kubernetes_objects", "Delete load balancer Services and volume claims",
+                      delete_kubernetes_objects, wait_load_balancers_gone),
+                 mlflow_kind.cluster_delete_step(_name),
+                 *storage_kind.file_system_steps(
+                     lambda ctx: tags_for(CLUSTER_TAG, _name(ctx)),
+                     "Delete the FSx for Lustre file systems hypd made for the cluster"),
+                 Step("s3_bucket", "Delete the shared bucket (only if asked)",
+                      delete_shared_bucket)),
+        *_staged("hyperpod",
+                 Step("hyperpod_cluster", "Delete the HyperPod cluster",
+                      delete_hyperpod_cluster, wait_hyperpod_gone),
+                 Step("compute_subnet", "Delete the compute subnets", delete_compute_subnets),
+                 Step("lifecycle", "Delete the lifecycle bucket", delete_lifecycle_bucket)),
+        *_staged("activate", Step("activate", "Forget it as an active cluster", clear_active)),
+        *_staged("eks",
+                 Step("eks_cluster", "Delete the EKS cluster", delete_eks_cluster,
+                      wait_eks_gone),
+                 Step("identity", "Delete the OIDC provider and IAM roles", delete_identity)),
+        *_staged("network",
+                 Step("network_in_use", "Check that no other cluster runs in the network",
+                      *network_kind.unused_check(others_only=True)),
+                 *network_kind.TEARDOWN),
+        *_staged("network", Step("existing_network",
+                                 "Delete the security group hypd made in the existing VPC",
+                                 delete_made_security_group)),
     )
 
 

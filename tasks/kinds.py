@@ -16,7 +16,7 @@ from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
 from tasks.jobs import JOB_CREATE
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH
-from tasks.models import MODEL_DOWNLOAD
+from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
@@ -46,4 +46,5 @@ KINDS = kind_table(
     ENDPOINT_REASSIGN,
     ENDPOINT_DELETE,
     MODEL_DOWNLOAD,
+    MODEL_DELETE,
 )

@@ -201,7 +201,7 @@ def take_back(ctx: StepContext) -> None:
             if running:
                 raise StepRetry(f"waiting for the download's pods to stop ({', '.join(running)}) "
                                 "before removing its partial files", 2.0)
-            removed = models.remove_partial(ctx.client("s3"), ctx.params["bucket"],
+            removed = models.remove_files(ctx.client("s3"), ctx.params["bucket"],
                                             download.model)
             if removed:
                 ctx.record(partial_removed=removed)
@@ -211,3 +211,21 @@ def take_back(ctx: StepContext) -> None:
 
 MODEL_DOWNLOAD = OperationKind(name="model.download", steps=(IDENTITY, JOB, CLEANUP),
                                select=_steps, resource_url=model_url, on_cancel=take_back)
+
+
+@guarded
+def delete_files(ctx: StepContext) -> dict[str, Any]:
+    """Every object version under `models/<m>/` of the cluster's bucket, for good: deleting
+    what is already gone deletes nothing, so a re-run after a crash repeats no harm."""
+    model = ctx.params["name"]
+    removed = models.remove_files(ctx.client("s3"), ctx.params["bucket"], model)
+    done = int(ctx.resources.get("removed") or 0) + removed
+    ctx.record(removed=done)
+    return {"removed": done, "location": f"s3://{ctx.params['bucket']}/"
+                                         f"{models.MODEL_PREFIX}{model}/"}
+
+
+MODEL_DELETE = OperationKind(
+    name="model.delete",
+    steps=(Step("files", "Delete the model's files from the cluster's bucket", delete_files),),
+    resource_url=model_url)

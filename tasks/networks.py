@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cloud import dependents
 from cloud import networks as net
+from cloud.dependents import Dependent
 from cloud.discovery import availability_zones
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
+from tasks.engine.store import live_operations
 from tasks.outcomes import guarded
 
 NAT_POLL_S = 15.0
@@ -183,50 +186,80 @@ NETWORK_CREATE = OperationKind(
 # ---------------------------------------------------------------------------------------
 
 
-def _listed(interfaces: list[dict[str, Any]], limit: int = 5) -> str:
-    shown = ", ".join(f"{i['id']} ({i['description'] or 'no description'}, {i['status']})"
-                      for i in interfaces[:limit])
-    return shown + (f" and {len(interfaces) - limit} more" if len(interfaces) > limit else "")
+BUILDS = ("cluster.create", "cluster.stage")
 
 
-def _in_use(ctx: StepContext, interfaces: list[dict[str, Any]], why: str) -> StepFailed:
-    return StepFailed(f"network {_name(ctx)!r} is in use: {why}: {_listed(interfaces)}; "
-                      "nothing was deleted — remove them (or what uses them), then retry",
-                      "in_use")
-
-
-def _interfaces_left(ctx: StepContext) -> list[dict[str, Any]]:
-    """The services' interfaces still in the VPC; refuses at once for anyone else's (an
-    instance's, one made by hand), which nothing will remove."""
-    found = net.foreign_interfaces(ctx.client("ec2"), _name(ctx))
-    others = [i for i in found if not i["service"]]
-    if others:
-        raise _in_use(ctx, others, "its VPC holds network interfaces hypd did not make")
+def in_use(ec2: Any, eks: Any, sm: Any, conn: Any, view: dict[str, Any], *,
+           interfaces: bool = True, leaving: str | None = None) -> list[Dependent]:
+    """What runs in the network now (cloud/dependents.py: clusters and network interfaces),
+    and the clusters hypd is creating into it, whose EKS cluster may not exist yet (their
+    running create: its own network is named after it, or it was given this VPC)."""
+    found = dependents.in_network(ec2, eks, sm, view, interfaces=interfaces, leaving=leaving)
+    named = {d.name for d in found} | ({leaving} if leaving else set())
+    for op in live_operations(conn, "cluster/"):
+        params = op.get("params") or {}
+        given = (params.get("existing_vpc") or {}).get("vpc_id")
+        into = given == view["vpc_id"] if given else params.get("name") == view["name"]
+        if op["kind"] in BUILDS and into and params.get("name") not in named:
+            found.append(Dependent("cluster", params["name"], "being created in this network "
+                                   f"(operation {op['id']})", forceable=False))
     return found
 
 
-@guarded
-def check_unused(ctx: StepContext) -> dict[str, Any]:
-    """Before anything is deleted: the NAT gateway's deletion alone would cut off whatever
-    still runs in the VPC, and a subnet or VPC AWS refuses would leave the network half
-    deleted."""
-    _interfaces_left(ctx)
-    return {}
+def _settling_left(ec2: Any, view: dict[str, Any], leaving: str | None) -> list[dict[str, Any]]:
+    """AWS services' interfaces still in the VPC that nothing live holds: let go of by what
+    they served (or the leaving cluster's own), removed by AWS minutes later."""
+    return [i for i in net.foreign_interfaces(ec2, view["name"], view["vpc_id"])
+            if net.settling(i) or (leaving and leaving in (i.get("Description") or "").split())]
 
 
-@guarded
-def wait_unused(ctx: StepContext) -> float | None:
-    left = _interfaces_left(ctx)
-    if not left:
-        return None
-    looks = int(ctx.resources.get("looks") or 0) + 1
-    if looks > INTERFACE_LOOKS:
-        ctx.record(looks=0)  # a retry waits afresh
-        raise _in_use(ctx, left, "AWS services' network interfaces stayed in its VPC")
-    ctx.record(looks=looks)
-    ctx.detail(f"waiting for {len(left)} network interface(s) of AWS services to leave the "
-               f"VPC: {_listed(left)}")
-    return INTERFACE_POLL_S
+def unused_check(*, others_only: bool = False
+                 ) -> tuple[Callable[[StepContext], dict[str, Any]],
+                            Callable[[StepContext], float | None]]:
+    """A delete's guard step (apply, wait): nothing may run in the network when its
+    teardown starts — a cluster created in it since the request was checked, or anyone's
+    network interface, stops the operation here, before the NAT gateway (every node's way
+    out) goes and before AWS could refuse a subnet or the VPC half-way. What AWS services
+    are still letting go of (an EKS control plane's or HyperPod instance's interfaces, which
+    go minutes after their cluster) is waited for, `INTERFACE_LOOKS` looks at most, then
+    refused. `others_only`: a cluster's own delete (its cluster and interfaces are leaving)."""
+    def leaving(ctx: StepContext) -> str | None:
+        return _name(ctx) if others_only else None
+
+    @guarded
+    def apply(ctx: StepContext) -> dict[str, Any]:
+        ec2 = ctx.client("ec2")
+        view = net.get_network(ec2, _name(ctx))
+        if view is None:
+            return {"dependents": 0}
+        found = in_use(ec2, ctx.client("eks"), ctx.client("sagemaker"), ctx.redis, view,
+                       leaving=leaving(ctx))
+        dependents.refuse(f"network {_name(ctx)}", found)
+        return {"dependents": 0}
+
+    @guarded
+    def wait(ctx: StepContext) -> float | None:
+        ec2 = ctx.client("ec2")
+        view = net.get_network(ec2, _name(ctx))
+        left = [] if view is None else _settling_left(ec2, view, leaving(ctx))
+        if not left:
+            return None
+        shown = ", ".join(net.describe_interface(i) for i in left[:5])
+        shown += f" and {len(left) - 5} more" if len(left) > 5 else ""
+        looks = int(ctx.resources.get("looks") or 0) + 1
+        if looks > INTERFACE_LOOKS:
+            ctx.record(looks=0)  # a retry waits afresh
+            raise StepFailed(f"network {_name(ctx)!r} is in use: AWS services' network "
+                             f"interfaces stayed in its VPC: {shown}; nothing was deleted — "
+                             "remove them (or what uses them), then retry", "in_use")
+        ctx.record(looks=looks)
+        ctx.detail(f"waiting for {len(left)} network interface(s) of AWS services to leave "
+                   f"the VPC: {shown}")
+        return INTERFACE_POLL_S
+
+    apply.__name__ = "check_network_unused"
+    wait.__name__ = "wait_network_unused"
+    return apply, wait
 
 
 def _deleter(fn: Callable[[Any, str], list[str]]) -> Callable[[StepContext], dict[str, Any]]:
@@ -256,22 +289,24 @@ def wait_nat_deleted(ctx: StepContext) -> float | None:
     return NAT_POLL_S
 
 
+TEARDOWN = (
+    Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
+    Step("security_group", "Delete the security group", _deleter(net.delete_security_groups)),
+    Step("route_tables", "Delete route tables", _deleter(net.delete_route_tables)),
+    Step("nat_gateway", "Delete the NAT gateway", _deleter(net.delete_nat_gateways),
+         wait_nat_deleted),
+    Step("elastic_ip", "Release the NAT gateway's Elastic IP",
+         _deleter(net.release_nat_addresses)),
+    Step("internet_gateway", "Detach and delete the internet gateway",
+         _deleter(net.delete_internet_gateways)),
+    Step("subnets", "Delete subnets", _deleter(net.delete_subnets)),
+    Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
+)
+"""The network's resources, in reverse order (a cluster's delete runs them too)."""
+
 NETWORK_DELETE = OperationKind(
     name="network.delete",
-    steps=(
-        Step("in_use", "Check that nothing else uses the VPC", check_unused, wait_unused),
-        Step("s3_endpoint", "Delete the S3 gateway endpoint", _deleter(net.delete_s3_endpoints)),
-        Step("security_group", "Delete the security group",
-             _deleter(net.delete_security_groups)),
-        Step("route_tables", "Delete route tables", _deleter(net.delete_route_tables)),
-        Step("nat_gateway", "Delete the NAT gateway", _deleter(net.delete_nat_gateways),
-             wait_nat_deleted),
-        Step("elastic_ip", "Release the NAT gateway's Elastic IP",
-             _deleter(net.release_nat_addresses)),
-        Step("internet_gateway", "Detach and delete the internet gateway",
-             _deleter(net.delete_internet_gateways)),
-        Step("subnets", "Delete subnets", _deleter(net.delete_subnets)),
-        Step("vpc", "Delete the VPC", _deleter(net.delete_vpcs)),
-    ),
+    steps=(Step("in_use", "Check that nothing runs in the network", *unused_check()),
+           *TEARDOWN),
     resource_url=network_url,
 )

@@ -14,7 +14,7 @@ from app import auth, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
-from app.readmodels import dry_run, lifecycle
+from app.readmodels import dependents, dry_run, lifecycle
 from cloud import aws, eks, hyperpod, preflight
 from schemas.clusters import (
     KUBECONFIG_YAML,
@@ -32,7 +32,7 @@ from schemas.clusters import (
     PreflightSchema,
     StagePathSchema,
 )
-from schemas.common import DryRunQuerySchema, MutationReplySchema
+from schemas.common import DryRunQuerySchema, MutationReplySchema, NoChangeSchema
 from tasks import active, clusters, registry
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
@@ -122,15 +122,21 @@ class Cluster(MethodView):
         features, recent HyperPod events."""
         return readmodel.detail(readmodel.find(name))
 
-    @access("operator")
-    @blp.arguments(ClusterDeleteQuerySchema, location="query")
-    @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, description="an imported cluster: forgotten, AWS untouched")
+    @mutations.destructive(blp, ClusterDeleteQuerySchema, own_200=(
+        NoChangeSchema, "an imported cluster: forgotten, AWS untouched"),
+        conflict="an EKS cluster hypd did not make")
     def delete(self, query, name):
         """Delete what hypd made for the cluster, in reverse order (load balancers and
-        volumes first). An imported cluster is only forgotten."""
+        volumes first). Refused (409 in_use, naming each) while work runs on it — training
+        jobs not finished, inference endpoints, model downloads, workloads using its storage
+        — unless force=true; and, without force overriding it, while another cluster runs
+        in the network the delete would remove. An imported cluster is only forgotten."""
         conn = context.redis_conn()
         if registry.get(conn, name) is not None:
+            shown = mutations.guard(lambda: mutations.Impact(
+                f"imported cluster {name}", [f"hypd's record of {name} (AWS untouched)"]), query)
+            if shown is not None:
+                return shown
             context.engine().store.ensure_target_free(f"cluster/{name}")
             registry.forget(conn, name)
             active.clear_everywhere(conn, name)
@@ -138,16 +144,18 @@ class Cluster(MethodView):
                             "message": f"forgot imported cluster {name}; AWS untouched"})
         region = readmodel.region_of(name)
         create = readmodel.last_create(name)
+        params = {**clusters.delete_params(name, region, create, query["delete_data"]),
+                  "force": query["force"]}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             found = readmodel.locate(name)
             if found.foreign:
                 raise ApiError(409, "conflict", f"EKS cluster {name!r} was not created by "
                                                 "hypd; import it instead of deleting it")
-            found.require()
+            return dependents.cluster(found.require(), params)
 
-        params = clusters.delete_params(name, region, create, query["delete_data"])
-        return mutations.submit(clusters.CLUSTER_DELETE, f"cluster/{name}", params, precheck)
+        return mutations.destroy(clusters.CLUSTER_DELETE, f"cluster/{name}", params, impact,
+                                 query)
 
 
 _KUBECONFIG_REPLY = ("the kubeconfig: JSON by default; the file itself (application/yaml) with "

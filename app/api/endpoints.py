@@ -17,6 +17,7 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels import endpoints as endpoints_model
 from app.readmodels import features as features_model
 from app.readmodels import fit as fit_model
@@ -241,19 +242,23 @@ class EndpointItem(MethodView):
                   "changes": body}
         return mutations.submit(ENDPOINT_UPDATE, target(cluster, name), params)
 
-    @access("operator")
-    @blp.response(202, MutationReplySchema)
-    def delete(self, cluster, name):
+    @mutations.destructive(blp)
+    def delete(self, query, cluster, name):
         """Delete an endpoint: every object hypd made for it (the Deployment and its pods,
-        Services and load balancer, router, ScaledObject, InferenceEndpointConfig)."""
+        Services and load balancer, router, ScaledObject, InferenceEndpointConfig). A model
+        pool is refused (409 in_use, naming each model and its workers) while workers serve
+        models, unless force=true."""
         params: dict[str, Any] = {"cluster": cluster}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             found = readmodel.find(cluster)
+            ep = _stored(found, name)
             params["region"] = found.region
-            params["endpoint"] = _stored(found, name).as_params()
+            params["endpoint"] = ep.as_params()
+            return dependents.endpoint(found, ep)
 
-        return mutations.submit(ENDPOINT_DELETE, target(cluster, name), params, precheck)
+        return mutations.destroy(ENDPOINT_DELETE, target(cluster, name), params, impact,
+                                 query)
 
 
 def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:

@@ -11,9 +11,10 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels import features as features_model
 from cloud import eks
-from schemas.common import MutationReplySchema, NoChangeSchema
+from schemas.common import NoChangeSchema
 from schemas.features import FeaturesPatchSchema, FeaturesSchema
 from tasks.features import FEATURE_UPDATE, target
 
@@ -39,23 +40,27 @@ class Features(MethodView):
         needs from other features, read from AWS and the cluster now."""
         return features_model.read(readmodel.find(cluster))
 
-    @access("operator")
     @blp.arguments(FeaturesPatchSchema)
-    @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema,
-                      description="already as asked: nothing sent to AWS or Kubernetes")
-    def patch(self, body, cluster):
+    @mutations.destructive(blp, own_200=(
+        NoChangeSchema, "already as asked: nothing sent to AWS or Kubernetes"))
+    def patch(self, body, query, cluster):
         """Turn managed features on or off, or change their options: only the fields
         present are acted on, each compared with the actual state. Already as asked: 200
         `changed: false`, nothing sent. Otherwise one operation on the one feature that
         differs: what it needs is ensured first, and turning it off keeps what another
-        enabled feature still needs."""
-        replayed = mutations.replayed()
-        if replayed is not None:
-            return replayed
-        store = context.engine().store
-        for name in body:
-            store.ensure_target_free(target(cluster, name))
+        enabled feature still needs. Turning one off is refused (409 in_use, naming them)
+        while work uses it — training_operator: HyperPodPyTorchJobs not finished;
+        inference_operator: managed endpoints; tiered_checkpointing: pods writing checkpoints
+        as its service account; autoscaling: pods on autoscaled groups' nodes that would not
+        come back; task_governance: pods admitted through a Kueue queue — unless
+        force=true."""
+        if not query["dry_run"]:
+            replayed = mutations.replayed()
+            if replayed is not None:
+                return replayed
+            store = context.engine().store
+            for name in body:
+                store.ensure_target_free(target(cluster, name))
         found = readmodel.find(cluster)
         if found.imported:
             raise ApiError(409, "conflict", f"cluster {cluster!r} was imported: hypd reads its "
@@ -69,13 +74,17 @@ class Features(MethodView):
                                                   "cannot be read now; try again shortly")
         asked = features_model.change(view, body)
         if asked is None:
+            if query["dry_run"]:
+                return mutations.plan(mutations.Impact(
+                    f"no change to the features of cluster {cluster}", []), query["force"])
             return jsonify({"changed": False, "resource_url": _url(cluster),
                             "message": "the cluster's features are already as asked"})
         name, resolved = asked
         _check(found, view, name, resolved)
         params = {"cluster": cluster, "region": found.region,
                   "hyperpod_name": found.hyperpod_name, "feature": name, **resolved}
-        return mutations.submit(FEATURE_UPDATE, target(cluster, name), params)
+        return mutations.destroy(FEATURE_UPDATE, target(cluster, name), params,
+                                 lambda: dependents.feature(found, view, name, resolved), query)
 
 
 def _check(found: readmodel.ClusterRef, view: dict, name: str, resolved: dict) -> None:

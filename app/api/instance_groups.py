@@ -13,6 +13,7 @@ from app import choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels import instance_groups as groups_model
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, capacity, preflight
@@ -183,17 +184,16 @@ class InstanceGroup(MethodView):
                                          if "instance_count" in changes else {})}
         return mutations.submit(GROUP_UPDATE, _target(cluster, name), params)
 
-    @access("operator")
-    @blp.arguments(InstanceGroupDeleteQuerySchema, location="query")
-    @blp.response(202, MutationReplySchema)
-    @blp.alt_response(409, description="the last group, or pods that cannot move run on it")
+    @mutations.destructive(blp, InstanceGroupDeleteQuerySchema,
+                           conflict="the cluster's last group (conflict)")
     def delete(self, query, cluster, name):
         """Delete an instance group and its own compute subnet. Refused while it is the
-        cluster's last group, or while pods that would not come back elsewhere run on it
-        (named; `force=true` deletes anyway)."""
+        cluster's last group, and (409 in_use, naming them) while pods that would not come
+        back elsewhere run on its nodes — bare pods, a training job's pods, pods pinned to
+        the group — unless force=true."""
         params = {"cluster": cluster, "name": name}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             found = _cluster(cluster)
             groups = groups_model.read(found)
             groups.view(name)
@@ -202,15 +202,10 @@ class InstanceGroup(MethodView):
                 raise ApiError(409, "conflict", f"{name!r} is the last instance group of "
                                                 f"cluster {cluster!r}; delete the cluster "
                                                 "instead")
-            stuck = [] if query["force"] else groups_model.unmovable_pods(found, name)
-            if stuck:
-                raise ApiError(409, "conflict",
-                               f"pods that would not come back elsewhere run on instance "
-                               f"group {name!r}: {', '.join(stuck)}; stop them, or delete "
-                               "with force=true", {"pods": stuck})
             params["region"] = found.region
+            return dependents.group(found, name, groups.detail(name) or {})
 
-        return mutations.submit(GROUP_DELETE, _target(cluster, name), params, precheck)
+        return mutations.destroy(GROUP_DELETE, _target(cluster, name), params, impact, query)
 
 
 def _actual(view: dict[str, Any], field: str) -> Any:

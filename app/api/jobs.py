@@ -34,6 +34,7 @@ from app.readmodels import features as features_readmodel
 from app.readmodels import fit as fit_readmodel
 from app.readmodels import jobs as jobs_readmodel
 from app.readmodels.clusters import ClusterRef
+from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
 from cloud import aws, capacity, hyperpod, iam, jobs, kube, mlflow, recipes, storage, training
@@ -293,15 +294,19 @@ class Job(MethodView):
             return jobs_readmodel.from_operation(cluster, op)
         raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
 
-    @blp.response(200, JobDeletedSchema)
-    @access("operator")
-    def delete(self, cluster, job):
-        """Delete a job: its operator stops it and its pods go with it."""
-        auth.require_role(auth.current(), "operator")
+    @mutations.destructive(blp, reply=JobDeletedSchema, status=200,
+                           own_200=(JobDeletedSchema, "deleted"))
+    def delete(self, query, cluster, job):
+        """Delete a job: its operator stops it and its pods go with it. A job that has not
+        finished is live work: refused (409 in_use, naming its pods) unless force=true."""
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
             found = _job(api, cluster, job)
+            shown = mutations.guard(lambda: job_impact(ref, api, found), query)
+            if shown is not None:
+                return shown
+            auth.require_role(auth.current(), "operator")
             md = found["metadata"]
             kube.delete_object(api, found["apiVersion"], found["kind"], md["name"],
                                md.get("namespace"), propagation="Foreground")

@@ -21,6 +21,7 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, iam, mlflow
@@ -154,22 +155,23 @@ class Mlflow(MethodView):
 
         return mutations.submit(MLFLOW_ATTACH, target(cluster), params, precheck)
 
-    @access("operator")
-    @blp.response(202, MutationReplySchema)
+    @mutations.destructive(blp)
     @blp.alt_response(404, description="no tracking server is attached")
-    def delete(self, cluster):
+    def delete(self, query, cluster):
         """Detach the cluster's tracking server: new jobs stop logging to it, the jobs' role,
         service accounts and Pod Identity associations go, and the tracking server itself
-        (with its role) is deleted only when hypd made it; one attached is left as it is."""
+        (with its role) is deleted only when hypd made it; one attached is left as it is.
+        Refused (409 in_use, naming them) while jobs log to it (their pods' tracking URI
+        names it: they would lose their identity mid-run), unless force=true."""
         params: dict[str, Any] = {"cluster": cluster, "region": readmodel.region_of(cluster)}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             ref = _changeable(cluster)
             with talking_to(ref):
                 record = mlflow.read_record(api_for(ref))
             if record is not None:
                 params["tracking_server_name"] = record["tracking_server_name"]
-                return
+                return dependents.mlflow(ref, record)
             # a create that failed half-way leaves hypd's server or role: detach cleans up
             sm = aws.client("sagemaker", region=ref.region)
             role = iam.role_state(aws.client("iam", region=ref.region),
@@ -177,8 +179,9 @@ class Mlflow(MethodView):
             if mlflow.describe(sm, mlflow.server_name(cluster)) is None and role is None:
                 raise ApiError(404, "not_found",
                                f"cluster {cluster} has no MLflow tracking server attached")
+            return dependents.mlflow(ref, None)
 
-        return mutations.submit(MLFLOW_DETACH, target(cluster), params, precheck)
+        return mutations.destroy(MLFLOW_DETACH, target(cluster), params, impact, query)
 
 
 @blp.route("/<string:cluster>/mlflow/ui-url")

@@ -1,6 +1,7 @@
 """Models in a cluster's bucket: list what is under `models/` (and what is being
-downloaded), and download one — an operation on `cluster/<c>/model/<m>` running a Kubernetes
-Job (tasks/models.py). A hub token is named by its Secret, never sent."""
+downloaded), download one — an operation on `cluster/<c>/model/<m>` running a Kubernetes
+Job (tasks/models.py) — and remove one (`model.delete` on the same target), refused while
+endpoints serve it. A hub token is named by its Secret, never sent."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, talking_to
 from cloud import aws, iam, kube, models, storage
 from schemas.common import MutationReplySchema
 from schemas.models import ModelDownloadSchema, ModelListSchema
-from tasks.models import MODEL_DOWNLOAD, target
+from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD, target
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
                 description="Models in a cluster's bucket, and their download as a Job")
@@ -112,3 +114,22 @@ class Models(MethodView):
 
         return mutations.submit(MODEL_DOWNLOAD, target(cluster, body["name"]), params,
                                 precheck)
+
+
+@blp.route("/<string:cluster>/models/<string:name>")
+class Model(MethodView):
+    @mutations.destructive(blp)
+    @blp.alt_response(404, description="nothing under models/<name>/ in the bucket")
+    def delete(self, query, cluster, name):
+        """Remove a model from the cluster's bucket: every file under models/<name>/ (an
+        operation on the model, so not while it downloads). Refused (409 in_use, naming
+        them) while endpoints serve it — a server restarting or scaling out would find no
+        weights — unless force=true."""
+        params: dict[str, Any] = {"cluster": cluster, "name": name}
+
+        def impact() -> mutations.Impact:
+            found = readmodel.find(cluster)
+            params.update(region=found.region, bucket=_bucket(found))
+            return dependents.model(found, params["bucket"], name)
+
+        return mutations.destroy(MODEL_DELETE, target(cluster, name), params, impact, query)

@@ -9,10 +9,12 @@ from app import context, mutations
 from app.api.discovery import zones_in
 from app.errors import ApiError
 from app.permissions import access
+from app.readmodels import dependents
 from cloud import aws, networks
 from schemas.common import MutationReplySchema
 from schemas.networks import (
     NetworkCreateSchema,
+    NetworkDeleteQuerySchema,
     NetworkListSchema,
     NetworkQuerySchema,
     NetworkSchema,
@@ -81,16 +83,13 @@ class Network(MethodView):
             raise ApiError(404, "not_found", f"no network named {name!r}")
         return found
 
-    @access("operator")
-    @blp.arguments(NetworkQuerySchema, location="query")
-    @blp.response(202, MutationReplySchema)
+    @mutations.destructive(blp, NetworkDeleteQuerySchema)
     def delete(self, query, name):
-        """Delete a network: every resource tagged with it, in reverse order."""
+        """Delete a network: every resource tagged with it, in reverse order. Refused (409
+        in_use, naming each) while a cluster — made by hypd, imported or anyone's — or any
+        other network interface is in its VPC; there is no force: AWS would refuse to
+        delete the VPC anyway, after the NAT gateway (every node's way out) had gone."""
         region = _region(query)
-
-        def precheck() -> None:
-            if networks.get_network(aws.client("ec2", region=region), name) is None:
-                raise ApiError(404, "not_found", f"no network named {name!r} in {region}")
-
-        return mutations.submit(NETWORK_DELETE, f"network/{name}",
-                                {"name": name, "region": region}, precheck)
+        return mutations.destroy(NETWORK_DELETE, f"network/{name}",
+                                 {"name": name, "region": region},
+                                 lambda: dependents.network(region, name), query)

@@ -19,6 +19,7 @@ from app import mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels import nodes as nodes_model
 from cloud.nodes import ACTIONS
 from schemas.common import MutationReplySchema
@@ -67,13 +68,20 @@ def _cluster(name: str) -> readmodel.ClusterRef:
     return found
 
 
-def _act(cluster: str, action_name: str, body: dict[str, Any]):
+DISRUPTIVE = ("replace", "delete")
+"""The actions that end an instance: checked for the pods they would take down (a reboot
+brings the node back with its disks, so its pods are not counted)."""
+
+
+def _act(cluster: str, action_name: str, body: dict[str, Any],
+         query: dict[str, Any] | None = None):
     """Submit the action's operation after checking every node exists and is in a state
-    AWS would act on."""
+    AWS would act on, and — for replace and delete — that no pod that would not come back
+    elsewhere runs on them (409 in_use, unless force)."""
     action, node_ids = ACTIONS[action_name], body["node_ids"]
     params: dict[str, Any] = {"cluster": cluster, "node_ids": node_ids}
 
-    def precheck() -> None:
+    def impact() -> mutations.Impact:
         found = _cluster(cluster)
         now = nodes_model.instances(found)
         unknown = [n for n in node_ids if n not in now]
@@ -90,22 +98,32 @@ def _act(cluster: str, action_name: str, body: dict[str, Any]):
                            f"{action.name}s nodes in {action.accepted_states()}",
                            {"nodes": refused})
         params.update(region=found.region, hyperpod_cluster=found.hyperpod_name)
+        if action_name not in DISRUPTIVE:
+            return mutations.Impact(f"{action_name} of {len(node_ids)} node(s)", [])
+        return dependents.nodes(found, action_name, node_ids, now)
 
-    reply = mutations.submit(NODE_KINDS[action_name], f"cluster/{cluster}/nodes", params,
-                             precheck)
+    reply = mutations.destroy(NODE_KINDS[action_name], f"cluster/{cluster}/nodes", params,
+                              impact, query or {})
     nodes_model.forget(cluster)
     return reply
 
 
 def _action_route(action: str, refused_state: str):
-    """What every node action route declares; each one's docstring says what it does."""
+    """What every node action route declares; each one's docstring says what it does.
+    Replace and delete also take `force` and `dry_run` (they end instances)."""
+    disruptive = action in DISRUPTIVE
+
     def register(view):
+        conflict = (f"{refused_state}, the cluster was imported, or another node operation "
+                    "runs")
         view = blp.alt_response(422, description="a node id is unknown (named)")(view)
-        view = blp.alt_response(409, description=f"{refused_state}, the cluster was "
-                                "imported, or another node operation runs")(view)
-        view = blp.response(202, MutationReplySchema)(view)
+        if disruptive:
+            view = mutations.destructive(blp, conflict=conflict)(view)
+        else:
+            view = blp.alt_response(409, description=conflict)(view)
+            view = blp.response(202, MutationReplySchema)(view)
+            view = access("operator")(view)
         view = blp.arguments(NodeActionSchema)(view)
-        view = access("operator")(view)
         return blp.route(f"/<string:cluster>/nodes/{action}", methods=["POST"])(view)
 
     return register
@@ -122,19 +140,23 @@ def reboot(body, cluster):
 
 
 @_action_route("replace", "a node is neither Running nor in Failure")
-def replace(body, cluster):
+def replace(body, query, cluster):
     """Replace nodes (BatchReplaceClusterNodes): each instance is terminated and a new one
     (a new node id) takes its place in the same group. Data on the instance's local disks
     is lost; pods on it are evicted and rescheduled by their controllers. Running or Failure
     nodes. Sent in batches of 25, each waited on until the old instances are gone. For a
-    node a reboot did not fix."""
-    return _act(cluster, "replace", body)
+    node a reboot did not fix. Refused (409 in_use, naming them) while pods that would not
+    come back elsewhere run on the nodes (a training job's among them), unless
+    force=true."""
+    return _act(cluster, "replace", body, query)
 
 
 @_action_route("delete", "a node is already shutting down")
-def delete(body, cluster):
+def delete(body, query, cluster):
     """Delete nodes (BatchDeleteClusterNodes): the instances are terminated and not
     replaced, and each one's instance group shrinks by one (its target count drops). Pods
     on them are evicted; local data is lost. Sent in batches of 25, each waited on until
-    the nodes are gone. To shrink a group by chosen nodes; not a remedy for sick nodes."""
-    return _act(cluster, "delete", body)
+    the nodes are gone. To shrink a group by chosen nodes; not a remedy for sick nodes.
+    Refused (409 in_use, naming them) while pods that would not come back elsewhere run on
+    the nodes (a training job's among them), unless force=true."""
+    return _act(cluster, "delete", body, query)

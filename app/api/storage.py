@@ -19,11 +19,13 @@ from app import context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import dependents
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, eks, kube, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from schemas.common import MutationReplySchema
+from schemas.dependents import DestroyQuerySchema
 from schemas.storage import (
     FsxSchema,
     S3Schema,
@@ -263,31 +265,25 @@ class StorageItem(MethodView):
             raise ApiError(404, "not_found", f"no storage named {name!r} on cluster {cluster!r}")
         return items[name]
 
-    @blp.response(202, MutationReplySchema)
-    @blp.alt_response(409, description="a running workload mounts it (the message names "
-                                       "each one)")
-    @access("operator")
-    def delete(self, cluster, name):
+    @mutations.destructive(blp, DestroyQuerySchema)
+    def delete(self, query, cluster, name):
         """Remove storage: its PVC and PV, and the bucket or file system only if hypd made it
-        for this item. Refused while a running pod, job or deployment mounts it."""
+        for this item. Refused (409 in_use, naming each) while a running pod, job,
+        deployment or statefulset mounts it; there is no force: stop them first."""
         params: dict[str, Any] = {"cluster": cluster, "name": name,
                                   "region": readmodel.region_of(cluster)}
 
-        def precheck() -> None:
+        def impact() -> mutations.Impact:
             found = readmodel.find(cluster)
-            api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE only
+            api = api_for(found)  # its claims and users are read from its Kubernetes: ACTIVE
             items, _ = _items(found)
             item = items.get(name)
             if item is None:
                 raise ApiError(404, "not_found",
                                f"no storage named {name!r} on cluster {cluster!r}")
-            if item["users"]:
-                raise ApiError(409, "conflict",
-                               f"storage {name!r} is in use by {', '.join(item['users'])}; "
-                               "stop those workloads first, then remove it",
-                               {"users": item["users"]})
             params.update(kind=item["kind"], namespace=item["namespace"] or "default",
                           bucket=(item["s3"] or {}).get("bucket"))
+            return dependents.storage_item(found, api, item)
 
-        return mutations.submit(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
-                                precheck)
+        return mutations.destroy(STORAGE_DELETE, f"cluster/{cluster}/storage/{name}", params,
+                                 impact, query)

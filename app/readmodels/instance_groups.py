@@ -12,11 +12,8 @@ from typing import Any
 from app import context
 from app.errors import ApiError
 from app.readmodels.clusters import ClusterRef
-from cloud import aws, capacity, eks, hyperpod, kube
+from cloud import aws, capacity, hyperpod
 from tasks.engine.model import OpStatus
-
-INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-CONTROLLER_KINDS_THAT_MOVE = ("ReplicaSet", "StatefulSet", "Job", "ReplicationController")
 
 
 @dataclass(frozen=True)
@@ -134,34 +131,6 @@ def vpc_of(cluster: ClusterRef) -> str:
         if found:
             return found[0]["VpcId"]
     raise ApiError(409, "conflict", f"cluster {cluster.name!r} has no EKS VPC to read")
-
-
-def unmovable_pods(cluster: ClusterRef, group: str) -> list[str]:
-    """`pod/<ns>/<name>` of the live pods on the group's nodes that would not come back
-    elsewhere if the group went: a pod no controller recreates, or one pinned to this group
-    by its node selector. DaemonSet pods go with their nodes and are not counted."""
-    if (cluster.eks or {}).get("status") != eks.ACTIVE:
-        return []
-    api = eks.api_client(cluster.name, cluster.region)
-    nodes = {n["metadata"]["name"] for n in kube.list_objects(
-        api, "v1", "Node", label_selector=f"{INSTANCE_GROUP_LABEL}={group}")}
-    if not nodes:
-        return []
-    found = []
-    for pod in kube.list_objects(api, "v1", "Pod"):
-        spec, meta = pod.get("spec") or {}, pod["metadata"]
-        if spec.get("nodeName") not in nodes:
-            continue
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        owners = [o for o in meta.get("ownerReferences") or () if o.get("controller")]
-        if any(o.get("kind") == "DaemonSet" for o in owners):
-            continue
-        pinned = (spec.get("nodeSelector") or {}).get(INSTANCE_GROUP_LABEL) == group
-        if not owners or pinned or not any(o.get("kind") in CONTROLLER_KINDS_THAT_MOVE
-                                           for o in owners):
-            found.append(f"pod/{meta.get('namespace') or 'default'}/{meta['name']}")
-    return sorted(found)
 
 
 def group_context(cluster: ClusterRef, groups: Groups) -> dict[str, Any]:

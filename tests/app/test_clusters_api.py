@@ -351,6 +351,13 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
     ec2 = _ec2(stack)
     bystander = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     other = cluster[0]
+    # a workload using the cluster's storage is live work: refused without force
+    notebook = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "notebook", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "lab"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "hypd-s3"}}]},
+        "status": {"phase": "Running"}}
+    local.create_pod(notebook)
     with stack.client() as c:
         vpc_id = c.get(f"/api/v1/networks/{name}").json()["vpc_id"]
         # EKS and HyperPod hold network interfaces in the VPC: AWS refuses its subnets,
@@ -359,7 +366,33 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
             Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["NetworkInterfaces"]}
         assert f"Amazon EKS {name}" in held
         assert any(d.startswith(f"SageMaker HyperPod cluster {name} ") for d in held)
-        reply = c.delete(f"/api/v1/clusters/{name}")
+        refused = c.delete(f"/api/v1/clusters/{name}")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["details"]["dependents"] == [
+        {"kind": "pod", "name": "notebook", "namespace": "default", "cluster": None,
+         "why": "mounts hypd-s3 (the cluster's storage)", "forceable": True}]
+    # one that comes after the request was checked stops the delete at its first step, before
+    # anything is deleted (the worker is away while the request is checked and recorded)
+    local.delete_object("v1", "Pod", "notebook", "default")
+    stack.wait_idle()
+    stack.kill_worker()
+    try:
+        with stack.client() as c:
+            raced = c.delete(f"/api/v1/clusters/{name}")
+        assert raced.status_code == 202, raced.text
+        local.create_pod(notebook)
+        before = stack.sandbox.counters()["by_action"]
+    finally:
+        stack.start_worker()
+    stopped = stack.wait_operation(raced.json()["operation"]["id"], timeout=120)
+    assert stopped["status"] == "failed", stopped
+    assert stopped["error"]["code"] == "in_use" and stopped["error"]["step"] == "in_use"
+    assert "pod default/notebook" in stopped["error"]["message"]
+    assert [s["phase"] for s in stopped["steps"][1:]] == ["pending"] * (len(stopped["steps"]) - 1)
+    assert stack.sandbox.counters()["by_action"] == before  # nothing was deleted
+    assert local.serves()
+    with stack.client() as c:
+        reply = c.delete(f"/api/v1/clusters/{name}", params={"force": "true"})
         assert reply.status_code == 202, reply.text
         done = stack.wait_operation(reply.json()["operation"]["id"], timeout=180)
         assert done["status"] == "succeeded", done
@@ -376,6 +409,7 @@ def test_delete_removes_what_hypd_made_and_nothing_else(stack, cluster):
         listed = c.get("/api/v1/operations", params={"target": f"cluster/{name}"}).json()
         assert [(o["id"], o["kind"], o["status"]) for o in listed["items"]] == [
             (done["id"], "cluster.delete", "succeeded"),
+            (stopped["id"], "cluster.delete", "failed"),
             (created["id"], "cluster.create", "succeeded")]
         assert c.get(f"/api/v1/networks/{name}").status_code == 404
         assert c.get(f"/api/v1/clusters/{other}").json()["eks"]["status"] == "ACTIVE"

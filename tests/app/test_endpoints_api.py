@@ -584,3 +584,61 @@ async def test_an_agent_reads_pools_reassigns_and_invokes_over_mcp(stack, cluste
         assert {"list_endpoints", "get_endpoint", "list_models"} <= names
         assert not {"create_endpoint", "invoke_endpoint", "reassign_endpoint_worker",
                     "download_model"} & names
+
+
+# -- what depends on a pool and on a model (last: they go) -----------------------------------
+
+def _models_url(cluster: str, model: str) -> str:
+    return f"/api/v1/clusters/{cluster}/models/{model}"
+
+
+def test_a_pool_and_the_models_it_serves_go_only_past_what_depends_on_them(stack, cluster,
+                                                                          served, pool):
+    worker = _free_worker(stack, cluster)
+    _assign(stack, cluster, worker, "qwen")
+    serving = sorted(n for n, p in _workers(stack, cluster).items()
+                     if p["metadata"]["labels"][POOL_LABEL] == "qwen")
+    ops_before = stack.redis().zcard("hypd:ops")
+    with stack.client() as c:
+        # a model an endpoint serves is not removed: a restarting server would find nothing
+        refused = c.delete(_models_url(cluster, "qwen"))
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "in_use"
+        assert error["details"]["dependents"] == [
+            {"kind": "endpoint", "name": "pool", "namespace": "default", "cluster": None,
+             "why": "vllm endpoint serving llama, qwen", "forceable": True}]
+        assert c.delete(_models_url(cluster, "nothing-here")).status_code == 404
+        # a pool whose workers serve models: refused, naming each model and its workers
+        refused = _delete(stack, cluster, "pool")
+        assert refused.status_code == 409, refused.text
+        [qwen] = [d for d in refused.json()["error"]["details"]["dependents"]
+                  if d["name"] == "qwen"]
+        assert qwen["kind"] == "model" and qwen["why"].endswith(", ".join(serving))
+    assert stack.redis().zcard("hypd:ops") == ops_before  # nothing recorded
+    with stack.client("viewer") as c:
+        plan = c.delete(f"/api/v1/clusters/{cluster}/endpoints/pool",
+                        params={"dry_run": "true"}).json()
+        model_plan = c.delete(_models_url(cluster, "qwen"), params={"dry_run": "true"}).json()
+    assert plan["refused"] is True and "Deployment default/pool" in plan["removes"]
+    assert "Service default/pool-qwen" in plan["removes"]
+    assert model_plan["removes"][0].endswith("/models/qwen/ (1 files, 2 bytes)")
+    with stack.client() as c:  # the user accepts that the pool's models stop being served
+        forced = c.delete(f"/api/v1/clusters/{cluster}/endpoints/pool", params={"force": "true"})
+    assert _run(stack, forced)["status"] == "succeeded"
+    # nothing serves qwen any more: it goes without force, and only its files
+    with stack.client() as c:
+        removed = _run(stack, c.delete(_models_url(cluster, "qwen")))
+        listed = {m["name"] for m in c.get(f"/api/v1/clusters/{cluster}/models").json()["items"]}
+    assert removed["kind"] == "model.delete" and removed["status"] == "succeeded", removed
+    assert removed["steps"][0]["resources"]["removed"] == 1
+    assert "qwen" not in listed and {"tiny", "llama"} <= listed
+    # the model an endpoint still serves goes only when the user says so
+    with stack.client() as c:
+        refused = c.delete(_models_url(cluster, "tiny"))
+        assert refused.status_code == 409, refused.text
+        assert [(d["kind"], d["name"]) for d in refused.json()["error"]["details"][
+            "dependents"]] == [("endpoint", served)]
+        forced = _run(stack, c.delete(_models_url(cluster, "tiny"), params={"force": "true"}))
+        listed = {m["name"] for m in c.get(f"/api/v1/clusters/{cluster}/models").json()["items"]}
+    assert forced["status"] == "succeeded" and "tiny" not in listed

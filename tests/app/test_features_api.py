@@ -115,7 +115,32 @@ def test_tiered_checkpointing_on_then_off_leaves_no_residue(stack, cluster):
     assert view["state"] == "on" and view["memory_percent"] == 20
     assert all(p["ok"] for p in view["parts"]), view["parts"]
 
-    op = toggle(stack, cluster, {"tiered_checkpointing": {"enabled": False}})
+    # a pod writing checkpoints as its service account: turning it off is refused, naming it
+    from cloud import kube
+
+    off = {"tiered_checkpointing": {"enabled": False}}
+    kube.create_object(api, {"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": "ckpt-writer", "namespace": "default"},
+                             "spec": {"serviceAccountName": "hypd-tiered-checkpointing",
+                                      "containers": [{"name": "main", "image": "trainer"}]}})
+    refused = patch(stack, cluster, off)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["details"]["dependents"] == [
+        {"kind": "pod", "name": "ckpt-writer", "namespace": "default", "cluster": None,
+         "why": "writes checkpoints as the feature's service account", "forceable": True}]
+    with stack.client("viewer") as c:
+        plan = c.patch(f"/api/v1/clusters/{cluster}/features", json=off,
+                       params={"dry_run": "true"}).json()
+    assert plan["refused"] is True and plan["dependents"] == refused.json()["error"][
+        "details"]["dependents"]
+    assert {f"iam role {role}", "service account default/hypd-tiered-checkpointing"} <= set(
+        plan["removes"]), plan["removes"]
+    with stack.client() as c:  # the user accepts that it loses its checkpoints' identity
+        forced = c.patch(f"/api/v1/clusters/{cluster}/features", json=off,
+                         params={"force": "true"})
+    assert forced.status_code == 202, forced.text
+    op = stack.wait_operation(forced.json()["operation"]["id"], 120)
+    kube.delete_object(api, "v1", "Pod", "ckpt-writer", "default")
     assert op["status"] == "succeeded", op
     assert [s["name"] for s in op["steps"]] == ["disable", "identity_off", "release"]
     # nothing of the chain is left: no role (so no policy, no trust entry), no service

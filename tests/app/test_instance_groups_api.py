@@ -247,10 +247,20 @@ def test_delete_refuses_pods_that_cannot_move_then_removes_group_and_subnet(stac
                      "metadata": {"name": "pinned", "namespace": "default"},
                      "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
                      "status": {"phase": "Running"}})
+    with stack.client("viewer") as c:
+        plan = c.delete(_groups_url(name, "doomed"), params={"dry_run": "true"}).json()
+    assert plan["refused"] is True and plan["force_allowed"] is True
+    assert plan["removes"][0] == f"instance group doomed: 1 {TYPE} node(s)"
     with stack.client() as c:
         refused = c.delete(_groups_url(name, "doomed"))
         assert refused.status_code == 409, refused.text
-        assert refused.json()["error"]["details"]["pods"] == ["pod/default/pinned"]
+        error = refused.json()["error"]
+        assert error["code"] == "in_use" and error["details"]["force_allowed"] is True
+        assert [(d["kind"], d["namespace"], d["name"], d["why"])
+                for d in error["details"]["dependents"]] == [
+            ("pod", "default", "pinned",
+             f"runs on node {node}; no controller recreates it elsewhere")]
+        assert plan["dependents"] == error["details"]["dependents"]
         since = _last_seq(stack)
         reply = c.delete(_groups_url(name, "doomed"), params={"force": "true"})
     assert reply.status_code == 202, reply.text

@@ -222,13 +222,26 @@ def test_a_verl_job_installs_kuberay_first_then_runs_as_a_rayjob(stack, cluster)
     assert kube.get_object("apps/v1", "Deployment", "kuberay-operator", "kuberay")
 
 
-def test_deleting_a_job_removes_it_and_its_pods(stack, cluster):
+def test_a_running_job_is_deleted_only_with_force_and_its_pods_go(stack, cluster):
     name = job_name("gone")
     stack.sandbox.set_training(steps=100000, lines_per_second=1, job=name)  # runs on
     assert submit(stack, cluster["name"], {"name": name, **TORCHRUN}).status_code == 201
-    wait_state(stack, cluster["name"], name, "running")
+    running = wait_state(stack, cluster["name"], name, "running")
+    url = f"/api/v1/clusters/{cluster['name']}/jobs/{name}"
+    with stack.client("viewer") as c:  # a running job is live work: refused without force
+        plan = c.delete(url, params={"dry_run": "true"}).json()
+    assert plan["refused"] is True and plan["force_allowed"] is True
+    assert plan["removes"] == [f"HyperPodPyTorchJob default/{name}"] + [
+        f"pod default/{p['name']}" for p in running["pods"]]
     with stack.client() as c:
-        reply = c.delete(f"/api/v1/clusters/{cluster['name']}/jobs/{name}")
+        refused = c.delete(url)
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "in_use"
+        assert [(d["kind"], d["name"]) for d in error["details"]["dependents"]] == [
+            ("pod", p["name"]) for p in running["pods"]]
+        assert get_job(stack, cluster["name"], name)["state"] == "running"
+        reply = c.delete(url, params={"force": "true"})
     assert reply.status_code == 200 and reply.json()["deleted"] is True
     with stack.client("viewer") as c:
         assert c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").status_code == 404

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.app.jobkit import TORCHRUN, get_job, job_name, submit
+from tests.app.jobkit import TORCHRUN, get_job, job_name, submit, wait_state
 from tests.app.test_clusters_api import _last_seq
 
 
@@ -42,9 +42,9 @@ def _run(stack, reply) -> dict:
     return op
 
 
-def _detach(stack, cluster: str) -> dict:
+def _detach(stack, cluster: str, **query: str) -> dict:
     with stack.client() as c:
-        return _run(stack, c.delete(f"/api/v1/clusters/{cluster}/mlflow"))
+        return _run(stack, c.delete(f"/api/v1/clusters/{cluster}/mlflow", params=query))
 
 
 def _container(manifest: dict) -> dict:
@@ -89,6 +89,7 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         assert again.status_code == 200 and again.json()["changed"] is False, again.text
 
         name = job_name("mlf")
+        stack.sandbox.set_training(steps=100000, lines_per_second=1, job=name)  # runs on
         reply = submit(stack, cluster, {"name": name, **TORCHRUN})
         assert reply.status_code == 201, reply.text
         manifest = stack.kube(cluster).get_object("sagemaker.amazonaws.com/v1",
@@ -119,8 +120,25 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         with stack.client() as c:
             url = c.get(f"/api/v1/clusters/{cluster}/mlflow/ui-url").json()
         assert url["url"].startswith(server["url"] + "/auth?") and url["expires_in_seconds"] == 300
+        # a job logging to it would lose its identity mid-run: detach is refused, naming it
+        wait_state(stack, cluster, name, "running")
+        with stack.client() as c:
+            refused = c.delete(f"/api/v1/clusters/{cluster}/mlflow")
+        assert refused.status_code == 409, refused.text
+        assert {"kind": "training_job", "name": name, "namespace": "default", "cluster": None,
+                "why": "logs to the tracking server", "forceable": True} in refused.json()[
+            "error"]["details"]["dependents"]
+        with stack.client("viewer") as c:
+            plan = c.delete(f"/api/v1/clusters/{cluster}/mlflow",
+                            params={"dry_run": "true"}).json()
+        assert plan["refused"] is True and plan["force_allowed"] is True
+        assert f"tracking server hypd-{cluster} and its role" in plan["removes"]
+        assert name in {d["name"] for d in plan["dependents"]}
+        assert _mlflow(stack, cluster)["state"] == "ready"
     finally:
-        detached = _detach(stack, cluster)
+        detached = _detach(stack, cluster, force="true")  # the user lets the jobs lose it
+        with stack.client() as c:
+            c.delete(f"/api/v1/clusters/{cluster}/jobs/{name}", params={"force": "true"})
     steps = {s["name"]: s["resources"] for s in detached["steps"]}
     assert steps["tracking_server"]["deleted"] is True
     assert sorted(steps["identity"]["associations_deleted"]) == ["default/hypd-mlflow",

@@ -296,6 +296,9 @@ def test_nodes_of_an_imported_cluster_are_read_but_not_acted_on(stack, cluster):
             assert "imported" in refused.json()["error"]["message"]
         finally:
             c.delete(f"/api/v1/clusters/{name}")
+            # its owner removes it too: a cluster in the network keeps the module's cluster
+            # (and its network) from being deleted after it
+            _client(stack, "eks").delete_cluster(name=name)
 
 
 # -- over MCP ------------------------------------------------------------------------------
@@ -382,13 +385,31 @@ def test_delete_of_60_nodes_is_three_batches_and_shrinks_the_group(stack, cluste
         c.get(f"/api/v1/clusters/{cluster}/nodes")
         target = c.get(f"/api/v1/clusters/{cluster}/instance-groups/bulk").json()["target_count"]
     assert stack.redis().exists(listing_cache_key(cluster))
-    since = _last_seq(stack)
+    # a bare pod on one of them would be lost: refused, naming it, and nothing sent
+    kube = stack.kube(cluster)
+    kube.create_pod({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "scratch", "namespace": "default"},
+                     "spec": {"nodeName": f"hyperpod-{nodes[0]}",
+                              "containers": [{"name": "c", "image": "x"}]},
+                     "status": {"phase": "Running"}})
+    since, ops_before = _last_seq(stack), stack.redis().zcard("hypd:ops")
     with stack.client() as c:
-        reply = c.post(f"/api/v1/clusters/{cluster}/nodes/delete", json={"node_ids": nodes})
+        refused = c.post(f"/api/v1/clusters/{cluster}/nodes/delete", json={"node_ids": nodes})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["details"]["dependents"] == [
+        {"kind": "pod", "name": "scratch", "namespace": "default", "cluster": None,
+         "forceable": True,
+         "why": f"runs on node hyperpod-{nodes[0]}; no controller recreates it elsewhere"}]
+    assert _batch_calls(stack, "BatchDeleteClusterNodes", since) == []
+    assert stack.redis().zcard("hypd:ops") == ops_before
+    with stack.client() as c:  # forced: the user accepts losing it
+        reply = c.post(f"/api/v1/clusters/{cluster}/nodes/delete", json={"node_ids": nodes},
+                       params={"force": "true"})
         assert not stack.redis().exists(listing_cache_key(cluster))  # the action dropped it
         op = _done(stack, reply)
         group = c.get(f"/api/v1/clusters/{cluster}/instance-groups/bulk").json()
         listed, _ = _all_pages(stack, cluster, instance_group="bulk", limit=500)
+    kube.delete_object("v1", "Pod", "scratch", "default")
     assert op["kind"] == "nodes.delete"
     _assert_three_batches(stack, "BatchDeleteClusterNodes", since, nodes)
     assert group["target_count"] == target - 60

@@ -139,9 +139,18 @@ def test_removal_is_refused_while_a_running_pod_mounts_the_claim(stack, cluster)
         refused = _remove(stack, name, "in-use")
         assert refused.status_code == 409, refused.text
         error = refused.json()["error"]
-        assert error["code"] == "conflict"
-        assert f"pod/default/{pod}" in error["message"]
-        assert error["details"]["users"] == [f"pod/default/{pod}"]
+        assert error["code"] == "in_use"
+        assert f"pod default/{pod} (mounts claim in-use)" in error["message"]
+        assert error["details"]["dependents"] == [
+            {"kind": "pod", "name": pod, "namespace": "default", "cluster": None,
+             "why": "mounts claim in-use", "forceable": False}]
+        assert error["details"]["force_allowed"] is False  # no force for storage
+        with stack.client("viewer") as c:
+            plan = c.delete(f"/api/v1/clusters/{name}/storage/in-use",
+                            params={"dry_run": "true"}).json()
+        assert plan["refused"] is True and plan["dependents"] == error["details"]["dependents"]
+        assert plan["removes"][:2] == ["claim default/in-use", "volume hypd-default-in-use"]
+        assert plan["removes"][2].endswith("and everything in it")
         assert local.get_object("v1", "PersistentVolumeClaim", "in-use", "default")
     finally:
         local.delete_object("v1", "Pod", pod, "default")

@@ -247,7 +247,8 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     dialog.get_by_test_id("cluster-delete-typed").fill(name[:-1])
     expect(confirm).to_be_disabled()
     dialog.get_by_test_id("cluster-delete-typed").fill(name)
-    with page.expect_request(lambda r: r.method == "DELETE") as deleting:
+    with page.expect_request(lambda r: r.method == "DELETE"
+                             and "dry_run" not in r.url) as deleting:  # not the dialog's plan
         confirm.click()
     assert deleting.value.url.endswith(f"/api/v1/clusters/{name}?delete_data=true"), \
         deleting.value.url
@@ -370,6 +371,33 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
 
 
+def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, stack,
+                                                                        rest_cluster):
+    name, _ = rest_cluster  # its create made the network of the same name
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.get_by_test_id("nav-networks").click()
+    delete = page.get_by_test_id(f"network-delete-{name}")
+    expect(delete).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    delete.click()  # armed (its dry run shows what uses it); the second click sends
+    with page.expect_response(lambda r: r.request.method == "DELETE"
+                              and "dry_run" not in r.url) as refused:
+        delete.click()
+    assert refused.value.status == 409, refused.value.text()
+    assert refused.value.json()["error"]["code"] == "in_use"
+    used = page.get_by_test_id(f"network-delete-{name}-used-by")
+    expect(used).to_be_visible()
+    cluster = used.locator(f'[data-kind="cluster"][data-name="{name}"]')
+    expect(cluster).to_contain_text(f"cluster {name}")
+    expect(cluster).to_contain_text("EKS cluster (ACTIVE, made by hypd)")
+    # a network cannot be forced: no box to tick, the reason instead
+    expect(used.get_by_test_id(f"network-delete-{name}-no-force")).to_be_visible()
+    expect(page.get_by_test_id(f"network-delete-{name}-force")).to_have_count(0)
+    expect(delete).to_have_text("Delete")
+    with stack.client("viewer") as c:  # nothing was recorded
+        ops = c.get("/api/v1/operations", params={"target": f"network/{name}"}).json()["items"]
+    assert not [o for o in ops if o["kind"] == "network.delete"]
+
+
 def test_a_price_the_price_list_cannot_give_is_shown_as_unknown(page, stack):
     conn = stack.redis()
     for key in conn.scan_iter("hypd:cache:price:*"):  # nothing cached: the plan must ask
@@ -433,3 +461,5 @@ def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_clust
     assert forgetting.value.status == 200, forgetting.value.text()
     expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
     assert name in eks.list_clusters()["clusters"]
+    # its owner removes it: running in the fixture's network, it would refuse that delete
+    eks.delete_cluster(name=name)

@@ -102,7 +102,8 @@ def test_anyone_elses_interface_stops_the_delete_before_anything_is_deleted(loca
                                        Description="a user's instance")["NetworkInterface"]
     since = last_seq(ctl)
 
-    op = Operation(ec2, "network.delete", {"name": "busy"}, "op-del-busy")
+    op = Operation(ec2, "network.delete", {"name": "busy"}, "op-del-busy",
+                   lambda service: _client(local[0], service))
     with pytest.raises(StepFailed) as refused:
         op.apply("in_use")
     assert refused.value.code == "in_use"
@@ -141,27 +142,31 @@ def test_an_aws_services_interfaces_are_waited_for_then_the_network_goes(
     eks = _eks_cluster(local, "with-eks", network)
     since = last_seq(ctl)
 
-    # while the EKS cluster lives, its control plane's interfaces stay: the wait runs out and
-    # the delete is refused, nothing deleted (on AWS: 30 looks 30 s apart)
+    # while the EKS cluster lives, the delete is refused at once, naming it; nothing deleted
     monkeypatch.setattr(steps, "INTERFACE_LOOKS", 2)
-    op = Operation(ec2, "network.delete", {"name": "with-eks"}, "op-del-with-eks")
-    assert op.apply("in_use") == {}
-    assert op.wait("in_use") == op.wait("in_use") == steps.INTERFACE_POLL_S
-    assert "Amazon EKS with-eks" in op.contexts["in_use"].details[-1]
+    op = Operation(ec2, "network.delete", {"name": "with-eks"}, "op-del-with-eks",
+                   lambda service: _client(local[0], service))
     with pytest.raises(StepFailed) as refused:
-        op.wait("in_use")
+        op.apply("in_use")
     assert refused.value.code == "in_use"
-    assert "Amazon EKS with-eks" in refused.value.message
-    assert op.outputs["in_use"]["looks"] == 0  # a retry waits afresh
+    assert "cluster with-eks" in refused.value.message
     assert mutations(ctl, since) == []
 
-    # the cluster is deleted: once it is gone its interfaces linger a while, and the delete
-    # (retried) waits for them, then takes the network apart
+    # the cluster is deleted: once it is gone its interfaces linger a while (AWS's, let go
+    # of): the delete (retried) waits for them, then takes the network apart
     eks.delete_cluster(name="with-eks")
     ctl.advance_clock(EKS_DELETING_S)
-    op.apply("in_use")
-    assert op.wait("in_use") == steps.INTERFACE_POLL_S
+    assert op.apply("in_use") == {"dependents": 0}
+    assert op.wait("in_use") == op.wait("in_use") == steps.INTERFACE_POLL_S
+    assert "Amazon EKS with-eks" in op.contexts["in_use"].details[-1]
     assert "available" in op.contexts["in_use"].details[-1]
+    # lingering past the bound is refused (on AWS: 30 looks 30 s apart); a retry waits afresh
+    with pytest.raises(StepFailed) as lingering:
+        op.wait("in_use")
+    assert lingering.value.code == "in_use"
+    assert "Amazon EKS with-eks" in lingering.value.message
+    assert op.outputs["in_use"]["looks"] == 0
+    assert mutations(ctl, since) == ["eks:DeleteCluster"]
     ctl.advance_clock(ENI_RELEASE_S)
     assert op.wait("in_use") is None
     drive(op, ctl, only=tuple(s.name for s in KINDS["network.delete"].steps[1:]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -31,12 +32,23 @@ def ec2(monkeypatch):
         yield aws.client("ec2", REGION, Settings(aws_mode="aws", region=REGION))
 
 
+class NoLocks:
+    """The panel's Redis as the delete's guard reads it: no operation holds a lock."""
+
+    def hgetall(self, key: str) -> dict[str, str]:
+        return {}
+
+
 class FakeContext:
     """What the engine gives a step (tasks.engine.kinds.StepContext), kept in memory."""
 
+    redis = NoLocks()
+
     def __init__(self, ec2: Any, op_id: str, kind: str, params: dict, step: str,
-                 outputs: dict, resources: dict | None = None) -> None:
+                 outputs: dict, resources: dict | None = None,
+                 clients: Callable[[str], Any] | None = None) -> None:
         self._ec2 = ec2
+        self._clients = clients
         self.op_id, self.kind, self.params, self.step = op_id, kind, params, step
         self.target = f"network/{params['name']}"
         self.region = REGION
@@ -51,8 +63,12 @@ class FakeContext:
         self.resources.update(resources)
 
     def client(self, service: str) -> Any:
-        assert service == "ec2"
-        return self._ec2
+        if service == "ec2":
+            return self._ec2
+        assert service in ("eks", "sagemaker")  # the delete's guard looks for clusters
+        if self._clients is not None:
+            return self._clients(service)
+        return aws.client(service, REGION, Settings(aws_mode="aws", region=REGION))
 
     def token(self, *parts: str) -> str:
         seed = "\n".join((self.op_id, self.step, *parts))
@@ -71,15 +87,17 @@ class Operation:
     """Runs an operation kind's steps the way the engine does: apply, then wait until the
     step is ready; a StepRetry runs apply again (bounded)."""
 
-    def __init__(self, ec2: Any, kind: str, params: dict, op_id: str = "op-1") -> None:
+    def __init__(self, ec2: Any, kind: str, params: dict, op_id: str = "op-1",
+                 clients: Callable[[str], Any] | None = None) -> None:
         self.ec2, self.kind, self.params, self.op_id = ec2, kind, params, op_id
+        self.clients = clients
         self.outputs: dict[str, dict[str, Any]] = {}
         self.contexts: dict[str, FakeContext] = {}
 
     def context(self, step: str) -> FakeContext:
         ctx = FakeContext(self.ec2, self.op_id, self.kind, self.params, step,
                           {k: v for k, v in self.outputs.items() if k != step},
-                          self.outputs.get(step))
+                          self.outputs.get(step), self.clients)
         self.contexts[step] = ctx
         return ctx
 
@@ -371,7 +389,7 @@ def test_delete_twice_is_harmless(ec2):
     again = Operation(spy, "network.delete", {"name": "lab"}, "op-d2").run()
     assert spy.mutations == []
     assert snapshot(ec2) == before
-    assert again.outputs.pop("in_use") == {}
+    assert again.outputs.pop("in_use") == {"dependents": 0}
     assert all(out == {"deleted": []} for out in again.outputs.values())
 
 
@@ -396,3 +414,43 @@ def test_dependency_violation_asks_to_retry(ec2):
     with pytest.raises(StepRetry, match="still held by a NAT gateway"):
         op.apply("elastic_ip")
     assert net.get_network(ec2, "lab")["state"] == "available"
+
+
+# -- network.delete's guard ----------------------------------------------------------------
+
+
+def _refusal(ec2, name: str = "lab") -> StepFailed:
+    spy = Spy(ec2)
+    with pytest.raises(StepFailed) as refused:
+        Operation(spy, "network.delete", {"name": name}, "op-guarded").apply("in_use")
+    assert spy.mutations == []
+    assert refused.value.code == "in_use"
+    return refused.value
+
+
+def test_the_delete_stops_before_anything_while_a_cluster_runs_in_the_vpc(ec2):
+    lab = create(ec2)
+    private = lab.outputs["subnets"]["private_subnet_ids"]
+    eks = aws.client("eks", REGION, Settings(aws_mode="aws", region=REGION))
+    iam = aws.client("iam", REGION, Settings(aws_mode="aws", region=REGION))
+    role = iam.create_role(RoleName="theirs", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks.create_cluster(name="theirs", roleArn=role, resourcesVpcConfig={"subnetIds": private})
+    before = snapshot(ec2)
+    refused = _refusal(ec2)
+    assert "network lab is in use: cluster theirs (EKS cluster (ACTIVE, not made by hypd) " \
+           "in VPC" in refused.message
+    assert "force does not override this" in refused.message
+    assert snapshot(ec2) == before
+
+
+def test_a_foreign_network_interface_stops_it_and_the_networks_own_do_not(ec2):
+    lab = create(ec2)
+    # the NAT gateway's own interface is the network's: nothing else runs there yet
+    assert Operation(ec2, "network.delete", {"name": "lab"}, "op-free").apply("in_use") == {
+        "dependents": 0}
+    subnet = lab.outputs["subnets"]["private_subnet_ids"][0]
+    eni = ec2.create_network_interface(SubnetId=subnet, Description="a stray instance")
+    eni_id = eni["NetworkInterface"]["NetworkInterfaceId"]
+    refused = _refusal(ec2)
+    assert f"network interface {eni_id} (" in refused.message
+    assert f"in subnet {subnet}: a stray instance" in refused.message

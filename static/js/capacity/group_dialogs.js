@@ -1,13 +1,14 @@
 // Change and delete one instance group. Edit is an explicit diff: only a count that differs
 // from the group as shown is sent, and a reply of 200 {"changed": false} (the group already
-// is as asked) is said as "no change". Delete shows why the API refused (the last group, pods
-// that cannot move) and offers `force` only for the pods.
+// is as asked) is said as "no change". Delete shows why the API refused (the last group; or
+// 409 in_use: the pods that cannot move, through in_use.js, which asks before `force`).
 
 import { mutator, canMutate } from '../api.js';
 import { h, fill, toast } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { capacityLabel, efaLabel } from '../capacity_fields.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const FIXED = [
   ['instance_type', 'Instance type', (g) => g.instance_type],
@@ -82,33 +83,26 @@ export function openEditGroup({ cluster, group: g, signal }) {
 export function openDeleteGroup({ cluster, group: g, signal }) {
   if (!canMutate()) return;
   const send = mutator();
-  const podsBox = h('div', { testid: 'ig-delete-pods', hidden: true });
-  const force = h('input', { type: 'checkbox', testid: 'ig-delete-force' });
-  const forceBox = h('label', { class: 'check danger-check', hidden: true, testid: 'ig-delete-force-box' }, force,
-    h('span', null, h('b', null, 'Delete anyway'), h('span', { class: 'faint' }, ' — these pods are lost: nothing recreates them elsewhere.')));
+  const used = usedBy('ig-delete', { forceText: 'Delete anyway' });
   const content = [
     h('p', null, 'This terminates the ', h('b', null, `${g.current_count ?? 0} instance${g.current_count === 1 ? '' : 's'}`), ' of ',
       h('b', { class: 'id' }, g.name), ` (${g.instance_type || '—'}) and then deletes the group's own compute subnet.`),
     h('p', { class: 'muted' }, 'Pods on its nodes are evicted; those a controller manages (Deployment, Job, StatefulSet) are recreated on other groups if they fit. The cluster\'s last group cannot be deleted: delete the cluster instead.'),
-    podsBox,
-    forceBox,
+    used.el,
   ];
   openModal({
     testid: 'ig-delete-dialog', title: `Delete instance group ${g.name}?`, content, confirmText: 'Delete group', danger: true, signal,
     async onSubmit({ close }) {
-      const url = `${groupUrl(cluster, g.name)}${force.checked ? '?force=true' : ''}`;
+      const url = withForce(groupUrl(cluster, g.name), used.forced());
       const reply = await send(url, { method: 'DELETE', signal });
       close();
       openOperation(reply);
     },
     onError(err, errorEl) {
       errorEl.textContent = err.message;
-      const pods = err.status === 409 && Array.isArray(err.details && err.details.pods) ? err.details.pods : null;
-      if (!pods) return;
-      podsBox.hidden = false;
-      forceBox.hidden = false;
-      fill(podsBox, h('div', { class: 'muted' }, `${pods.length} pod${pods.length === 1 ? '' : 's'} would not come back elsewhere:`),
-        h('ul', { class: 'pod-list' }, pods.map((p) => h('li', { class: 'id', testid: 'ig-delete-pod' }, p))));
+      const refused = inUse(err);
+      if (refused) used.show(refused);
     },
   });
+  preview(used, groupUrl(cluster, g.name), { signal });
 }

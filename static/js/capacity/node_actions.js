@@ -8,6 +8,7 @@ import { h } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { batches } from '../batches.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const ACTIONS = {
   reboot: {
@@ -65,6 +66,9 @@ export function openNodeAction({ cluster, action, ids, signal }) {
   const a = ACTIONS[action];
   const send = mutator();
   const tooMany = ids.length > rules.nodes.maxPerAction;
+  // replace and delete are refused (409 in_use) while pods that would not come back run on
+  // the nodes: named here, and sent again with force only once the user ticks the box
+  const used = usedBy('node-action', { forceText: `${a.verb} anyway` });
   const content = [
     escalationEl(action === 'delete' ? 'none' : action),
     action === 'delete' ? h('p', { class: 'hint warn' }, 'Delete is not part of the escalation.') : null,
@@ -76,20 +80,30 @@ export function openNodeAction({ cluster, action, ids, signal }) {
     tooMany
       ? h('p', { class: 'form-error' }, `At most ${rules.nodes.maxPerAction} nodes per operation; select fewer.`)
       : batchesEl(ids),
+    used.el,
   ];
   const modal = openModal({
     testid: 'node-action-dialog', wide: true,
     title: `${a.verb} ${ids.length} node${ids.length === 1 ? '' : 's'}?`,
     content, confirmText: `${a.verb} ${ids.length} node${ids.length === 1 ? '' : 's'}`, danger: !!a.danger, signal,
     async onSubmit({ close }) {
-      const reply = await send(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, { body: { node_ids: ids }, signal });
+      const url = withForce(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, used.forced());
+      const reply = await send(url, { body: { node_ids: ids }, signal });
       close();
       openOperation(reply);
     },
     // a refusal (409: a node in a state AWS would refuse; 422: an unknown id) names the
-    // nodes in its message, shown in the dialog's error line
+    // nodes in its message, shown in the dialog's error line; in_use lists the pods
+    onError(err, errorEl) {
+      errorEl.textContent = err.message;
+      const refused = inUse(err);
+      if (refused) used.show(refused);
+    },
   });
   modal.dlg.dataset.action = action;
   if (tooMany) modal.confirmBtn.disabled = true;
+  else if (action !== 'reboot') {
+    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, { method: 'POST', body: { node_ids: ids }, signal });
+  }
   return modal;
 }

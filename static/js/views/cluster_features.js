@@ -2,12 +2,14 @@
 // (GET /clusters/<c>/features), a toggle per feature, tiered checkpointing's memory share and
 // autoscaling's per-group min/max. Apply sends only what the user touched — one PATCH per
 // touched feature (each is its own operation) — and shows "no change" when the cluster was
-// already as asked.
+// already as asked. Turning a feature off that work still uses is refused (409 in_use): the
+// panel lists what uses it, and the next Apply sends force only once its box is ticked.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { TERMINAL } from '../feed.js';
 import { rules } from '../rules.js';
+import { inUse, usedBy, withForce } from '../in_use.js';
 
 const LABELS = {
   training_operator: 'Training operator',
@@ -88,10 +90,11 @@ export function mountFeatures(box, ctx, name) {
     state.busy = true;
     renderActions();
     for (const [f, body] of bodies()) {
+      const forced = Boolean(state.results[f] && state.results[f].used && state.results[f].used.forced());
       state.results[f] = { text: 'sending…' };
       renderResult(f);
       try {
-        const reply = await api(path, { method: 'PATCH', body, headers: { 'Idempotency-Key': uuid4() }, signal: ctx.signal });
+        const reply = await api(withForce(path, forced), { method: 'PATCH', body, headers: { 'Idempotency-Key': uuid4() }, signal: ctx.signal });
         delete state.touched[f];
         if (reply && reply.changed === false) {
           state.results[f] = { text: 'no change', tone: 'plain' };
@@ -102,6 +105,11 @@ export function mountFeatures(box, ctx, name) {
       } catch (e) {
         if (isAbort(e)) return;
         state.results[f] = { text: e.message, error: true };
+        const refused = inUse(e);
+        if (refused) { // kept across re-renders, so a ticked box stays ticked
+          state.results[f].used = usedBy(`feature-${f}`, { forceText: 'Turn off anyway' });
+          state.results[f].used.show(refused);
+        }
         toastError(e, `${LABELS[f] || f}: `);
       }
       renderResult(f);
@@ -205,7 +213,7 @@ export function mountFeatures(box, ctx, name) {
     if (r.op) {
       fill(el, h('a', { href: `#/operations/${encodeURIComponent(r.op)}`, testid: `feature-result-op-${f}` }, 'operation'), ' ',
         badge(r.status, { testid: `feature-result-status-${f}` }), r.error ? h('span', { class: 'err' }, ` ${r.error}`) : null);
-    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text));
+    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text), r.used ? r.used.el : null);
   }
 
   function renderActions() {

@@ -10,6 +10,7 @@ import {
 import { TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 4000;
@@ -237,6 +238,7 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
   });
   const dataBox = h('input', { type: 'checkbox', testid: 'cluster-delete-data' });
   const err = h('div', { class: 'form-error', testid: 'cluster-delete-error', role: 'alert' });
+  const used = usedBy('cluster-delete', { forceText: 'Delete anyway' });
   const confirmBtn = h('button', { type: 'submit', class: 'btn btn-danger solid', testid: 'cluster-delete-confirm', disabled: !imported },
     imported ? 'Forget cluster' : 'Delete cluster');
   const cancelBtn = h('button', { type: 'button', class: 'btn', testid: 'cluster-delete-cancel' }, 'Cancel');
@@ -255,7 +257,7 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
         h('div', { class: 'field' },
           h('label', { for: 'cluster-delete-typed' }, 'Type ', h('code', null, name), ' to confirm'), typed),
       ],
-    err,
+    err, used.el,
     h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
   const dlg = h('dialog', { class: 'modal', testid: 'cluster-delete-dialog', 'aria-labelledby': 'cluster-delete-title' }, form);
   document.body.appendChild(dlg);
@@ -270,7 +272,8 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (busy || (!imported && typed.value.trim() !== name)) return;
-    const url = `/api/v1/clusters/${encodeURIComponent(name)}${!imported && dataBox.checked ? '?delete_data=true' : ''}`;
+    const url = withForce(`/api/v1/clusters/${encodeURIComponent(name)}${!imported && dataBox.checked ? '?delete_data=true' : ''}`,
+      used.forced());
     if (!pending || pending.url !== url) pending = { key: uuid4(), url };
     busy = true;
     confirmBtn.disabled = true;
@@ -289,6 +292,8 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
     } catch (ex) {
       if (isAbort(ex)) return;
       err.textContent = ex.message;
+      const refused = inUse(ex);
+      if (refused) used.show(refused); // what runs on it; a forced delete needs its box ticked
       if (ex.status && ex.status < 500) pending = null;
       busy = false;
       confirmBtn.disabled = !imported && typed.value.trim() !== name;
@@ -297,5 +302,6 @@ export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
   });
   dlg.showModal();
   (imported ? confirmBtn : typed).focus();
+  if (!imported) preview(used, `/api/v1/clusters/${encodeURIComponent(name)}`, { signal }); // what runs on it
   return dlg;
 }

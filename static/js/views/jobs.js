@@ -6,7 +6,8 @@
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
-import { openOperation } from '../modal.js';
+import { openModal, openOperation } from '../modal.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
 const REFRESH_MS = 3000;
@@ -63,17 +64,33 @@ export function mount(root, ctx) {
     }
   }
 
+  /** Delete a job: one not finished is live work, refused (409 in_use) naming its pods
+   * until the user ticks the box that sends force. */
+  function openDeleteJob(job) {
+    if (!canMutate()) return;
+    const used = usedBy('job-delete', { forceText: 'Delete anyway' });
+    openModal({
+      testid: 'job-delete', title: `Delete job ${job.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
+      content: h('div', null, h('p', null, 'Its pods stop; what it wrote under /s3 stays.'), used.el),
+      onSubmit: async ({ close }) => {
+        await api(withForce(`${base}/jobs/${encodeURIComponent(job.name)}`, used.forced()), { method: 'DELETE', signal: ctx.signal });
+        close();
+        toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+      },
+      onError(err, errorEl) {
+        errorEl.textContent = err.message;
+        const refused = inUse(err);
+        if (refused) used.show(refused);
+      },
+    });
+    preview(used, `${base}/jobs/${encodeURIComponent(job.name)}`, { signal: ctx.signal });
+  }
+
   function row(job) {
     const budget = job.recovery_budget;
     const del = h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `job-delete-${job.name}` }, 'Delete');
     guard(del);
-    del.addEventListener('click', async () => {
-      if (!window.confirm(`Delete job ${job.name}? Its pods stop; what it wrote under /s3 stays.`)) return;
-      try {
-        await api(`${base}/jobs/${encodeURIComponent(job.name)}`, { method: 'DELETE', signal: ctx.signal });
-        toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
-      } catch (e) { if (!isAbort(e)) toastError(e); }
-    });
+    del.addEventListener('click', () => openDeleteJob(job));
     const open = h('a', { href: '#', testid: `job-open-${job.name}` }, job.name);
     open.addEventListener('click', (e) => { e.preventDefault(); select(job.name); });
     return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },

@@ -1,9 +1,12 @@
 // The jobs page's MLflow card: the cluster's tracking server (GET …/mlflow) and its actions —
-// create hypd's own, attach an existing one by name or ARN, detach, open the MLflow UI
-// (a presigned URL asked for on the click and opened at once, never kept or shown).
+// create hypd's own, attach an existing one by name or ARN, detach (refused, 409 in_use,
+// while jobs log to it: listed, and forced only once the user ticks the box), open the
+// MLflow UI (a presigned URL asked for on the click and opened at once, never kept or shown).
 
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
+import { openModal } from '../modal.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
 const REFRESH_MS = 3000;
@@ -42,6 +45,30 @@ export function mountMlflow(card, ctx, cluster) {
       if (!isAbort(e)) toastError(e);
     }
     load();
+  }
+
+  function openDetach(view) {
+    const used = usedBy('mlflow-detach', { forceText: 'Detach anyway' });
+    openModal({
+      testid: 'mlflow-detach-dialog', title: `Detach the tracking server from ${cluster}?`, danger: true,
+      confirmText: 'Detach', signal: ctx.signal,
+      content: h('div', null,
+        h('p', null, 'New jobs stop logging to it; the jobs\' role and identities go. ',
+          view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).'),
+        used.el),
+      onSubmit: async ({ close }) => {
+        const reply = await send(withForce(path, used.forced()), { method: 'DELETE', signal: ctx.signal });
+        close();
+        toast('Detaching the tracking server.', { kind: 'info', timeout: 3000 });
+        if (reply.operation) follow(reply.operation.id);
+      },
+      onError(err, errorEl) {
+        errorEl.textContent = err.message;
+        const refused = inUse(err);
+        if (refused) used.show(refused);
+      },
+    });
+    preview(used, path, { signal: ctx.signal });
   }
 
   // the operation is long-polled (the API answers at its next change), the card re-read at
@@ -84,10 +111,7 @@ export function mountMlflow(card, ctx, cluster) {
     }
     if (view.tracking_server || view.state === 'failed') {
       const detach = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: 'mlflow-detach' }, 'Detach'));
-      detach.addEventListener('click', () => {
-        const what = view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).';
-        if (window.confirm(`Detach the tracking server from ${cluster}? ${what}`)) change('DELETE', undefined, 'Detaching the tracking server.');
-      });
+      detach.addEventListener('click', () => openDetach(view));
       actions.append(detach);
     } else if (view.state === 'none') {
       const size = guard(h('select', { testid: 'mlflow-size' }, ...['Small', 'Medium', 'Large'].map((s) => h('option', { value: s }, s))));

@@ -1,10 +1,13 @@
 // #/clusters/<name>/models — the models in a cluster's bucket, and downloads with their
 // progress (files and bytes as they reach the bucket): from the Hugging Face hub (a hub
-// token is named by its Secret) or copied from an S3 prefix.
+// token is named by its Secret) or copied from an S3 prefix; and a model's removal (refused,
+// 409 in_use, while endpoints serve it: listed, forced only once the user ticks the box).
 
-import { api, isAbort, mutator, fieldErrors } from '../api.js';
+import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules } from '../rules.js';
+import { openModal, openOperation } from '../modal.js';
+import { inUse, preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 2000;
 
@@ -77,14 +80,45 @@ export function mount(root, ctx) {
       return;
     }
     list.appendChild(h('table', { class: 'data', testid: 'models-table' },
-      h('thead', null, h('tr', null, ['Model', 'State', 'Files', 'Size'].map((t) => h('th', null, t)))),
+      h('thead', null, h('tr', null, ['Model', 'State', 'Files', 'Size', ''].map((t) => h('th', null, t)))),
       h('tbody', null, items.map((m) => h('tr', { testid: `model-row-${m.name}` },
         h('td', null, h('b', { class: 'id' }, m.name)),
         h('td', null, badge(m.state, { testid: `model-state-${m.name}` }),
           m.operation_id ? h('a', { href: opHref(m.operation_id), class: 'sub-id' }, ' operation') : null,
           m.message ? h('div', { class: 'sub-id' }, m.message) : null),
         h('td', { class: 'num', testid: `model-files-${m.name}` }, `${m.files}`),
-        h('td', { class: 'num', testid: `model-bytes-${m.name}` }, size(m.bytes)))))));
+        h('td', { class: 'num', testid: `model-bytes-${m.name}` }, size(m.bytes)),
+        h('td', { class: 'actions' }, m.state === 'available' ? removeButton(m) : null))))));
+  }
+
+  function removeButton(m) {
+    const btn = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `model-remove-${m.name}` }, 'Remove'));
+    btn.addEventListener('click', () => openRemove(m));
+    return btn;
+  }
+
+  function openRemove(m) {
+    if (!canMutate()) return;
+    const remove = mutator();
+    const used = usedBy('model-remove', { forceText: 'Remove anyway' });
+    openModal({
+      testid: 'model-remove-dialog', title: `Remove model ${m.name}?`, danger: true, confirmText: 'Remove', signal: ctx.signal,
+      content: h('div', null,
+        h('p', null, `Deletes every file under models/${m.name}/ (${m.files} files, ${size(m.bytes)}) from the cluster's bucket, for good.`),
+        used.el),
+      onSubmit: async ({ close }) => {
+        const url = `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`;
+        const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
+        close();
+        openOperation(reply);
+      },
+      onError(err, errorEl) {
+        errorEl.textContent = err.message;
+        const refused = inUse(err);
+        if (refused) used.show(refused);
+      },
+    });
+    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`, { signal: ctx.signal });
   }
 
   form.addEventListener('submit', async (ev) => {

@@ -5,6 +5,7 @@ import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
+import { inUse, preview, usedBy } from '../in_use.js';
 
 const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
 const REFRESH_MS = 15000;
@@ -19,7 +20,8 @@ export function validateCidr(v) {
 }
 
 export function mount(root, ctx) {
-  const state = { items: null, inflight: false, zonesReq: 0 };
+  // refused: the 409 in_use details of a network's last delete, shown under its button
+  const state = { items: null, inflight: false, zonesReq: 0, refused: {} };
 
   // ---------- list ----------
   const tbody = h('tbody', { testid: 'networks-body' },
@@ -119,8 +121,16 @@ export function mount(root, ctx) {
           : h('span', { class: 'faint' }, '—')),
         h('td', { class: 'nowrap', title: `${pub} public, ${priv} private\n` + subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
           `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub}/${priv})`) : null),
-        h('td', { class: 'actions' }, deleteButton(n))));
+        h('td', { class: 'actions' }, deleteButton(n), refusal(n))));
     }
+  }
+
+  /** What the last delete was refused for: the clusters and interfaces in the network
+   * (a network cannot be forced: they must go first). */
+  function refusal(n) {
+    const used = usedBy(`network-delete-${n.name}`);
+    if (state.refused[n.name]) used.show(state.refused[n.name]);
+    return used.el;
   }
 
   function deleteButton(n) {
@@ -129,10 +139,18 @@ export function mount(root, ctx) {
     const btn = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `network-delete-${n.name}` }, 'Delete'));
     btn.addEventListener('click', async () => {
       if (!canMutate()) return;
-      if (!armed) { // two-step confirm, no modal
+      if (!armed) { // two-step confirm, no modal; meanwhile the dry run says what uses it
         btn.classList.add('confirming');
         btn.textContent = 'Confirm delete';
         armed = setTimeout(() => { armed = null; btn.classList.remove('confirming'); btn.textContent = 'Delete'; }, 4000);
+        const shown = btn.parentElement.querySelector('.used-by');
+        const used = usedBy(`network-delete-${n.name}`);
+        preview(used, `/api/v1/networks/${encodeURIComponent(n.name)}`, { signal: ctx.signal }).then((plan) => {
+          if (plan && plan.refused && shown.isConnected) {
+            state.refused[n.name] = plan;
+            shown.replaceWith(used.el);
+          }
+        });
         return;
       }
       clearTimeout(armed);
@@ -148,6 +166,11 @@ export function mount(root, ctx) {
       } catch (e) {
         if (isAbort(e)) return;
         toastError(e, `Delete ${n.name}: `);
+        const refused = inUse(e);
+        if (refused) {
+          state.refused[n.name] = refused;
+          btn.parentElement.querySelector('.used-by').replaceWith(refusal(n));
+        }
         armed = null;
         delete btn.dataset.busy;
         btn.disabled = false;
