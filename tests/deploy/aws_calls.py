@@ -66,9 +66,12 @@ def _sources() -> Iterator[tuple[Path, ast.AST]]:
 
 
 def _client_service(node: ast.AST) -> str | None:
-    """`aws.client("ec2", ...)` / `ctx.client("ec2")` → "ec2"."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "client" and node.args
+    """`aws.client("ec2", ...)` / `ctx.client("ec2")` / `client("ec2")` (a factory passed
+    in) → "ec2"."""
+    named = isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr == "client")
+        or (isinstance(node.func, ast.Name) and node.func.id == "client"))
+    if (named and node.args
             and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return node.args[0].value
     return None
