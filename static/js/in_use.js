@@ -18,7 +18,7 @@ function label(d) {
 }
 
 /**
- * usedBy(testid, {forceText}) → {el, show(details), forced(), clear()}
+ * usedBy(testid, {forceText}) → {el, show(details), forced(), clear(), onError(err, errorEl)}
  * testids: `<testid>-used-by` (the box), `<testid>-dependent` (each dependent: its kind,
  * name and why), `<testid>-force` (the checkbox, only when force is allowed),
  * `<testid>-no-force` (the note when it is not). `forced()` says whether the user ticked it:
@@ -50,6 +50,12 @@ export function usedBy(testid, { forceText = 'Go ahead anyway' } = {}) {
     },
     forced() {
       return Boolean(force && force.checked);
+    },
+    /** A dialog's onError: the refusal's message, and its dependents when it is in_use. */
+    onError(err, errorEl) {
+      errorEl.textContent = err.message;
+      const refused = inUse(err);
+      if (refused) this.show(refused);
     },
     clear() {
       force = null;

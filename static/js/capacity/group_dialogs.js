@@ -8,7 +8,7 @@ import { h, fill, toast } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { capacityLabel, efaLabel } from '../capacity_fields.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 
 const FIXED = [
   ['instance_type', 'Instance type', (g) => g.instance_type],
@@ -98,11 +98,7 @@ export function openDeleteGroup({ cluster, group: g, signal }) {
       close();
       openOperation(reply);
     },
-    onError(err, errorEl) {
-      errorEl.textContent = err.message;
-      const refused = inUse(err);
-      if (refused) used.show(refused);
-    },
+    onError: (err, errorEl) => used.onError(err, errorEl),
   });
   preview(used, groupUrl(cluster, g.name), { signal });
 }

@@ -8,7 +8,7 @@ import { h } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { batches } from '../batches.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 
 const ACTIONS = {
   reboot: {
@@ -94,11 +94,7 @@ export function openNodeAction({ cluster, action, ids, signal }) {
     },
     // a refusal (409: a node in a state AWS would refuse; 422: an unknown id) names the
     // nodes in its message, shown in the dialog's error line; in_use lists the pods
-    onError(err, errorEl) {
-      errorEl.textContent = err.message;
-      const refused = inUse(err);
-      if (refused) used.show(refused);
-    },
+    onError: (err, errorEl) => used.onError(err, errorEl),
   });
   modal.dlg.dataset.action = action;
   if (tooMany) modal.confirmBtn.disabled = true;

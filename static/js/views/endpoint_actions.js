@@ -7,7 +7,7 @@ import { mutator } from '../api.js';
 import { h, fill } from '../ui.js';
 import { openModal } from '../modal.js';
 import { rules } from '../rules.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 
 function path(cluster, name, tail = '') {
   return `/api/v1/clusters/${encodeURIComponent(cluster)}/endpoints/${encodeURIComponent(name)}${tail}`;
@@ -60,11 +60,7 @@ export function openDelete(cluster, ep, signal, onSent) {
       close();
       onSent(reply);
     },
-    onError(err, errorEl) {
-      errorEl.textContent = err.message;
-      const refused = inUse(err);
-      if (refused) used.show(refused);
-    },
+    onError: (err, errorEl) => used.onError(err, errorEl),
   });
   preview(used, path(cluster, ep.name), { signal });
 }

@@ -7,7 +7,7 @@
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { openModal, openOperation } from '../modal.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
 const REFRESH_MS = 3000;
@@ -77,11 +77,7 @@ export function mount(root, ctx) {
         close();
         toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
       },
-      onError(err, errorEl) {
-        errorEl.textContent = err.message;
-        const refused = inUse(err);
-        if (refused) used.show(refused);
-      },
+      onError: (err, errorEl) => used.onError(err, errorEl),
     });
     preview(used, `${base}/jobs/${encodeURIComponent(job.name)}`, { signal: ctx.signal });
   }

@@ -6,7 +6,7 @@
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { openModal } from '../modal.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
 const REFRESH_MS = 3000;
@@ -62,11 +62,7 @@ export function mountMlflow(card, ctx, cluster) {
         toast('Detaching the tracking server.', { kind: 'info', timeout: 3000 });
         if (reply.operation) follow(reply.operation.id);
       },
-      onError(err, errorEl) {
-        errorEl.textContent = err.message;
-        const refused = inUse(err);
-        if (refused) used.show(refused);
-      },
+      onError: (err, errorEl) => used.onError(err, errorEl),
     });
     preview(used, path, { signal: ctx.signal });
   }

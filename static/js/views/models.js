@@ -7,7 +7,7 @@ import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 2000;
 
@@ -112,11 +112,7 @@ export function mount(root, ctx) {
         close();
         openOperation(reply);
       },
-      onError(err, errorEl) {
-        errorEl.textContent = err.message;
-        const refused = inUse(err);
-        if (refused) used.show(refused);
-      },
+      onError: (err, errorEl) => used.onError(err, errorEl),
     });
     preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`, { signal: ctx.signal });
   }
