@@ -5,7 +5,6 @@ Kubernetes API server's service proxy, to the endpoint's own Service only."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -13,7 +12,7 @@ from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context, mutations
+from app import context, intake, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -397,7 +396,9 @@ class Invoke(MethodView):
                 raise ApiError(502, "upstream_error", str(exc)) from exc
         elapsed = round((time.monotonic() - started) * 1000, 1)
         try:
-            answer = json.loads(raw) if raw else None
+            # the model server's answer, read as strictly as a request (a deep or huge one
+            # is shown as text, never a 500)
+            answer = intake.loads(raw) if raw else None
         except ValueError:
             answer = raw.decode("utf-8", "replace")
         if status == 503 and isinstance(answer, dict) and answer.get("kind") == "Status":

@@ -6,7 +6,9 @@ progress and may fail on request); the default resolver reads the container's co
 with one small, deterministic rule:
 
 - the command line is `command + args` (kubectl run `-- echo hi` sets `args`); with neither,
-  the image's own entrypoint runs: a server that prints nothing and runs until stopped;
+  or with only `args` that start with a flag (`--leader-elect`: arguments to the image's own
+  entrypoint, as a controller's Deployment gives them), the image's entrypoint runs: a
+  server that prints nothing and runs until stopped;
 - a shell (`sh`, `bash`, `ash`, `dash`, `zsh`) with `-c SCRIPT` runs the script's commands
   in order (`;`, `&&`, `||` and new lines separate them; `&&` stops at a failure, `||` runs
   the next one only after a failure; redirections are dropped: `run_script`, which other
@@ -203,8 +205,9 @@ INCLUSTER_DIR = "/etc/hypd/"
 reader): `python3 <that dir>/…` serves until stopped."""
 
 
-def _daemon(argv: list[str]) -> bool:
-    return argv[0] in DAEMONS or (
+def _daemon(argv: list[str], command: bool = True) -> bool:
+    """`command`: the container names its command (else `argv` is only its args)."""
+    return argv[0] in DAEMONS or (not command and argv[0].startswith("-")) or (
         os.path.basename(argv[0]).startswith("python") and len(argv) > 1
         and argv[1].startswith(INCLUSTER_DIR))
 
@@ -214,7 +217,7 @@ def from_command_line(container: dict[str, Any]) -> Program:
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])
     ]
-    if not argv or _daemon(argv):
+    if not argv or _daemon(argv, bool(container.get("command"))):
         return Program(exit_code=None)
     run = _Run()
     if os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]:

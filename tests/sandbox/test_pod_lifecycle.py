@@ -143,6 +143,10 @@ def test_the_command_line_rule() -> None:
     assert run("python3", "/etc/hypd/load/sglang_load.py", "--port", "29100",
                command=True) == Program(exit_code=None)
     assert run("python3", "/etc/hypdx.py") == Program((), 0)
+    # only flags, no command: arguments to the image's own entrypoint (a controller's
+    # Deployment, KubeRay's operator among them), which serves until stopped
+    assert run("--enable-leader-election=false") == Program(exit_code=None)
+    assert run("--version", command=True) == Program((), 0)
 
 
 # --- scheduling ----------------------------------------------------------------------------
