@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
@@ -68,7 +69,10 @@ class FakeContext:
         assert service in ("eks", "sagemaker")  # the delete's guard looks for clusters
         if self._clients is not None:
             return self._clients(service)
-        return aws.client(service, REGION, Settings(aws_mode="aws", region=REGION))
+        # moto's (mock_aws), with the fixture's credentials: the process's shared session
+        # may have resolved none in an earlier test
+        return boto3.client(service, region_name=REGION, aws_access_key_id="testing",
+                            aws_secret_access_key="testing")
 
     def token(self, *parts: str) -> str:
         seed = "\n".join((self.op_id, self.step, *parts))
