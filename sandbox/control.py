@@ -106,9 +106,11 @@ class SandboxControl:
                 raise TimeoutError(f"hold {hold_id} not held after {timeout} s: {hold}")
             time.sleep(0.02)
 
-    def release(self, hold_id: str) -> dict[str, Any]:
-        """Let the held answers of one hold go to their clients."""
-        return self._request("POST", f"/holds/{urllib.parse.quote(hold_id)}/release")
+    def release(self, hold_id: str, drop: bool = False) -> dict[str, Any]:
+        """Let the held answers of one hold go to their clients; `drop`: calls held `before`
+        are answered with an error instead, never reaching AWS."""
+        return self._request("POST", f"/holds/{urllib.parse.quote(hold_id)}/release",
+                             {"drop": True} if drop else None)
 
     def clear_holds(self) -> None:
         """Release everything held and forget all holds."""

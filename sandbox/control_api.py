@@ -106,7 +106,10 @@ def _get_hold(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 
 
 def _release_hold(c: Controls, r: Request, m: re.Match[str]) -> Reply:
-    hold = c.holds.release(m["id"])
+    drop = _body(r).get("drop", False)
+    if not isinstance(drop, bool):
+        raise _BadRequest("drop must be true or false")
+    hold = c.holds.release(m["id"], drop=drop)
     if hold is None:
         return _error(404, "not_found", f"no hold {m['id']}")
     return Reply.json(c.holds.get(m["id"]))

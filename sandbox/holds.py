@@ -60,6 +60,7 @@ class Hold:
     parked: list[int] = field(default_factory=list)  # generation of each answer held now
     generation: int = 0  # bumped on each release; waiters leave when it moves
     cleared: bool = False  # forgotten by clear(): nothing may wait on it any more
+    dropped: set[int] = field(default_factory=set)  # generations let go by a drop
 
     @property
     def state(self) -> HoldState:
@@ -123,9 +124,10 @@ class HoldBook:
                     return hold
         return None
 
-    def park(self, hold: Hold, seq: int) -> None:
+    def park(self, hold: Hold, seq: int) -> bool:
         """Block the calling server thread until the hold is released, cleared or closed
-        (`seq`: the call's in the call log; 0 when it is not logged, or not yet)."""
+        (`seq`: the call's in the call log; 0 when it is not logged, or not yet). True when
+        it was let go by a drop: a call held `before` must then not go on."""
         with self._cond:
             hold.caught.append(seq)
             generation = hold.generation
@@ -137,12 +139,17 @@ class HoldBook:
             )
             hold.parked.remove(generation)
             self._cond.notify_all()
+            return generation in hold.dropped
 
-    def release(self, hold_id: str) -> Hold | None:
-        """Let the held answers of one hold go; None if there is no such hold."""
+    def release(self, hold_id: str, drop: bool = False) -> Hold | None:
+        """Let the held answers of one hold go; None if there is no such hold. With `drop`,
+        calls held `before` are answered with an error without AWS ever seeing them (their
+        client is usually dead: the call must not happen after it)."""
         with self._cond:
             hold = self._holds.get(hold_id)
             if hold is not None:
+                if drop:
+                    hold.dropped.add(hold.generation)
                 hold.generation += 1
                 self._cond.notify_all()
                 # Return once the released threads are on their way, so the state read next

@@ -127,8 +127,11 @@ class LocalAwsApp:
     def _aws_call(self, environ: dict[str, Any], body: bytes) -> Reply:
         call = identify(environ, body, self._routes)
         gate = self.holds.take(call.service, call.action, HoldWhen.BEFORE)
-        if gate is not None:  # parked on arrival: nothing of it has happened yet
-            self.holds.park(gate, 0)
+        if gate is not None and self.holds.park(gate, 0):  # parked on arrival, then dropped
+            reply = error_reply(call.protocol, 503, "ServiceUnavailable",
+                                "dropped at a fault point before AWS saw it")
+            self.log.record(call, reply.status, [], fault="dropped")
+            return reply
         self.transitions.tick()
         fault = self.faults.take(call.service, call.action)
         if fault is not None:

@@ -241,8 +241,13 @@ class KubeHandler:
         if verb not in _WRITES:
             return await self._verb(request, rt, namespace, t, verb)
         action = f"{verb} {rt.plural}"
-        await self._hold(action, HoldWhen.BEFORE)
         resource = f"{rt.group}/{rt.plural}" if rt.group else rt.plural
+        if await self._hold(action, HoldWhen.BEFORE):  # parked on arrival, then dropped
+            err = KubeError(503, "ServiceUnavailable", "dropped at a fault point before the "
+                                                       "API server saw it")
+            self._record_write(verb, resource, namespace, await self._named(request, t),
+                               err.code, None, "dropped")
+            raise err
         fault = self.kube.faults.take("kubernetes", action) if self.kube.faults else None
         if fault is not None:
             err = await self._fault(fault)
@@ -264,13 +269,14 @@ class KubeHandler:
         await self._hold(action, HoldWhen.AFTER)
         return answer
 
-    async def _hold(self, action: str, when: HoldWhen) -> None:
+    async def _hold(self, action: str, when: HoldWhen) -> bool:
         """Keep a write back at an armed fault point: before the store saw it, or its
-        answer after the store took it."""
+        answer after the store took it. True when it was let go by a drop."""
         holds = self.kube.holds
         hold = holds.take("kubernetes", action, when) if holds is not None else None
-        if hold is not None:
-            await asyncio.get_running_loop().run_in_executor(None, holds.park, hold, 0)
+        if hold is None:
+            return False
+        return await asyncio.get_running_loop().run_in_executor(None, holds.park, hold, 0)
 
     async def _fault(self, fault: Any) -> KubeError:
         """What the API server answers under an injected fault (the store never sees the

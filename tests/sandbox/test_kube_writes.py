@@ -103,6 +103,13 @@ def test_a_fault_answers_instead_of_the_api_server(books, api) -> None:
             and w["verb"] == "create"] == ["throttle", "server_error", None]
 
 
+def _wait_held(holds: HoldBook, hold_id: str) -> None:
+    deadline = time.monotonic() + 10
+    while holds.get(hold_id)["state"] != "held":
+        assert time.monotonic() < deadline, holds.get(hold_id)
+        time.sleep(0.02)
+
+
 def test_a_before_hold_parks_the_write_before_the_store_sees_it(books, api) -> None:
     registry, holds, _, _ = books
     ns = f"t-{uuid.uuid4().hex[:6]}"
@@ -114,10 +121,7 @@ def test_a_before_hold_parks_the_write_before_the_store_sees_it(books, api) -> N
                                               done.set()))
     writer.start()
     try:
-        deadline = time.monotonic() + 10
-        while holds.get(hold.id)["state"] != "held":
-            assert time.monotonic() < deadline, holds.get(hold.id)
-            time.sleep(0.02)
+        _wait_held(holds, hold.id)
         assert registry.get(CLUSTER).get_object("v1", "ConfigMap", "held", ns) is None
         assert not done.is_set()
     finally:
@@ -125,3 +129,23 @@ def test_a_before_hold_parks_the_write_before_the_store_sees_it(books, api) -> N
         writer.join(10)
     assert done.is_set()
     assert registry.get(CLUSTER).get_object("v1", "ConfigMap", "held", ns) is not None
+
+    # dropped: the store never sees it
+    hold = holds.arm({"service": "kubernetes", "action": "create configmaps", "when": "before"})
+    refused: list[int] = []
+
+    def create() -> None:
+        try:
+            v1.create_namespaced_config_map(ns, _cm("dropped"))
+        except k8s.ApiException as exc:
+            refused.append(exc.status)
+
+    writer = threading.Thread(target=create)
+    writer.start()
+    try:
+        _wait_held(holds, hold.id)
+    finally:
+        holds.release(hold.id, drop=True)
+        writer.join(10)
+    assert refused == [503]
+    assert registry.get(CLUSTER).get_object("v1", "ConfigMap", "dropped", ns) is None

@@ -255,6 +255,19 @@ def test_a_before_hold_parks_the_call_before_aws_or_a_fault_sees_it(control, ec2
     assert ec2.describe_vpcs(Filters=_by_tag(name))["Vpcs"] == []
     assert [c["fault"] for c in control.calls(action="CreateVpc")] == ["throttle"]
 
+    # dropped: the call never reaches AWS (its client is usually dead by then)
+    gate = control.hold("ec2", "CreateVpc", when="before")
+    worker = threading.Thread(target=create)
+    worker.start()
+    try:
+        control.wait_held(gate, timeout=10)
+    finally:
+        control.release(gate, drop=True)
+        worker.join(10)
+    assert errors[-1] == "ServiceUnavailable"
+    assert ec2.describe_vpcs(Filters=_by_tag(name))["Vpcs"] == []
+    assert [c["fault"] for c in control.calls(action="CreateVpc")] == ["throttle", "dropped"]
+
 
 _WORKER = """
 import boto3
