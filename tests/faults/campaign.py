@@ -1,0 +1,477 @@
+"""The fault campaign (issue 20, item 6): every operation kind, every step, five faults.
+
+A *chain* is a few operations, each of one kind, that together leave the world as they found
+it (create a network, delete it). Each chain runs once clean — its baseline: every step's
+calls (trace.py) and everything it created — and then once per fault, with fresh names.
+A faulted round strikes **every step** of every operation in turn, at the call the clean
+run's trace says the step makes first:
+
+- `kill_at_start`: the step's first call (its first mutation where it has one) is held on
+  arrival, before AWS or the API server saw it; the worker's whole process group is
+  SIGKILLed there and the call dropped, never to reach AWS; a new worker is started.
+- `kill_waiting`: the worker is SIGKILLed while it waits on AWS: AWS has answered the step's
+  first mutation and the answer is held (the worst moment: done, not recorded); and for a
+  step that waits, again on its first poll while waiting.
+- `throttle_5xx`: the step's first call is throttled once, then answered 5xx until
+  botocore's five attempts are spent, so the step itself sees the failure and retries (a
+  cluster's API server: 429, then 500 — its client does not retry).
+- `redis_restart`: while the step's first call is in flight (AWS answered, the answer held),
+  redis-server is SIGKILLed and started again with the append-only file `hypd up` uses in
+  aws mode (fsync always); every operation record, event and audit entry written before is
+  checked to be there after.
+- `web_killed`: the web server is SIGKILLed between recording the operation and enqueuing its
+  first task (a proxy between it and Redis strikes at the enqueue: redisproxy.py); the
+  client sends its request again with the same Idempotency-Key once the web server is back,
+  and must get the same operation.
+
+Each faulted operation must then finish as the clean one did: succeeded, with exactly the
+same AWS and Kubernetes creates (the sandbox's counters, trace.made), nothing made twice, no
+record lost; and every step must have been struck — a gate that the operation passed without
+its call is a miss, and fails the test.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import redis
+
+from tasks.engine.model import OpStatus, StepPhase
+from tests.faults.redisproxy import RedisProxy
+from tests.faults.trace import (
+    KUBERNETES,
+    Made,
+    StepTrace,
+    aws_calls,
+    kube_calls,
+    made,
+    steps_of,
+)
+from tests.stack import Stack
+
+GATE_TIMEOUT_S = 120.0
+FINISH_TIMEOUT_S = 300.0
+POLL_S = 0.02
+BOTOCORE_ATTEMPTS = 5  # cloud/aws.py MAX_ATTEMPTS: a burst this long reaches the step
+
+
+class Fault(enum.StrEnum):
+    KILL_AT_START = "kill_at_start"
+    KILL_WAITING = "kill_waiting"
+    BURST = "throttle_5xx"
+    REDIS = "redis_restart"
+    WEB = "web_killed"
+
+
+# -- what a chain is ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    params: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Act:
+    """One operation of a chain: its kind and the request that starts it (from the round's
+    names)."""
+
+    kind: str
+    request: Callable[[dict[str, str]], Request]
+
+
+@dataclass(frozen=True)
+class Chain:
+    name: str
+    acts: tuple[Act, ...]
+    names: Callable[[str], dict[str, str]]
+    """The round's names from a short unique token (each round makes its own things)."""
+    arrange: Callable[[Stack, dict[str, str]], None] | None = None
+    """What a round needs before its first act (not struck), e.g. a model in the bucket."""
+    warmup: bool = False
+    """Run once before the clean round: its first run installs what stays (e.g. an
+    endpoint's load balancer controller), so only later runs are alike."""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(a.kind for a in self.acts)
+
+
+# -- one run of one operation ---------------------------------------------------------------
+
+@dataclass
+class ActRun:
+    kind: str
+    fault: str
+    op: dict[str, Any]
+    trace: dict[str, StepTrace]
+    made: Made
+    struck: dict[str, int] = field(default_factory=dict)
+    unstrikable: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    extra: dict[str, int] = field(default_factory=dict)
+    unspent: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[str]:
+        return [s["name"] for s in self.op["steps"]]
+
+    @property
+    def finished(self) -> bool:
+        return self.op["status"] == OpStatus.SUCCEEDED
+
+    def attempts(self, step: str) -> int:
+        return next(s["attempts"] for s in self.op["steps"] if s["name"] == step)
+
+    def figures(self) -> dict[str, Any]:
+        """What the campaign's summary counts (tests/faults/conftest.py)."""
+        return {"kind": self.kind, "fault": self.fault, "steps": self.steps,
+                "struck": self.struck, "unstrikable": self.unstrikable, "missed": self.missed,
+                "finished": self.finished, "extra": self.extra, "twice": self.made.twice,
+                "lost": self.lost, "other": dict(self.made.other)}
+
+    def problems(self) -> list[str]:
+        """Everything that makes this run not count as finishing like the clean one."""
+        found = []
+        if not self.finished:
+            found.append(f"{self.kind} {self.op['status']}: {self.op.get('error')}")
+        if self.made.twice:
+            found.append(f"{self.kind}: made twice: {self.made.twice}")
+        if self.fault == "clean":
+            return found
+        if self.extra:
+            found.append(f"{self.kind}: creates differ from the clean run: {self.extra}")
+        if self.lost:
+            found.append(f"{self.kind}: lost across a Redis restart: {self.lost}")
+        if self.missed:
+            found.append(f"{self.kind}: steps passed without being struck: {self.missed}")
+        if self.unspent:
+            found.append(f"{self.kind}: faults never spent: {self.unspent}")
+        if self.fault != Fault.WEB:
+            unstruck = [s for s in self.steps if s not in self.struck
+                        and s not in self.unstrikable]
+            if unstruck:
+                found.append(f"{self.kind}: steps not struck: {unstruck}")
+        if self.fault in (Fault.KILL_AT_START, Fault.BURST):
+            again = [s for s in self.struck if self.attempts(s) < 2]
+            if again:
+                found.append(f"{self.kind}: struck but never attempted again: {again}")
+        return found
+
+
+# -- where a fault strikes a step -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Gate:
+    step: str
+    index: int
+    service: str
+    action: str
+    when: str  # "before": held on arrival; "after": AWS answered, the answer held
+    phase: StepPhase  # the step's phase the call must come in
+
+    @property
+    def where(self) -> str:
+        return f"{self.step}:{self.phase.value}"
+
+
+def plan(fault: Fault, clean: ActRun) -> tuple[list[Gate], list[str]]:
+    """The gates of a faulted run, from the clean run's trace, and the steps no call of
+    which the sandbox sees (nothing to strike at)."""
+    gates, unstrikable = [], []
+    before = "before" if fault in (Fault.KILL_AT_START, Fault.BURST) else "after"
+    for index, name in enumerate(clean.steps):
+        trace = clean.trace[name]
+        first = trace.first("apply", mutation=True) or trace.first("apply")
+        if first is None:
+            unstrikable.append(name)
+        else:
+            gates.append(Gate(name, index, first.service, first.action, before,
+                              StepPhase.APPLYING))
+        polled = trace.first("wait")
+        if fault is Fault.KILL_WAITING and polled is not None:
+            gates.append(Gate(name, index, polled.service, polled.action, "after",
+                              StepPhase.APPLIED))
+    return gates, unstrikable
+
+
+def _position(op: dict[str, Any]) -> tuple[int, StepPhase | None]:
+    """(index of the step the operation is at, its phase); past the end when finished."""
+    if OpStatus(op["status"]).is_finished:
+        return len(op["steps"]), None
+    for index, step in enumerate(op["steps"]):
+        phase = StepPhase(step["phase"])
+        if not phase.is_done:
+            return index, phase
+    return len(op["steps"]), None
+
+
+def _order(index: int, phase: StepPhase | None) -> tuple[int, int]:
+    return index, 0 if phase in (None, StepPhase.PENDING, StepPhase.APPLYING) else 1
+
+
+# -- records a Redis restart must keep -------------------------------------------------------
+
+@dataclass
+class Records:
+    """Operation records (their versions), their event streams' lengths and the audit log's
+    entries, as Redis held them at one moment."""
+
+    ops: dict[str, int]
+    events: dict[str, int]
+    audit: set[str]
+
+    @classmethod
+    def take(cls, conn: redis.Redis) -> Records:
+        ids = [k.removeprefix("hypd:op:") for k in conn.scan_iter("hypd:op:*", count=1000)]
+        raws = conn.mget([f"hypd:op:{i}" for i in ids]) if ids else []
+        pipe = conn.pipeline(transaction=False)
+        for op_id in ids:
+            pipe.xlen(f"hypd:events:{op_id}")
+        lengths = pipe.execute() if ids else []
+        return cls(ops={i: json.loads(r)["version"] for i, r in zip(ids, raws, strict=True) if r},
+                   events=dict(zip(ids, lengths, strict=True)),
+                   audit={entry_id for entry_id, _ in conn.xrange("hypd:audit")})
+
+    def lost(self, conn: redis.Redis) -> list[str]:
+        now = Records.take(conn)
+        found = [f"operation {i} (version {v})" for i, v in self.ops.items()
+                 if now.ops.get(i, -1) < v]
+        found += [f"events of {i} ({n} -> {now.events.get(i, 0)})"
+                  for i, n in self.events.items() if now.events.get(i, 0) < n]
+        found += [f"audit entry {e}" for e in sorted(self.audit - now.audit)]
+        return found
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+class Campaign:
+    """Runs chains on one stack (Redis with AOF, the web server behind `proxy`)."""
+
+    def __init__(self, stack: Stack, proxy: RedisProxy) -> None:
+        self.stack = stack
+        self.proxy = proxy
+        self.sandbox = stack.sandbox
+        self.redis = stack.redis()
+        self._baselines: dict[str, dict[str, ActRun]] = {}
+        self._aws_seq = 0
+        self._kube_seq = 0
+        self.clean_runs: list[ActRun] = []
+
+    # rounds ------------------------------------------------------------------------------
+
+    def baseline(self, chain: Chain) -> dict[str, ActRun]:
+        """The chain's clean runs by kind (made once, after a warm-up round if it wants
+        one)."""
+        if chain.name not in self._baselines:
+            if chain.warmup:
+                self._round(chain, "warmup", None)
+            runs = self._round(chain, "clean", None)
+            problems = [p for r in runs for p in r.problems()]
+            assert not problems, problems
+            self.clean_runs += runs
+            self._baselines[chain.name] = {r.kind: r for r in runs}
+        return self._baselines[chain.name]
+
+    def run(self, chain: Chain, fault: Fault) -> list[ActRun]:
+        return self._round(chain, fault.value, fault, self.baseline(chain))
+
+    def _round(self, chain: Chain, label: str, fault: Fault | None,
+               clean: dict[str, ActRun] | None = None) -> list[ActRun]:
+        names = chain.names(f"{label[0]}{uuid.uuid4().hex[:4]}")
+        if chain.arrange is not None:
+            self._idle()
+            chain.arrange(self.stack, names)
+        runs = []
+        for act in chain.acts:
+            run = self._act(act, names, fault, (clean or {}).get(act.kind))
+            runs.append(run)
+            if not run.finished:
+                break  # the next acts need this one done
+        return runs
+
+    # one operation -----------------------------------------------------------------------
+
+    def _act(self, act: Act, names: dict[str, str], fault: Fault | None,
+             clean: ActRun | None) -> ActRun:
+        self._idle()
+        self._cursor()
+        request = act.request(names)
+        gates, unstrikable = plan(fault, clean) if clean and fault is not Fault.WEB else ([], [])
+        lost: list[str] = []
+        submit = self._submit_killing_web if fault is Fault.WEB else self._submit
+        op_id = submit(request)
+        struck, missed, unspent = self._strike(op_id, fault, gates, lost)
+        op = self._finish(op_id)
+        calls, writes = self._cursor()
+        steps = [s["name"] for s in op["steps"]]
+        events = [(entry_id, json.loads(fields["data"]))
+                  for entry_id, fields in self.redis.xrange(f"hypd:events:{op_id}")]
+        run = ActRun(kind=op["kind"], fault=fault.value if fault else "clean", op=op,
+                     trace=steps_of(events, aws_calls(calls) + kube_calls(writes), steps),
+                     made=made(calls, writes, names), struck=struck, unstrikable=unstrikable,
+                     missed=missed, lost=lost, unspent=unspent)
+        assert run.kind == act.kind, (run.kind, act.kind)
+        if clean is not None:
+            run.extra = run.made.extra_over(clean.made)
+        return run
+
+    def _submit(self, request: Request, key: str | None = None) -> str:
+        headers = {"Idempotency-Key": key} if key else {}
+        with self.stack.client() as c:
+            reply = c.request(request.method, request.path, json=request.body,
+                              params=request.params, headers=headers)
+        assert reply.status_code == 202, (request, reply.status_code, reply.text)
+        return reply.json()["operation"]["id"]
+
+    def _submit_killing_web(self, request: Request) -> str:
+        """The request once, the web server SIGKILLed as it enqueues; then again with the
+        same Idempotency-Key once it is back: the same operation, recorded before the kill."""
+        key = f"campaign-{uuid.uuid4().hex}"
+        before = set(self.redis.zrange("hypd:ops", 0, -1))
+        self.proxy.arm(self.stack.kill_web)
+        try:
+            self._submit(request, key)
+        except httpx.HTTPError:
+            pass  # the connection died with the web server: what a client sees
+        else:
+            raise AssertionError("the web server answered: it was not killed at the enqueue")
+        finally:
+            self.proxy.disarm()
+        assert self.proxy.struck.is_set()
+        recorded = set(self.redis.zrange("hypd:ops", 0, -1)) - before
+        assert len(recorded) == 1, recorded  # recorded, never enqueued
+        self.stack.start_web(HYPD_REDIS_URL=self.proxy.url)
+        op_id = self._submit(request, key)
+        assert {op_id} == recorded, (op_id, recorded)
+        return op_id
+
+    # striking ----------------------------------------------------------------------------
+
+    def _strike(self, op_id: str, fault: Fault | None, gates: list[Gate],
+                lost: list[str]) -> tuple[dict[str, int], list[str], list[str]]:
+        struck: dict[str, int] = {}
+        missed: list[str] = []
+        armed: list[str] = []
+        resume: Callable[[], None] | None = None
+        try:
+            for gate in gates:
+                hold = self.sandbox.hold(gate.service, gate.action, when=gate.when)
+                if resume is not None:
+                    resume()
+                    resume = None
+                hold = self._await(op_id, gate, hold)
+                if hold is None:
+                    missed.append(gate.where)
+                    self.sandbox.clear_holds()
+                    continue
+                struck[gate.step] = struck.get(gate.step, 0) + 1
+                resume = self._at_gate(fault, gate, hold, armed, lost)
+        finally:
+            if resume is not None:
+                resume()
+            self.sandbox.clear_holds()
+        if not armed:
+            return struck, missed, []
+        self._finish(op_id)
+        unspent = [f["id"] for f in self.sandbox.faults() if f["id"] in armed]
+        self.sandbox.clear_faults()
+        return struck, missed, unspent
+
+    def _await(self, op_id: str, gate: Gate, hold: str) -> str | None:
+        """The hold once it holds the gate's call with the operation at the gate's step and
+        phase; None when the operation went past without making the call. A call of an
+        earlier step is let go (the next one is caught by a new hold armed first)."""
+        deadline = time.monotonic() + GATE_TIMEOUT_S
+        want = _order(gate.index, gate.phase)
+        while True:
+            held = self.sandbox.get_hold(hold)["state"] == "held"
+            at = _order(*_position(self._op(op_id)))
+            if held and at == want:
+                return hold
+            if held and at < want:
+                newer = self.sandbox.hold(gate.service, gate.action, when=gate.when)
+                self.sandbox.release(hold)
+                hold = newer
+                continue
+            if at > want:
+                self.sandbox.release(hold)
+                return None
+            if time.monotonic() > deadline:
+                raise AssertionError(f"gate {gate} not reached in {GATE_TIMEOUT_S} s: "
+                                     f"{self._op(op_id)}")
+            time.sleep(POLL_S)
+
+    def _at_gate(self, fault: Fault | None, gate: Gate, hold: str, armed: list[str],
+                 lost: list[str]) -> Callable[[], None] | None:
+        """Strike while the gate's call is held; what to do once the next gate is armed."""
+        if fault in (Fault.KILL_AT_START, Fault.KILL_WAITING):
+            self.stack.kill_worker()
+            self.sandbox.release(hold, drop=gate.when == "before")
+            return self.stack.start_worker
+        if fault is Fault.BURST:
+            burst = (("throttle", 1), ("server_error", 1 if gate.service == KUBERNETES
+                                       else BOTOCORE_ATTEMPTS - 1))
+            for kind, count in burst:
+                armed.append(self.sandbox.add_fault(gate.service, gate.action, kind,
+                                                    count=count)["id"])
+            self.sandbox.release(hold)
+            return None
+        if fault is Fault.REDIS:
+            before = Records.take(self.redis)
+            self.stack.restart_redis()
+            lost += before.lost(self.redis)
+            self.sandbox.release(hold)
+            return None
+        raise AssertionError(f"no gates for {fault}")
+
+    # reading -----------------------------------------------------------------------------
+
+    def _op(self, op_id: str) -> dict[str, Any]:
+        """The operation's record from Redis (through a restart: the client reconnects)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                raw = self.redis.get(f"hypd:op:{op_id}")
+                assert raw, f"no operation {op_id}"
+                return json.loads(raw)
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def _finish(self, op_id: str) -> dict[str, Any]:
+        deadline = time.monotonic() + FINISH_TIMEOUT_S
+        while True:
+            op = self._op(op_id)
+            if OpStatus(op["status"]).is_finished:
+                return op
+            if time.monotonic() > deadline:
+                raise AssertionError(f"operation {op_id} not finished in {FINISH_TIMEOUT_S} s:"
+                                     f" {op}")
+            time.sleep(0.05)
+
+    def _idle(self) -> None:
+        """Nothing running: a hold armed next catches this run's calls only."""
+        for op_id in self.redis.zrange("hypd:due", 0, -1):
+            self._finish(op_id)
+
+    def _cursor(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """AWS calls and cluster writes since the last look."""
+        calls = self.sandbox.calls(since=self._aws_seq)
+        writes = self.sandbox.kube_writes(since=self._kube_seq)
+        if calls:
+            self._aws_seq = calls[-1]["seq"]
+        if writes:
+            self._kube_seq = writes[-1]["seq"]
+        return calls, writes

@@ -1,0 +1,101 @@
+"""The fault campaign's stack and its figures.
+
+One stack per test process, as `hypd up` runs Redis in aws mode (append-only file, fsync
+always: it is restarted under the campaign), with the web server reaching Redis through a
+proxy that can kill it at the enqueue (redisproxy.py). The campaign (its clean baselines)
+is module-scoped, so a campaign module goes whole to one xdist worker. Each test records its
+runs' figures; the summary at the end counts kinds x steps x faults tried, finished and the
+creates beyond the clean runs'."""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.faults.campaign import ActRun, Campaign, Fault
+from tests.faults.redisproxy import RedisProxy
+from tests.stack import Stack
+
+FIGURES = "fault_campaign"
+
+
+@pytest.fixture(scope="session")
+def fault_stack() -> Iterator[tuple[Stack, RedisProxy]]:
+    stack = Stack(redis_aof=True).start()
+    proxy = RedisProxy(stack.redis_port)
+    try:
+        stack.kill_web()
+        stack.start_web(HYPD_REDIS_URL=proxy.url)
+        yield stack, proxy
+    finally:
+        proxy.close()
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def campaign(fault_stack: tuple[Stack, RedisProxy]) -> Campaign:
+    return Campaign(*fault_stack)
+
+
+@pytest.fixture
+def record(request: pytest.FixtureRequest):
+    """Keep runs' figures on the test's report (they travel back from xdist workers)."""
+
+    def keep(runs: list[ActRun]) -> None:
+        for run in runs:
+            request.node.user_properties.append((FIGURES, json.dumps(run.figures())))
+
+    return keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    runs = [json.loads(value) for reports in terminalreporter.stats.values()
+            for report in reports if getattr(report, "when", None) == "call"
+            for name, value in getattr(report, "user_properties", ()) if name == FIGURES]
+    if runs:
+        for line in summary(runs):
+            terminalreporter.write_line(line)
+
+
+def summary(runs: list[dict[str, Any]]) -> list[str]:
+    """The campaign's figures: per kind and fault the steps struck of the steps run, runs
+    finished, creates beyond the clean run's; then the totals."""
+    table: dict[tuple[str, str], dict[str, Any]] = collections.defaultdict(
+        lambda: {"steps": set(), "struck": set(), "runs": 0, "finished": 0, "extra": 0,
+                 "unstrikable": set()})
+    for run in runs:
+        row = table[(run["kind"], run["fault"])]
+        row["steps"].update(run["steps"])
+        row["struck"].update(run["struck"] if run["fault"] != Fault.WEB else run["steps"])
+        row["unstrikable"].update(run["unstrikable"])
+        row["runs"] += 1
+        row["finished"] += run["finished"]
+        row["extra"] += sum(abs(n) for n in run["extra"].values()) + len(run["twice"])
+    kinds = sorted({k for k, _ in table})
+    faults = [f.value for f in Fault]
+    lines = ["", "fault campaign: kind, steps, then per fault struck/steps (runs finished, "
+             "extra creates)"]
+    for kind in kinds:
+        steps = set().union(*(table[(kind, f)]["steps"] for f in faults if (kind, f) in table))
+        cells = []
+        for fault in faults:
+            row = table.get((kind, fault))
+            cells.append("-" if row is None else
+                         f"{len(row['struck'])}/{len(row['steps'])} "
+                         f"({row['finished']}/{row['runs']}, {row['extra']})")
+        lines.append(f"  {kind:28} {len(steps):3}  " + "  ".join(f"{c:>16}" for c in cells))
+    tried = sum(len(r["struck"]) for (_, f), r in table.items() if f in faults)
+    total = sum(len(r["steps"]) for (_, f), r in table.items() if f in faults)
+    runs_all = sum(r["runs"] for r in table.values())
+    lines.append(f"  {len(kinds)} kinds, {len(faults)} faults: {tried} of {total} "
+                 f"(kind, step, fault) struck; {sum(r['finished'] for r in table.values())} "
+                 f"of {runs_all} faulted runs finished; "
+                 f"{sum(r['extra'] for r in table.values())} extra creates")
+    unstrikable = sorted({f"{k}:{s}" for (k, _), r in table.items() for s in r["unstrikable"]})
+    if unstrikable:
+        lines.append(f"  steps the sandbox sees no call of: {', '.join(unstrikable)}")
+    return lines
