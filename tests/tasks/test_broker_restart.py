@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-import redis
-
-from app.supervisor import redis_argv
+from app.supervisor import redis_argv, redis_ping
 from cloud.settings import Settings
 from tasks.celery_app import make_celery
 from tests.stack import REPO, TEST_ENV, _killpg, free_port, wait_until
@@ -26,15 +24,8 @@ from tests.stack import REPO, TEST_ENV, _killpg, free_port, wait_until
 def _redis(argv: list[str]) -> subprocess.Popen:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
     url = f"redis://127.0.0.1:{argv[argv.index('--port') + 1]}/0"
-    wait_until(lambda: _pings(url), 10, what="redis-server")
+    wait_until(lambda: redis_ping(url), 10, what="redis-server")
     return proc
-
-
-def _pings(url: str) -> bool:
-    try:
-        return bool(redis.Redis.from_url(url, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
 
 
 def test_a_worker_outlives_a_redis_restart_with_a_task_in_flight(tmp_path: Path) -> None:
