@@ -100,12 +100,14 @@ def _killpg(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
 
 class Stack:
     def __init__(self, web_args: tuple[str, ...] = ("--threads", "16"),
-                 redis_aof: bool = False) -> None:
+                 redis_aof: bool = False, settings: dict[str, str] | None = None) -> None:
         """`web_args`: flags for `hypd web` (the benchmarks pass none: hypd's defaults);
         `redis_aof`: run redis-server as `hypd up` does in aws mode (append-only file,
-        fsync always), so it can be killed and restarted without losing a write."""
+        fsync always), so it can be killed and restarted without losing a write;
+        `settings`: HYPD_* values over TEST_ENV's for every process of this stack."""
         self.web_args = web_args
         self.redis_aof = redis_aof
+        self.settings = settings or {}
         self.tmp = Path(tempfile.mkdtemp(prefix="hypd-test-"))
         self.redis_proc: subprocess.Popen | None = None
         self.worker_proc: subprocess.Popen | None = None
@@ -131,6 +133,7 @@ class Stack:
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
+            **self.settings,
             "HYPD_REDIS_URL": self.redis_url,
             "HYPD_PORT": str(port),
             "HYPD_HOST": "127.0.0.1",

@@ -58,6 +58,7 @@ from tests.stack import Stack
 
 GATE_TIMEOUT_S = 120.0
 FINISH_TIMEOUT_S = 300.0
+IDLE_TIMEOUT_S = 60.0
 POLL_S = 0.02
 BOTOCORE_ATTEMPTS = 5  # cloud/aws.py MAX_ATTEMPTS: a burst this long reaches the step
 
@@ -82,11 +83,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Act:
-    """One operation of a chain: its kind and the request that starts it (from the round's
-    names)."""
+    """One operation of a chain: its kind and the request that starts it, from the round's
+    names (and, for a request naming what the cluster has now — a node, a pool's worker —
+    a look at the stack)."""
 
     kind: str
-    request: Callable[[dict[str, str]], Request]
+    request: Callable[[Stack, dict[str, str]], Request]
 
 
 @dataclass(frozen=True)
@@ -263,38 +265,41 @@ class Campaign:
         self.proxy = proxy
         self.sandbox = stack.sandbox
         self.redis = stack.redis()
-        self._baselines: dict[str, dict[str, ActRun]] = {}
+        self.context: dict[str, str] = {}
+        """Names every round of this campaign shares (e.g. the module's cluster)."""
+        self._baselines: dict[str, list[ActRun]] = {}
         self._aws_seq = 0
         self._kube_seq = 0
         self.clean_runs: list[ActRun] = []
 
     # rounds ------------------------------------------------------------------------------
 
-    def baseline(self, chain: Chain) -> dict[str, ActRun]:
-        """The chain's clean runs by kind (made once, after a warm-up round if it wants
-        one)."""
+    def baseline(self, chain: Chain) -> list[ActRun]:
+        """The chain's clean runs, one per act (made once, after a warm-up round if it
+        wants one)."""
         if chain.name not in self._baselines:
             if chain.warmup:
                 self._round(chain, "warmup", None)
             runs = self._round(chain, "clean", None)
             problems = [p for r in runs for p in r.problems()]
             assert not problems, problems
+            assert len(runs) == len(chain.acts)
             self.clean_runs += runs
-            self._baselines[chain.name] = {r.kind: r for r in runs}
+            self._baselines[chain.name] = runs
         return self._baselines[chain.name]
 
     def run(self, chain: Chain, fault: Fault) -> list[ActRun]:
         return self._round(chain, fault.value, fault, self.baseline(chain))
 
     def _round(self, chain: Chain, label: str, fault: Fault | None,
-               clean: dict[str, ActRun] | None = None) -> list[ActRun]:
-        names = chain.names(f"{label[0]}{uuid.uuid4().hex[:4]}")
+               clean: list[ActRun] | None = None) -> list[ActRun]:
+        names = {**self.context, **chain.names(f"{label[0]}{uuid.uuid4().hex[:4]}")}
         if chain.arrange is not None:
             self._idle()
             chain.arrange(self.stack, names)
         runs = []
-        for act in chain.acts:
-            run = self._act(act, names, fault, (clean or {}).get(act.kind))
+        for index, act in enumerate(chain.acts):
+            run = self._act(act, names, fault, clean[index] if clean else None)
             runs.append(run)
             if not run.finished:
                 break  # the next acts need this one done
@@ -306,7 +311,7 @@ class Campaign:
              clean: ActRun | None) -> ActRun:
         self._idle()
         self._cursor()
-        request = act.request(names)
+        request = act.request(self.stack, names)
         gates, unstrikable = plan(fault, clean) if clean and fault is not Fault.WEB else ([], [])
         lost: list[str] = []
         submit = self._submit_killing_web if fault is Fault.WEB else self._submit
@@ -450,21 +455,28 @@ class Campaign:
                     raise
                 time.sleep(0.1)
 
-    def _finish(self, op_id: str) -> dict[str, Any]:
-        deadline = time.monotonic() + FINISH_TIMEOUT_S
+    def _finish(self, op_id: str, timeout: float = FINISH_TIMEOUT_S) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
         while True:
             op = self._op(op_id)
             if OpStatus(op["status"]).is_finished:
                 return op
             if time.monotonic() > deadline:
-                raise AssertionError(f"operation {op_id} not finished in {FINISH_TIMEOUT_S} s:"
-                                     f" {op}")
+                raise AssertionError(f"operation {op_id} not finished in {timeout} s: {op}")
             time.sleep(0.05)
 
     def _idle(self) -> None:
-        """Nothing running: a hold armed next catches this run's calls only."""
+        """Nothing running: a hold armed next catches this run's calls only. An operation
+        an earlier (failed) run left stuck is cancelled, and this run fails naming it."""
+        stuck = []
         for op_id in self.redis.zrange("hypd:due", 0, -1):
-            self._finish(op_id)
+            try:
+                self._finish(op_id, IDLE_TIMEOUT_S)
+            except AssertionError as exc:
+                stuck.append(str(exc))
+                with self.stack.client() as c:
+                    c.post(f"/api/v1/operations/{op_id}/cancel")
+        assert not stuck, stuck
 
     def _cursor(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """AWS calls and cluster writes since the last look."""

@@ -16,16 +16,24 @@ from typing import Any
 
 import pytest
 
+from tasks.kinds import KINDS
 from tests.faults.campaign import ActRun, Campaign, Fault
 from tests.faults.redisproxy import RedisProxy
 from tests.stack import Stack
 
 FIGURES = "fault_campaign"
+SETTINGS = {
+    # A task's time limit is the visibility timeout less a second: the suite's 5 s cuts
+    # long steps (installing KubeRay's 1.3 MB CRDs takes seconds on a loaded machine) again
+    # and again. Killed workers are picked up by the sweeper (lease-bound), not by the
+    # broker, so a longer visibility costs the campaign nothing.
+    "HYPD_VISIBILITY_TIMEOUT_S": "30",
+}
 
 
 @pytest.fixture(scope="session")
 def fault_stack() -> Iterator[tuple[Stack, RedisProxy]]:
-    stack = Stack(redis_aof=True).start()
+    stack = Stack(redis_aof=True, settings=SETTINGS).start()
     proxy = RedisProxy(stack.redis_port)
     try:
         stack.kill_web()
@@ -98,4 +106,11 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
     unstrikable = sorted({f"{k}:{s}" for (k, _), r in table.items() for s in r["unstrikable"]})
     if unstrikable:
         lines.append(f"  steps the sandbox sees no call of: {', '.join(unstrikable)}")
+    unselected = sorted(f"{kind}:{step.name}" for kind in kinds if kind in KINDS
+                        for step in KINDS[kind].steps
+                        if all(step.name not in r["steps"] for (k, _), r in table.items()
+                               if k == kind))
+    if unselected:
+        lines.append("  steps a kind declares that no operation of the campaign selected: "
+                     + ", ".join(unselected))
     return lines
