@@ -156,7 +156,11 @@ class ActRun:
         if self.lost:
             found.append(f"{self.kind}: lost across a Redis restart: {self.lost}")
         if self.missed:
-            found.append(f"{self.kind}: steps passed without being struck: {self.missed}")
+            calls = {m.split(":")[0]: [f"{c.service}:{c.action}"
+                                       for c in self.trace[m.split(":")[0]].apply]
+                     for m in self.missed}
+            found.append(f"{self.kind}: steps passed without being struck: {self.missed} "
+                         f"(their calls this time: {calls})")
         if self.unspent:
             found.append(f"{self.kind}: faults never spent: {self.unspent}")
         if self.fault != Fault.WEB:
@@ -184,7 +188,7 @@ class Gate:
 
     @property
     def where(self) -> str:
-        return f"{self.step}:{self.phase.value}"
+        return f"{self.step}:{self.phase.value} at {self.service}:{self.action}"
 
 
 def plan(fault: Fault, clean: ActRun) -> tuple[list[Gate], list[str]]:
@@ -194,13 +198,13 @@ def plan(fault: Fault, clean: ActRun) -> tuple[list[Gate], list[str]]:
     before = "before" if fault in (Fault.KILL_AT_START, Fault.BURST) else "after"
     for index, name in enumerate(clean.steps):
         trace = clean.trace[name]
-        first = trace.first("apply", mutation=True) or trace.first("apply")
+        first = trace.first("apply", mutation=True) or trace.first("apply", steady=True)
         if first is None:
             unstrikable.append(name)
         else:
             gates.append(Gate(name, index, first.service, first.action, before,
                               StepPhase.APPLYING))
-        polled = trace.first("wait")
+        polled = trace.first("wait", steady=True)
         if fault is Fault.KILL_WAITING and polled is not None:
             gates.append(Gate(name, index, polled.service, polled.action, "after",
                               StepPhase.APPLIED))

@@ -228,19 +228,17 @@ def _sglang(name: str, **extra: Any) -> dict[str, Any]:
 
 
 # endpoint.create's and .update's steps between them: a routed SGLang endpoint with KEDA
-# autoscaling from the start (requirements, deploy, service, autoscaler); one that gets its
-# autoscaling later (the update's requirements); a model pool, its worker reassigned and the
-# pool scaled in around it.
+# autoscaling (requirements, deploy, service, autoscaler), its bounds changed (deploy,
+# service, autoscaler); a model pool, its worker reassigned and the pool scaled in around it
+# (scale_in). An update's own requirements step runs only when what an endpoint needs
+# changes, which no request can do (autoscaling is neither added nor removed by a PATCH).
 ENDPOINT = Chain(
     "endpoint",
     acts=(
         Act("endpoint.create", post(ENDPOINTS, _sglang("{scaled}", autoscaling={
             "min": 1, "max": 2, "target": 4}))),
+        Act("endpoint.update", patch(ENDPOINTS + "/{scaled}", {"autoscaling": {"max": 3}})),
         Act("endpoint.delete", delete(ENDPOINTS + "/{scaled}")),
-        Act("endpoint.create", post(ENDPOINTS, _sglang("{routed}"))),
-        Act("endpoint.update", patch(ENDPOINTS + "/{routed}", {"autoscaling": {
-            "min": 1, "max": 2, "target": 4}})),
-        Act("endpoint.delete", delete(ENDPOINTS + "/{routed}")),
         Act("endpoint.create", post(ENDPOINTS, {
             "name": "{pool}", "kind": "vllm", "model": "llama", "gpus": 1, "replicas": 3,
             "service": "pool", "pool_models": ["llama", "qwen"],
@@ -249,8 +247,7 @@ ENDPOINT = Chain(
         Act("endpoint.update", patch(ENDPOINTS + "/{pool}", {"replicas": 2})),
         Act("endpoint.delete", delete(ENDPOINTS + "/{pool}")),
     ),
-    names=lambda token: {"scaled": f"as-{token}", "routed": f"rt-{token}",
-                         "pool": f"pl-{token}"},
+    names=lambda token: {"scaled": f"as-{token}", "pool": f"pl-{token}"},
     warmup=True,  # the first routed endpoint installs KEDA, which stays
 )
 

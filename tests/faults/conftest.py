@@ -106,11 +106,14 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
     unstrikable = sorted({f"{k}:{s}" for (k, _), r in table.items() for s in r["unstrikable"]})
     if unstrikable:
         lines.append(f"  steps the sandbox sees no call of: {', '.join(unstrikable)}")
-    unselected = sorted(f"{kind}:{step.name}" for kind in kinds if kind in KINDS
-                        for step in KINDS[kind].steps
-                        if all(step.name not in r["steps"] for (k, _), r in table.items()
-                               if k == kind))
+    unselected = []
+    for kind in kinds:
+        ran = set().union(*(r["steps"] for (k, _), r in table.items() if k == kind))
+        left = [s.name for s in KINDS[kind].steps if s.name not in ran] if kind in KINDS else []
+        if left:
+            more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+            unselected.append(f"{kind}: {', '.join(left[:3])}{more}")
     if unselected:
         lines.append("  steps a kind declares that no operation of the campaign selected: "
-                     + ", ".join(unselected))
+                     + "; ".join(unselected))
     return lines

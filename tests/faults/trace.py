@@ -19,6 +19,8 @@ from typing import Any
 from sandbox.resources import is_mutation
 
 KUBERNETES = "kubernetes"
+ONCE_PER_PROCESS = frozenset({("eks", "DescribeCluster")})
+"""Calls a worker process makes once and then remembers (cloud/eks.py's cluster clients)."""
 CREATE_PREFIXES = ("Create", "Allocate", "Run", "Associate", "Attach", "Authorize", "Add",
                    "Batch", "Start", "Update", "Upgrade", "Register", "Import")
 """AWS actions that make something (or start a change AWS then carries out): made twice,
@@ -43,9 +45,17 @@ class StepTrace:
     apply: list[Call] = field(default_factory=list)
     wait: list[Call] = field(default_factory=list)
 
-    def first(self, phase: str = "apply", mutation: bool = False) -> Call | None:
-        calls = self.apply if phase == "apply" else self.wait
-        return next((c for c in calls if c.mutation or not mutation), None)
+    def first(self, phase: str = "apply", mutation: bool = False,
+              steady: bool = False) -> Call | None:
+        """The phase's first call (a mutation, with `mutation`). With `steady`, the first
+        that every run of the step makes, where it has one: a worker process builds a
+        cluster's Kubernetes client once (eks:DescribeCluster), so whether that call shows
+        in a step depends on which process ran it before."""
+        calls = [c for c in (self.apply if phase == "apply" else self.wait)
+                 if c.mutation or not mutation]
+        if steady:
+            calls = [c for c in calls if (c.service, c.action) not in ONCE_PER_PROCESS] or calls
+        return calls[0] if calls else None
 
 
 def _ms(iso: str) -> int:
