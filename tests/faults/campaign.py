@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import enum
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -120,6 +121,9 @@ class ActRun:
     struck: dict[str, int] = field(default_factory=dict)
     unstrikable: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
+    waits_missed: list[str] = field(default_factory=list)
+    """Polls while waiting the clean run made and this run did not (its wait ended at
+    once: after a strike the step may find its resource ready)."""
     lost: list[str] = field(default_factory=list)
     extra: dict[str, int] = field(default_factory=dict)
     unspent: list[str] = field(default_factory=list)
@@ -139,6 +143,7 @@ class ActRun:
         """What the campaign's summary counts (tests/faults/conftest.py)."""
         return {"kind": self.kind, "fault": self.fault, "steps": self.steps,
                 "struck": self.struck, "unstrikable": self.unstrikable, "missed": self.missed,
+                "waits_missed": self.waits_missed,
                 "finished": self.finished, "extra": self.extra, "twice": self.made.twice,
                 "lost": self.lost, "other": dict(self.made.other)}
 
@@ -223,7 +228,56 @@ def _position(op: dict[str, Any]) -> tuple[int, StepPhase | None]:
 
 
 def _order(index: int, phase: StepPhase | None) -> tuple[int, int]:
-    return index, 0 if phase in (None, StepPhase.PENDING, StepPhase.APPLYING) else 1
+    """Where an operation is, comparable: a step pending, applying, then applied."""
+    rank = {StepPhase.PENDING: 0, StepPhase.APPLYING: 1}
+    return index, rank.get(phase, 2) if phase is not None else 0
+
+
+class _Sent:
+    """A request sent from a thread of its own (its first call may be held at a gate before
+    the reply comes back), and the operation it recorded, found in `hypd:ops` as soon as it
+    is there."""
+
+    def __init__(self, campaign: Campaign, request: Request) -> None:
+        self.campaign = campaign
+        self.request = request
+        self.known = set(campaign.redis.zrange("hypd:ops", -50, -1))
+        self.reply: dict[str, Any] = {}
+        self.thread = threading.Thread(target=self._send, daemon=True)
+        self.started = False
+        self._op_id: str | None = None
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.thread.start()
+
+    def _send(self) -> None:
+        try:
+            self.reply["op_id"] = self.campaign._submit(self.request)
+        except BaseException as exc:  # handed on by op() and op_id()
+            self.reply["error"] = exc
+
+    def op(self) -> dict[str, Any] | None:
+        """The operation's record once it is recorded."""
+        if self._op_id is None:
+            new = [i for i in self.campaign.redis.zrange("hypd:ops", -50, -1)
+                   if i not in self.known]
+            if self.reply.get("op_id") or len(new) == 1:
+                self._op_id = self.reply.get("op_id") or new[0]
+            elif "error" in self.reply:
+                raise self.reply["error"]
+            else:
+                return None
+        return self.campaign._op(self._op_id)
+
+    def op_id(self) -> str:
+        """The operation's id from the reply (the request must have answered 202)."""
+        self.thread.join(60)
+        if "error" in self.reply:
+            raise self.reply["error"]
+        assert self._op_id in (None, self.reply["op_id"]), (self._op_id, self.reply)
+        return self.reply["op_id"]
 
 
 # -- records a Redis restart must keep -------------------------------------------------------
@@ -318,9 +372,11 @@ class Campaign:
         request = act.request(self.stack, names)
         gates, unstrikable = plan(fault, clean) if clean and fault is not Fault.WEB else ([], [])
         lost: list[str] = []
-        submit = self._submit_killing_web if fault is Fault.WEB else self._submit
-        op_id = submit(request)
-        struck, missed, unspent = self._strike(op_id, fault, gates, lost)
+        if fault is Fault.WEB:
+            op_id = self._submit_killing_web(request)
+            struck, missed, waits, unspent = {}, [], [], []
+        else:
+            op_id, struck, missed, waits, unspent = self._strike(request, fault, gates, lost)
         op = self._finish(op_id)
         calls, writes = self._cursor()
         steps = [s["name"] for s in op["steps"]]
@@ -329,7 +385,7 @@ class Campaign:
         run = ActRun(kind=op["kind"], fault=fault.value if fault else "clean", op=op,
                      trace=steps_of(events, aws_calls(calls) + kube_calls(writes), steps),
                      made=made(calls, writes, names), struck=struck, unstrikable=unstrikable,
-                     missed=missed, lost=lost, unspent=unspent)
+                     missed=missed, waits_missed=waits, lost=lost, unspent=unspent)
         assert run.kind == act.kind, (run.kind, act.kind)
         if clean is not None:
             run.extra = run.made.extra_over(clean.made)
@@ -367,21 +423,29 @@ class Campaign:
 
     # striking ----------------------------------------------------------------------------
 
-    def _strike(self, op_id: str, fault: Fault | None, gates: list[Gate],
-                lost: list[str]) -> tuple[dict[str, int], list[str], list[str]]:
+    def _strike(self, request: Request, fault: Fault | None, gates: list[Gate],
+                lost: list[str]
+                ) -> tuple[str, dict[str, int], list[str], list[str], list[str]]:
+        """Send the request with the first gate armed (a step may make its first call before
+        the reply is back), then strike at each gate in turn. Answers the operation's id,
+        the strikes per step, the gates it passed (a step's own call: a miss; a step's poll
+        while waiting: a wait that did not happen this time) and faults never spent."""
         struck: dict[str, int] = {}
         missed: list[str] = []
+        waits: list[str] = []
         armed: list[str] = []
         resume: Callable[[], None] | None = None
+        sent = _Sent(self, request)
         try:
             for gate in gates:
                 hold = self.sandbox.hold(gate.service, gate.action, when=gate.when)
                 if resume is not None:
                     resume()
                     resume = None
-                hold = self._await(op_id, gate, hold)
+                sent.start()
+                hold = self._await(sent, gate, hold)
                 if hold is None:
-                    missed.append(gate.where)
+                    (waits if gate.phase is StepPhase.APPLIED else missed).append(gate.where)
                     self.sandbox.clear_holds()
                     continue
                 struck[gate.step] = struck.get(gate.step, 0) + 1
@@ -390,22 +454,26 @@ class Campaign:
             if resume is not None:
                 resume()
             self.sandbox.clear_holds()
+        sent.start()
+        op_id = sent.op_id()
         if not armed:
-            return struck, missed, []
+            return op_id, struck, missed, waits, []
         self._finish(op_id)
         unspent = [f["id"] for f in self.sandbox.faults() if f["id"] in armed]
         self.sandbox.clear_faults()
-        return struck, missed, unspent
+        return op_id, struck, missed, waits, unspent
 
-    def _await(self, op_id: str, gate: Gate, hold: str) -> str | None:
+    def _await(self, sent: _Sent, gate: Gate, hold: str) -> str | None:
         """The hold once it holds the gate's call with the operation at the gate's step and
         phase; None when the operation went past without making the call. A call of an
-        earlier step is let go (the next one is caught by a new hold armed first)."""
+        earlier step (or of the web server, before the operation is recorded) is let go, the
+        next one caught by a new hold armed first."""
         deadline = time.monotonic() + GATE_TIMEOUT_S
         want = _order(gate.index, gate.phase)
         while True:
             held = self.sandbox.get_hold(hold)["state"] == "held"
-            at = _order(*_position(self._op(op_id)))
+            op = sent.op()
+            at = _order(*_position(op)) if op is not None else (-1, 0)
             if held and at == want:
                 return hold
             if held and at < want:
@@ -417,8 +485,7 @@ class Campaign:
                 self.sandbox.release(hold)
                 return None
             if time.monotonic() > deadline:
-                raise AssertionError(f"gate {gate} not reached in {GATE_TIMEOUT_S} s: "
-                                     f"{self._op(op_id)}")
+                raise AssertionError(f"gate {gate} not reached in {GATE_TIMEOUT_S} s: {op}")
             time.sleep(POLL_S)
 
     def _at_gate(self, fault: Fault | None, gate: Gate, hold: str, armed: list[str],

@@ -103,6 +103,10 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
                  f"(kind, step, fault) struck; {sum(r['finished'] for r in table.values())} "
                  f"of {runs_all} faulted runs finished; "
                  f"{sum(r['extra'] for r in table.values())} extra creates")
+    waits = [w for run in runs for w in run.get("waits_missed", ())]
+    if waits:
+        lines.append(f"  polls while waiting that the clean run made and a struck run did not "
+                     f"(its wait ended at once), not struck: {len(waits)}")
     unstrikable = sorted({f"{k}:{s}" for (k, _), r in table.items() for s in r["unstrikable"]})
     if unstrikable:
         lines.append(f"  steps the sandbox sees no call of: {', '.join(unstrikable)}")
