@@ -127,6 +127,7 @@ class ActRun:
     lost: list[str] = field(default_factory=list)
     extra: dict[str, int] = field(default_factory=dict)
     unspent: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def steps(self) -> list[str]:
@@ -145,7 +146,8 @@ class ActRun:
                 "struck": self.struck, "unstrikable": self.unstrikable, "missed": self.missed,
                 "waits_missed": self.waits_missed,
                 "finished": self.finished, "extra": self.extra, "twice": self.made.twice,
-                "lost": self.lost, "other": dict(self.made.other)}
+                "lost": self.lost, "other": dict(self.made.other),
+                "seconds": round(self.seconds, 1)}
 
     def problems(self) -> list[str]:
         """Everything that makes this run not count as finishing like the clean one."""
@@ -369,6 +371,7 @@ class Campaign:
              clean: ActRun | None) -> ActRun:
         self._idle()
         self._cursor()
+        started = time.monotonic()
         request = act.request(self.stack, names)
         gates, unstrikable = plan(fault, clean) if clean and fault is not Fault.WEB else ([], [])
         lost: list[str] = []
@@ -385,7 +388,8 @@ class Campaign:
         run = ActRun(kind=op["kind"], fault=fault.value if fault else "clean", op=op,
                      trace=steps_of(events, aws_calls(calls) + kube_calls(writes), steps),
                      made=made(calls, writes, names), struck=struck, unstrikable=unstrikable,
-                     missed=missed, waits_missed=waits, lost=lost, unspent=unspent)
+                     missed=missed, waits_missed=waits, lost=lost, unspent=unspent,
+                     seconds=time.monotonic() - started)
         assert run.kind == act.kind, (run.kind, act.kind)
         if clean is not None:
             run.extra = run.made.extra_over(clean.made)

@@ -74,7 +74,7 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
     finished, creates beyond the clean run's; then the totals."""
     table: dict[tuple[str, str], dict[str, Any]] = collections.defaultdict(
         lambda: {"steps": set(), "struck": set(), "runs": 0, "finished": 0, "extra": 0,
-                 "unstrikable": set()})
+                 "unstrikable": set(), "seconds": 0.0})
     for run in runs:
         row = table[(run["kind"], run["fault"])]
         row["steps"].update(run["steps"])
@@ -83,6 +83,7 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
         row["runs"] += 1
         row["finished"] += run["finished"]
         row["extra"] += sum(abs(n) for n in run["extra"].values()) + len(run["twice"])
+        row["seconds"] += run.get("seconds", 0.0)
     kinds = sorted({k for k, _ in table})
     faults = [f.value for f in Fault]
     lines = ["", "fault campaign: kind, steps, then per fault struck/steps (runs finished, "
@@ -103,6 +104,9 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
                  f"(kind, step, fault) struck; {sum(r['finished'] for r in table.values())} "
                  f"of {runs_all} faulted runs finished; "
                  f"{sum(r['extra'] for r in table.values())} extra creates")
+    lines.append("  seconds of faulted runs per fault: " + ", ".join(
+        f"{f} {sum(r['seconds'] for (_, g), r in table.items() if g == f):.0f}"
+        for f in faults))
     waits = [w for run in runs for w in run.get("waits_missed", ())]
     if waits:
         lines.append(f"  polls while waiting that the clean run made and a struck run did not "
