@@ -78,7 +78,7 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
     for run in runs:
         row = table[(run["kind"], run["fault"])]
         row["steps"].update(run["steps"])
-        row["struck"].update(run["struck"] if run["fault"] != Fault.WEB else run["steps"])
+        row["struck"].update(run["struck"])
         row["unstrikable"].update(run["unstrikable"])
         row["runs"] += 1
         row["finished"] += run["finished"]
@@ -86,24 +86,32 @@ def summary(runs: list[dict[str, Any]]) -> list[str]:
         row["seconds"] += run.get("seconds", 0.0)
     kinds = sorted({k for k, _ in table})
     faults = [f.value for f in Fault]
-    lines = ["", "fault campaign: kind, steps, then per fault struck/steps (runs finished, "
-             "extra creates)"]
+    per_step = [f for f in faults if f != Fault.WEB]
+    lines = ["", "fault campaign: kind, its steps, then per fault the steps struck of those run "
+             f"({', '.join(per_step)}) or the operations struck ({Fault.WEB.value}), with (runs "
+             "finished/runs, creates beyond the clean run's)"]
     for kind in kinds:
         steps = set().union(*(table[(kind, f)]["steps"] for f in faults if (kind, f) in table))
         cells = []
         for fault in faults:
             row = table.get((kind, fault))
+            struck = (f"{row['runs']} ops" if fault == Fault.WEB else
+                      f"{len(row['struck'])}/{len(row['steps'])}") if row else ""
             cells.append("-" if row is None else
-                         f"{len(row['struck'])}/{len(row['steps'])} "
-                         f"({row['finished']}/{row['runs']}, {row['extra']})")
+                         f"{struck} ({row['finished']}/{row['runs']}, {row['extra']})")
         lines.append(f"  {kind:28} {len(steps):3}  " + "  ".join(f"{c:>16}" for c in cells))
-    tried = sum(len(r["struck"]) for (_, f), r in table.items() if f in faults)
-    total = sum(len(r["steps"]) for (_, f), r in table.items() if f in faults)
+    tried = sum(len(r["struck"]) for (_, f), r in table.items() if f in per_step)
+    total = sum(len(r["steps"]) for (_, f), r in table.items() if f in per_step)
+    web = [r for (_, f), r in table.items() if f == Fault.WEB]
     runs_all = sum(r["runs"] for r in table.values())
-    lines.append(f"  {len(kinds)} kinds, {len(faults)} faults: {tried} of {total} "
-                 f"(kind, step, fault) struck; {sum(r['finished'] for r in table.values())} "
-                 f"of {runs_all} faulted runs finished; "
-                 f"{sum(r['extra'] for r in table.values())} extra creates")
+    lines.append(f"  {len(kinds)} kinds: {tried} of {total} (kind, step, fault) struck by "
+                 f"{len(per_step)} faults at every step; {sum(r['runs'] for r in web)} "
+                 f"operations of {len(web)} kinds struck by {Fault.WEB.value}; "
+                 f"{sum(r['finished'] for r in table.values())} of {runs_all} faulted runs "
+                 f"finished; {sum(r['extra'] for r in table.values())} extra creates")
+    restarts = sum(sum(r["struck"].values()) for r in runs if r["fault"] == Fault.REDIS)
+    lines.append(f"  {restarts} Redis restarts, "
+                 f"{sum(len(r['lost']) for r in runs)} records lost across them")
     lines.append("  seconds of faulted runs per fault: " + ", ".join(
         f"{f} {sum(r['seconds'] for (_, g), r in table.items() if g == f):.0f}"
         for f in faults))
