@@ -43,7 +43,7 @@ def test_a_worker_outlives_a_redis_restart_with_a_task_in_flight(tmp_path: Path)
     try:
         app = make_celery(Settings.from_env(env))
         first, second = str(tmp_path / "first"), str(tmp_path / "second")
-        app.send_task("test.sleep", args=[first, 2.0])
+        app.send_task("test.sleep", args=[first, 1.0])
         wait_until(lambda: Path(first + ".started").exists(), 60, what="the first task")
         _killpg(server, signal.SIGKILL)  # a crash, then back on the same port and files
         server = _redis(argv)
