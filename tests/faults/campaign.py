@@ -27,7 +27,9 @@ run's trace says the step makes first:
 Each faulted operation must then finish as the clean one did: succeeded, with exactly the
 same AWS and Kubernetes creates (the sandbox's counters, trace.made), nothing made twice, no
 record lost; and every step must have been struck — a gate that the operation passed without
-its call is a miss, and fails the test.
+its call is a miss, and fails the test (a poll while waiting that a struck run did not make,
+its wait having ended at once, is counted apart). A step the sandbox sees no call of (only
+the panel's own records) cannot be struck and is named as such.
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ import json
 from typing import Any
 
 from cloud import kubernetes_versions
+from tests.app.test_clusters_api import TYPE as GPU_TYPE  # one GPU a node
+from tests.app.test_clusters_api import ZONE
 from tests.faults.campaign import Act, Chain, Request
 from tests.stack import Stack
 
-ZONE = "us-west-2a"
-GPU_TYPE = "ml.g5.8xlarge"  # one GPU a node
 SHARED_TYPE = "ml.g5.12xlarge"  # four GPUs a node: the shared cluster's endpoints fit
 POOL_LABEL = "hypd.io/model"
 

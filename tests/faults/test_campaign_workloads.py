@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+from tests.app.test_clusters_api import _body, _create
+from tests.app.test_endpoints_api import _upload_model
 from tests.faults.campaign import Campaign, Fault
 from tests.faults.chains import (
     ENDPOINT,
@@ -17,7 +19,6 @@ from tests.faults.chains import (
     MODEL,
     SHARED_TYPE,
     STORAGE,
-    ZONE,
 )
 
 CHAINS = (STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT)
@@ -29,20 +30,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 @pytest.fixture(scope="module")
 def shared(campaign: Campaign) -> str:
     """A GPU cluster (two nodes of four GPUs) with the models the endpoints serve."""
-    stack = campaign.stack
     name = f"fw-{uuid.uuid4().hex[:5]}"
-    with stack.client() as c:
-        reply = c.post("/api/v1/clusters", json={
-            "name": name, "availability_zone": ZONE, "instance_type": SHARED_TYPE,
-            "instance_count": 2})
-    assert reply.status_code == 202, reply.text
-    op = stack.wait_operation(reply.json()["operation"]["id"], timeout=300)
+    op = _create(campaign.stack, _body(name, instance_type=SHARED_TYPE))
     assert op["status"] == "succeeded", op
-    s3 = stack.aws("s3")
-    bucket = next(b["Name"] for b in s3.list_buckets()["Buckets"]
-                  if b["Name"].startswith(f"hypd-{name}-"))
     for model in ("llama", "qwen"):
-        s3.put_object(Bucket=bucket, Key=f"models/{model}/config.json", Body=b"{}")
+        _upload_model(campaign.stack, name, model)
     campaign.context["cluster"] = name
     return name
 
