@@ -423,11 +423,14 @@ class Campaign:
                                  "not killed at the enqueue")
         finally:
             self.proxy.disarm()
-        assert self.proxy.struck.is_set()
+            # the client may hear the connection die before the kill has returned
+            struck = self.proxy.struck.wait(30)
+            if self.stack.web_proc is not None and self.stack.web_proc.poll() is not None:
+                self.stack.start_web(HYPD_REDIS_URL=self.proxy.url)
+        assert struck, "the web server died, but not at the enqueue"
         recorded = set(self.redis.zrange("hypd:ops", 0, -1)) - before
         assert len(recorded) == 1, recorded  # recorded, never enqueued
         [op_id] = recorded
-        self.stack.start_web(HYPD_REDIS_URL=self.proxy.url)
         reply = self._send(request, key)
         if reply.status_code == 201:
             # a workload whose operation (started by the sweeper meanwhile) has made it
