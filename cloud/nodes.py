@@ -69,6 +69,15 @@ class NodeAction:
     """the health label HyperPod puts on a node the action is under way on"""
     done: str = ""
     """past participle, for messages"""
+    event_words: tuple[str, ...] = ()
+    """what an instance event telling of this action says (any of, case-insensitive): only
+    such an event is evidence of a call. Any other event of the node since — it came up
+    running, a health check passed — says nothing of whether the call went through."""
+
+    def tells_of(self, event: Mapping[str, Any]) -> bool:
+        """Whether an instance event is one this action makes."""
+        text = str(event.get("Description") or "").lower()
+        return any(word in text for word in self.event_words)
 
     def acts_on(self, status: str | None) -> bool:
         if self.accepts is not None:
@@ -83,12 +92,15 @@ class NodeAction:
 
 REBOOT = NodeAction("reboot", "BatchRebootClusterNodes", "batch_reboot_cluster_nodes",
                     accepts=frozenset({"Running"}),
-                    pending_label="UnschedulablePendingReboot", done="rebooted")
+                    pending_label="UnschedulablePendingReboot", done="rebooted",
+                    event_words=("reboot",))
 REPLACE = NodeAction("replace", "BatchReplaceClusterNodes", "batch_replace_cluster_nodes",
                      accepts=frozenset({"Running", "Failure"}),
-                     pending_label="UnschedulablePendingReplacement", done="replaced")
+                     pending_label="UnschedulablePendingReplacement", done="replaced",
+                     event_words=("replac",))
 DELETE = NodeAction("delete", "BatchDeleteClusterNodes", "batch_delete_cluster_nodes",
-                    accepts=None, refuses=frozenset({"ShuttingDown"}), done="deleted")
+                    accepts=None, refuses=frozenset({"ShuttingDown"}), done="deleted",
+                    event_words=("delet", "terminat"))
 ACTIONS: dict[str, NodeAction] = {a.name: a for a in (REBOOT, REPLACE, DELETE)}
 
 
@@ -237,7 +249,7 @@ def evidence(action: NodeAction, node_ids: Iterable[str],
              events: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
     """Which of `node_ids` show that a call of `action` sent for them went through, and how.
     `now`: the cluster's nodes by id; `health`: each node's health label; `events`: instance
-    events since the call was sent."""
+    events since the call was sent (only those telling of the action count)."""
     shown: dict[str, str] = {}
     for node_id in node_ids:
         node = now.get(node_id)
@@ -247,8 +259,8 @@ def evidence(action: NodeAction, node_ids: Iterable[str],
             shown[node_id] = f"now {node.get('status')}"
         elif action.pending_label and health.get(node_id) == action.pending_label:
             shown[node_id] = f"labelled {action.pending_label}"
-        elif events.get(node_id):
-            shown[node_id] = f"HyperPod event: {events[node_id][0].get('Description')}"
+        elif told := [e for e in events.get(node_id) or () if action.tells_of(e)]:
+            shown[node_id] = f"HyperPod event: {told[0].get('Description')}"
     return shown
 
 

@@ -79,10 +79,12 @@ class SandboxControl:
         self._request("DELETE", "/faults")
 
     # holds
-    def hold(self, service: str, action: str, count: int = 1) -> str:
-        """Hold the answers of the next `count` calls to service:action; returns the hold id."""
+    def hold(self, service: str, action: str, count: int = 1, when: str = "after") -> str:
+        """Hold the answers of the next `count` calls to service:action (`when="before"`: the
+        calls themselves, before AWS or a fault sees them); returns the hold id."""
         return self._request(
-            "POST", "/holds", {"service": service, "action": action, "count": count}
+            "POST", "/holds",
+            {"service": service, "action": action, "count": count, "when": when},
         )["id"]
 
     def get_hold(self, hold_id: str) -> dict[str, Any]:
@@ -104,9 +106,11 @@ class SandboxControl:
                 raise TimeoutError(f"hold {hold_id} not held after {timeout} s: {hold}")
             time.sleep(0.02)
 
-    def release(self, hold_id: str) -> dict[str, Any]:
-        """Let the held answers of one hold go to their clients."""
-        return self._request("POST", f"/holds/{urllib.parse.quote(hold_id)}/release")
+    def release(self, hold_id: str, drop: bool = False) -> dict[str, Any]:
+        """Let the held answers of one hold go to their clients; `drop`: calls held `before`
+        are answered with an error instead, never reaching AWS."""
+        return self._request("POST", f"/holds/{urllib.parse.quote(hold_id)}/release",
+                             {"drop": True} if drop else None)
 
     def clear_holds(self) -> None:
         """Release everything held and forget all holds."""
@@ -125,8 +129,22 @@ class SandboxControl:
         """{"by_action": {"ec2:CreateVpc": n}, "by_resource": {id: {"ec2:CreateTags": n}}}."""
         return self._request("GET", "/counters")
 
+    def kube_writes(self, cluster: str | None = None, since: int = 0) -> list[dict[str, Any]]:
+        """Writes to the local clusters' APIs after `since`: {"seq", "cluster", "verb",
+        "resource", "namespace", "name", "status", "created", "fault", "at"}."""
+        query = {"cluster": cluster, "since": since or None}
+        encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        return self._request("GET", "/kube/writes" + (f"?{encoded}" if encoded else ""))[
+            "writes"]
+
+    def kube_creates(self) -> list[dict[str, Any]]:
+        """Objects clients created in the local clusters: [{"cluster", "resource",
+        "namespace", "name", "count"}] (`count` > 1: made again after it was deleted)."""
+        return self._request("GET", "/kube/counters")["creates"]
+
     def reset(self, aws: bool = False) -> None:
-        """Clear faults, holds, the call log and counters; with `aws`, AWS state too: moto's
+        """Clear faults, holds, the call log and counters (the clusters' write log and
+        create counters too); with `aws`, AWS state too: moto's
         and every gap's (HyperPod, FSx, EKS add-ons and access, quotas, training plans, local
         Kubernetes clusters, pending timed changes) — what `POST /moto-api/reset` does."""
         self._request("POST", "/reset", {"aws": True} if aws else None)

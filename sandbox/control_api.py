@@ -106,7 +106,10 @@ def _get_hold(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 
 
 def _release_hold(c: Controls, r: Request, m: re.Match[str]) -> Reply:
-    hold = c.holds.release(m["id"])
+    drop = _body(r).get("drop", False)
+    if not isinstance(drop, bool):
+        raise _BadRequest("drop must be true or false")
+    hold = c.holds.release(m["id"], drop=drop)
     if hold is None:
         return _error(404, "not_found", f"no hold {m['id']}")
     return Reply.json(c.holds.get(m["id"]))
@@ -118,16 +121,28 @@ def _clear_holds(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 
 
 def _calls(c: Controls, r: Request, m: re.Match[str]) -> Reply:
-    try:
-        since = int(r.args.get("since", "0"))
-    except ValueError as exc:
-        raise _BadRequest("since must be an integer") from exc
-    calls = c.log.calls(r.args.get("service") or None, r.args.get("action") or None, since)
+    calls = c.log.calls(r.args.get("service") or None, r.args.get("action") or None, _since(r))
     return Reply.json({"calls": calls})
 
 
 def _counters(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     return Reply.json(c.log.counters())
+
+
+def _since(r: Request) -> int:
+    try:
+        return int(r.args.get("since", "0"))
+    except ValueError as exc:
+        raise _BadRequest("since must be an integer") from exc
+
+
+def _kube_writes(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    return Reply.json({"writes": c.app.kube_writes.writes(r.args.get("cluster") or None,
+                                                          _since(r))})
+
+
+def _kube_counters(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    return Reply.json(c.app.kube_writes.counters())
 
 
 def _reset(c: Controls, r: Request, m: re.Match[str]) -> Reply:
@@ -139,6 +154,7 @@ def _reset(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     c.log.clear()
     if c.app is not None:
         c.app.training.reset()
+        c.app.kube_writes.clear()
     if wipe_aws:
         c.app.reset_aws()
     return Reply.json({"reset": True, "aws": wipe_aws})
@@ -247,6 +263,8 @@ ROUTES: list[tuple[str, str, _Handler]] = [
     ("POST", r"/holds/(?P<id>[\w-]+)/release", _release_hold),
     ("GET", r"/calls", _calls),
     ("GET", r"/counters", _counters),
+    ("GET", r"/kube/writes", _kube_writes),
+    ("GET", r"/kube/counters", _kube_counters),
     ("POST", r"/reset", _reset),
     ("POST", r"/clock/advance", _advance),
     ("GET", r"/quotas", _list_quotas),

@@ -1,10 +1,16 @@
-"""Deterministic fault points: hold a call's answer after AWS has acted on it.
+"""Deterministic fault points: hold a call's answer after AWS has acted on it (or the call
+itself before AWS sees it).
 
 The worst moment for a worker to die is after AWS has made a change and before the worker
 has recorded it. A hold makes that moment reproducible: the matching call goes through to
 moto (the state changes), then its answer is kept from the client until the test releases it.
 Meanwhile the test can kill the worker; the answer then goes to a closed socket, which the
 server shrugs off.
+
+A hold armed `when="before"` parks the call on arrival instead, before any injected fault and
+before moto: AWS has not acted yet. It is the moment a step has started and nothing of it has
+happened (a kill there), and a gate: a test that sees where the operation is while the call
+waits can arm faults for that very call and then let it go on.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ class HoldState(enum.StrEnum):
     RELEASED = "released"  # all its calls were caught and let go
 
 
+class HoldWhen(enum.StrEnum):
+    """Where a matching call is held."""
+
+    AFTER = "after"  # after AWS answered it (state changed), before the client hears
+    BEFORE = "before"  # on arrival: no fault, no moto yet
+
+
 class HoldError(ValueError):
     """A hold request that cannot be honoured."""
 
@@ -41,11 +54,13 @@ class Hold:
     service: str
     action: str
     count: int
+    when: HoldWhen = HoldWhen.AFTER
     claimed: int = 0  # calls claimed on arrival (some may still be at moto)
     caught: list[int] = field(default_factory=list)  # call log seqs answered by moto
     parked: list[int] = field(default_factory=list)  # generation of each answer held now
     generation: int = 0  # bumped on each release; waiters leave when it moves
     cleared: bool = False  # forgotten by clear(): nothing may wait on it any more
+    dropped: set[int] = field(default_factory=set)  # generations let go by a drop
 
     @property
     def state(self) -> HoldState:
@@ -63,6 +78,7 @@ class Hold:
             "service": self.service,
             "action": self.action,
             "count": self.count,
+            "when": self.when.value,
             "state": self.state.value,
             "calls": list(self.caught),
             "held": len(self.parked),
@@ -79,7 +95,8 @@ class HoldBook:
         self._closed = False
 
     def arm(self, spec: dict[str, Any]) -> Hold:
-        """Arm a hold from its JSON description (`service`, `action`, optional `count`)."""
+        """Arm a hold from its JSON description (`service`, `action`, optional `count` and
+        `when`)."""
         service, action = spec.get("service"), spec.get("action")
         if not isinstance(service, str) or not service:
             raise HoldError("service is required")
@@ -88,22 +105,29 @@ class HoldBook:
         count = spec.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise HoldError("count must be a positive integer")
+        when = spec.get("when", HoldWhen.AFTER.value)
+        if when not in tuple(HoldWhen):
+            raise HoldError(f"when must be one of {[w.value for w in HoldWhen]}")
         with self._cond:
-            hold = Hold(id=f"h{next(self._ids)}", service=service, action=action, count=count)
+            hold = Hold(id=f"h{next(self._ids)}", service=service, action=action, count=count,
+                        when=HoldWhen(when))
             self._holds[hold.id] = hold
             return hold
 
-    def take(self, service: str, action: str) -> Hold | None:
-        """Claim the first armed hold matching the call (before it is forwarded)."""
+    def take(self, service: str, action: str, when: HoldWhen = HoldWhen.AFTER) -> Hold | None:
+        """Claim the first armed hold of that `when` matching the call (on its arrival)."""
         with self._cond:
             for hold in self._holds.values():
-                if (hold.service, hold.action) == (service, action) and hold.claimed < hold.count:
+                if ((hold.service, hold.action, hold.when) == (service, action, when)
+                        and hold.claimed < hold.count):
                     hold.claimed += 1
                     return hold
         return None
 
-    def park(self, hold: Hold, seq: int) -> None:
-        """Block the calling server thread until the hold is released, cleared or closed."""
+    def park(self, hold: Hold, seq: int) -> bool:
+        """Block the calling server thread until the hold is released, cleared or closed
+        (`seq`: the call's in the call log; 0 when it is not logged, or not yet). True when
+        it was let go by a drop: a call held `before` must then not go on."""
         with self._cond:
             hold.caught.append(seq)
             generation = hold.generation
@@ -115,12 +139,17 @@ class HoldBook:
             )
             hold.parked.remove(generation)
             self._cond.notify_all()
+            return generation in hold.dropped
 
-    def release(self, hold_id: str) -> Hold | None:
-        """Let the held answers of one hold go; None if there is no such hold."""
+    def release(self, hold_id: str, drop: bool = False) -> Hold | None:
+        """Let the held answers of one hold go; None if there is no such hold. With `drop`,
+        calls held `before` are answered with an error without AWS ever seeing them (their
+        client is usually dead: the call must not happen after it)."""
         with self._cond:
             hold = self._holds.get(hold_id)
             if hold is not None:
+                if drop:
+                    hold.dropped.add(hold.generation)
                 hold.generation += 1
                 self._cond.notify_all()
                 # Return once the released threads are on their way, so the state read next

@@ -1,10 +1,11 @@
 """The WSGI layer in front of moto: faults, holds, timed states and the call log.
 
-One request path, in order: control routes are answered here; an AWS call is named, due state
-changes are applied, an armed fault answers instead of AWS, otherwise moto answers; the timing
-rules may turn that answer into an in-between state; the call is logged and counted; an armed
-hold keeps the answer back. Logging happens before the hold, so the log and counters show
-what AWS did even if the client never hears about it.
+One request path, in order: control routes are answered here; an AWS call is named, held on
+arrival if a `before` hold matches, due state changes are applied, an armed fault answers
+instead of AWS, otherwise moto answers; the timing rules may turn that answer into an
+in-between state; the call is logged and counted; an armed hold keeps the answer back.
+Logging happens before the hold, so the log and counters show what AWS did even if the
+client never hears about it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from sandbox import control_api, gaps
 from sandbox.calllog import CallLog
 from sandbox.errors import defaults, error_reply
 from sandbox.faults import Fault, FaultBook
-from sandbox.holds import HoldBook
+from sandbox.holds import HoldBook, HoldWhen
 from sandbox.identify import Call, RestRoutes, identify
 from sandbox.kube import KubeRegistry
+from sandbox.kube.writes import KubeWrites
 from sandbox.reply import Reply
 from sandbox.resources import resource_ids
 from sandbox.simulator.cluster import ClusterSimulator
@@ -53,7 +55,9 @@ class LocalAwsApp:
         # one local Kubernetes per EKS cluster (started on demand), its controllers simulated
         # training settings and pod faults, shared by every cluster's training operators
         self.training = TrainingBook()
-        self.kubes = KubeRegistry(attach=self._simulator, holds=self.holds)
+        self.kube_writes = KubeWrites()
+        self.kubes = KubeRegistry(attach=self._simulator, holds=self.holds, faults=self.faults,
+                                  writes=self.kube_writes)
         gaps.load()
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self
@@ -122,6 +126,12 @@ class LocalAwsApp:
 
     def _aws_call(self, environ: dict[str, Any], body: bytes) -> Reply:
         call = identify(environ, body, self._routes)
+        gate = self.holds.take(call.service, call.action, HoldWhen.BEFORE)
+        if gate is not None and self.holds.park(gate, 0):  # parked on arrival, then dropped
+            reply = error_reply(call.protocol, 503, "ServiceUnavailable",
+                                "dropped at a fault point before AWS saw it")
+            self.log.record(call, reply.status, [], fault="dropped")
+            return reply
         self.transitions.tick()
         fault = self.faults.take(call.service, call.action)
         if fault is not None:

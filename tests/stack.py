@@ -99,9 +99,15 @@ def _killpg(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
 
 
 class Stack:
-    def __init__(self, web_args: tuple[str, ...] = ("--threads", "16")) -> None:
-        """`web_args`: flags for `hypd web` (the benchmarks pass none: hypd's defaults)."""
+    def __init__(self, web_args: tuple[str, ...] = ("--threads", "16"),
+                 redis_aof: bool = False, settings: dict[str, str] | None = None) -> None:
+        """`web_args`: flags for `hypd web` (the benchmarks pass none: hypd's defaults);
+        `redis_aof`: run redis-server as `hypd up` does in aws mode (append-only file,
+        fsync always), so it can be killed and restarted without losing a write;
+        `settings`: HYPD_* values over TEST_ENV's for every process of this stack."""
         self.web_args = web_args
+        self.redis_aof = redis_aof
+        self.settings = settings or {}
         self.tmp = Path(tempfile.mkdtemp(prefix="hypd-test-"))
         self.redis_proc: subprocess.Popen | None = None
         self.worker_proc: subprocess.Popen | None = None
@@ -118,21 +124,16 @@ class Stack:
         from sandbox.control import SandboxControl
         from sandbox.env import client_env
 
-        redis_port = free_port()
-        self.redis_proc = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--bind", "127.0.0.1",
-             "--port", str(redis_port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.tmp)],
-            stdout=subprocess.DEVNULL, start_new_session=True,
-        )
-        self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
-        wait_until(self._redis_up, 10, what="redis-server")
+        self.redis_port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self._start_redis()
 
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
+            **self.settings,
             "HYPD_REDIS_URL": self.redis_url,
             "HYPD_PORT": str(port),
             "HYPD_HOST": "127.0.0.1",
@@ -151,8 +152,7 @@ class Stack:
         self._create_role_boundary()
         RUNNING.append(self)
         self.start_worker()
-        self.web_proc = self._spawn("web", ["web", *self.web_args])
-        wait_until(self._web_up, 30, what="web /healthz")
+        self.start_web()
         return self
 
     def stop(self) -> None:
@@ -193,6 +193,38 @@ class Stack:
     def kill_worker(self) -> None:
         """SIGKILL the worker's whole process group: main process and pool children."""
         _killpg(self.worker_proc, signal.SIGKILL)
+
+    def start_web(self, **env: str) -> None:
+        """Start the web server and wait for /healthz; `env` overrides settings for it only
+        (e.g. HYPD_REDIS_URL through a proxy)."""
+        self.web_proc = self._spawn("web", ["web", *self.web_args], env)
+        wait_until(self._web_up, 30, what="web /healthz")
+
+    def kill_web(self) -> None:
+        """SIGKILL the web server's whole process group (gunicorn's master and workers)."""
+        _killpg(self.web_proc, signal.SIGKILL)
+
+    def _redis_argv(self) -> list[str]:
+        if self.redis_aof:
+            from app.supervisor import redis_argv
+            from cloud.settings import Settings
+
+            return redis_argv(Settings(aws_mode="aws", data_dir=self.tmp / "redis"),
+                              self.redis_port)
+        return [shutil.which("redis-server") or "redis-server", "--bind", "127.0.0.1",
+                "--port", str(self.redis_port), "--save", "", "--appendonly", "no",
+                "--dir", str(self.tmp)]
+
+    def _start_redis(self) -> None:
+        self.redis_proc = subprocess.Popen(self._redis_argv(), stdout=subprocess.DEVNULL,
+                                           start_new_session=True)
+        wait_until(self._redis_up, 10, what="redis-server")
+
+    def restart_redis(self) -> None:
+        """SIGKILL redis-server (a crash: nothing flushed on the way out) and start it again
+        on the same port and files; with `redis_aof`, every acknowledged write is back."""
+        _killpg(self.redis_proc, signal.SIGKILL)
+        self._start_redis()
 
     def log(self, name: str) -> str:
         path = self.tmp / f"{name}.log"

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from sandbox.holds import HoldWhen
 from sandbox.kube import (
     discovery,
     identity,
@@ -63,6 +64,15 @@ _RETURNS_OBJECT_ON_DELETE = frozenset(
     {("", "pods"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
 )
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# an injected fault's answer per fault kind (sandbox.faults): code, reason, message
+_FAULT_ANSWERS = {
+    "throttle": (429, "TooManyRequests", "Too many requests, please try again later."),
+    "server_error": (500, "InternalError", "Internal error occurred: injected by the sandbox"),
+    "timeout": (504, "Timeout", "the server was unable to return a response in the time "
+                                "allotted, but may still be processing the request"),
+    "error": (400, "BadRequest", "injected error"),
+}
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -228,17 +238,76 @@ class KubeHandler:
 
         if t.subresource and t.subresource != "status":
             return await self._subresource(request, rt, namespace, t, verb)
-        answer = await self._verb(request, rt, namespace, t, verb)
-        if verb in ("create", "update", "patch", "delete", "deletecollection"):
-            await self._hold(f"{verb} {rt.plural}")
+        if verb not in _WRITES:
+            return await self._verb(request, rt, namespace, t, verb)
+        action = f"{verb} {rt.plural}"
+        resource = f"{rt.group}/{rt.plural}" if rt.group else rt.plural
+        if await self._hold(action, HoldWhen.BEFORE):  # parked on arrival, then dropped
+            err = KubeError(503, "ServiceUnavailable", "dropped at a fault point before the "
+                                                       "API server saw it")
+            self._record_write(verb, resource, namespace, await self._named(request, t),
+                               err.code, None, "dropped")
+            raise err
+        fault = self.kube.faults.take("kubernetes", action) if self.kube.faults else None
+        if fault is not None:
+            err = await self._fault(fault)
+            self._record_write(verb, resource, namespace, await self._named(request, t),
+                               err.code, None, fault.kind)
+            raise err
+        try:
+            answer = await self._verb(request, rt, namespace, t, verb)
+        except KubeError as exc:
+            self._record_write(verb, resource, namespace, await self._named(request, t),
+                               exc.code, None)
+            raise
+        made = None
+        if answer.status == 201 and request.query.get("dryRun") != "All":
+            made = (json.loads(answer.body or b"{}").get("metadata") or {})
+        self._record_write(verb, resource, namespace,
+                           (made or {}).get("name") or await self._named(request, t),
+                           answer.status, made)
+        await self._hold(action, HoldWhen.AFTER)
         return answer
 
-    async def _hold(self, action: str) -> None:
-        """Keep a write's answer back at an armed fault point (after the store took it)."""
+    async def _hold(self, action: str, when: HoldWhen) -> bool:
+        """Keep a write back at an armed fault point: before the store saw it, or its
+        answer after the store took it. True when it was let go by a drop."""
         holds = self.kube.holds
-        hold = holds.take("kubernetes", action) if holds is not None else None
-        if hold is not None:
-            await asyncio.get_running_loop().run_in_executor(None, holds.park, hold, 0)
+        hold = holds.take("kubernetes", action, when) if holds is not None else None
+        if hold is None:
+            return False
+        return await asyncio.get_running_loop().run_in_executor(None, holds.park, hold, 0)
+
+    async def _fault(self, fault: Any) -> KubeError:
+        """What the API server answers under an injected fault (the store never sees the
+        write): 429 when throttled (API Priority and Fairness), 500, 504 after a stall, or
+        400."""
+        if fault.kind == "timeout":
+            await asyncio.get_running_loop().run_in_executor(
+                None, self.kube.faults.stall, fault.seconds)
+        code, reason, message = _FAULT_ANSWERS[fault.kind]
+        return KubeError(fault.status or code, fault.code or reason, fault.message or message,
+                         {"retryAfterSeconds": 1} if fault.kind == "throttle" else None)
+
+    @staticmethod
+    async def _named(request: web.BaseRequest, t: paths.Target) -> str | None:
+        """The object a write names: in its path, or (a create) in its JSON body."""
+        if t.name is not None:
+            return t.name
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except ValueError:
+            return None
+        return ((body.get("metadata") or {}).get("name")
+                if isinstance(body, dict) else None)
+
+    def _record_write(self, verb: str, resource: str, namespace: str | None, name: str | None,
+                      status: int, made: dict[str, Any] | None,
+                      fault: str | None = None) -> None:
+        if self.kube.writes is not None:
+            self.kube.writes.record(self.kube.name, verb, resource,
+                                    (made or {}).get("namespace") or namespace, name, status,
+                                    made is not None, fault)
 
     async def _verb(self, request: web.BaseRequest, rt: ResourceType, namespace: str | None,
                     t: paths.Target, verb: str) -> web.StreamResponse:

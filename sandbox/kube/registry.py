@@ -63,8 +63,11 @@ class LocalKube:
         # path, method, body) -> (status, content type, body)
         self.service_proxy: Callable[[str, str, str, str, bytes], tuple[int, str, bytes]] | \
             None = None
-        # the local AWS's fault points: a write's answer held back after the store took it
+        # the local AWS's fault points (a write held before or after the store took it), its
+        # injected faults (a write answered 429/5xx instead) and the write log (writes.py)
         self.holds: Any = None
+        self.faults: Any = None
+        self.writes: Any = None
         for namespace in INITIAL_NAMESPACES:
             self.store.put(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
@@ -203,14 +206,20 @@ class KubeRegistry:
         default_version: str = DEFAULT_KUBERNETES_VERSION,
         attach: Callable[[LocalKube], Any] | None = None,
         holds: Any = None,
+        faults: Any = None,
+        writes: Any = None,
     ) -> None:
         """`attach(kube)` gives what plays a new cluster's controllers (an object with
         `start()` and `stop()`, called on the clusters' event loop), or nothing; `holds`
-        (sandbox.holds.HoldBook) the fault points writes may be held at (service
-        `kubernetes`, action `<verb> <plural>`, e.g. `patch deployments`)."""
+        (sandbox.holds.HoldBook) the fault points writes may be held at and `faults`
+        (sandbox.faults.FaultBook) the faults that answer a write instead (service
+        `kubernetes`, action `<verb> <plural>`, e.g. `patch deployments`); `writes`
+        (sandbox.kube.writes.KubeWrites) logs every cluster's writes and counts its creates."""
         self.default_version = default_version
         self._attach = attach
         self._holds = holds
+        self._faults = faults
+        self._writes = writes
         self._lock = threading.RLock()
         self._kubes: dict[str, LocalKube] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -244,7 +253,7 @@ class KubeRegistry:
             if kube is None:
                 loop = self._ensure_loop()
                 kube = LocalKube(cluster_name, loop, kubernetes_version or self.default_version)
-                kube.holds = self._holds
+                kube.holds, kube.faults, kube.writes = self._holds, self._faults, self._writes
                 if self._attach is not None:
                     kube.companions.append(self._attach(kube))
                 self._run(kube._start())

@@ -71,6 +71,20 @@ def test_a_kubernetes_node_is_joined_by_its_provider_id_else_hyperpods_name():
     (nodes.REBOOT, {"status": "Running"}, "Schedulable", [{"Description": "rebooted"}],
      "HyperPod event: rebooted"),
     (nodes.REBOOT, {"status": "Running"}, "Schedulable", [], None),
+    # an event of the node that is not the action's says nothing of the call (found by the
+    # fault campaign: a throttled replace, retried, adopted the node's "is running" event
+    # and then waited for ever for a replacement never asked for)
+    (nodes.REPLACE, {"status": "Running"}, "Schedulable",
+     [{"Description": f"Instance {A} is running."}], None),
+    (nodes.REPLACE, {"status": "Running"}, "Schedulable",
+     [{"Description": f"Instance {A} is running."},
+      {"Description": f"Instance {A} is being replaced."}],
+     f"HyperPod event: Instance {A} is being replaced."),
+    (nodes.REBOOT, {"status": "Running"}, "Schedulable",
+     [{"Description": "Deep health checks passed."}], None),
+    (nodes.DELETE, {"status": "Running"}, None,
+     [{"Description": f"Instance {A} is being deleted."}],
+     f"HyperPod event: Instance {A} is being deleted."),
     (nodes.REPLACE, {"status": "Failure"}, None, [], None),
     (nodes.REPLACE, {"status": "ShuttingDown"}, None, [], "now ShuttingDown"),
     (nodes.REPLACE, {"status": "Running"}, "UnschedulablePendingReplacement", [],

@@ -91,6 +91,33 @@ def test_ensure_bucket_blocks_public_access_encrypts_tags_and_adopts(s3):
     assert bucket_info(s3, name)["tags"]["team"] == "ml"
 
 
+def test_a_bucket_is_tagged_as_it_is_made_so_a_crash_right_after_leaves_it_hypds(
+        s3, monkeypatch):
+    """Found by the fault campaign: made untagged and tagged by a later call, a bucket whose
+    worker died in between was refused by the retry as not hypd's ("not tagged")."""
+    import cloud.storage
+    from sandbox import moto_fidelity
+
+    moto_fidelity.apply()  # moto keeps CreateBucket's tags as AWS does
+    sent: list[dict] = []
+    s3.meta.events.register("provide-client-params.s3.CreateBucket",
+                            lambda params, **_: sent.append(params))
+
+    def crash(*_: object) -> None:
+        raise RuntimeError("the worker died right after CreateBucket")
+
+    name = shared_bucket_name("crash", "123456789012", REGION)
+    monkeypatch.setattr(cloud.storage, "_ensure_public_access_block", crash)
+    with pytest.raises(RuntimeError):
+        ensure_bucket(s3, name, REGION, TAGS)
+    assert {t["Key"]: t["Value"] for t in sent[0]["CreateBucketConfiguration"]["Tags"]} == {
+        t["Key"]: t["Value"] for t in TAGS}
+    monkeypatch.undo()
+    assert ensure_bucket(s3, name, REGION, TAGS) == {"name": name, "region": REGION,
+                                                     "created": False}
+    assert bucket_info(s3, name)["managed"]
+
+
 def test_ensure_bucket_refuses_a_bucket_hypd_did_not_make(s3):
     s3.create_bucket(Bucket="someone-elses", CreateBucketConfiguration={
         "LocationConstraint": REGION})

@@ -195,6 +195,7 @@ IMPLIED = {
     "eks:TagResource": "eks:CreateCluster, CreateAddon and CreateAccessEntry with tags",
     "sagemaker:AddTags": "sagemaker:CreateCluster with Tags",
     "fsx:TagResource": "fsx:CreateFileSystem with Tags",
+    "s3:TagResource": "s3:CreateBucket with Tags (CreateBucketConfiguration)",
     "s3:DeleteObjectVersion": "emptying a versioned bucket deletes its object versions "
                               "(DeleteObjects with VersionId)",
 }

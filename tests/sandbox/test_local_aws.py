@@ -225,6 +225,50 @@ def test_hold_keeps_the_answer_after_aws_has_acted(control, ec2, client_factory)
     ec2.create_vpc(CidrBlock=_cidr())
 
 
+def test_a_before_hold_parks_the_call_before_aws_or_a_fault_sees_it(control, ec2,
+                                                                    client_factory):
+    """The gate the fault campaign uses: the call waits on arrival (AWS has not acted), a
+    fault armed meanwhile answers it when it goes on."""
+    name = uuid.uuid4().hex
+    gate = control.hold("ec2", "CreateVpc", when="before")
+    errors: list[str] = []
+
+    def create() -> None:
+        try:
+            client_factory("ec2", read_timeout=30).create_vpc(
+                CidrBlock=_cidr(), TagSpecifications=_tag(name, "vpc"))
+        except ClientError as exc:
+            errors.append(exc.response["Error"]["Code"])
+
+    worker = threading.Thread(target=create)
+    worker.start()
+    try:
+        held = control.wait_held(gate, timeout=10)
+        assert held["when"] == "before"
+        assert ec2.describe_vpcs(Filters=_by_tag(name))["Vpcs"] == []
+        assert control.calls(action="CreateVpc") == []  # not answered, so not logged yet
+        control.add_fault("ec2", "CreateVpc", "throttle")
+    finally:
+        control.release(gate)
+        worker.join(10)
+    assert errors == ["RequestLimitExceeded"]
+    assert ec2.describe_vpcs(Filters=_by_tag(name))["Vpcs"] == []
+    assert [c["fault"] for c in control.calls(action="CreateVpc")] == ["throttle"]
+
+    # dropped: the call never reaches AWS (its client is usually dead by then)
+    gate = control.hold("ec2", "CreateVpc", when="before")
+    worker = threading.Thread(target=create)
+    worker.start()
+    try:
+        control.wait_held(gate, timeout=10)
+    finally:
+        control.release(gate, drop=True)
+        worker.join(10)
+    assert errors[-1] == "ServiceUnavailable"
+    assert ec2.describe_vpcs(Filters=_by_tag(name))["Vpcs"] == []
+    assert [c["fault"] for c in control.calls(action="CreateVpc")] == ["throttle", "dropped"]
+
+
 _WORKER = """
 import boto3
 from botocore.config import Config

@@ -32,3 +32,19 @@ def test_an_endpoint_takes_every_instance_type_sagemakers_api_lists():
             _config(sm, "ml.nope.large")
         assert caught.value.response["Error"]["Code"] == "ValidationException"
         assert "ml.nope.large" in caught.value.response["Error"]["Message"]
+
+
+def test_a_bucket_is_tagged_as_it_is_made():
+    moto_fidelity.apply()
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="tagged-at-birth", CreateBucketConfiguration={
+            "LocationConstraint": REGION,
+            "Tags": [{"Key": "hypd:managed-by", "Value": "hypd"}, {"Key": "a", "Value": "b"}]})
+        s3.create_bucket(Bucket="plain", CreateBucketConfiguration={
+            "LocationConstraint": REGION})
+        assert s3.get_bucket_tagging(Bucket="tagged-at-birth")["TagSet"] == [
+            {"Key": "hypd:managed-by", "Value": "hypd"}, {"Key": "a", "Value": "b"}]
+        with pytest.raises(ClientError) as caught:
+            s3.get_bucket_tagging(Bucket="plain")
+        assert caught.value.response["Error"]["Code"] == "NoSuchTagSet"
