@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.stack import REPO, free_port, tls, wait_until
+from tests.stack import REPO, TEST_ENV, free_port, tls, wait_until
 
 
 def _read_lines(stream, sink: list[str]) -> None:
@@ -62,8 +62,12 @@ def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[
     """`hypd up` as a user runs it: its terminal's stdout and stderr lines are collected."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))}
+    # the suite's sandbox clock and poll intervals (tests/stack.py): at hypd's default
+    # 2-60 s polls, each network the test makes waits ~16 s on its NAT gateway's polls
     env.update({"HYPD_PORT": str(port), "HYPD_DATA_DIR": str(tmp_path / "data"),
-                "HYPD_SANDBOX_SPEED": "1000", "PYTHONUNBUFFERED": "1"})
+                "PYTHONUNBUFFERED": "1",
+                **{k: TEST_ENV[k] for k in ("HYPD_SANDBOX_SPEED", "HYPD_POLL_MIN_S",
+                                            "HYPD_POLL_MAX_S")}})
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "up", "--concurrency", "1",
                              *flags],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

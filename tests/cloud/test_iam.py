@@ -24,8 +24,12 @@ BOUNDARY = f"arn:aws:iam::{ACCOUNT}:policy/hypd/test-boundary"
 def iam(moto_aws, monkeypatch):
     from moto.core.config import default_user_config
 
+    # Replace moto's "iam" section, never change it in place: mock_aws restores its own
+    # shallow copy of the config at stop, which holds that same section (changed in place,
+    # the flag stayed on for every later test of the process, and each one's mock_aws
+    # reset parsed ~1,000 managed policies again).
     saved = dict(default_user_config.get("iam") or {})
-    default_user_config.setdefault("iam", {})["load_aws_managed_policies"] = True
+    default_user_config["iam"] = {**saved, "load_aws_managed_policies": True}
     monkeypatch.setenv("HYPD_ROLE_BOUNDARY_ARN", BOUNDARY)
     try:
         yield aws.client("iam", REGION, AWS_MODE)
