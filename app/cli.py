@@ -197,7 +197,7 @@ def cmd_web(args: argparse.Namespace) -> int:
         "--bind", f"{settings.host}:{settings.port}",
         "--workers", str(args.workers),
         "--threads", str(args.threads),
-        "--worker-class", "gthread",
+        "--worker-class", "app.web_worker.EnvelopeWorker",  # gthread, refusals enveloped
         "--no-control-socket",
         "--timeout", "120",
         "--graceful-timeout", "5",

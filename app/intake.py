@@ -155,6 +155,9 @@ def _read() -> dict[str, Any] | None:
         raw = request.get_data(cache=True)
     except RequestEntityTooLarge:
         raise too_large from None
+    except Exception as exc:  # the server's stream: a malformed chunk, a body cut off
+        raise ApiError(400, "bad_request", "the body could not be read: a malformed chunk or "
+                       "a connection cut short", {"reason": type(exc).__name__}) from None
     if len(raw) > MAX_BODY_BYTES:  # a chunked body, cut at MAX_CONTENT_LENGTH
         raise too_large
     if not raw:

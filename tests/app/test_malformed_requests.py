@@ -109,8 +109,7 @@ HEADERS = (
     {"Cookie": "a=" + "b" * 4000, "X-Forwarded-For": "x" * 2000},
 )
 """Sent with the operator's token unless they replace it. Within what gunicorn lets reach the
-app: a field over 8 KiB or a control character in a value it answers 400 itself (its own
-text, not the envelope)."""
+app: a field over 8 KiB or a control character in a value it refuses itself (RAW, below)."""
 
 
 def _routes(stack) -> list[tuple[str, str, dict[str, Any]]]:
@@ -314,3 +313,98 @@ def test_malformed_first_messages_close_both_websockets_with_their_codes(stack):
     ws.send(json.dumps({"type": "auth", "token": token}))
     assert read_all(ws) == ([], 4404)  # still served: no operation of that id
     assert _failures_logged(stack.log("web")[log_at:]) == []
+
+
+@dataclass(frozen=True)
+class Raw:
+    label: str
+    request: bytes
+    status: int
+    code: str
+    method: str = "-"
+    path: str = "-"
+    routed: bool = False
+    """Refused by the app (its route and token known) rather than by gunicorn."""
+
+    def entry(self) -> tuple[Any, ...]:
+        """What its audit entry says."""
+        route = f"{self.method} {self.path}" if self.routed else \
+            f"{self.method} (refused before routing)"
+        return (self.method, self.path, route, self.status, self.code, "refused",
+                "operator" if self.routed else None)
+
+
+def _head(line: bytes, *headers: bytes) -> bytes:
+    return line + b"\r\nHost: hypd\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+
+
+RAW = (
+    Raw("a request line over 4,094 bytes",
+        _head(b"GET /api/v1/networks?name=" + b"a" * 5000 + b" HTTP/1.1"), 414, "uri_too_long"),
+    Raw("a header field over 8,190 bytes",
+        _head(b"GET /api/v1/networks HTTP/1.1", b"X-Pad: " + b"p" * 9000), 431,
+        "headers_too_large"),
+    Raw("101 header fields",
+        _head(b"GET /api/v1/networks HTTP/1.1", *(b"X-%d: 1" % i for i in range(101))), 431,
+        "headers_too_large"),
+    Raw("a control character in a header's value",
+        _head(b"DELETE /api/v1/networks/zz-absent HTTP/1.1", b"Authorization: Bearer \x01x"),
+        400, "bad_request"),
+    Raw("a method that is no token", _head(b"DE(ETE /api/v1/networks/x HTTP/1.1"), 400,
+        "bad_request"),
+    Raw("an HTTP version that does not exist", _head(b"GET /api/v1/networks HTTP/9.9"), 400,
+        "bad_request"),
+    Raw("a transfer coding the server does not speak",
+        _head(b"POST /api/v1/networks HTTP/1.1", b"Transfer-Encoding: gzip",
+              b"Content-Type: application/json") + b'{"name": "lab"}', 400, "bad_request",
+        "POST", "/api/v1/networks"),
+    Raw("a chunk whose size is not hexadecimal",
+        _head(b"POST /api/v1/networks HTTP/1.1", b"Transfer-Encoding: chunked",
+              b"Content-Type: application/json", b"Authorization: Bearer TOKEN")
+        + b"zz\r\n{}\r\n0\r\n\r\n", 400, "bad_request", "POST", "/api/v1/networks",
+        routed=True),
+)
+"""Requests gunicorn refuses before Flask sees them (app/web_worker.py): it once answered
+them with its own HTML page, 501 for the transfer coding, and audited none. TOKEN stands for
+the operator's token."""
+
+
+def _raw(stack, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send bytes as they are (no client library would send these) and read the reply."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(stack.url)
+    with socket.create_connection((where.hostname, where.port), timeout=20) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+def test_requests_the_http_server_refuses_before_routing_answer_the_envelope_and_are_audited(
+        stack):
+    redis = stack.redis()
+    newest = redis.xrevrange(AUDIT_KEY, count=1)
+    since = newest[0][0] if newest else "0-0"
+    for raw in RAW:
+        request = raw.request.replace(b"TOKEN", stack.operator_token.encode())
+        status, headers, body = _raw(stack, request)
+        assert (status, headers.get("content-type")) == (raw.status, JSON), \
+            (raw.label, status, body[:300])
+        assert raw.routed or headers.get("connection") == "close", raw.label
+        error = json.loads(body)["error"]
+        assert error["code"] == raw.code and isinstance(error["details"], dict), raw.label
+        assert b"\x01" not in body and b"ppp" not in body, raw.label  # nothing echoed
+    entries = [json.loads(fields["data"]) for _, fields in
+               redis.xrange(AUDIT_KEY, min=f"({since}", max="+")]
+    assert [(e["method"], e["path"], e["route"], e["status"], e["code"], e["outcome"],
+             e["token"]) for e in entries] == [r.entry() for r in RAW]
+    assert all(set(e) == ENTRY_KEYS for e in entries), entries
+    with httpx.Client(base_url=stack.url, timeout=20, verify=tls()) as http:
+        assert http.get("/api/v1/networks", headers={
+            "Authorization": f"Bearer {stack.operator_token}"}).status_code == 200

@@ -1,0 +1,107 @@
+"""gunicorn's gthread worker, but what gunicorn refuses itself speaks the one envelope.
+
+A request gunicorn cannot or will not parse (a request line over 4,094 bytes, a header field
+over 8,190 or more than 100 of them, a control character in a value, a broken chunk, an
+unknown transfer coding) never reaches Flask: gunicorn answered it with its own HTML page
+(and 501 for a transfer coding), and the audit log never heard of it. Here it answers in the
+envelope with a stable code and a 4xx, and the attempt is audited like any refusal.
+
+The method and path are known only when gunicorn got that far; the token never is (nothing
+was authenticated). Nothing the client sent is echoed or logged: gunicorn's own messages
+carry header names and values, so the reply's message is ours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from gunicorn import util
+from gunicorn.http import errors as http
+from gunicorn.workers.gthread import ThreadWorker
+
+from app import audit
+
+log = logging.getLogger(__name__)
+
+PATH_KEPT = 200
+"""Characters of a refused request's path kept in its audit entry (a line can be 4 KiB)."""
+
+REFUSALS: tuple[tuple[tuple[type[Exception], ...], int, str, str], ...] = (
+    ((http.LimitRequestLine,), 414, "uri_too_long",
+     "the request line is longer than 4,094 bytes: send long values in a JSON body"),
+    ((http.LimitRequestHeaders,), 431, "headers_too_large",
+     "a header field is longer than 8,190 bytes, or there are more than 100 of them"),
+    ((http.ExpectationFailed,), 417, "expectation_failed",
+     "the only expectation the server meets is Expect: 100-continue"),
+    ((http.UnsupportedTransferCoding,), 400, "bad_request",
+     "unsupported Transfer-Encoding: send chunked or a Content-Length"),
+    ((http.InvalidRequestLine, http.InvalidRequestMethod, http.InvalidHTTPVersion), 400,
+     "bad_request", "the request line is not HTTP/1.1's METHOD /path HTTP/1.1"),
+    ((http.InvalidHeader, http.InvalidHeaderName, http.ObsoleteFolding,
+      http.InvalidSchemeHeaders), 400, "bad_request",
+     "a header is malformed (a control character in a value, a name that is not a token, "
+     "a folded line, or contradictory lengths or schemes)"),
+    ((http.InvalidChunkSize, http.ChunkMissingTerminator, http.InvalidChunkExtension), 400,
+     "bad_request", "the chunked body is malformed"),
+    ((http.InvalidProxyLine, http.InvalidProxyHeader, http.InvalidH2CPreface), 400,
+     "bad_request", "the connection's preface is malformed"),
+    ((http.ForbiddenProxyRequest,), 403, "forbidden",
+     "a PROXY protocol line from an address not allowed to send one"),
+)
+"""What gunicorn refuses → status, code, message. Anything else (an application's bad
+response header, the server's own configuration) stays gunicorn's 500."""
+
+
+def refusal(exc: Exception) -> tuple[int, str, str] | None:
+    """The status, code and message of a request gunicorn refused, None if it is not one."""
+    if isinstance(exc, (http.InvalidResponseHeader, http.InvalidResponseHeaderName)):
+        return None  # the application's fault, not the client's
+    for classes, status, code, message in REFUSALS:
+        if isinstance(exc, classes):
+            return status, code, message
+    return None
+
+
+def reply(status: int, code: str, message: str) -> bytes:
+    """The whole HTTP response, closing the connection (the stream's state is unknown)."""
+    body = json.dumps({"error": {"code": code, "message": message, "details": {}}}).encode()
+    head = (f"HTTP/1.1 {status} {code.replace('_', ' ')}\r\n"
+            "Connection: close\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    return head.encode("latin-1") + body
+
+
+def audit_entry(req: Any, status: int, code: str) -> dict[str, Any]:
+    method = getattr(req, "method", None) or "-"
+    path = (getattr(req, "path", None) or "-")[:PATH_KEPT]
+    return {"token": None, "role": None, "method": method,
+            "route": f"{method} (refused before routing)", "path": path, "target": None,
+            "operation_id": None, "outcome": "refused", "status": status, "code": code}
+
+
+class EnvelopeWorker(ThreadWorker):
+    def handle_error(self, req, client, addr, exc):
+        refused = refusal(exc)
+        if refused is None:
+            return super().handle_error(req, client, addr, exc)
+        status, code, message = refused
+        if req is None:
+            req = getattr(exc, "req", None)
+        self.log.warning("Invalid request from ip=%s: %s (%s)", (addr or ("",))[0], code,
+                         type(exc).__name__)
+        self._audit(req, status, code)
+        try:
+            util.write_nonblock(client, reply(status, code, message))
+        except Exception:
+            self.log.debug("Failed to send error message.")
+        return None
+
+    def _audit(self, req: Any, status: int, code: str) -> None:
+        try:
+            with self.wsgi.app_context():
+                audit.record(audit_entry(req, status, code))
+        except Exception:  # the refusal stands; losing its entry must not change it
+            log.exception("could not write the audit entry of a request refused before routing")
