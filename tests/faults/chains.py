@@ -204,8 +204,11 @@ def _model_source(stack: Stack, n: dict[str, str]) -> None:
 
 MODEL = Chain(
     "model",
-    acts=(Act("model.download", post("/api/v1/clusters/{cluster}/models", {
-        "name": "{model}", "source": "s3", "s3_uri": "s3://{source}/exports/m"})),),
+    acts=(
+        Act("model.download", post("/api/v1/clusters/{cluster}/models", {
+            "name": "{model}", "source": "s3", "s3_uri": "s3://{source}/exports/m"})),
+        Act("model.delete", delete("/api/v1/clusters/{cluster}/models/{model}")),
+    ),
     names=lambda token: {"model": f"m-{token}", "source": f"src-{token}"},
     arrange=_model_source,
     warmup=True,  # the first download makes the download role, which stays

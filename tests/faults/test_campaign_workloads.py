@@ -1,6 +1,6 @@
 """The fault campaign (tests/faults/campaign.py) over what runs on a cluster, on one shared
 cluster: storage items, an instance group and its nodes' actions, managed features, MLflow,
-a model download and inference endpoints."""
+a model downloaded and removed, and inference endpoints."""
 
 from __future__ import annotations
 
