@@ -33,6 +33,13 @@ def ec2(monkeypatch):
         yield aws.client("ec2", REGION, Settings(aws_mode="aws", region=REGION))
 
 
+def moto_client(service: str) -> Any:
+    """moto's (mock_aws), with the fixture's credentials: the process's shared session and
+    its cached clients may have resolved none in an earlier test (failed under xdist)."""
+    return boto3.client(service, region_name=REGION, aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+
+
 class NoLocks:
     """The panel's Redis as the delete's guard reads it: no operation holds a lock."""
 
@@ -69,10 +76,7 @@ class FakeContext:
         assert service in ("eks", "sagemaker")  # the delete's guard looks for clusters
         if self._clients is not None:
             return self._clients(service)
-        # moto's (mock_aws), with the fixture's credentials: the process's shared session
-        # may have resolved none in an earlier test
-        return boto3.client(service, region_name=REGION, aws_access_key_id="testing",
-                            aws_secret_access_key="testing")
+        return moto_client(service)
 
     def token(self, *parts: str) -> str:
         seed = "\n".join((self.op_id, self.step, *parts))
@@ -435,8 +439,7 @@ def _refusal(ec2, name: str = "lab") -> StepFailed:
 def test_the_delete_stops_before_anything_while_a_cluster_runs_in_the_vpc(ec2):
     lab = create(ec2)
     private = lab.outputs["subnets"]["private_subnet_ids"]
-    eks = aws.client("eks", REGION, Settings(aws_mode="aws", region=REGION))
-    iam = aws.client("iam", REGION, Settings(aws_mode="aws", region=REGION))
+    eks, iam = moto_client("eks"), moto_client("iam")
     role = iam.create_role(RoleName="theirs", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     eks.create_cluster(name="theirs", roleArn=role, resourcesVpcConfig={"subnetIds": private})
     before = snapshot(ec2)
