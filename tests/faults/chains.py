@@ -248,7 +248,8 @@ ENDPOINT = Chain(
             "instance_type": SHARED_TYPE})),
         Act("endpoint.reassign", _reassign),
         Act("endpoint.update", patch(ENDPOINTS + "/{pool}", {"replicas": 2})),
-        Act("endpoint.delete", delete(ENDPOINTS + "/{pool}")),
+        # its workers serve llama and qwen: refused in_use without force
+        Act("endpoint.delete", delete(ENDPOINTS + "/{pool}", force="true")),
     ),
     names=lambda token: {"scaled": f"as-{token}", "pool": f"pl-{token}"},
     warmup=True,  # the first routed endpoint installs KEDA, which stays
