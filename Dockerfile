@@ -21,16 +21,17 @@ WORKDIR /opt/hypd
 # Dependencies first (a layer that changes only with pyproject.toml): the packages are
 # installed in place from empty stand-ins, then the code replaces them.
 COPY pyproject.toml README.md ./
-RUN for p in app schemas tasks cloud mcp_server sandbox; do \
+RUN for p in app schemas tasks cloud mcp_server sandbox launcher; do \
         mkdir "$p" && touch "$p/__init__.py"; done \
     && pip install --no-compile -e . \
-    && rm -rf app schemas tasks cloud mcp_server sandbox
+    && rm -rf app schemas tasks cloud mcp_server sandbox launcher
 COPY app app
 COPY schemas schemas
 COPY tasks tasks
 COPY cloud cloud
 COPY mcp_server mcp_server
 COPY sandbox sandbox
+COPY launcher launcher
 COPY static static
 COPY skills skills
 

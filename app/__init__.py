@@ -1,21 +1,18 @@
-"""The Flask app factory: one app for the REST API, the WebSockets and the dashboard.
-
-The factory imports the app's parts when it runs, not when this package is imported: the
-`hypd` command (app/cli.py, in this package) starts other processes too — `hypd mcp` above
-all, which an agent starts for every session — and they need none of it (1.7 s of imports).
-"""
+"""The Flask app factory: one app for the REST API, the WebSockets and the dashboard."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from flask import Flask
+from flask import Flask, g, send_from_directory
 
-    from app import auth
-    from cloud.settings import Settings
+from app import audit, auth, errors, intake
+from app.api import register_blueprints
+from app.permissions import access
+from app.ws import install as install_ws
+from cloud.settings import Settings
+from tasks.celery_app import engine, redis_client
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = REPO_ROOT / "static"
@@ -27,14 +24,6 @@ CONTENT_SECURITY_POLICY = (
 
 
 def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None = None) -> Flask:
-    from flask import Flask, g, send_from_directory
-
-    from app import audit, auth, errors, intake
-    from app.api import register_blueprints
-    from app.permissions import access
-    from cloud.settings import Settings
-    from tasks.celery_app import engine, redis_client
-
     settings = settings or Settings.from_env()
     app = Flask(__name__, static_folder=str(STATIC_DIR), static_url_path="/static")
     app.config.update(
@@ -61,9 +50,6 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
     )
     errors.register(app)
     register_blueprints(api)
-
-    from app.ws import install as install_ws
-
     install_ws(app)
 
     @app.get("/")

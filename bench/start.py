@@ -21,8 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 LINES = {
     "floor (python -c pass)": "pass",
-    "hypd mcp (app.cli + mcp_server.server)": "import app.cli, mcp_server.server",
-    "hypd worker (app.cli + tasks.celery_app)": "import app.cli, tasks.celery_app",
+    "hypd mcp (launcher.cli + mcp_server.server)": "import launcher.cli, mcp_server.server",
+    "hypd worker (launcher.cli + tasks.celery_app)": "import launcher.cli, tasks.celery_app",
     "the web app (create_app's parts)": "import app.api, app.ws, app.audit",
 }
 

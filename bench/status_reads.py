@@ -89,7 +89,7 @@ async def mcp_against_rest(stack: Stack, op_id: str, calls: int,
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "app.cli", "mcp"], cwd=str(REPO),
+        command=sys.executable, args=["-m", "launcher.cli", "mcp"], cwd=str(REPO),
         env={"HYPD_API_URL": stack.url, "HYPD_TOKEN": stack.operator_token,
              "PATH": os.environ.get("PATH", "")})
     floor_params = StdioServerParameters(

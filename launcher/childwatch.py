@@ -16,9 +16,9 @@ Why not prctl(PR_SET_PDEATHSIG): it needs a preexec_fn, which is unsafe in a pro
 threads, and it fires when the forking *thread* ends. A pipe works for any child,
 redis-server included, with no code in the child.
 
-Run by path (`python app/childwatch.py`), not as `-m app.childwatch`: importing the `app`
-package would load Flask, Celery and boto into a process that needs none of them. Standard
-library only.
+Run by path (`python launcher/childwatch.py`), not as `-m launcher.childwatch`: the wrapper
+of every child needs nothing but itself, so it imports nothing of hypd's. Standard library
+only.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.supervisor import (
+from cloud.settings import Settings, SettingsError
+from launcher.supervisor import (
     Child,
     ParentGuard,
     answers,
@@ -28,7 +29,6 @@ from app.supervisor import (
     redis_ping,
     wait_until,
 )
-from cloud.settings import Settings, SettingsError
 
 READY_PREFIX = "hypd ready: "
 TOKEN_FILE = "operator-token"
@@ -81,7 +81,7 @@ def _ensure_operator_token(settings: Settings) -> str | None:
 # hypd up ------------------------------------------------------------------------------------
 
 def _hypd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "app.cli", *args]
+    return [sys.executable, "-m", "launcher.cli", *args]
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -193,7 +193,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     prepare(settings, f"web-{socket.gethostname()}")
     argv = [
         sys.executable, "-m", "gunicorn",
-        "--config", "python:app.gunicorn_conf",
+        "--config", "python:launcher.gunicorn_conf",
         "--bind", f"{settings.host}:{settings.port}",
         "--workers", str(args.workers),
         "--threads", str(args.threads),

@@ -1,6 +1,6 @@
 """The children of `hypd up`: how they are started, logged, stopped, and never orphaned.
 
-Each child runs under app/childwatch.py in a session of its own: a Ctrl-C at the terminal
+Each child runs under launcher/childwatch.py in a session of its own: a Ctrl-C at the terminal
 reaches only the supervisor, which stops its children in order; a supervisor that dies any
 other way (SIGKILL, a crash) takes them with it, because each wrapper watches a pipe whose
 only write end the supervisor holds. The wrappers write the children's lines, tagged with

@@ -170,7 +170,7 @@ class Stack:
     def _spawn(self, name: str, args: list[str],
                env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115 (lives with the process)
-        return subprocess.Popen([sys.executable, "-m", "app.cli", *args], cwd=REPO,
+        return subprocess.Popen([sys.executable, "-m", "launcher.cli", *args], cwd=REPO,
                                 env={**self.env, **(env or {})}, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -206,8 +206,8 @@ class Stack:
 
     def _redis_argv(self) -> list[str]:
         if self.redis_aof:
-            from app.supervisor import redis_argv
             from cloud.settings import Settings
+            from launcher.supervisor import redis_argv
 
             return redis_argv(Settings(aws_mode="aws", data_dir=self.tmp / "redis"),
                               self.redis_port)

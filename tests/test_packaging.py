@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 
 import yaml
 
-from app.cli import build_parser
+from launcher.cli import build_parser
 from tests.stack import REPO
 
 HYPD_SERVICES = ("web", "worker", "mcp")
@@ -45,8 +46,8 @@ def test_compose_runs_with_the_settings_hypd_up_uses():
     """The same processes with the same options as `hypd up` in aws mode: Redis with its
     persistence flags, the web server and the worker with up's defaults, every HYPD_
     variable a real setting, web and workers counting into one metrics volume."""
-    from app.supervisor import redis_argv
     from cloud.settings import Settings
+    from launcher.supervisor import redis_argv
 
     services = _compose()["services"]
     up_redis = redis_argv(Settings(aws_mode="aws", data_dir=REPO / ".unused"), 6379)
@@ -115,8 +116,13 @@ def test_the_worker_health_check_pings_a_running_worker(stack):
 def test_dockerfile_copies_every_package_and_runs_hypd():
     text = (REPO / "Dockerfile").read_text()
     copied = set(re.findall(r"^COPY (\S+) \1$", text, re.M))
-    for package in ("app", "schemas", "tasks", "cloud", "mcp_server", "sandbox", "static",
-                    "skills"):
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]["find"]["include"]
+    packages = [pattern.rstrip("*") for pattern in found]
+    assert "launcher" in packages and "app" in packages, packages
+    stand_ins = re.search(r"^RUN for p in ([a-z_ ]+); do", text, re.M).group(1).split()
+    assert sorted(stand_ins) == sorted(packages)  # the dependency layer installs them all
+    for package in (*packages, "static", "skills"):
         assert package in copied, package
         assert (REPO / package).is_dir()
     cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))

@@ -62,7 +62,7 @@ def test_a_job_writes_logs_a_websocket_client_receives_in_order_and_finishes(sta
 def test_tails_of_one_job_share_one_follow_per_pod_and_each_gets_every_line(stack, cluster):
     """Six browsers on one job: the panel holds one stream per pod per web process (not one
     per tail), and every tail still gets every line, in order, after its own tail."""
-    from app.cli import default_web_workers
+    from launcher.cli import default_web_workers
     from tests.app.test_metrics import _scrape, _value
 
     name = job_name("shared")

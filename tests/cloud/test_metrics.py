@@ -52,7 +52,7 @@ def test_groups_count_apart_and_a_scrape_merges_them(tmp_path):
 
 def test_importing_the_cli_does_not_import_prometheus_client():
     """So `hypd worker` can still choose the directory (importing the CLI imports the app)."""
-    run = subprocess.run([sys.executable, "-c", "import sys, app.cli; "
+    run = subprocess.run([sys.executable, "-c", "import sys, launcher.cli; "
                           "print('prometheus_client' in sys.modules)"], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert run.stdout.strip() == "False", run.stderr

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.supervisor import CHILDWATCH
+from launcher.supervisor import CHILDWATCH
 from tests.stack import wait_until
 
 

@@ -68,7 +68,7 @@ def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[
                 "PYTHONUNBUFFERED": "1",
                 **{k: TEST_ENV[k] for k in ("HYPD_SANDBOX_SPEED", "HYPD_POLL_MIN_S",
                                             "HYPD_POLL_MAX_S")}})
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "up", "--concurrency", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "launcher.cli", "up", "--concurrency", "1",
                              *flags],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -217,7 +217,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
         descendants = _children(proc.pid)
         names = " ".join(_cmdline(p) for p in descendants)
         assert "redis-server" in names and "worker" in names and "gunicorn" in names
-        assert "app.cli sandbox" in names.replace("\0", " ")
+        assert "launcher.cli sandbox" in names.replace("\0", " ")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         killed_at = time.monotonic()
@@ -234,7 +234,7 @@ def test_a_killed_up_takes_its_children_with_it_and_verbose_shows_their_lines(tm
 def test_sandbox_command_prints_its_environment_and_serves_aws(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))}
     env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "sandbox"], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "launcher.cli", "sandbox"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     out: list[str] = []

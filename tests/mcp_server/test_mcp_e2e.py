@@ -32,7 +32,7 @@ READ = {t.name for t in TOOLS if t.read_only} - OPERATOR_READS
 
 def _stdio(stack: Any, token: str) -> Client:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "app.cli", "mcp"], cwd=str(REPO_ROOT),
+        command=sys.executable, args=["-m", "launcher.cli", "mcp"], cwd=str(REPO_ROOT),
         env={"HYPD_API_URL": stack.url, "HYPD_TOKEN": token})
     return Client(params, read_timeout_seconds=90, mode="legacy")
 

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.supervisor import redis_argv, redis_ping
 from cloud.settings import Settings
+from launcher.supervisor import redis_argv, redis_ping
 from tasks.celery_app import make_celery
 from tests.stack import REPO, TEST_ENV, _killpg, free_port, wait_until
 
