@@ -260,15 +260,15 @@ def test_a_route_without_a_declaration_refuses_the_start(monkeypatch):
     def stray():
         return {"ok": True}
 
-    import app.api as api_module
+    import app as app_module  # the factory's own name for it
 
-    real = api_module.register_blueprints
+    real = app_module.register_blueprints
 
     def with_stray(api):
         real(api)
         api.register_blueprint(undeclared)
 
-    monkeypatch.setattr(api_module, "register_blueprints", with_stray)
+    monkeypatch.setattr(app_module, "register_blueprints", with_stray)
     with pytest.raises(permissions.UndeclaredRoutes, match=r"POST /api/v1/stray"):
         create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
 
