@@ -49,12 +49,21 @@ def test_an_operation_run_here_is_counted(stack):
     with stack.client() as c:
         bad = c.post("/api/v1/networks", json={"name": f"{name}-x"})
     assert stack.wait_operation(bad.json()["operation"]["id"])["status"] == "failed"
-    after = _scrape(stack)
+    kind = "network.create"
+
+    def failure_counted() -> dict | None:
+        """The worker counts a status once its record is written: a scrape just after the
+        record reads failed can come before the count (it failed CI once)."""
+        samples = _scrape(stack)
+        failed = _value(samples, "hypd_operations_total", kind=kind, status="failed")
+        return samples if failed > _value(before, "hypd_operations_total", kind=kind,
+                                          status="failed") else None
+
+    after = wait_until(failure_counted, timeout=15, what="the failed operation counted")
 
     def grew(metric: str, **labels: str) -> float:
         return _value(after, metric, **labels) - _value(before, metric, **labels)
 
-    kind = "network.create"
     assert grew("hypd_operations_total", kind=kind, status="queued") == 2
     assert grew("hypd_operations_total", kind=kind, status="running") == 2
     assert grew("hypd_operations_total", kind=kind, status="succeeded") == 1
