@@ -144,3 +144,11 @@ def mcp_http(stack: Any) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fault campaign's figures when the run ran it (here, not in tests/faults/: under
+    xdist the controlling process never loads that conftest)."""
+    from tests.faults.figures import terminal_summary
+
+    terminal_summary(terminalreporter)

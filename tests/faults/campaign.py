@@ -143,7 +143,7 @@ class ActRun:
         return next(s["attempts"] for s in self.op["steps"] if s["name"] == step)
 
     def figures(self) -> dict[str, Any]:
-        """What the campaign's summary counts (tests/faults/conftest.py)."""
+        """What the campaign's summary counts (tests/faults/figures.py)."""
         return {"kind": self.kind, "fault": self.fault, "steps": self.steps,
                 "struck": self.struck, "unstrikable": self.unstrikable, "missed": self.missed,
                 "waits_missed": self.waits_missed,
