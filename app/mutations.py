@@ -2,11 +2,25 @@
 
 One helper so that the Idempotency-Key contract, the target lock and the reply shape are
 the same for every resource.
+
+The reply names routes only (`status_route`, `resource_url`): it is the REST face's. The
+MCP server maps those routes to its tools when it hands a reply to an agent.
+
+Idempotency, as a client sees it:
+- `Idempotency-Key: <1-255 printable characters>` on any mutation. Scope: the token's name +
+  method + path. The same key with the same body answers the operation the first request
+  made (its current state); with another body, `422 idempotency_key_reused`.
+- `Idempotency-TTL: <seconds>` (optional, 1 to 86400): how long the client wants its key
+  remembered, for a client whose keys are short-lived by design (the MCP server derives
+  keys valid 10 minutes and says so). Without it a key is kept 24 hours, which is also the
+  most the server keeps one; a value outside those bounds is refused with 422, never
+  silently changed.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +42,7 @@ from schemas.dependents import (
     or_plan,
 )
 from tasks.engine.kinds import OperationKind
-from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
+from tasks.engine.store import IDEMPOTENCY_TTL_S, IdempotencyClaim
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +51,7 @@ MAX_KEY_LEN = 255
 
 
 def idempotency_claim(body: Any) -> IdempotencyClaim | None:
+    """This request's Idempotency-Key as the engine records it, or None without one."""
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return None
@@ -46,9 +61,23 @@ def idempotency_claim(body: Any) -> IdempotencyClaim | None:
                        {"fields": {"Idempotency-Key": ["invalid"]}})
     principal = auth.current()
     scope = f"{principal.name} {request.method} {request.path}"
-    short = request.headers.get("Idempotency-Scope", "").lower() == "mcp"
-    return IdempotencyClaim(key=key, scope=scope, body=body,
-                            ttl_s=MCP_IDEMPOTENCY_TTL_S if short else IdempotencyClaim.ttl_s)
+    return IdempotencyClaim(key=key, scope=scope, body=body, ttl_s=_key_ttl())
+
+
+def _key_ttl() -> int:
+    """How long to remember the key: the client's `Idempotency-TTL`, else the server's
+    (and most) 24 hours."""
+    asked = request.headers.get("Idempotency-TTL")
+    if asked is None:
+        return IDEMPOTENCY_TTL_S
+    seconds = int(asked) if re.fullmatch(r"[0-9]{1,6}", asked.strip()) else 0
+    if not 1 <= seconds <= IDEMPOTENCY_TTL_S:
+        raise ApiError(422, "validation_failed",
+                       f"Idempotency-TTL must be a whole number of seconds from 1 to "
+                       f"{IDEMPOTENCY_TTL_S} (how long the key is remembered; "
+                       f"{IDEMPOTENCY_TTL_S} without it)",
+                       {"fields": {"Idempotency-TTL": ["invalid"]}})
+    return seconds
 
 
 def replayed() -> tuple[dict[str, Any], int, dict[str, str]] | None:

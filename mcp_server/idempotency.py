@@ -17,8 +17,10 @@ Scheme:
   memory of the first call; it derives the key from the current bucket, which equals the
   first process's key unless a 10-minute boundary fell between the two calls. Best effort
   across processes, exact within one.
-- Derived keys are sent with `Idempotency-Scope: mcp` so the API keeps them 10 minutes, not
-  24 hours. A key the agent passes itself is sent unchanged and without that header.
+- Derived keys are sent with `Idempotency-TTL: 600` (`ttl_header()`), the API's generic way
+  for a client to say how long its key should be remembered, so the API keeps them 10
+  minutes, not its default 24 hours: the API knows nothing of MCP. A key the agent passes
+  itself is sent unchanged and without that header (kept 24 hours).
 - When a remembered key had already been accepted by the API (a 2xx reply), the tool's reply
   says `replayed: true` with a note: the API answered with the earlier operation. That is
   the right answer to a blind retry and tells an agent that meant a deliberate repeat (say
@@ -48,6 +50,14 @@ def derive_key(tool: str, arguments: dict[str, Any], anchor: float) -> str:
     bucket = int(anchor // WINDOW_S)
     material = f"hypd-mcp\n{tool}\n{canonical_arguments(arguments)}\n{bucket}"
     return "mcp-" + hashlib.sha256(material.encode()).hexdigest()[:40]
+
+
+def headers_for(key: str, derived: bool) -> dict[str, str]:
+    """The headers a mutating call sends: the key, and for a derived one how long the API
+    should remember it (this module's window; the API's own default is 24 hours)."""
+    if not derived:
+        return {"Idempotency-Key": key}
+    return {"Idempotency-Key": key, "Idempotency-TTL": str(WINDOW_S)}
 
 
 def principal_of(token: str | None) -> str:

@@ -40,7 +40,7 @@ from starlette.authentication import AuthCredentials
 
 from mcp_server.arguments import ArgumentCheck, summary
 from mcp_server.client import ApiClient, ApiError, ApiResponse, openapi_sync, whoami_sync
-from mcp_server.idempotency import IdempotencyKeys, principal_of
+from mcp_server.idempotency import IdempotencyKeys, headers_for, principal_of
 from mcp_server.routes import RouteBook
 from mcp_server.tools import (
     IDEMPOTENCY_KEY,
@@ -196,12 +196,10 @@ async def _call_rest(tool: BoundTool, args: dict[str, Any], api: ApiClient,
     principal = principal_of(api.token)
     if explicit:
         key, replayed = explicit, False
-        headers = {"Idempotency-Key": key}
     else:
         key, replayed = keys.key_for(principal, spec.name, args)
-        headers = {"Idempotency-Key": key, "Idempotency-Scope": "mcp"}
     resp = await api.request(spec.method, path, params=query, json_body=send_body,
-                             headers=headers)
+                             headers=headers_for(key, derived=not explicit))
     if not explicit:
         keys.accepted(principal, spec.name, args, key)
     out = _mutation_reply(spec, resp)

@@ -31,8 +31,8 @@ FIREHOSE = "hypd:events"
 FIREHOSE_MAXLEN = 10_000
 EVENTS_TTL_AFTER_FINISH_S = 7 * 24 * 3600
 IDEMPOTENCY_TTL_S = 24 * 3600
+"""How long an Idempotency-Key is kept: the default, and the most a client may ask for."""
 BLOCK_SLICE_MS = 2000
-MCP_IDEMPOTENCY_TTL_S = 10 * 60
 
 Event = dict[str, Any]
 Mutator = Callable[[dict[str, Any]], list[Event] | None]
@@ -56,7 +56,8 @@ def lease_key(op_id: str) -> str:
 
 @dataclass(frozen=True)
 class IdempotencyClaim:
-    """An Idempotency-Key as scoped by the contract: token name + method + path."""
+    """An Idempotency-Key as scoped by the contract: token name + method + path, kept
+    `ttl_s` seconds (the request says how long, within IDEMPOTENCY_TTL_S)."""
 
     key: str
     scope: str

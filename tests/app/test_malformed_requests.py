@@ -101,6 +101,8 @@ HEADERS = (
     {"Authorization": b"Bearer \xff\xfe"},
     {"Idempotency-Key": "k" * 5000},
     {"Idempotency-Key": b"\xff\x85"},
+    {"Idempotency-Key": "k", "Idempotency-TTL": "\u0661".encode() * 3},
+    {"Idempotency-Key": "k", "Idempotency-TTL": "9" * 400},
     {"If-None-Match": '"' * 1000},
     {"If-None-Match": b'W/"\xff"'},
     {"Accept": "application/yaml"},

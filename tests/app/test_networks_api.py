@@ -3,10 +3,12 @@ and the mutation contracts (Idempotency-Key, 409, 422) hold."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import boto3
 import pytest
+import redis
 
 
 def _ec2(stack):
@@ -140,6 +142,40 @@ def test_idempotency_key_replays_and_refuses_other_body(stack):
     with stack.client() as c:  # a replay after the fact still answers the same operation
         late = c.post("/api/v1/networks", json={"name": name}, headers={"Idempotency-Key": key})
     assert late.status_code == 202 and late.json()["operation"]["id"] == op["id"]
+
+
+def _key_ttl(stack, op_id: str) -> int:
+    """How long Redis keeps the Idempotency-Key record that made `op_id`."""
+    db = redis.Redis.from_url(stack.redis_url)
+    for name in db.scan_iter("hypd:idem:*"):
+        if json.loads(db.get(name))["operation_id"] == op_id:
+            return db.ttl(name)
+    raise AssertionError(f"no idempotency record made {op_id}")
+
+
+def test_the_client_says_how_long_its_key_is_remembered(stack):
+    """Idempotency-TTL is a property of the request (the MCP server sends 600 for the keys
+    it derives); without it a key is kept the server's 24 hours, which is also the most."""
+    name = _name("ttl")
+    with stack.client() as c:
+        short = c.post("/api/v1/networks", json={"name": name},
+                       headers={"Idempotency-Key": str(uuid.uuid4()), "Idempotency-TTL": "600"})
+        too_long = c.post("/api/v1/networks", json={"name": name + "x"},
+                          headers={"Idempotency-Key": str(uuid.uuid4()),
+                                   "Idempotency-TTL": str(24 * 3600 + 1)})
+        odd = [c.post("/api/v1/networks", json={"name": name + "y"},
+                      headers={"Idempotency-Key": str(uuid.uuid4()), "Idempotency-TTL": ttl})
+               for ttl in ("0", "-5", "1.5", "ten", "\u0661".encode())]
+        plain = c.post("/api/v1/networks", json={"name": name + "z"},
+                       headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert short.status_code == 202 and plain.status_code == 202, (short.text, plain.text)
+    for refused in (too_long, *odd):
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["details"]["fields"] == {"Idempotency-TTL": ["invalid"]}
+    assert 590 <= _key_ttl(stack, short.json()["operation"]["id"]) <= 600
+    assert 24 * 3600 - 10 <= _key_ttl(stack, plain.json()["operation"]["id"]) <= 24 * 3600
+    for reply in (short, plain):
+        assert stack.wait_operation(reply.json()["operation"]["id"])["status"] == "succeeded"
 
 
 def test_busy_target_is_409_naming_the_running_operation(stack):

@@ -107,5 +107,5 @@ async def test_operator_bearer_is_forwarded(mcp_http: str, fake_api: FakeApi,
     assert not created.is_error, created.content[0].text
     (post,) = fake_api.seen("POST", "/api/v1/networks")
     assert post.header("Authorization") == f"Bearer {OPERATOR_TOKEN}"
-    assert post.header("Idempotency-Scope") == "mcp"
+    assert post.header("Idempotency-TTL") == "600"
     assert waited.structured_content["status"] == "succeeded"

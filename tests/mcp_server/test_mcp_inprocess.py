@@ -135,7 +135,7 @@ async def test_create_network_reply_names_the_status_tool(fake_api: FakeApi) -> 
     assert post.body == {"name": "lab", "availability_zones": ["us-west-2a", "us-west-2b"]}
     assert post.header("Idempotency-Key") == reply["idempotency_key"]
     assert post.header("Idempotency-Key").startswith("mcp-")
-    assert post.header("Idempotency-Scope") == "mcp"
+    assert post.header("Idempotency-TTL") == "600"
     assert post.header("Authorization") == f"Bearer {OPERATOR_TOKEN}"
 
 
@@ -172,7 +172,7 @@ async def test_explicit_idempotency_key_is_sent_as_given(fake_api: FakeApi) -> N
     assert not ok.is_error
     post = fake_api.seen("POST")[0]
     assert post.header("Idempotency-Key") == "k-1"
-    assert post.header("Idempotency-Scope") is None
+    assert post.header("Idempotency-TTL") is None
     assert post.body == {"name": "lab"}  # the key is a header, never a body field
     assert reused.is_error
     assert _text(reused) == (
@@ -306,5 +306,5 @@ async def test_delete_network(fake_api: FakeApi) -> None:
         await client.call_tool("wait_operation", reply["status_args"])
         listed = await client.call_tool("list_networks", {})
     assert reply["operation"]["kind"] == "network.delete"
-    assert fake_api.seen("DELETE")[0].header("Idempotency-Scope") == "mcp"
+    assert fake_api.seen("DELETE")[0].header("Idempotency-TTL") == "600"
     assert listed.structured_content == {"items": []}
