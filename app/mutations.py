@@ -93,14 +93,13 @@ def replayed() -> tuple[dict[str, Any], int, dict[str, str]] | None:
 
 
 def operation_reply(op_view: dict[str, Any], status: int = 202):
-    """The 202 body and headers for an operation (DESIGN.md: a mutation's reply)."""
+    """The 202 body and headers for an operation (DESIGN.md: a mutation's reply): the
+    routes to follow it by, never an MCP tool (the MCP server maps the routes to tools)."""
     route = f"/api/v1/operations/{op_view['id']}"
     body = {
         "operation": op_view,
         "resource_url": op_view.get("resource_url"),
         "status_route": route,
-        "status_tool": "wait_operation",
-        "status_args": {"operation_id": op_view["id"]},
         "poll_after_seconds": POLL_AFTER_S,
     }
     return body, status, {"Location": route, "Retry-After": str(POLL_AFTER_S)}

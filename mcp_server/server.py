@@ -41,6 +41,7 @@ from starlette.authentication import AuthCredentials
 from mcp_server.arguments import ArgumentCheck, summary
 from mcp_server.client import ApiClient, ApiError, ApiResponse, openapi_sync, whoami_sync
 from mcp_server.idempotency import IdempotencyKeys, headers_for, principal_of
+from mcp_server.routemap import ROUTES
 from mcp_server.routes import RouteBook
 from mcp_server.tools import (
     IDEMPOTENCY_KEY,
@@ -132,9 +133,15 @@ def _retry_after(headers: dict[str, str]) -> int | None:
         return None
 
 
+def _reply(body: Any) -> dict[str, Any]:
+    """A REST reply as a tool's result: an object, whose routes name their tools too."""
+    return ROUTES.translate(dict(body) if isinstance(body, dict) else {"result": body})
+
+
 def _mutation_reply(spec: ToolSpec, resp: ApiResponse) -> dict[str, Any]:
-    """The REST reply, with status_tool/status_args/poll_after_seconds always present."""
-    out: dict[str, Any] = dict(resp.body) if isinstance(resp.body, dict) else {"result": resp.body}
+    """The REST reply, with status_tool/status_args/poll_after_seconds always present: the
+    tool its status_route maps to, else (a change made at once) the row's status tool."""
+    out = _reply(resp.body)
     # An operation is followed with its status tool; a synchronous change (import, active
     # cluster) is confirmed with the read tool its row names; a dry run changed nothing.
     synchronous = spec.status_tool not in (None, "wait_operation")
@@ -190,7 +197,7 @@ async def _call_rest(tool: BoundTool, args: dict[str, Any], api: ApiClient,
     send_body = body if spec.method in ("POST", "PUT", "PATCH") else None
     if not spec.mutating:
         resp = await api.request(spec.method, path, params=query, json_body=send_body)
-        return resp.body if isinstance(resp.body, dict) else {"result": resp.body}
+        return _reply(resp.body)
 
     explicit = args.get(IDEMPOTENCY_KEY)
     principal = principal_of(api.token)

@@ -61,10 +61,14 @@ class ToolSpec:
     mutating: bool = False
     destructive: bool = False
     # For a mutating tool: the tool that tells when the change is done, and where each of
-    # its arguments is found in the REST reply (dotted paths). The REST 202 reply already
-    # carries status_tool/status_args; these fill them in when a reply lacks them.
+    # its arguments is found in the REST reply (dotted paths). A reply naming a
+    # status_route (an operation) is followed with the tool that route maps to
+    # (mcp_server/routemap.py); these name it for a reply without one (a change made at once).
     status_tool: str | None = None
     status_args_from: dict[str, str] = field(default_factory=dict)
+    # The tool to follow its route with, where several call it: a route a reply names to be
+    # followed (status_route) is waited on, not read once.
+    follows: bool = False
     # A tool whose behaviour is more than one REST call names its runner in server.py.
     runner: str | None = None
     # Query parameters always sent (e.g. dry_run=true for a planning tool); not arguments.
@@ -132,11 +136,13 @@ class BoundTool:
                 "operation": {"type": "object", "description": "The operation record."},
                 "changed": {"type": "boolean"},
                 "resource_url": {"type": ["string", "null"]},
-                "status_route": {"type": ["string", "null"]},
+                "status_route": {"type": ["string", "null"],
+                                 "description": "The REST route status_tool calls."},
                 "status_tool": {
                     "type": ["string", "null"],
                     "description": "Call this tool with status_args until a terminal status "
-                    "(null when nothing needed doing).",
+                    "(null when nothing needed doing). The MCP server's name for the REST "
+                    "reply's status_route.",
                 },
                 "status_args": {"type": "object"},
                 "poll_after_seconds": {"type": "number"},
@@ -606,6 +612,7 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
             "default": WAIT_DEFAULT_SECONDS,
             "description": "How long to wait at most, in seconds."}),),
         runner="wait_operation",
+        follows=True,
     ),
     ToolSpec(
         name="cancel_operation", method="POST", path="/api/v1/operations/{operation_id}/cancel",

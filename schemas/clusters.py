@@ -263,8 +263,8 @@ class ClusterSchema(Schema):
         "description": "after a create, re-run or delete stopped short (failed, cancelled, "
                        "incomplete): what it left in AWS and its hourly cost; else null"})
     next_actions = fields.List(fields.Nested(NextActionSchema), metadata={
-        "description": "the ways on from a stopped state: resume (retry_operation) and "
-                       "delete what was made (delete_cluster)"})
+        "description": "the ways on from a stopped state: resume (retry the operation) "
+                       "and delete what was made (delete the cluster)"})
     instance_groups = fields.List(fields.Dict())
     nodes = fields.Dict(metadata={"description": "node counts by health"})
     features = fields.Dict(allow_none=True, metadata={

@@ -138,21 +138,22 @@ class OperationListSchema(Schema):
 
 class RestCallSchema(Schema):
     method = fields.String(required=True)
+    route = fields.String(required=True, metadata={
+        "description": "the route's path template, as this document writes it"})
+    args = fields.Dict(required=True, metadata={
+        "description": "the template's placeholders: route filled with them is path"})
     path = fields.String(required=True)
     body = fields.Dict(allow_none=True)
 
 
 class CallSchema(Schema):
-    """A call a read suggests (app/readmodels/calls.py), named for a person, a script and an
-    agent alike: the MCP tool with its arguments and the same as a REST call. hypd never
-    runs it."""
+    """A call a read suggests (app/readmodels/calls.py): the REST call that takes it, for a
+    person, a script and an agent alike (an agent's MCP server names the tool that makes
+    it). hypd never runs it."""
 
     title = fields.String(required=True)
     why = fields.String(required=True)
-    tool = fields.String(required=True, metadata={"description": "the MCP tool to call"})
-    args = fields.Dict(required=True, metadata={"description": "its arguments"})
-    rest = fields.Nested(RestCallSchema, required=True,
-                         metadata={"description": "the same as a REST call"})
+    rest = fields.Nested(RestCallSchema, required=True, metadata={"description": "the call"})
     mutating = fields.Boolean(required=True, metadata={
         "description": "true: it changes what exists — confirm with the user first"})
 
@@ -178,11 +179,14 @@ class MutationReplySchema(Schema):
     """202: the operation that will carry the change out, and how to follow it."""
 
     operation = fields.Nested(OperationSchema, required=True)
-    resource_url = fields.String(allow_none=True)
-    status_route = fields.String(required=True)
-    status_tool = fields.String(required=True)
-    status_args = fields.Dict(required=True)
-    poll_after_seconds = fields.Integer(required=True)
+    resource_url = fields.String(allow_none=True, metadata={
+        "description": "the resource the change is about"})
+    status_route = fields.String(required=True, metadata={
+        "description": "read it (`?wait=N` long-polls) until the operation's status is "
+                       "succeeded, failed or cancelled; also the Location header"})
+    poll_after_seconds = fields.Integer(required=True, metadata={
+        "description": "how long to wait before reading status_route again without "
+                       "`?wait`; also the Retry-After header"})
 
 
 class NoChangeSchema(Schema):

@@ -37,7 +37,8 @@ class DiagnosticQuerySchema(Schema):
         validate=Pattern(DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "nccl: read only this namespace's pods (default: every "
                                  "namespace but the system ones)"})
-    job = Name("nccl: read only this training job's pods (list_jobs names them; 404 "
+    job = Name("nccl: read only this training job's pods (the cluster's job list names "
+               "them; 404 "
                "not_found when the cluster has no such job). ")
     tail_lines = fields.Integer(
         load_default=DEFAULT_TAIL_LINES,

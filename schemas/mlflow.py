@@ -66,4 +66,3 @@ class JobMlflowSchema(Schema):
     tracking_server_arn = fields.String(required=True)
     experiment_name = fields.String(allow_none=True)
     ui_url_route = fields.String(required=True)
-    ui_url_tool = fields.String(required=True)

@@ -2,7 +2,7 @@
 (KubeRay), submitted through recipes (cloud/recipes.py).
 
 A job is a workload whose life is its own: creating one answers `201` with the job, and its
-status is the job's (`GET …/jobs/<job>`, MCP `get_job`), read from the cluster. The one
+status is the job's (`GET …/jobs/<job>`), read from the cluster. The one
 exception is a RayJob on a cluster without KubeRay: KubeRay is installed first, as an
 operation (`job.create`, tasks/jobs.py), answered `202`. A job that needs the training
 operator on a cluster without it is refused (412) naming the `training_operator` toggle;

@@ -1,34 +1,43 @@
-"""A next step a read suggests, named both ways: the MCP tool an agent calls (with its
-arguments) and the REST call that tool makes, so the browser, a script and an agent are
-pointed at the same thing. hypd never runs a suggested call itself.
+"""A next step a read suggests, named as the REST call that takes it: the method, the route's
+path template and its arguments, the path they fill in and the body. The browser and a
+script make that call; an agent gets the MCP tool the MCP server maps the route to (the app
+names no tool). hypd never runs a suggested call itself.
 
-The table below is the one place a read names a tool; a test holds every row equal to the
-MCP tool table (mcp_server/tools.py), so a renamed tool or route fails there, not in a
-user's hands.
+The routes below are the ones reads suggest; a test holds each to the API's own OpenAPI
+document and to a tool of the MCP table, so a renamed route fails there, not in a user's
+hands.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-TOOL_CALLS: dict[str, tuple[str, str]] = {
-    "get_operation": ("GET", "/api/v1/operations/{operation_id}"),
-    "retry_operation": ("POST", "/api/v1/operations/{operation_id}/retry"),
-    "get_cluster": ("GET", "/api/v1/clusters/{name}"),
-    "delete_cluster": ("DELETE", "/api/v1/clusters/{name}"),
-    "run_cluster_stage": ("POST", "/api/v1/clusters/{name}/stages/{stage}/run"),
-    "get_node": ("GET", "/api/v1/clusters/{cluster}/nodes/{node_id}"),
-    "reboot_nodes": ("POST", "/api/v1/clusters/{cluster}/nodes/reboot"),
-    "replace_nodes": ("POST", "/api/v1/clusters/{cluster}/nodes/replace"),
-}
-"""tool → (method, path template) of the route it calls."""
+Route = tuple[str, str]
+"""(method, path template), as the OpenAPI document writes it."""
+
+OPERATION: Route = ("GET", "/api/v1/operations/{operation_id}")
+RETRY_OPERATION: Route = ("POST", "/api/v1/operations/{operation_id}/retry")
+CLUSTER: Route = ("GET", "/api/v1/clusters/{name}")
+DELETE_CLUSTER: Route = ("DELETE", "/api/v1/clusters/{name}")
+RUN_STAGE: Route = ("POST", "/api/v1/clusters/{name}/stages/{stage}/run")
+NODE: Route = ("GET", "/api/v1/clusters/{cluster}/nodes/{node_id}")
+REBOOT_NODES: Route = ("POST", "/api/v1/clusters/{cluster}/nodes/reboot")
+REPLACE_NODES: Route = ("POST", "/api/v1/clusters/{cluster}/nodes/replace")
+
+ROUTES: tuple[Route, ...] = (OPERATION, RETRY_OPERATION, CLUSTER, DELETE_CLUSTER, RUN_STAGE,
+                             NODE, REBOOT_NODES, REPLACE_NODES)
 
 
-def call(tool: str, args: dict[str, Any], body: dict[str, Any] | None = None
+def call(route: Route, args: dict[str, Any], body: dict[str, Any] | None = None
          ) -> dict[str, Any]:
-    """{tool, args, rest: {method, path, body}, mutating} for one call of `tool`: `args`
-    fill the path, `body` goes in the request (and in the tool's arguments too)."""
-    method, template = TOOL_CALLS[tool]
-    return {"tool": tool, "args": {**args, **(body or {})},
-            "rest": {"method": method, "path": template.format(**args), "body": body},
+    """{rest: {method, route, args, path, body}, mutating} for one call of `route`: `args`
+    fill the path's placeholders, `body` goes in the request."""
+    method, template = route
+    return {"rest": {"method": method, "route": template, "args": args,
+                     "path": template.format(**args), "body": body},
             "mutating": method != "GET"}
+
+
+def path(route: Route, **args: Any) -> str:
+    """The path of `route` for these arguments (for a message that names where to look)."""
+    return route[1].format(**args)

@@ -125,7 +125,8 @@ def _job_pods(api: Any, cluster: str, namespace: str | None, job: str
     if found is None or namespace not in (None, found["metadata"].get("namespace")):
         where = f" in namespace {namespace!r}" if namespace else ""
         raise ApiError(404, "not_found", f"no job named {job!r}{where} on cluster "
-                                         f"{cluster!r} (list_jobs names its jobs)")
+                                         f"{cluster!r} (GET /api/v1/clusters/{cluster}/jobs "
+                                         "names its jobs)")
     return found["metadata"].get("namespace") or "default", jobs.pods(api, found)
 
 

@@ -1,7 +1,8 @@
 """The rules of a diagnosis: what is gathered (app/readmodels/diagnostics.py) becomes
-findings, each citing its evidence, and suggestions — tool calls, REST calls and kubectl
-commands that hypd never runs — ordered investigate → reboot → replace → retry, the
-escalation the node actions (and skills/node-health.md) follow.
+findings, each citing its evidence, and suggestions — REST calls (app/readmodels/calls.py;
+the MCP server names their tools) and kubectl commands that hypd never runs — ordered
+investigate → reboot → replace → retry, the escalation the node actions (and
+skills/node-health.md) follow.
 
 Pure functions of what was read: no AWS, Kubernetes or Redis here.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from app.readmodels import lifecycle
+from app.readmodels import calls, lifecycle
 from app.readmodels.calls import call
 from cloud import failure_patterns
 from cloud.nodes import HEALTH_LABEL
@@ -96,8 +97,8 @@ def _stopped(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
     evidence = [_evidence("operation", f"{op['id']} {op['status']}", now["summary"])]
     deleting = code == "stopped_delete"
     message = (f"{now['summary'][0].upper()}{now['summary'][1:]}. What it made stays in AWS, "
-               "and what of it is billed by the hour keeps costing: get_cluster lists it with "
-               "its hourly cost. "
+               "and what of it is billed by the hour keeps costing: the cluster's read lists it "
+               "with its hourly cost. "
                + ("Resume the delete to finish it." if deleting else
                   "Resume it (it carries on from where it stopped) or delete what was made."))
     return [_finding(code, "error" if deleting else "warning",
@@ -240,10 +241,10 @@ def _nccl(found: Any) -> list[dict[str, Any]]:
 
 # -- suggestions -------------------------------------------------------------------------------
 
-def _call(step: str, title: str, why: str, tool: str, args: dict[str, Any],
+def _call(step: str, title: str, why: str, route: calls.Route, args: dict[str, Any],
           body: dict[str, Any] | None = None, kubectl: list[str] | None = None
           ) -> dict[str, Any]:
-    return {"step": step, "title": title, "why": why, **call(tool, args, body),
+    return {"step": step, "title": title, "why": why, **call(route, args, body),
             "kubectl": kubectl}
 
 
@@ -252,13 +253,13 @@ def _ways_on(cluster: str, finding: dict[str, Any]) -> list[dict[str, Any]]:
     delete what was made — the cluster read's own next actions."""
     op_id = finding["evidence"][0]["ref"].split()[0]
     out = [_call("investigate", f"Read cluster {cluster}: what is left in AWS and its hourly "
-                 "cost", finding["title"], "get_cluster", {"name": cluster}),
+                 "cost", finding["title"], calls.CLUSTER, {"name": cluster}),
            _call("retry", f"Resume operation {op_id}", "it carries on from the step it "
-                 "stopped at; confirm with the user", "retry_operation",
+                 "stopped at; confirm with the user", calls.RETRY_OPERATION,
                  {"operation_id": op_id})]
     if finding["code"] != "stopped_delete":
         out.append(_call("delete", f"Delete what cluster {cluster}'s create made",
-                         "the other way on; confirm with the user", "delete_cluster",
+                         "the other way on; confirm with the user", calls.DELETE_CLUSTER,
                          {"name": cluster}))
     return out
 
@@ -276,11 +277,11 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
             if e["source"] == "operation" and finding["stage"]:
                 op_id = e["ref"].split()[0]
                 out.append(_call("investigate", f"Read operation {op_id}",
-                                 finding["title"], "get_operation", {"operation_id": op_id}))
+                                 finding["title"], calls.OPERATION, {"operation_id": op_id}))
                 break
         if finding["code"] == "cluster_failed":
             out.append(_call("investigate", "Read the cluster and its HyperPod events",
-                             finding["title"], "get_cluster", {"name": cluster}))
+                             finding["title"], calls.CLUSTER, {"name": cluster}))
     remedy: dict[str, str] = {}
     why: dict[str, list[str]] = {}
     for finding in findings:
@@ -292,7 +293,7 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
         name = (by_id.get(node_id) or {}).get("node_name")
         out.append(_call("investigate", f"Read node {node_id}: status, conditions, events, "
                          "the pods a node action would disrupt", "; ".join(why[node_id]),
-                         "get_node", {"cluster": cluster, "node_id": node_id},
+                         calls.NODE, {"cluster": cluster, "node_id": node_id},
                          kubectl=["kubectl", "describe", "node", name] if name else None))
     reboot = sorted(n for n, r in remedy.items() if r == "reboot"
                     and (by_id.get(n) or {}).get("status") == RUNNING)
@@ -300,7 +301,7 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
     if reboot:
         out.append(_call("reboot", f"Reboot {', '.join(reboot)}",
                          "a reboot usually clears this; confirm with the user and name the "
-                         "pods get_node lists", "reboot_nodes", {"cluster": cluster},
+                         "pods the node's read lists", calls.REBOOT_NODES, {"cluster": cluster},
                          {"node_ids": reboot}))
     if replace or reboot:
         ids = sorted({*replace, *reboot})
@@ -309,11 +310,11 @@ def suggestions(cluster: str, findings: list[dict[str, Any]], nodes: list[dict[s
             why_replace += ("; " if why_replace else "") + (
                 f"only if it comes back after the reboot: {', '.join(reboot)}")
         out.append(_call("replace", f"Replace {', '.join(ids)}", why_replace,
-                         "replace_nodes", {"cluster": cluster}, {"node_ids": ids}))
+                         calls.REPLACE_NODES, {"cluster": cluster}, {"node_ids": ids}))
     for finding in findings:
         if finding["code"] == "stage_failed":
             out.append(_call("retry", f"Re-run stage {finding['stage']}",
-                             "once the cause it names is fixed", "run_cluster_stage",
+                             "once the cause it names is fixed", calls.RUN_STAGE,
                              {"name": cluster, "stage": finding["stage"]}))
         if finding["code"] in ("cancelled_create", "unfinished_create", "stopped_delete"):
             out += _ways_on(cluster, finding)

@@ -74,14 +74,13 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
 
 def mlflow_link(cluster: str, env: dict[str, str]) -> dict[str, Any] | None:
     """Where the job logs its metrics, read from its own environment (what its pods got):
-    the tracking server, the experiment, and the route and tool that open the MLflow UI (a
+    the tracking server, the experiment, and the route that opens the MLflow UI (a
     presigned URL is a credential of its own, made on request, never part of a job)."""
     arn = env.get(mlflow.TRACKING_URI)
     if not arn:
         return None
     return {"tracking_server_arn": arn, "experiment_name": env.get(mlflow.EXPERIMENT),
-            "ui_url_route": f"/api/v1/clusters/{cluster}/mlflow/ui-url",
-            "ui_url_tool": "get_mlflow_ui_url"}
+            "ui_url_route": f"/api/v1/clusters/{cluster}/mlflow/ui-url"}
 
 
 def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from app import context
+from app.readmodels import calls
 from app.readmodels.calls import call
 from schemas.clusters import STAGES
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
@@ -232,7 +233,7 @@ def resume_action(op: Operation) -> dict[str, Any]:
             "why": f"retries operation {op['id']} with the same id from the step it stopped "
                    "at; the steps it skipped run, what earlier steps made is adopted, "
                    "nothing is made twice",
-            **call("retry_operation", {"operation_id": op["id"]})}
+            **call(calls.RETRY_OPERATION, {"operation_id": op["id"]})}
 
 
 def delete_action(name: str) -> dict[str, Any]:
@@ -240,14 +241,14 @@ def delete_action(name: str) -> dict[str, Any]:
             "why": "removes what hypd made for the cluster, in reverse order, and nothing "
                    "else; the shared bucket (the user's data) is kept unless delete_data "
                    "is true",
-            **call("delete_cluster", {"name": name})}
+            **call(calls.DELETE_CLUSTER, {"name": name})}
 
 
 def read_action(name: str) -> dict[str, Any]:
     return {"action": "read", "title": f"Read cluster {name}",
             "why": "once the operation stops: each stage as it ended, what is left in AWS "
                    "and its hourly cost, and these ways on",
-            **call("get_cluster", {"name": name})}
+            **call(calls.CLUSTER, {"name": name})}
 
 
 def after_cancel(op: Operation) -> list[dict[str, Any]]:

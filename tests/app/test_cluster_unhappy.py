@@ -255,9 +255,12 @@ def test_the_read_and_the_cancel_reply_name_both_ways_on(stack, cancelled):
     op_id = cancelled.op["id"]
     resume = ("resume", "retry_operation", "POST", f"/api/v1/operations/{op_id}/retry")
     delete = ("delete", "delete_cluster", "DELETE", f"/api/v1/clusters/{cancelled.name}")
-    shape = [(a["action"], a["tool"], a["rest"]["method"], a["rest"]["path"])
-             for a in _read(stack, cancelled.name)["next_actions"]]
-    assert shape == [resume, delete]
+    # the REST read names the routes (and no tool)
+    shape = [(a["action"], a["rest"]["route"], a["rest"]["method"], a["rest"]["path"],
+              a.get("tool")) for a in _read(stack, cancelled.name)["next_actions"]]
+    assert shape == [
+        ("resume", "/api/v1/operations/{operation_id}/retry", *resume[2:], None),
+        ("delete", "/api/v1/clusters/{name}", *delete[2:], None)]
     # the MCP cancel's reply pointed at the read first, then both ways on
     reply = cancelled.cancel_reply
     assert (reply["status_tool"], reply["status_args"]) == ("wait_operation",
@@ -278,9 +281,11 @@ def test_the_creation_diagnosis_says_cancelled(stack, cancelled):
     assert diagnosis["healthy"] is False
     finding = next(f for f in diagnosis["findings"] if f["code"] == "cancelled_create")
     assert finding["evidence"][0]["ref"].startswith(cancelled.op["id"])
-    assert [(s["step"], s["tool"]) for s in diagnosis["suggestions"]][-3:] == [
-        ("investigate", "get_cluster"), ("retry", "retry_operation"),
-        ("delete", "delete_cluster")]
+    assert [(s["step"], s["rest"]["method"], s["rest"]["route"])
+            for s in diagnosis["suggestions"]][-3:] == [
+        ("investigate", "GET", "/api/v1/clusters/{name}"),
+        ("retry", "POST", "/api/v1/operations/{operation_id}/retry"),
+        ("delete", "DELETE", "/api/v1/clusters/{name}")]
 
 
 def test_retry_resumes_where_it_stopped_and_runs_the_skipped_steps(stack, cancelled):
@@ -384,7 +389,8 @@ def test_a_create_failed_mid_network_reads_failed_there_and_deletes_what_it_made
     assert {i["type"] for i in left["items"]} == {"vpc", "subnet", "internet_gateway",
                                                   "nat_gateway", "elastic_ip"}
     assert [(i["kind"], i["quantity"]) for i in left["cost"]["items"]] == [("nat_gateway", 1)]
-    assert [a["tool"] for a in cluster["next_actions"]] == ["retry_operation", "delete_cluster"]
+    assert [a["rest"]["route"] for a in cluster["next_actions"]] == [
+        "/api/v1/operations/{operation_id}/retry", "/api/v1/clusters/{name}"]
     with stack.client("viewer") as c:
         diagnosis = c.get(f"/api/v1/clusters/{name}/diagnostics/creation").json()
     assert diagnosis["healthy"] is False

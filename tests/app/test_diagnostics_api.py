@@ -6,6 +6,7 @@ cites it, suggests the right next command — and changes nothing."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,9 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from app.readmodels.calls import TOOL_CALLS
+from mcp_server.routemap import ROUTES
 from mcp_server.server import build_server
-from mcp_server.tools import TOOLS_BY_NAME
 from schemas.diagnostics import DiagnosisSchema
 from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
 from tests.app.test_clusters_api import ZONE
@@ -48,9 +48,13 @@ def _diagnose(stack: Any, cluster: str, kind: str, **query: Any) -> dict[str, An
 
 
 def _steps(diagnosis: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """Each suggestion as the MCP server hands it to an agent (its route's tool); the REST
+    reply itself names no tool."""
+    assert not any("tool" in s for s in diagnosis["suggestions"])
+    agent = ROUTES.translate(copy.deepcopy(diagnosis))
     return [(s["step"], s["tool"], s["args"].get("node_ids") or s["args"].get("node_id")
              or s["args"].get("stage") or s["args"].get("operation_id"))
-            for s in diagnosis["suggestions"]]
+            for s in agent["suggestions"]]
 
 
 def _finding(diagnosis: dict[str, Any], code: str, node_id: str | None = None) -> dict:
@@ -281,8 +285,3 @@ async def test_a_viewer_diagnoses_over_mcp(stack, cluster):
     assert (first_action["tool"], first_action["args"]["node_ids"]) == ("reboot_nodes", [first])
     assert bad.is_error
 
-
-def test_suggested_tools_call_the_routes_the_tool_table_names():
-    for tool, (method, path) in TOOL_CALLS.items():
-        spec = TOOLS_BY_NAME[tool]
-        assert (spec.method, spec.path) == (method, path), tool

@@ -211,7 +211,7 @@ def test_a_verl_job_installs_kuberay_first_then_runs_as_a_rayjob(stack, cluster)
                                             "image": "verlai/verl:latest", "nodes": 2,
                                             "gpus_per_node": 1, "config": "/s3/rl/ppo.yaml"})
     assert reply.status_code == 202, reply.text  # the first RayJob of this cluster
-    assert reply.json()["status_tool"] == "wait_operation"
+    assert reply.json()["status_route"] == f"/api/v1/operations/{reply.json()['operation']['id']}"
     with stack.client("viewer") as c:  # meanwhile the job reads as being submitted
         pending = c.get(f"/api/v1/clusters/{cluster['name']}/jobs/{name}").json()
     assert pending["state"] in ("submitting", "pending", "running", "succeeded")

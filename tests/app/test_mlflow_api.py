@@ -100,8 +100,7 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         assert pod["serviceAccountName"] == "hypd-mlflow"
         assert get_job(stack, cluster, name)["mlflow"] == {
             "tracking_server_arn": arn, "experiment_name": name,
-            "ui_url_route": f"/api/v1/clusters/{cluster}/mlflow/ui-url",
-            "ui_url_tool": "get_mlflow_ui_url"}
+            "ui_url_route": f"/api/v1/clusters/{cluster}/mlflow/ui-url"}
         # a job in another namespace gets that namespace's service account, bound by Pod
         # Identity to the same role
         other = job_name("mlns")

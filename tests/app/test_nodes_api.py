@@ -337,7 +337,7 @@ def test_reboot_of_60_nodes_is_three_batches_and_they_come_back(stack, cluster):
     assert op["kind"] == "nodes.reboot" and op["target"] == f"cluster/{cluster}/nodes"
     assert [s["name"] for s in op["steps"]] == ["batch_1", "batch_2", "batch_3"]
     assert [len(s["resources"]["done"]) for s in op["steps"]] == [25, 25, 10]
-    assert reply.json()["status_tool"] == "wait_operation"
+    assert reply.json()["status_route"] == f"/api/v1/operations/{op['id']}"
     _assert_three_batches(stack, "BatchRebootClusterNodes", since, nodes)
     now = _aws_nodes(stack, cluster)
     assert all(now[n]["InstanceStatus"]["Status"] == "Running" for n in nodes)

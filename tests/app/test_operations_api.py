@@ -37,7 +37,7 @@ def test_failed_step_then_retry_resumes_there_without_recreating(stack):
         reply = c.post(f"/api/v1/operations/{op_id}/retry")
     assert reply.status_code == 202
     assert reply.json()["operation"]["id"] == op_id
-    assert reply.json()["status_args"] == {"operation_id": op_id}
+    assert reply.json()["status_route"] == f"/api/v1/operations/{op_id}"
     done = stack.wait_operation(op_id)
     assert done["status"] == "succeeded", done
     after = stack.sandbox.counters()["by_action"]

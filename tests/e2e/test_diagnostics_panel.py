@@ -45,9 +45,13 @@ def test_viewer_diagnoses_node_health_and_sees_the_next_commands(page, stack):
         expect(steps.nth(0)).to_have_attribute("data-step", "investigate")
         expect(steps.nth(0).get_by_test_id("diagnostics-kubectl")).to_have_text(
             f"kubectl describe node {first_node}")
-        expect(steps.nth(1)).to_have_attribute("data-tool", "reboot_nodes")
-        expect(steps.nth(1).get_by_test_id("diagnostics-tool")).to_contain_text(first)
-        expect(steps.nth(2)).to_have_attribute("data-tool", "replace_nodes")
+        expect(steps.nth(1)).to_have_attribute("data-route",
+                                               "/api/v1/clusters/{cluster}/nodes/reboot")
+        expect(steps.nth(1).get_by_test_id("diagnostics-call")).to_contain_text(
+            f"POST /api/v1/clusters/{name}/nodes/reboot")
+        expect(steps.nth(1).get_by_test_id("diagnostics-call")).to_contain_text(first)
+        expect(steps.nth(2)).to_have_attribute("data-route",
+                                               "/api/v1/clusters/{cluster}/nodes/replace")
         expect(page.get_by_test_id("diagnostics-capacity-link")).to_have_attribute(
             "href", re.compile(re.escape(name)))
     finally:

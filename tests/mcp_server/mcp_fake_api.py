@@ -271,7 +271,6 @@ class FakeApi:
         route = f"/api/v1/operations/{op['id']}"
         return 202, {
             "operation": op, "resource_url": resource_url, "status_route": route,
-            "status_tool": "wait_operation", "status_args": {"operation_id": op["id"]},
             "poll_after_seconds": 5,
         }, {"Location": route, "Retry-After": "5"}
 

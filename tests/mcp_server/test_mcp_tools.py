@@ -99,7 +99,24 @@ def test_a_no_change_reply_names_no_status_tool() -> None:
     assert bare["status_args"] == {"operation_id": "op_1"}
     assert bare["poll_after_seconds"] == 7
     passed = _mutation_reply(spec, ApiResponse(202, {
-        "operation": {"id": "op_2"}, "status_tool": "get_job", "status_args": {"job": "j"},
+        "operation": {"id": "op_2"}, "status_route": "/api/v1/operations/op_2",
         "poll_after_seconds": 3}))
     assert (passed["status_tool"], passed["status_args"], passed["poll_after_seconds"]) == (
-        "get_job", {"job": "j"}, 3)
+        "wait_operation", {"operation_id": "op_2"}, 3)
+
+
+def test_a_reply_s_status_route_is_followed_with_the_tool_it_maps_to() -> None:
+    """The REST reply names routes only; the route, not the row, decides how an operation is
+    followed: a job submission answering an operation (KubeRay first) is waited on, one
+    answering the job (no status_route) is read with the row's get_job."""
+    from mcp_server.client import ApiResponse
+    from mcp_server.server import _mutation_reply
+
+    spec = TOOLS_BY_NAME["submit_job"]
+    operation = _mutation_reply(spec, ApiResponse(202, {
+        "operation": {"id": "op_3"}, "status_route": "/api/v1/operations/op_3",
+        "resource_url": "/api/v1/clusters/lab/jobs/j", "poll_after_seconds": 5}))
+    assert (operation["status_tool"], operation["status_args"]) == (
+        "wait_operation", {"operation_id": "op_3"})
+    job = _mutation_reply(spec, ApiResponse(201, {"cluster": "lab", "name": "j"}))
+    assert (job["status_tool"], job["status_args"]) == ("get_job", {"cluster": "lab", "job": "j"})

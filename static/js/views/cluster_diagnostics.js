@@ -80,13 +80,12 @@ export function mountDiagnostics(box, ctx, name) {
         h('code', null, e.text)))));
   }
 
+  // A suggestion is a REST call (an agent's MCP server names the tool for the same route).
   function suggestion(s) {
-    const args = JSON.stringify(s.args);
-    return h('li', { class: 'diag-suggestion', testid: 'diagnostics-suggestion', dataset: { step: s.step, tool: s.tool, mutating: String(s.mutating) } },
+    return h('li', { class: 'diag-suggestion', testid: 'diagnostics-suggestion', dataset: { step: s.step, route: s.rest.route, mutating: String(s.mutating) } },
       h('div', null, h('span', { class: 'badge tone-gray' }, STEP_TEXT[s.step] || s.step), ' ', h('b', null, s.title)),
       h('div', { class: 'sub' }, s.why),
-      h('div', null, h('code', { testid: 'diagnostics-tool' }, `${s.tool} ${args}`)),
-      h('div', null, h('code', null, `${s.rest.method} ${s.rest.path}${s.rest.body ? ` ${JSON.stringify(s.rest.body)}` : ''}`)),
+      h('div', null, h('code', { testid: 'diagnostics-call' }, `${s.rest.method} ${s.rest.path}${s.rest.body ? ` ${JSON.stringify(s.rest.body)}` : ''}`)),
       s.kubectl ? h('div', null, h('code', { testid: 'diagnostics-kubectl' }, s.kubectl.join(' '))) : null);
   }
 }

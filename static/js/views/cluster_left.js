@@ -68,7 +68,7 @@ export function mountLeftovers(box, ctx, { onDeleted }) {
       h('td', { class: 'faint nowrap' }, `${i.stage} · ${i.step}`));
   }
 
-  // The ways on, as the API names them: each button says the tool and route it stands for.
+  // The ways on, as the API names them: each button says the route it calls.
   function actions(c, busy) {
     const byAction = Object.fromEntries((c.next_actions || []).map((a) => [a.action, a]));
     const resume = byAction.resume;
@@ -77,15 +77,15 @@ export function mountLeftovers(box, ctx, { onDeleted }) {
     return h('div', { class: 'left-actions', testid: 'cluster-next-actions' },
       resume ? guard(h('button', {
         type: 'button', class: 'btn btn-primary', testid: 'cluster-resume', disabled: !!busy || resuming,
-        title: why || `${resume.why} (${resume.tool}: ${resume.rest.method} ${resume.rest.path})`,
+        title: why || `${resume.why} (${resume.rest.method} ${resume.rest.path})`,
         onclick: () => doResume(resume),
       }, resuming ? 'Resuming…' : resume.title)) : null,
       del ? guard(h('button', {
         type: 'button', class: 'btn btn-danger', testid: 'cluster-delete-made', disabled: !!busy,
-        title: why || `${del.why} (${del.tool}: ${del.rest.method} ${del.rest.path})`,
+        title: why || `${del.why} (${del.rest.method} ${del.rest.path})`,
         onclick: () => openDeleteDialog(c, { signal: ctx.signal, onForgotten: onDeleted }),
       }, del.title)) : null,
-      h('span', { class: 'faint' }, [resume, del].filter(Boolean).map((a) => `${a.tool} · ${a.rest.method} ${a.rest.path}`).join('  |  ')));
+      h('span', { class: 'faint' }, [resume, del].filter(Boolean).map((a) => `${a.rest.method} ${a.rest.path}`).join('  |  ')));
   }
 
   async function doResume(action) {

@@ -1,5 +1,8 @@
 """The diagnosis rules on what a gather could find (no AWS, Kubernetes or Redis): which
-finding each node state gives, which node action follows, and the one order of suggestions."""
+finding each node state gives, which node action follows, and the one order of suggestions.
+
+Suggestions are REST calls; they are read here as the MCP server hands them to an agent
+(`ROUTES.translate`: the tool its route maps to), so a route no tool calls fails here too."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from typing import Any
 
 from app.readmodels.diagnostics import Gathered
 from app.readmodels.findings import EVIDENCE_SHOWN, diagnosis
+from mcp_server.routemap import ROUTES
 from schemas.diagnostics import STEPS, DiagnosisSchema
 
 
@@ -25,7 +29,8 @@ def _diagnose(kind: str, nodes: list[dict[str, Any]], **extra: Any) -> dict[str,
                                        "sources": [], **out}) == {}
     assert [s["step"] for s in out["suggestions"]] == sorted(
         (s["step"] for s in out["suggestions"]), key=STEPS.index)
-    return out
+    assert not any("tool" in s for s in out["suggestions"])  # the REST face names routes
+    return ROUTES.translate(out)
 
 
 def _actions(out: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -121,7 +126,8 @@ def _creation(life: list[dict[str, Any]]) -> dict[str, Any]:
     out = diagnosis(found, "creation")
     assert DiagnosisSchema().validate({"cluster": "lab", "kind": "creation", "as_of": "now",
                                        "sources": [], **out}) == {}
-    return out
+    assert not any("tool" in s for s in out["suggestions"])
+    return ROUTES.translate(out)
 
 
 def test_a_cancelled_create_is_never_healthy_and_points_at_both_ways_on():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.readmodels import lifecycle
+from mcp_server.routemap import ROUTES
 
 
 def _step(name: str, stage: str, phase: str = "succeeded", **resources) -> dict:
@@ -146,21 +147,24 @@ def test_the_ways_on_resume_the_stopped_operation_or_delete_what_was_made(app_ct
         "succeeded", "applied", "skipped", "skipped", "skipped", "skipped"))
     life = lifecycle.current_life("lab")
     now = lifecycle.state(life, lifecycle.stage_view(life))
-    actions = lifecycle.next_actions("lab", life, now)
+    actions = ROUTES.translate(lifecycle.next_actions("lab", life, now))  # as an agent reads them
     assert [(a["action"], a["tool"], a["rest"]["method"], a["rest"]["path"])
             for a in actions] == [
         ("resume", "retry_operation", "POST", f"/api/v1/operations/{create['id']}/retry"),
         ("delete", "delete_cluster", "DELETE", "/api/v1/clusters/lab")]
     assert all(a["mutating"] for a in actions)
     # the cancel's reply points at the read first
-    assert [a["tool"] for a in lifecycle.after_cancel(create)] == [
+    assert [a["rest"]["route"] for a in lifecycle.after_cancel(create)] == [
+        "/api/v1/clusters/{name}", "/api/v1/operations/{operation_id}/retry",
+        "/api/v1/clusters/{name}"]
+    assert [a["tool"] for a in ROUTES.translate(lifecycle.after_cancel(create))] == [
         "get_cluster", "retry_operation", "delete_cluster"]
     assert lifecycle.after_cancel({"kind": "network.create", "params": {}}) == []
     # a stopped delete is resumed, not deleted again
     delete = store.add("cluster.delete", "lab", status="cancelled")
     life = lifecycle.current_life("lab")
     now = lifecycle.state(life, lifecycle.stage_view(life))
-    assert [(a["action"], a["args"]) for a in lifecycle.next_actions("lab", life, now)] == [
+    assert [(a["action"], a["rest"]["args"]) for a in lifecycle.next_actions("lab", life, now)] == [
         ("resume", {"operation_id": delete["id"]})]
 
 
