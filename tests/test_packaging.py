@@ -178,20 +178,13 @@ def _the_hypd_server(server: dict, where: str) -> None:
     assert set(server["env"]) == {"HYPD_API_URL", "HYPD_TOKEN"}, where
 
 
-def test_kiro_agent_auto_approves_exactly_the_read_tools():
-    import fnmatch
-
-    names = _tools()
+def test_kiro_agent_reaches_only_hypd():
+    """Which tools it auto-approves (exactly the read ones) is written from the tool table
+    and checked in tests/mcp_server/test_agent_configs.py."""
     config = json.loads((AGENTS / "hypd-inst-agent.json").read_text())
     assert config["name"] == "hypd-inst-agent"
     _the_hypd_server(config["mcpServers"]["hypd"], "kiro")
     assert config["tools"] == ["@hypd"]
-    allowed = [p.removeprefix("@hypd/") for p in config["allowedTools"]]
-    assert all(p.startswith("@hypd/") for p in config["allowedTools"])
-    matched = {n for n in names for p in allowed if fnmatch.fnmatch(n, p)}
-    read = {n for n, t in names.items() if t.read_only}
-    assert not {n for n in matched if names[n].mutating}, "a mutating tool is auto-approved"
-    assert matched == read, f"read tools not auto-approved: {sorted(read - matched)}"
     # the playbooks are its resources: each pattern finds files
     for resource in config["resources"]:
         assert resource.startswith("file://")
@@ -201,24 +194,19 @@ def test_kiro_agent_auto_approves_exactly_the_read_tools():
     _names_only_real_tools(config["prompt"] + config["description"], "kiro")
 
 
-def test_claude_code_agent_reaches_only_hypd_and_asks_before_every_change():
-    names = _tools()
+def test_claude_code_agent_reaches_only_hypd():
+    """Its tool lists (reads allowed, changes asked, every tool in the sub-agent's `tools`)
+    are written from the tool table and checked in tests/mcp_server/test_agent_configs.py."""
     base = AGENTS / "claude-code"
     servers = json.loads((base / ".mcp.json").read_text())["mcpServers"]
     assert list(servers) == ["hypd"] and servers["hypd"]["type"] == "stdio"
     _the_hypd_server(servers["hypd"], "claude .mcp.json")
     settings = json.loads((base / ".claude" / "settings.json").read_text())
     assert settings["enabledMcpjsonServers"] == ["hypd"]
-    read = {f"mcp__hypd__{n}" for n, t in names.items() if t.read_only}
-    mutating = {f"mcp__hypd__{n}" for n, t in names.items() if t.mutating}
-    assert set(settings["permissions"]["allow"]) == read
-    assert set(settings["permissions"]["ask"]) == mutating
     text = (base / ".claude" / "agents" / "hypd-inst-agent.md").read_text()
     _, front, body = text.split("---\n", 2)
     meta = yaml.safe_load(front)
     assert meta["name"] == "hypd-inst-agent" and meta["description"]
-    tools = {t.strip() for t in meta["tools"].split(",")}
-    assert tools == {"Read", "Glob"} | {f"mcp__hypd__{n}" for n in names}, "only hypd's tools"
     _states_the_three_rules(body, "claude agent")
     _names_only_real_tools(body, "claude agent")
 
