@@ -143,6 +143,8 @@ def test_node_health_finds_labelled_nodes_and_suggests_reboot_then_replace(stack
     assert investigate["kubectl"] == ["kubectl", "describe", "node", first_node]
     assert investigate["mutating"] is False and reboot_step["mutating"] is True
     assert reboot_step["rest"] == {"method": "POST",
+                                   "route": "/api/v1/clusters/{cluster}/nodes/reboot",
+                                   "args": {"cluster": name},
                                    "path": f"/api/v1/clusters/{name}/nodes/reboot",
                                    "body": {"node_ids": [first]}}
     # the labels are back: nothing found
