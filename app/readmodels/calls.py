@@ -36,8 +36,3 @@ def call(route: Route, args: dict[str, Any], body: dict[str, Any] | None = None
     return {"rest": {"method": method, "route": template, "args": args,
                      "path": template.format(**args), "body": body},
             "mutating": method != "GET"}
-
-
-def path(route: Route, **args: Any) -> str:
-    """The path of `route` for these arguments (for a message that names where to look)."""
-    return route[1].format(**args)
