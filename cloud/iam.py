@@ -14,6 +14,21 @@ without them is refused with a clear error. Deletion acts only on tagged roles.
 Least privilege: actions are listed one by one and scoped to the cluster's own resources.
 `Resource: "*"` appears only for actions that AWS documents as not supporting resource-level
 permissions (see `STAR_RESOURCE_ACTIONS`), never with a wildcard action.
+
+**IAM roles hypd creates** (cloud/iam.py) are made by one function, `ensure_role`, for
+every purpose (the EKS cluster role, HyperPod's execution and cluster roles, feature roles):
+each is created under the path `/hypd/` with the permissions boundary
+`HYPD_ROLE_BOUNDARY_ARN` (default: `arn:<partition>:iam::<account>:policy/hypd/hypd-role-boundary`,
+the policy deploy/cloudformation.yaml creates; the account is asked of STS once per
+process). Path and boundary are properties of that function, not of its callers, so no role
+is made without them; a role adopted from before (path `/`, which cannot change) or under
+another boundary setting gets the current boundary (`PutRolePermissionsBoundary`). A missing
+boundary policy makes IAM refuse the create, answered as `precondition_failed` naming it.
+That is what the template's policy for hypd relies on: CreateRole, PutRolePolicy,
+AttachRolePolicy and the like only on `role/hypd/*` with the `iam:PermissionsBoundary`
+condition, PassRole only on `role/hypd/*`. The suite checks, after every test that ran the
+stack, that each role the product created carries both and that every policy it put on one
+fits inside the boundary (tests/conftest.py, from the local AWS's call log).
 """
 
 from __future__ import annotations

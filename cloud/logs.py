@@ -7,6 +7,16 @@ read where a line is written. A JSON line: `time`, `level`, `logger`, `message`,
 `thread`, and while an operation is handled its `op_id`, `kind` and `step`; an exception adds
 `exception`. Tokens never reach a log line: hypd logs token names only, requests are not
 logged with their headers, and gunicorn's access log (off by default) has no header fields.
+
+**Logs** (cloud/logs.py): `HYPD_LOG_FORMAT=json` makes every line of the web server (gunicorn's
+and the app's, through gunicorn's `logconfig_dict`) and of the worker (Celery's and hypd's:
+the worker installs the handler and tells Celery to keep it) one JSON object: `time`,
+`level`, `logger`, `message`, `process`, `thread`, and `op_id`, `kind`, `step` while an
+operation is handled (a context variable set by the runner around each task and by
+`mutations.submit` for its line). Text lines end with `[op_id step]` the same way. The runner
+logs each attempt, each step's end, retries and failures. Tokens never reach a line:
+requests are not logged with their headers, and gunicorn's access log (off unless
+`--access-log`) has no header fields; a test reads the stack's logs for the secrets.
 """
 
 from __future__ import annotations

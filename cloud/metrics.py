@@ -19,6 +19,27 @@ sharing that volume); a worker elsewhere serves its own with `hypd worker --metr
 
 Without PROMETHEUS_MULTIPROC_DIR (an app made in a test process) the metrics count in this
 process only.
+
+**Metrics** (cloud/metrics.py, `GET /metrics`): `hypd_operations_total{kind,status}` (counted
+in the operation store when an operation enters a status: queued at submit and retry, then
+running and a terminal one), `hypd_step_duration_seconds{kind,step,outcome}` (a step's first
+attempt to its end, observed by the runner once the end is written),
+`hypd_aws_calls_total{service,api}` and `hypd_aws_errors_total{service,api,code}` (botocore's
+`after-call` / `after-call-error` events, registered on the one session of cloud/aws.py,
+so every client counts; once per call, after botocore's retries),
+`hypd_websockets_open{kind}` (a live-sum gauge; kinds `operation` and `job_logs`),
+`hypd_sweeper_pickups_total`, `hypd_log_tail_dropped_lines_total` (lines a job's live tail
+dropped for a slow client). prometheus_client's
+multiprocess mode: each group of processes writes to its own directory under
+`HYPD_METRICS_DIR` — `web-<host>` (set by `hypd web` before gunicorn starts),
+`worker-<node name>` (by `hypd worker` before Celery) — which it empties when it starts (a
+restarted web server must not wipe a running worker's files; containers sharing a metrics
+volume may reuse pids); a scrape merges every directory. gunicorn's `child_exit` marks a web
+process dead for the live gauge. prometheus_client chooses multiprocess mode when it is first
+imported, and importing anything of `app` imports the metrics module, so the metrics are made
+on first use (`cloud.metrics._Metric`) and `cloud/metrics_dir.py` (no prometheus import)
+sets the directory; it refuses to run once prometheus_client is loaded. A worker elsewhere
+serves its own with `hypd worker --metrics-port`.
 """
 
 from __future__ import annotations

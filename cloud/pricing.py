@@ -40,6 +40,40 @@ has none (`basis`):
   hourly figure;
 - `unknown`: the Price List could not be read (failing, throttled, access denied) or has no
   such product. Never a guess.
+
+**The plan's cost** (`cloud/pricing.py`, `app/readmodels/dry_run.py`) is priced from the AWS
+Price List API, never from a table of ours (the hand-written `cloud/data/prices.yaml` is
+gone): `GetProducts` through the one client factory, with a client at `HYPD_PRICING_REGION`
+(the endpoint's region) and filters on the cluster's region (`regionCode`) and a usage type
+(`CONTAINS`); the answer's usage type is then checked exactly after its region prefix, so
+look-alikes (training, hosting, studio, reserved-cluster capacity, NAT data processed) are
+never taken. Products: HyperPod instances `AmazonSageMaker` `<prefix>-Cluster:<ml type>`
+(instanceType `<ml type>-Cluster`, component `Cluster`), the EKS control plane `AmazonEKS`
+`<prefix>-AmazonEKS-Hours:perCluster` — and, for a Kubernetes version past its EKS standard
+support on the day of the plan, extended support's hour billed on top of it (`AmazonEKS`
+`<prefix>-AmazonEKS-Hours:extendedSupport`, item kind `eks_extended_support`, its note saying
+since when and until when) —, a NAT gateway's hour `AmazonEC2`
+`[<prefix>-]NatGateway-Hours`. Each item carries `basis` (`list-price`, `spot`,
+`training-plan`, `unknown`) and `source` (`aws-price-list`, service code, SKU, offer term,
+rate code, usage type, AWS's description, effective and publication dates, `fetched_at`);
+the cost carries `source` and `fetched_at` (its oldest figure's). Spot has no figure (HyperPod
+spot is billed at a price that moves and the Price List has no fixed rate for it; the
+on-demand list price is given as `on_demand_unit_usd` for comparison); a training plan is
+paid up front (no hourly figure, no call). A price that cannot be had — the service failing,
+throttled or refusing the credentials (the panel's role needs `pricing:GetProducts`), no
+such product, or several different figures — is `unknown`: null figures and a note saying
+why; the dry run still answers 200. The pricing client makes 2 attempts with a 10 s read
+timeout, and after one failure an estimate asks the Price List nothing more (a person is
+waiting). Caching: cloud/ keeps none; the read model wraps each quote in the app's one read
+cache (`app/cache.py`), `hypd:cache:price:v1:<service>:<region>:<usage type>`, for a day, so
+a second plan within the day calls AWS not at all; a failure raises out of the cache's loader
+and is not kept, so the next plan asks again (a "not in the Price List" answer is kept: it is
+an answer).
+The sandbox answers `pricing:GetProducts` (`sandbox/gaps/pricing.py`) from Price
+List-shaped products it ships (`sandbox/data/price_list.json`: HyperPod cluster instances
+of 16 types, the EKS hour and extended support's, the NAT gateway hour and GB, in us-east-1,
+us-east-2 and us-west-2, each entry a JSON string as AWS answers); other types are "not in the Price
+List" there, and a client signed for a region without a Price List endpoint is refused.
 """
 
 from __future__ import annotations
