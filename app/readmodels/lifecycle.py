@@ -16,7 +16,7 @@ The cluster's read (`GET /clusters/<c>`, and its list entry) says:
   for stages that never ran), `failed` with its `error` (step, code, message), `cancelled` (a
   cancel stopped it within the stage), `skipped` (nothing of it ran), `running`, `pending`
   (not reached: a running operation will, a retry would), `not_run` (no operation has it);
-- the cluster's `state` (`state`): `created` only when every stage succeeded; `creating`,
+- the cluster's `state` (`state()`): `created` only when every stage succeeded; `creating`,
   `rerunning`, `deleting`; `create_cancelled` / `create_failed` (and `stage_cancelled` /
   `stage_failed` for a re-run) with the stage it stopped at and a summary in words ("create
   cancelled at stage hyperpod; skipped: storage", "create failed at stage eks: ...");
@@ -35,7 +35,7 @@ The cluster's read (`GET /clusters/<c>`, and its list entry) says:
   priced (the control plane with extended support when its version is in it, NAT gateways,
   HyperPod instances by type x running count; FSx is listed with no figure: it is billed by
   the GiB-month);
-- `next_actions` (`next_actions`, each a tool call and its route from
+- `next_actions` (`next_actions()`, each a tool call and its route from
   `app/readmodels/calls.py`). Resume: `retry_operation` on the operation that stopped
   (`resumable`: the create while it is failed or cancelled, else the stopped re-run or
   delete); the engine's retry carries on from the failed or cancelled step (an `applied` step
