@@ -6,7 +6,7 @@ messages, marshmallow's nesting kept with string keys (list items by index, `_sc
 the field as a whole); the message names each dotted path (`availability_zones.2: ...`).
 A well-formed request the cluster can never hold (a job, an endpoint) is `422
 exceeds_capacity`, with `details.fields` naming the field and the numbers in `details`
-(see cloud/training.py).
+(cloud/fit.py, the one capacity-fit check; for jobs, see cloud/training.py).
 
 No request reaches a 5xx by its shape. Every body a mutation (POST, PUT, PATCH, DELETE)
 sends is read once, here, before its route, by one strict JSON reader (`request.get_json()`
