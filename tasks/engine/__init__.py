@@ -76,7 +76,8 @@ an `If-None-Match` while unchanged). The view carries `last_event_id`: the opera
 gets ids chosen by the engine (`<ms>-<seq>`, after the newest read under the same watch of
 the record, so they stay ordered even when a clock goes back), not by Redis, so the view
 written with the events knows the newest one. Blocking reads (`?wait=`, WebSocket) XREAD in
-2 s slices, below redis-py's 5 s socket timeout. Figures: docs/benchmarks.md.
+slices of at most 2 s (the WebSocket asks 1 s at a time), below redis-py's 5 s socket
+timeout. Figures: docs/benchmarks.md.
 
 Cancel and retry. A queued operation is cancelled at once; a running one at its next step
 boundary (remaining steps become `skipped`), after its kind's `on_cancel`, if it has one,
