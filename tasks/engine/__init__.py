@@ -55,8 +55,9 @@ Submit and advance:
   so the broker brings it back and the boundary runs again. A task that arrives with a
   generation *ahead* of the stored one (its bump not landed yet) re-schedules itself shortly
   instead of being dropped: dropping it stalled operations under load (found by the suite).
-- A task stopped by Celery's time limit (kept below the visibility timeout) is not
-  acknowledged (`task_acks_on_failure_or_timeout=False`): it comes back and its step adopts.
+- A task stopped by Celery's time limit (the visibility timeout less a second, at least
+  10 s: tasks/celery_app.py) is not acknowledged (`task_acks_on_failure_or_timeout=False`):
+  it comes back and its step adopts.
 
 Errors:
 
