@@ -22,7 +22,8 @@ processed) are never taken for the price. Where each price is in the Price List:
 
 - HyperPod instances, on-demand: service `AmazonSageMaker`, usage type
   `<region prefix>-Cluster:<ml type>` (e.g. `USW2-Cluster:ml.g5.8xlarge`; the product's
-  `instanceType` is `ml.g5.8xlarge-Cluster`, its `component` `Cluster`);
+  `instanceType` is `<ml type>-Cluster`, e.g. `ml.g5.8xlarge-Cluster`, its `component`
+  `Cluster`);
 - the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`. For a Kubernetes
   version past its end of standard support (cloud/kubernetes_versions.py, on the day of the
   estimate) also extended support, billed per cluster-hour on top of it:

@@ -18,7 +18,7 @@ one attached: 409 naming it (detach first).
   per account and region, so the step looks it up first and adopts it when its tags say hypd
   made it for this cluster, refuses it otherwise; a `ResourceInUse` from a racing attempt is
   adopted the same way;
-- or, given a name or ARN, `verify`s the existing one;
+- or, for an existing one (the operation's `tracking_server_name`), `verify` it;
 - either waits with a `NotYet` while the server is `Creating`/`Updating` (about 20 minutes on
   AWS): the engine re-schedules, no worker waits. A stopped or failed server is refused with
   what to do;
