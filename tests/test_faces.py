@@ -2,9 +2,14 @@
 
 The REST API, its engine and its adapters name routes; the MCP server maps routes to tools
 (mcp_server/routemap.py). These tests take the tool names from the MCP tool table and look
-for them where they must not be: in any string literal (docstrings included) of the app's
-parts, and anywhere in the OpenAPI document. So a new tool, or an old habit, cannot slip a
-tool's name into a REST reply, a message or a schema's description.
+for them where they must not be: in any string the app's parts use as a value (a reply's
+field, a message, a schema's description), and anywhere in the OpenAPI document (which also
+holds the routes' docstrings). So a new tool, or an old habit, cannot slip a tool's name into
+what the REST face says.
+
+Documentation is not the face: a string that is a statement of its own (a module's, class's
+or function's docstring, or an attribute's) may point a reader at the MCP tool that calls a
+route, as the modules' "Faces" paragraphs do.
 
 What is not a tool's name although it is spelled like one:
 - a tool named after its own route's last segment (`whoami`, `preflight`): the word is the
@@ -40,14 +45,16 @@ TOOL_WORDS = _tool_words()
 
 
 def _literals(source: str) -> Iterator[ast.Constant]:
-    """Every string literal of a module but boto3's paginator names."""
+    """Every string a module uses as a value: not its documentation (a string statement),
+    nor boto3's paginator names."""
     tree = ast.parse(source)
     aws = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
            and isinstance(node.func, ast.Attribute) and node.func.attr == "get_paginator"
            for arg in node.args}
+    docs = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and id(node) not in aws:
+                and id(node) not in aws | docs:
             yield node
 
 
@@ -85,11 +92,12 @@ def test_the_openapi_document_names_no_mcp_tool() -> None:
 
 def test_the_check_finds_a_tool_name_and_lets_the_look_alikes_pass() -> None:
     """The rule above is only as good as its matcher: it must see a tool in a reply, a
-    message and a docstring, and leave the three look-alikes alone."""
-    caught = tool_names_in('"""Follow it with wait_operation."""\n'
-                           'REPLY = {"status_tool": "wait_operation"}\n'
-                           'MESSAGE = f"see {x} (list_jobs names them)"\n')
-    assert caught == [(1, "wait_operation"), (2, "wait_operation"), (3, "list_jobs")]
-    assert tool_names_in('"""As `networks.get_network` answers it; GET /auth/whoami."""\n'
+    message and a schema's description, and leave the look-alikes and documentation alone."""
+    caught = tool_names_in('REPLY = {"status_tool": "wait_operation"}\n'
+                           'MESSAGE = f"see {x} (list_jobs names them)"\n'
+                           'name = fields.String(metadata={"description": "as get_job says"})\n')
+    assert caught == [(1, "wait_operation"), (2, "list_jobs"), (3, "get_job")]
+    assert tool_names_in('"""Faces: MCP `get_network`; as `networks.get_network` answers."""\n'
                          'pages = eks.get_paginator("list_clusters")\n'
-                         'BODY = {"preflight": []}\n') == []
+                         'BODY = {"preflight": [], "who": "/auth/whoami"}\n'
+                         'LIMIT = 3\n"""Read by get_job."""\n') == []

@@ -42,15 +42,16 @@ is listed in
   wins), one finding per pattern and node with at most 5 lines cited; plus the node-health
   findings of the nodes named.
 Suggestions follow one order, `investigate → reboot → replace → retry → delete`:
-`get_operation` for a failed stage, `get_cluster` then `retry_operation` (resume) and
-`delete_cluster` for a stopped create, `get_cluster` for a failed HyperPod cluster, `get_node` (with
-`kubectl
-describe node`) per node named; `reboot_nodes` for the Running nodes whose hardest remedy is a
-reboot; `replace_nodes` for those needing a replacement and, "only if it comes back", the
-rebooted ones; `run_cluster_stage` per failed stage. Each carries its MCP tool and
-arguments and the same REST call (`app/readmodels/calls.py` `TOOL_CALLS`, held equal to the
-tool table by a test; the cluster read's `next_actions` use the same table). MCP:
-`diagnose_cluster`; dashboard: the Diagnostics card on the cluster page
+reading the operation for a failed stage; reading the cluster, then retrying the operation
+(resume) and deleting the cluster for a stopped create; reading the cluster for a failed
+HyperPod cluster; reading each node named (with `kubectl describe node`); rebooting the
+Running nodes whose hardest remedy is a reboot; replacing those needing a replacement and,
+"only if it comes back", the rebooted ones; re-running each failed stage. Each is a REST
+call (`app/readmodels/calls.py`: method, route template, arguments, path, body; each route
+held to the OpenAPI document and to a tool by tests/mcp_server/test_routemap.py; the cluster
+read's `next_actions` use the same routes); the MCP server gives each its tool and
+arguments (`mcp_server/routemap.py`) when it serves a diagnosis to an agent. The
+dashboard shows a diagnosis in the Diagnostics card on the cluster page
 (`static/js/views/cluster_diagnostics.js`, on request; NCCL narrowed to one job or namespace
 as REST and MCP allow); playbooks `skills/node-health.md`,
 `nccl-failures.md`, `failed-creation.md`.

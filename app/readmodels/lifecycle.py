@@ -35,18 +35,19 @@ The cluster's read (`GET /clusters/<c>`, and its list entry) says:
   priced (the control plane with extended support when its version is in it, NAT gateways,
   HyperPod instances by type x running count; FSx is listed with no figure: it is billed by
   the GiB-month);
-- `next_actions` (`next_actions()`, each a tool call and its route from
-  `app/readmodels/calls.py`). Resume: `retry_operation` on the operation that stopped
+- `next_actions` (`next_actions()`, each a REST call from `app/readmodels/calls.py`: method,
+  route template, its arguments, path and body). Resume: `POST /operations/<id>/retry` on the
+  operation that stopped
   (`resumable`: the create while it is failed or cancelled, else the stopped re-run or
   delete); the engine's retry carries on from the failed or cancelled step (an `applied` step
   goes back to waiting), puts skipped steps back to `pending`, and every step adopts what
-  exists. Delete what was made: `delete_cluster`.
+  exists. Delete what was made: `DELETE /clusters/<c>`.
 
 A cancel's reply (`POST /operations/<id>/cancel`) for a cluster create or re-run carries the
-same `next_actions`, after a `read` of the cluster (`after_cancel`); the MCP tool returns it
-as it is. A retry of a cluster's operation whose cluster was deleted since is refused (409:
-its recorded ids are gone; `superseded`). The creation diagnosis reports a stopped create,
-never "healthy".
+same `next_actions`, after a `read` of the cluster (`after_cancel`); the MCP server gives
+each call its tool (`mcp_server/routemap.py`). A retry of a cluster's operation whose
+cluster was deleted since is refused (409: its recorded ids are gone; `superseded`). The
+creation diagnosis reports a stopped create, never "healthy".
 
 The dashboard shows the state as a banner and a "Left in AWS" card
 (`static/js/views/cluster_left.js`: items, the hourly cost drawn by `static/js/cost.js` as the
