@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from app.readmodels import calls, lifecycle
-from app.readmodels.calls import call
 from cloud import failure_patterns
 from cloud.nodes import HEALTH_LABEL
 from schemas.diagnostics import STEPS
@@ -244,7 +243,7 @@ def _nccl(found: Any) -> list[dict[str, Any]]:
 def _call(step: str, title: str, why: str, route: calls.Route, args: dict[str, Any],
           body: dict[str, Any] | None = None, kubectl: list[str] | None = None
           ) -> dict[str, Any]:
-    return {"step": step, "title": title, "why": why, **call(route, args, body),
+    return {"step": step, "title": title, "why": why, **calls.call(route, args, body),
             "kubectl": kubectl}
 
 

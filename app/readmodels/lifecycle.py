@@ -36,12 +36,11 @@ The cluster's read (`GET /clusters/<c>`, and its list entry) says:
   HyperPod instances by type x running count; FSx is listed with no figure: it is billed by
   the GiB-month);
 - `next_actions` (`next_actions()`, each a REST call from `app/readmodels/calls.py`: method,
-  route template, its arguments, path and body). Resume: `POST /operations/<id>/retry` on the
-  operation that stopped
-  (`resumable`: the create while it is failed or cancelled, else the stopped re-run or
-  delete); the engine's retry carries on from the failed or cancelled step (an `applied` step
-  goes back to waiting), puts skipped steps back to `pending`, and every step adopts what
-  exists. Delete what was made: `DELETE /clusters/<c>`.
+  route template, its arguments, path and body). Resume: `POST /operations/<id>/retry` on
+  the operation that stopped (`resumable`: the create while it is failed or cancelled, else
+  the stopped re-run or delete); the engine's retry carries on from the failed or cancelled
+  step (an `applied` step goes back to waiting), puts skipped steps back to `pending`, and
+  every step adopts what exists. Delete what was made: `DELETE /clusters/<c>`.
 
 A cancel's reply (`POST /operations/<id>/cancel`) for a cluster create or re-run carries the
 same `next_actions`, after a `read` of the cluster (`after_cancel`); the MCP server gives
@@ -67,7 +66,6 @@ from typing import Any
 
 from app import context
 from app.readmodels import calls
-from app.readmodels.calls import call
 from schemas.clusters import STAGES
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
 from tasks.engine.model import OpStatus, StepPhase
@@ -287,7 +285,7 @@ def resume_action(op: Operation) -> dict[str, Any]:
             "why": f"retries operation {op['id']} with the same id from the step it stopped "
                    "at; the steps it skipped run, what earlier steps made is adopted, "
                    "nothing is made twice",
-            **call(calls.RETRY_OPERATION, {"operation_id": op["id"]})}
+            **calls.call(calls.RETRY_OPERATION, {"operation_id": op["id"]})}
 
 
 def delete_action(name: str) -> dict[str, Any]:
@@ -295,14 +293,14 @@ def delete_action(name: str) -> dict[str, Any]:
             "why": "removes what hypd made for the cluster, in reverse order, and nothing "
                    "else; the shared bucket (the user's data) is kept unless delete_data "
                    "is true",
-            **call(calls.DELETE_CLUSTER, {"name": name})}
+            **calls.call(calls.DELETE_CLUSTER, {"name": name})}
 
 
 def read_action(name: str) -> dict[str, Any]:
     return {"action": "read", "title": f"Read cluster {name}",
             "why": "once the operation stops: each stage as it ended, what is left in AWS "
                    "and its hourly cost, and these ways on",
-            **call(calls.CLUSTER, {"name": name})}
+            **calls.call(calls.CLUSTER, {"name": name})}
 
 
 def after_cancel(op: Operation) -> list[dict[str, Any]]:
