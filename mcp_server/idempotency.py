@@ -17,7 +17,7 @@ Scheme:
   memory of the first call; it derives the key from the current bucket, which equals the
   first process's key unless a 10-minute boundary fell between the two calls. Best effort
   across processes, exact within one.
-- Derived keys are sent with `Idempotency-TTL: 600` (`ttl_header()`), the API's generic way
+- Derived keys are sent with `Idempotency-TTL: 600` (`headers_for()`), the API's generic way
   for a client to say how long its key should be remembered, so the API keeps them 10
   minutes, not its default 24 hours: the API knows nothing of MCP. A key the agent passes
   itself is sent unchanged and without that header (kept 24 hours).
