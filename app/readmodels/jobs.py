@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 from app import context
 from cloud import jobs, kube, mlflow, recipes, training
 from tasks.engine.model import OpStatus, StepPhase
+from tasks.jobs import JOB_CREATE
 
 if TYPE_CHECKING:
     from app.readmodels.clusters import ClusterRef
-
-CREATE = "job.create"
 
 NOTES = {
     training.PYTORCH_KIND: (
@@ -43,7 +42,7 @@ def operations(cluster: str) -> dict[str, dict[str, Any]]:
 
 def unsubmitted(op: dict[str, Any] | None) -> bool:
     """True for a job.create that has not made its job: running, or ended without it."""
-    return (op is not None and op["kind"] == CREATE
+    return (op is not None and op["kind"] == JOB_CREATE.name
             and OpStatus(op["status"]) != OpStatus.SUCCEEDED)
 
 
