@@ -83,17 +83,17 @@ cluster or this one grown, so a client branches on it differently from a malform
 (other workloads hold the GPUs, the autoscaler has not added nodes) is accepted and says why
 on its read (`waiting`).
 
-**201, or an operation when a dependency is missing.** A job is a workload whose life is its
-own: the route applies it (server-side apply) and answers `201` with the job; its status is
-`GET …/jobs/<job>` (MCP `get_job`). A RayJob on a cluster without KubeRay is the exception:
-KubeRay is the `kuberay-operator` entry of the dependency graph (feature `kuberay`, not a
-toggle: upstream v1.7.0's RayJob, RayCluster and RayService CRDs unchanged,
-`cloud/manifests/kuberay-crds/` with its SOURCES.md, then namespace, RBAC and the operator
-Deployment, `cloud/manifests/kuberay-operator.yaml`),
-so the route submits `job.create` on `cluster/<c>/job/<j>`: `kuberay` (planned and applied
-by `cloud/addons.py` under the features mutex; waits until the API server serves RayJob) and
-`submit` (server-side apply of the manifest the route recorded; re-applying adopts). Until
-it ends the job reads as `submitting` with its operation id.
+**Submitting is an operation.** The route checks the request without changing anything,
+then records `job.create` on `cluster/<c>/job/<j>` and answers `202` with it, whatever the
+recipe (tasks/jobs.py: the namespace and its bucket claim, the MLflow binding, KubeRay for a
+RayJob on a cluster without it, then a server-side apply of the manifest the route built;
+each step re-applied after a crash adopts what it made). KubeRay is the `kuberay-operator`
+entry of the dependency graph (feature `kuberay`, not a toggle: upstream v1.7.0's RayJob,
+RayCluster and RayService CRDs unchanged, `cloud/manifests/kuberay-crds/` with its
+SOURCES.md, then namespace, RBAC and the operator Deployment,
+`cloud/manifests/kuberay-operator.yaml`), planned and applied by `cloud/addons.py` under the
+features mutex. Until the operation has made the job, the job reads as `submitting` with its
+operation id; a submission that ended without it reads as `failed` with the reason.
 
 **Reading.** Jobs are read from the cluster (hypd's by label), never stored: state from the
 operator's status (HyperPodPyTorchJob conditions Created/Running/Restarting/Completed/Failed
@@ -106,7 +106,8 @@ condition rather than the event because it lasts while the pod waits (events exp
 hour) and comes with the pods the read lists anyway, so the listing shows it too. The jobs
 page shows it under the job's state (`job-waiting-<job>`), and the form shows a refusal's
 message and marks the field it names.
-`DELETE` deletes the job (foreground: its pods go first).
+`DELETE` is the operation `job.delete`: the job deleted (foreground: its pods go first),
+then until the job and its pods are gone.
 
 **Logs.** `GET …/jobs/<job>/logs?tail=&since=&pod=&previous=` reads each pod's log from the
 Kubernetes API (`timestamps=true`) and answers the newest `tail` lines (≤ 10,000), each

@@ -719,19 +719,20 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         "training operator: the cluster's training_operator feature must be on (else "
         "precondition_failed naming it: turn it on with update_features), the image must "
         "contain the HyperPod elastic agent and the job launches with hyperpodrun. verl runs as "
-        "a RayJob (KubeRay is installed first when missing: then the reply is an operation to "
-        "follow with wait_operation). Every pod mounts the cluster's bucket at /s3; output and "
+        "a RayJob (KubeRay is installed first when missing). Every pod mounts the cluster's "
+        "bucket at /s3; output and "
         "checkpoints go to /s3/jobs/<job>/. run_policy.job_max_retry_count is the recovery "
         "budget. A job the cluster can never hold is refused with exceeds_capacity: its "
         "message and details give the numbers (asked, can_hold, per group); tell the user "
         "and propose fewer nodes or GPUs, or more capacity — never resubmit it unchanged. "
-        "Answers the job; follow it with get_job (its waiting field says why pods wait for "
-        "capacity).",
+        "Returns the operation that makes the job (namespace, MLflow identity, KubeRay when "
+        "needed, the job): follow it with wait_operation, then read the job with get_job (its "
+        "waiting field says why pods wait for capacity; it reads submitting until the "
+        "operation has made it).",
         notes={"cluster": "Name of the cluster.",
                "max_nodes": "Elastic training only; see get_training_limits for what it "
                "excludes."},
-        mutating=True, status_tool="get_job",
-        status_args_from={"cluster": "cluster", "job": "name"},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="list_jobs", method="GET", path="/api/v1/clusters/{cluster}/jobs",
@@ -758,11 +759,11 @@ JOB_TOOLS: tuple[ToolSpec, ...] = (
         title="Delete a training job",
         description="Stop and delete a training job; its pods go with it (what it wrote under "
         "/s3 stays). A job that has not finished is live work: refused, naming its pods."
-        + _IN_USE + _FORCEABLE + " Confirm with the user first. list_jobs shows it deleting, "
-        "then gone.",
+        + _IN_USE + _FORCEABLE + " Confirm with the user first. Returns the operation that "
+        "deletes it and waits until its pods are gone: follow it with wait_operation.",
         notes={**_JOB_NOTES, **_DESTROY_NOTES},
-        mutating=True, destructive=True, status_tool="list_jobs",
-        status_args_from={"cluster": "cluster"},
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="get_job_logs", method="GET", path="/api/v1/clusters/{cluster}/jobs/{job}/logs",

@@ -170,12 +170,6 @@ class JobListSchema(Schema):
     items = fields.List(fields.Nested(JobSchema), required=True)
 
 
-class JobDeletedSchema(Schema):
-    cluster = fields.String(required=True)
-    name = fields.String(required=True)
-    deleted = fields.Boolean(required=True)
-
-
 class JobLogsQuerySchema(Schema):
     tail = fields.Integer(load_default=100, validate=validate.Range(min=1, max=LOG_TAIL_MAX),
                           metadata={"description": "the last lines (of all pods together)"})

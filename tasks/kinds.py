@@ -14,7 +14,7 @@ from tasks.endpoints import (
 from tasks.engine.kinds import kind_table
 from tasks.features import FEATURE_UPDATE
 from tasks.instance_groups import GROUP_CREATE, GROUP_DELETE, GROUP_UPDATE
-from tasks.jobs import JOB_CREATE
+from tasks.jobs import JOB_CREATE, JOB_DELETE
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH
 from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
@@ -39,6 +39,7 @@ KINDS = kind_table(
     NODES_DELETE,
     FEATURE_UPDATE,
     JOB_CREATE,
+    JOB_DELETE,
     MLFLOW_ATTACH,
     MLFLOW_DETACH,
     ENDPOINT_CREATE,

@@ -1,32 +1,26 @@
 """Training jobs on a cluster: HyperPodPyTorchJob (HyperPod's training operator) and RayJob
 (KubeRay), submitted through recipes (cloud/recipes.py).
 
-A job is a workload whose life is its own: creating one answers `201` with the job, and its
-status is the job's (`GET …/jobs/<job>`), read from the cluster. The one
-exception is a RayJob on a cluster without KubeRay: KubeRay is installed first, as an
-operation (`job.create`, tasks/jobs.py), answered `202`. A job that needs the training
-operator on a cluster without it is refused (412) naming the `training_operator` toggle;
-elastic training is refused with the product's limits table (cloud/training.py); a job the
-cluster can never hold, or naming an instance group it does not have, is refused (422) by the
-capacity-fit check (cloud/fit.py) before anything is made.
-
-An Idempotency-Key on a submission is kept on the job itself (hashed, as annotations): the
-same key and body again answer the job the first request made, the same key with another
-body `422 idempotency_key_reused`.
+Submitting and deleting a job are operations (`job.create`, `job.delete`: tasks/jobs.py),
+answered `202` with the operation like every other change, whatever the recipe; the job's
+own read (`GET …/jobs/<job>`) shows it `submitting` meanwhile, and names its operation.
+Before anything is recorded the submission is checked without changing anything: a job that
+needs the training operator on a cluster without it is refused (412) naming the
+`training_operator` toggle; elastic training is refused with the product's limits table
+(cloud/training.py); a job the cluster can never hold, or naming an instance group it does
+not have, is refused (422) by the capacity-fit check (cloud/fit.py); a name the cluster
+already has is a conflict (409). The Idempotency-Key is the engine's (app/mutations.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import replace
 from typing import Any
 
-from flask import jsonify, make_response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import auth, mutations
+from app import mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -37,12 +31,12 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
-from cloud import aws, capacity, hyperpod, iam, jobs, kube, mlflow, recipes, storage, training
+from cloud import aws, capacity, hyperpod, jobs, kube, mlflow, recipes, storage, training
+from cloud.errors import Refusal
 from cloud.training import HangRule, JobSpec, RunPolicy
 from schemas.common import ErrorSchema, MutationReplySchema
 from schemas.jobs import (
     JobCreateSchema,
-    JobDeletedSchema,
     JobListQuerySchema,
     JobListSchema,
     JobLogsQuerySchema,
@@ -50,20 +44,14 @@ from schemas.jobs import (
     JobSchema,
     TrainingLimitsSchema,
 )
-from tasks import jobs as job_tasks
+from tasks.jobs import JOB_CREATE, JOB_DELETE, kuberay_missing, no_claim, target
 
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1",
                 description="Training jobs: HyperPodPyTorchJob and RayJob through recipes, "
                             "their state, recovery budget and logs")
 
-KEY_ANNOTATION = "hypd.io/idempotency-key"
-BODY_ANNOTATION = "hypd.io/request"
 TRAINING_OPERATOR = "training_operator"
 TIERED = "tiered_checkpointing"
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
 
 def _spec(body: dict[str, Any]) -> JobSpec:
@@ -90,11 +78,6 @@ def _spec(body: dict[str, Any]) -> JobSpec:
                              rules=rules))
 
 
-def _refuse(field: str, message: str) -> ApiError:
-    return ApiError(422, "validation_failed", f"{field}: {message}",
-                    {"fields": {field: [message]}})
-
-
 def _operator_checks(ref: ClusterRef, body: dict[str, Any], spec: JobSpec) -> None:
     """The training operator must be on; elastic training within the limits table."""
     view = features_readmodel.read(ref)["features"]
@@ -117,27 +100,7 @@ def _operator_checks(ref: ClusterRef, body: dict[str, Any], spec: JobSpec) -> No
                "checkpointless": body["checkpointless"]}
     why = training.elastic_refusal(present)
     if why:
-        raise _refuse("max_nodes", why)
-
-
-def _namespace(api: Any, ref: ClusterRef, namespace: str) -> None:
-    """The job's namespace (made and labelled as hypd's when missing) and the cluster's
-    bucket claim in it (the storage stage makes it in `default`; another namespace gets its
-    own PV + PVC of the same bucket)."""
-    if kube.get_object(api, "v1", "Namespace", namespace) is None:
-        kube.server_side_apply(api, training.namespace_manifest(namespace))
-    if kube.get_object(api, "v1", "PersistentVolumeClaim", training.SHARED_CLAIM,
-                       namespace) is not None:
-        return
-    if namespace == storage.DEFAULT_NAMESPACE:
-        raise ApiError(412, "precondition_failed",
-                       f"cluster {ref.name} has no {training.SHARED_CLAIM} claim (its bucket at "
-                       "/s3): re-run its storage stage first")
-    account = iam.account_id(aws.client("sts", region=ref.region))
-    bucket = storage.shared_bucket_name(ref.name, account, ref.region)
-    for obj in storage.s3_volume(bucket, ref.region, claim_name=training.SHARED_CLAIM,
-                                 namespace=namespace, cluster=ref.name):
-        kube.server_side_apply(api, obj)
+        raise Refusal(f"max_nodes: {why}", "validation_failed", field="max_nodes")
 
 
 def _with_mlflow(spec: JobSpec, record: dict[str, Any] | None) -> JobSpec:
@@ -152,40 +115,34 @@ def _with_mlflow(spec: JobSpec, record: dict[str, Any] | None) -> JobSpec:
     return replace(spec, env=tuple(sorted(env.items())), service_account=mlflow.SERVICE_ACCOUNT)
 
 
-def _mlflow_binding(api: Any, ref: ClusterRef, namespace: str,
-                    record: dict[str, Any] | None) -> None:
-    """The job namespace's MLflow service account and Pod Identity association (made once
-    per namespace; the attach made the default namespace's)."""
-    if record is None or not record.get("role_arn"):
-        return
-    token = _digest(["mlflow", ref.name, namespace, record["role_arn"]])[:32]
-    mlflow.ensure_binding(aws.client("eks", region=ref.region), api, ref.name, namespace,
-                          record["role_arn"], token)
+def _built(body: dict[str, Any], tracking: dict[str, Any] | None) -> recipes.Built:
+    """The job's manifest from its recipe; with a tracking server attached, its pods log
+    to it."""
+    spec = _with_mlflow(_spec(body), tracking)
+    config = {k: body[k] for k in ("script", "config", "data", "args", "command")
+              if body.get(k) is not None}
+    built = recipes.build(body["recipe"], spec, config)
+    if body["checkpointless"] and built.kind != recipes.PYTORCH:
+        raise Refusal("checkpointless: checkpointless training is a HyperPodPyTorchJob "
+                      "(training operator) feature", "validation_failed", field="checkpointless")
+    return built
 
 
-def _existing(api: Any, ref: ClusterRef, name: str, key_hash: str | None,
-              body_hash: str) -> dict[str, Any] | None:
-    """The job this request already made (an Idempotency-Key replay), or None; 409 for a
-    job of that name made otherwise, 422 for the same key with another body."""
-    found = jobs.find(api, name)
-    if found is None:
-        return None
-    notes = (found.get("metadata") or {}).get("annotations") or {}
-    if key_hash and notes.get(KEY_ANNOTATION) == key_hash:
-        if notes.get(BODY_ANNOTATION) != body_hash:
-            raise ApiError(422, "idempotency_key_reused",
-                           "this Idempotency-Key was used with another body")
-        return found
-    raise ApiError(409, "conflict", f"a job named {name!r} already exists on cluster "
-                                    f"{ref.name} (namespace {found['metadata'].get('namespace')})"
-                                    "; delete it first or choose another name", {"name": name})
-
-
-def _job(api: Any, cluster: str, job: str) -> dict[str, Any]:
-    found = jobs.find(api, job)
-    if found is None:
-        raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
-    return found
+def _check_new(ref: ClusterRef, api: Any, body: dict[str, Any], built: recipes.Built) -> None:
+    """Everything a submission can be refused for, read without changing anything."""
+    spec = _spec(body)
+    found = jobs.find(api, spec.name)
+    if found is not None:
+        raise ApiError(409, "conflict", f"a job named {spec.name!r} already exists on cluster "
+                                        f"{ref.name} (namespace "
+                                        f"{found['metadata'].get('namespace')}); delete it "
+                                        "first or choose another name", {"name": spec.name})
+    if built.kind == recipes.PYTORCH:
+        _operator_checks(ref, body, spec)
+    fit_readmodel.check(ref, api, training.fit_asks(spec, ray=built.kind == recipes.RAY))
+    if spec.namespace == storage.DEFAULT_NAMESPACE and kube.get_object(
+            api, "v1", "PersistentVolumeClaim", training.SHARED_CLAIM, spec.namespace) is None:
+        raise ApiError(412, "precondition_failed", no_claim(ref.name))
 
 
 @blp.route("/clusters/<string:cluster>/jobs")
@@ -194,8 +151,9 @@ class Jobs(MethodView):
     @blp.arguments(JobListQuerySchema, location="query")
     @blp.response(200, JobListSchema)
     def get(self, query, cluster):
-        """List a cluster's training jobs (hypd's HyperPodPyTorchJobs and RayJobs), newest
-        state first read from the cluster; filter by state or recipe."""
+        """List a cluster's training jobs (hypd's HyperPodPyTorchJobs and RayJobs, and those
+        being submitted), newest state first read from the cluster; filter by state or
+        recipe."""
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
@@ -204,12 +162,11 @@ class Jobs(MethodView):
                  and query.get("recipe") in (None, i["recipe"])]
         return {"cluster": cluster, "items": items}
 
+    @access("operator")
     @blp.arguments(JobCreateSchema)
-    @blp.response(201, JobSchema)
-    @blp.alt_response(202, schema=MutationReplySchema,
-                      description="a RayJob on a cluster without KubeRay: the operation that "
-                                  "installs KubeRay, then creates the job")
-    @blp.alt_response(409, description="a job of that name exists, or the cluster is not ACTIVE")
+    @blp.response(202, MutationReplySchema)
+    @blp.alt_response(409, description="a job of that name exists or is being submitted, or "
+                                       "the cluster is not ACTIVE")
     @blp.alt_response(412, description="the training operator is off (the message names the "
                                        "training_operator toggle)")
     @blp.alt_response(422, schema=ErrorSchema, description=(
@@ -217,7 +174,6 @@ class Jobs(MethodView):
         "autoscaling maxima times GPUs and EFA per node; the message and details give the "
         "numbers); validation_failed: an instance group it does not have (named with those "
         "it has), elastic limits"))
-    @access("operator")
     def post(self, body, cluster):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
         (HyperPodPyTorchJob, needs the training_operator feature), verl (RayJob; KubeRay is
@@ -227,52 +183,25 @@ class Jobs(MethodView):
         A job the cluster can never hold (nodes times GPUs and EFA per node over its groups'
         counts, or autoscaling maxima) is refused, 422 exceeds_capacity with the numbers,
         before anything is made; one that fits but waits for capacity is accepted, and its
-        read says why it waits (`waiting`). Answers 201 with the job; follow it with
-        GET …/jobs/<job>."""
-        auth.require_role(auth.current(), "operator")
-        ref = readmodel.find(cluster)
-        api = kube_api(ref)
-        with talking_to(ref):
-            tracking = mlflow.read_record(api)
-        spec = _with_mlflow(_spec(body), tracking)
-        config = {k: body[k] for k in ("script", "config", "data", "args", "command")
-                  if body.get(k) is not None}
-        built = recipes.build(body["recipe"], spec, config)
-        if body["checkpointless"] and built.kind != recipes.PYTORCH:
-            raise _refuse("checkpointless", "checkpointless training is a HyperPodPyTorchJob "
-                                            "(training operator) feature")
-        key = request.headers.get("Idempotency-Key")
-        key_hash = _digest([auth.current().name, cluster, key]) if key else None
-        body_hash = _digest(body)
-        manifest = built.manifest
-        manifest["metadata"]["annotations"] = {BODY_ANNOTATION: body_hash,
-                                               **({KEY_ANNOTATION: key_hash} if key_hash
-                                                  else {})}
-        with talking_to(ref):
-            found = _existing(api, ref, spec.name, key_hash, body_hash)
-            if found is not None:
-                return jobs_readmodel.view(cluster, api, found), 201
-            if spec.name in jobs_readmodel.submitting(cluster) and not key:
-                raise ApiError(409, "conflict", f"job {spec.name!r} is being submitted "
-                                                "(its operation installs KubeRay first)")
-            if built.kind == recipes.PYTORCH:
-                _operator_checks(ref, body, spec)
-            fit_readmodel.check(ref, api, training.fit_asks(spec, ray=built.kind == recipes.RAY))
-            _namespace(api, ref, spec.namespace)
-            _mlflow_binding(api, ref, spec.namespace, tracking)
-            if built.kind == recipes.RAY and job_tasks.kuberay_missing(
-                    api, aws.client("eks", region=ref.region), cluster):
-                params = {"cluster": cluster, "region": ref.region, "name": spec.name,
-                          "namespace": spec.namespace, "recipe": spec.recipe,
-                          "manifest": manifest}
-                reply, status, headers = mutations.submit(
-                    job_tasks.JOB_CREATE, job_tasks.target(cluster, spec.name), params)
-                # not the 201 schema's: flask-smorest passes a Response through as it is
-                return make_response(jsonify(MutationReplySchema().dump(reply)), status,
-                                     headers)
-            kube.server_side_apply(api, manifest)
-            found = jobs.find(api, spec.name)
-            return jobs_readmodel.view(cluster, api, found or manifest), 201
+        read says why it waits (`waiting`). Answers 202 with the operation that makes the
+        job (its namespace and bucket claim, MLflow identity, KubeRay when needed, the job);
+        follow it, then GET …/jobs/<job> (its resource_url)."""
+        params: dict[str, Any] = {"cluster": cluster, "name": body["name"],
+                                  "namespace": body["namespace"], "recipe": body["recipe"]}
+
+        def precheck() -> None:
+            ref = readmodel.find(cluster)
+            api = kube_api(ref)
+            with talking_to(ref):
+                tracking = mlflow.read_record(api)
+                built = _built(body, tracking)
+                _check_new(ref, api, body, built)
+                params["kuberay"] = built.kind == recipes.RAY and kuberay_missing(
+                    api, aws.client("eks", region=ref.region), cluster)
+            params.update(region=ref.region, manifest=built.manifest,
+                          mlflow_role_arn=(tracking or {}).get("role_arn"))
+
+        return mutations.submit(JOB_CREATE, target(cluster, body["name"]), params, precheck)
 
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>")
@@ -282,35 +211,42 @@ class Job(MethodView):
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
         of allowed), recent events, and the MLflow tracking server and experiment it logs
-        to (the UI opens through …/mlflow/ui-url)."""
+        to (the UI opens through …/mlflow/ui-url). While its submission runs it reads as
+        `submitting`, naming the operation; a submission that failed before the job was
+        made reads as `failed`, with the operation's reason."""
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
-            found = jobs.find(api, job)
-            if found is not None:
-                return jobs_readmodel.view(cluster, api, found)
-        op = jobs_readmodel.submitting(cluster).get(job)
-        if op is not None:
-            return jobs_readmodel.from_operation(cluster, op)
-        raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
+            found = jobs_readmodel.one(cluster, api, job)
+        if found is None:
+            raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
+        return found
 
-    @mutations.destructive(blp, reply=JobDeletedSchema, status=200,
-                           own_200=(JobDeletedSchema, "deleted"))
+    @mutations.destructive(blp)
     def delete(self, query, cluster, job):
-        """Delete a job: its operator stops it and its pods go with it. A job that has not
-        finished is live work: refused (409 in_use, naming its pods) unless force=true."""
-        ref = readmodel.find(cluster)
-        api = kube_api(ref)
-        with talking_to(ref):
-            found = _job(api, cluster, job)
-            shown = mutations.guard(lambda: job_impact(ref, api, found), query)
-            if shown is not None:
-                return shown
-            auth.require_role(auth.current(), "operator")
-            md = found["metadata"]
-            kube.delete_object(api, found["apiVersion"], found["kind"], md["name"],
-                               md.get("namespace"), propagation="Foreground")
-        return {"cluster": cluster, "name": job, "deleted": True}
+        """Delete a job: its operator stops it and its pods go with it (an operation that
+        waits until they are gone). A job that has not finished is live work: refused (409
+        in_use, naming its pods) unless force=true. A submission that failed before its job
+        was made is cleared the same way."""
+        params: dict[str, Any] = {"cluster": cluster, "name": job}
+
+        def impact() -> mutations.Impact:
+            ref = readmodel.find(cluster)
+            api = kube_api(ref)
+            params["region"] = ref.region
+            with talking_to(ref):
+                found = jobs.find(api, job)
+                if found is not None:
+                    params["namespace"] = found["metadata"].get("namespace")
+                    return job_impact(ref, api, found)
+            op = jobs_readmodel.operations(cluster).get(job)
+            if not jobs_readmodel.unsubmitted(op):
+                raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
+            params["namespace"] = op["params"]["namespace"]
+            return mutations.Impact(f"the unmade submission of job {job} of cluster {cluster}",
+                                    [])
+
+        return mutations.destroy(JOB_DELETE, target(cluster, job), params, impact, query)
 
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>/logs")
@@ -326,7 +262,9 @@ class JobLogs(MethodView):
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
-            found = _job(api, cluster, job)
+            found = jobs.find(api, job)
+            if found is None:
+                raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
             lines = []
             for pod in jobs.pods(api, found):
                 name = pod["metadata"]["name"]

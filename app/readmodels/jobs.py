@@ -1,5 +1,8 @@
 """Training jobs as the API shows them: read from the cluster (the job, its pods, their
-events), with the operation still submitting one (a RayJob waiting for KubeRay)."""
+events) and from the job's newest operation (tasks/jobs.py). While a `job.create` runs and
+the cluster has no job yet, the job reads as `submitting`; after a submission that failed
+(or was cancelled) before the job was made, it reads as `failed` with the operation's
+reason, until a new submission of the name or a delete replaces that operation."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from app import context
 from cloud import jobs, kube, mlflow, recipes, training
-from tasks.engine.store import live_operations
+from tasks.engine.model import OpStatus, StepPhase
+from tasks.jobs import JOB_CREATE
 
 if TYPE_CHECKING:
     from app.readmodels.clusters import ClusterRef
@@ -26,10 +30,20 @@ def _md(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def submitting(cluster: str) -> dict[str, dict[str, Any]]:
-    """{job: operation} of the job creates still running on the cluster."""
-    return {op["params"]["name"]: op
-            for op in live_operations(context.redis_conn(), f"cluster/{cluster}/job/")}
+def operations(cluster: str) -> dict[str, dict[str, Any]]:
+    """The newest operation of each job name of the cluster."""
+    newest: dict[str, dict[str, Any]] = {}
+    prefix = f"cluster/{cluster}/job/"
+    for op in context.engine().store.list(target=f"cluster/{cluster}/job", limit=500):
+        if op["target"].startswith(prefix):
+            newest.setdefault(op["target"][len(prefix):], op)
+    return newest
+
+
+def unsubmitted(op: dict[str, Any] | None) -> bool:
+    """True for a job.create that has not made its job: running, or ended without it."""
+    return (op is not None and op["kind"] == JOB_CREATE.name
+            and OpStatus(op["status"]) != OpStatus.SUCCEEDED)
 
 
 def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> dict[str, Any]:
@@ -58,18 +72,30 @@ def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> di
 
 
 def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
-    """A job still being submitted (its operation installs what it needs first)."""
+    """A job its operation has not made (yet): `submitting` while the operation runs;
+    `failed` with the operation's reason once it ended without the job."""
     params = op["params"]
     manifest = params["manifest"]
+    status = OpStatus(op["status"])
+    if status.is_finished:
+        error = (op.get("error") or {}).get("message")
+        state, message = "failed", (f"its submission {status.value} (operation {op['id']})"
+                                    + (f": {error}" if error else ""))
+    else:
+        step = next((s for s in op["steps"] if s["phase"] != StepPhase.PENDING
+                     and not StepPhase(s["phase"]).is_done), None)
+        state, message = "submitting", (f"operation {op['id']} is {status.value}"
+                                        + (f": {step['name']}" if step else ""))
     return {"name": params["name"], "cluster": cluster, "namespace": params["namespace"],
-            "kind": manifest["kind"], "recipe": params.get("recipe"), "state": "submitting",
-            "message": f"operation {op['id']} is {op['status']}", "image": _image(manifest),
+            "kind": manifest["kind"], "recipe": params.get("recipe"), "state": state,
+            "message": message, "image": _image(manifest),
             "nodes": _nodes(manifest), "created_at": op.get("created_at"),
-            "started_at": None, "finished_at": None, "pods": [], "waiting": [], "restarts": 0,
+            "started_at": None, "finished_at": op.get("updated_at") if status.is_finished
+            else None, "pods": [], "waiting": [], "restarts": 0,
             "recovery_budget": None, "events": [],
             "paths": recipes.paths(params["name"], _env(manifest).get("HYPD_DATA_DIR")),
             "operation_id": op["id"], "mlflow": mlflow_link(cluster, _env(manifest)),
-            "notes": [NOTES[manifest["kind"]]]}
+            "notes": [NOTES[manifest["kind"]]] if manifest["kind"] in NOTES else []}
 
 
 def mlflow_link(cluster: str, env: dict[str, str]) -> dict[str, Any] | None:
@@ -115,9 +141,28 @@ def _nodes(obj: dict[str, Any]) -> int | None:
     return sum(int(r.get("replicas") or 0) for r in spec.get("replicaSpecs") or [])
 
 
+def with_operation(view_: dict[str, Any], op: dict[str, Any] | None) -> dict[str, Any]:
+    """A job's view naming the operation changing it now, if one is."""
+    if op is not None and not OpStatus(op["status"]).is_finished:
+        view_["operation_id"] = op["id"]
+    return view_
+
+
+def one(cluster: str, api: Any, name: str) -> dict[str, Any] | None:
+    """One job: the cluster's, or its unmade submission; None when neither is."""
+    op = operations(cluster).get(name)
+    found = jobs.find(api, name)
+    if found is not None:
+        return with_operation(view(cluster, api, found), op)
+    return from_operation(cluster, op) if unsubmitted(op) else None
+
+
 def listing(ref: ClusterRef, api: Any) -> list[dict[str, Any]]:
-    items = {(_md(o))["name"]: view(ref.name, api, o, detail=False)
+    ops = operations(ref.name)
+    items = {(_md(o))["name"]: with_operation(view(ref.name, api, o, detail=False),
+                                              ops.get(_md(o)["name"]))
              for o in jobs.list_jobs(api)}
-    for name, op in submitting(ref.name).items():
-        items.setdefault(name, from_operation(ref.name, op))
+    for name, op in ops.items():
+        if name not in items and unsubmitted(op):
+            items[name] = from_operation(ref.name, op)
     return [items[k] for k in sorted(items)]

@@ -25,6 +25,26 @@ const sleep = (ms, signal) => new Promise((resolve) => {
 });
 
 /**
+ * Long-poll one operation (GET /api/v1/operations/<id>?wait=10) until it is terminal, for a
+ * view that follows its own change in place; `onChange(op)` sees each state read. Answers the
+ * terminal operation, or null once `signal` aborts. A failed read is tried again after
+ * `retryMs`.
+ */
+export async function waitOperation(opId, { signal, onChange, retryMs = 1500 } = {}) {
+  while (!(signal && signal.aborted)) {
+    try {
+      const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal });
+      if (onChange) onChange(op);
+      if (TERMINAL.has(op.status)) return op;
+    } catch (e) {
+      if (isAbort(e)) return null;
+      await sleep(retryMs, signal);
+    }
+  }
+  return null;
+}
+
+/**
  * new OperationFeed(id, {onSnapshot(op), onEvent(id, event, {stale}), onMode(mode, info), onGone(err)})
  * modes: connecting | live | reconnecting | polling | closed
  */

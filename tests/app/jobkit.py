@@ -38,6 +38,30 @@ def submit(stack, cluster: str, body: dict[str, Any], **headers: str):
         return c.post(f"/api/v1/clusters/{cluster}/jobs", json=body, headers=headers)
 
 
+def submitted(stack, cluster: str, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    """Submit a job and follow its operation to the end, the way a client does: 202 naming
+    the job's read, the operation succeeded; returns the job as its read then shows it."""
+    reply = submit(stack, cluster, body, **headers)
+    assert reply.status_code == 202, reply.text
+    answer = reply.json()
+    assert answer["operation"]["kind"] == "job.create"
+    assert answer["resource_url"] == f"/api/v1/clusters/{cluster}/jobs/{body['name']}"
+    op = stack.wait_operation(answer["operation"]["id"])
+    assert op["status"] == "succeeded", op
+    return get_job(stack, cluster, body["name"])
+
+
+def deleted(stack, cluster: str, job: str, **params: str) -> dict[str, Any]:
+    """Delete a job and follow its operation to the end; returns the operation."""
+    with stack.client() as c:
+        reply = c.delete(f"/api/v1/clusters/{cluster}/jobs/{job}", params=params)
+    assert reply.status_code == 202, reply.text
+    assert reply.json()["operation"]["kind"] == "job.delete"
+    op = stack.wait_operation(reply.json()["operation"]["id"])
+    assert op["status"] == "succeeded", op
+    return op
+
+
 def get_job(stack, cluster: str, job: str, token: str = "viewer") -> dict[str, Any]:
     with stack.client(token) as c:
         reply = c.get(f"/api/v1/clusters/{cluster}/jobs/{job}")

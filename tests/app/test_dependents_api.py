@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted, wait_state
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +20,10 @@ def busy(stack, training) -> Any:
     """A training job that runs until it is deleted (forced) after this module."""
     cluster, name = training["name"], job_name("busy")
     stack.sandbox.set_training(steps=100000, lines_per_second=1, job=name)
-    reply = submit(stack, cluster, {"name": name, **TORCHRUN})
-    assert reply.status_code == 201, reply.text
+    submitted(stack, cluster, {"name": name, **TORCHRUN})
     job = wait_state(stack, cluster, name, "running")
     yield {"cluster": cluster, "job": name, "pods": job["pods"]}
-    with stack.client() as c:
-        gone = c.delete(f"/api/v1/clusters/{cluster}/jobs/{name}", params={"force": "true"})
-    assert gone.status_code == 200, gone.text
+    deleted(stack, cluster, name, force="true")
 
 
 def _mutations(stack) -> dict[str, int]:

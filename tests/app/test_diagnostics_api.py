@@ -17,7 +17,7 @@ from mcp import Client
 from mcp_server.routemap import ROUTES
 from mcp_server.server import build_server
 from schemas.diagnostics import DiagnosisSchema
-from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, job_name, submitted, wait_state
 from tests.app.test_clusters_api import ZONE
 from tests.stack import wait_until
 
@@ -236,8 +236,7 @@ def test_nccl_for_one_job_cites_only_that_jobs_pods(stack, training):
         stack.sandbox.set_training(steps=2, lines_per_second=50, job=job)
     stack.sandbox.fail_training_pod(sick, after_lines=1, last_words=[TIMEOUT_LINE, EFA_LINE])
     for job in (sick, well):
-        reply = submit(stack, name, {"name": job, **TORCHRUN})
-        assert reply.status_code == 201, reply.text
+        submitted(stack, name, {"name": job, **TORCHRUN})
     done = {job: wait_state(stack, name, job, "succeeded") for job in (sick, well)}
     assert done[sick]["restarts"] == 1 and done[well]["restarts"] == 0
     pod = done[sick]["pods"][0]

@@ -15,7 +15,7 @@ import pytest
 import websocket
 
 from app.job_logs import MAX_BUFFERED_LINES
-from tests.app.jobkit import TORCHRUN, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, job_name, submitted, wait_state
 from tests.app.wskit import read_all
 
 
@@ -43,8 +43,7 @@ def _steps(lines: list[dict], pod: str) -> list[str]:
 def test_a_job_writes_logs_a_websocket_client_receives_in_order_and_finishes(stack, cluster):
     name = job_name("live")
     stack.sandbox.set_training(steps=40, lines_per_second=1, job=name)  # 40 ms of lines
-    assert submit(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN}
-                  ).status_code == 201
+    submitted(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN})
     ws = _connect(stack, cluster["name"], name, tail=1000)
     messages, code = read_all(ws)
     assert code == 1000
@@ -67,8 +66,7 @@ def test_tails_of_one_job_share_one_follow_per_pod_and_each_gets_every_line(stac
 
     name = job_name("shared")
     stack.sandbox.set_training(steps=200, lines_per_second=0.04, job=name)  # ~5 s of lines
-    assert submit(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN}
-                  ).status_code == 201
+    submitted(stack, cluster["name"], {"name": name, "nodes": 2, **TORCHRUN})
     pods = (f"{name}-pods-0", f"{name}-pods-1")
     tails = [_connect(stack, cluster["name"], name, tail=10_000) for _ in range(6)]
     got: list[list[dict]] = [[] for _ in tails]
@@ -91,7 +89,7 @@ def test_tails_of_one_job_share_one_follow_per_pod_and_each_gets_every_line(stac
 def test_a_log_tail_survives_a_reconnect_without_losing_or_repeating_lines(stack, cluster):
     name = job_name("resume")
     stack.sandbox.set_training(steps=300, lines_per_second=0.2, job=name)  # ~1.5 s of lines
-    assert submit(stack, cluster["name"], {"name": name, **TORCHRUN}).status_code == 201
+    submitted(stack, cluster["name"], {"name": name, **TORCHRUN})
     pod = f"{name}-pods-0"
     ws = _connect(stack, cluster["name"], name, tail=1000)
     first: list[dict] = []
@@ -114,7 +112,7 @@ def test_a_restarted_containers_last_words_come_from_its_previous_run(stack, clu
     name = job_name("crash")
     stack.sandbox.set_training(steps=5, lines_per_second=1, job=name)
     stack.sandbox.fail_training_pod(name, exit_code=9, after_lines=3)
-    assert submit(stack, cluster["name"], {"name": name, **TORCHRUN}).status_code == 201
+    submitted(stack, cluster["name"], {"name": name, **TORCHRUN})
     wait_state(stack, cluster["name"], name, "succeeded")
     ws = _connect(stack, cluster["name"], name, tail=100)
     messages, code = read_all(ws)
@@ -134,7 +132,7 @@ def test_a_client_that_stops_reading_gets_a_drop_marker_and_the_server_stays_bou
     name = job_name("flood")
     total = 40_000
     stack.sandbox.set_training(steps=total, lines_per_second=20, job=name)  # ~2 s of lines
-    assert submit(stack, cluster["name"], {"name": name, **TORCHRUN}).status_code == 201
+    submitted(stack, cluster["name"], {"name": name, **TORCHRUN})
     # connected from the start (a tail covers what was printed before, at most 10,000
     # lines); a tiny receive window: the kernel holds little for this client, so the
     # server's own buffer is what fills while it does not read

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.app.jobkit import TORCHRUN, get_job, job_name, submit, wait_state
+from tests.app.jobkit import TORCHRUN, deleted, get_job, job_name, submitted, wait_state
 from tests.app.test_clusters_api import _last_seq
 
 
@@ -90,8 +90,7 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
 
         name = job_name("mlf")
         stack.sandbox.set_training(steps=100000, lines_per_second=1, job=name)  # runs on
-        reply = submit(stack, cluster, {"name": name, **TORCHRUN})
-        assert reply.status_code == 201, reply.text
+        submitted(stack, cluster, {"name": name, **TORCHRUN})
         manifest = stack.kube(cluster).get_object("sagemaker.amazonaws.com/v1",
                                                   "HyperPodPyTorchJob", name, "default")
         env = {e["name"]: e["value"] for e in _container(manifest)["env"]}
@@ -104,10 +103,9 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         # a job in another namespace gets that namespace's service account, bound by Pod
         # Identity to the same role
         other = job_name("mlns")
-        reply = submit(stack, cluster, {"name": other, "namespace": "team-mlf", **TORCHRUN,
-                                        "env": {"MLFLOW_EXPERIMENT_NAME": "sweep"}})
-        assert reply.status_code == 201, reply.text
-        assert reply.json()["mlflow"]["experiment_name"] == "sweep"
+        made = submitted(stack, cluster, {"name": other, "namespace": "team-mlf", **TORCHRUN,
+                                          "env": {"MLFLOW_EXPERIMENT_NAME": "sweep"}})
+        assert made["mlflow"]["experiment_name"] == "sweep"
         assert stack.kube(cluster).get_object("v1", "ServiceAccount", "hypd-mlflow",
                                               "team-mlf") is not None
         bound = stack.aws("eks").list_pod_identity_associations(
@@ -136,8 +134,7 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
         assert _mlflow(stack, cluster)["state"] == "ready"
     finally:
         detached = _detach(stack, cluster, force="true")  # the user lets the jobs lose it
-        with stack.client() as c:
-            c.delete(f"/api/v1/clusters/{cluster}/jobs/{name}", params={"force": "true"})
+        deleted(stack, cluster, name, force="true")
     steps = {s["name"]: s["resources"] for s in detached["steps"]}
     assert steps["tracking_server"]["deleted"] is True
     assert sorted(steps["identity"]["associations_deleted"]) == ["default/hypd-mlflow",
@@ -152,8 +149,7 @@ def test_hypd_creates_a_tracking_server_jobs_log_to_it_and_detach_deletes_it(sta
             stack.aws("iam").get_role(RoleName=role)
     assert _mlflow(stack, cluster)["state"] == "none"
     name = job_name("nomlf")
-    reply = submit(stack, cluster, {"name": name, **TORCHRUN})
-    assert reply.status_code == 201 and reply.json()["mlflow"] is None, reply.text
+    assert submitted(stack, cluster, {"name": name, **TORCHRUN})["mlflow"] is None
 
 
 def test_an_existing_tracking_server_is_attached_and_detaching_keeps_it(stack, cluster):
@@ -184,9 +180,8 @@ def test_an_existing_tracking_server_is_attached_and_detaching_keeps_it(stack, c
         other = _put(stack, cluster, {})
         assert other.status_code == 409 and theirs in other.json()["error"]["message"]
         name = job_name("att")
-        reply = submit(stack, cluster, {"name": name, **TORCHRUN})
-        assert reply.status_code == 201, reply.text
-        assert reply.json()["mlflow"]["tracking_server_arn"] == arn
+        made = submitted(stack, cluster, {"name": name, **TORCHRUN})
+        assert made["mlflow"]["tracking_server_arn"] == arn
     finally:
         detached = _detach(stack, cluster)
     assert {s["name"]: s["resources"] for s in detached["steps"]}["tracking_server"][

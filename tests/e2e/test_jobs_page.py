@@ -1,5 +1,7 @@
-"""The jobs page in a real browser: headless Chromium submits a torchrun job from the form
-and sees its log lines arrive over the WebSocket; the pod filter and Pause act on the view."""
+"""The jobs page in a real browser: headless Chromium submits a torchrun job from the form,
+the page follows its operation (202) and then sees its log lines arrive over the WebSocket;
+the pod filter and Pause act on the view; a job deleted from its row is followed until it is
+gone."""
 
 from __future__ import annotations
 
@@ -35,7 +37,10 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
         page.get_by_test_id("job-submit").click()
     assert sent.value.post_data_json["recipe"] == "torchrun"
     assert sent.value.headers.get("idempotency-key")
-    # the job's log view opens and its lines arrive as the pod prints them
+    accepted = sent.value.response()
+    assert accepted.status == 202 and accepted.json()["operation"]["kind"] == "job.create"
+    # once its operation succeeded, the job's log view opens and its lines arrive as the pod
+    # prints them
     expect(page.get_by_test_id("log-job")).to_have_text(name)
     rows = page.get_by_test_id("log-row")
     expect(rows.filter(has_text=re.compile(r"step \d+/400")).first).to_be_visible(
@@ -69,6 +74,16 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("toast-message").last).to_contain_text(
         "no tracking server no-such-server")
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
+    # deleted from its row: the page follows the delete's operation until the job is gone
+    page.get_by_test_id(f"job-delete-{name}").click()
+    with page.expect_response(lambda r: r.request.method == "DELETE"
+                              and r.url.endswith(f"/jobs/{name}")) as gone:
+        page.get_by_test_id("job-delete-confirm").click()
+    assert gone.value.status == 202
+    assert gone.value.json()["operation"]["kind"] == "job.delete"
+    expect(page.get_by_test_id("toast-message").last).to_contain_text(
+        f"Job {name} deleted.", timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id(f"job-row-{name}")).to_have_count(0)
 
 
 def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
@@ -78,9 +93,10 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
     from tests.app.jobkit import (
         TORCHRUN,
         an_endpoint_waits_too,
+        deleted,
         get_job,
         job_name,
-        submit,
+        submitted,
         wait_state,
     )
     from tests.stack import wait_until
@@ -89,10 +105,10 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
     hog, waiter = job_name("ui-hog"), job_name("ui-wait")
     stack.sandbox.set_training(steps=1000, lines_per_second=0.01, job=hog)  # runs on
     stack.sandbox.set_training(steps=2, lines_per_second=20, job=waiter)
-    assert submit(stack, cluster, {"name": hog, **TORCHRUN, "nodes": 2}).status_code == 201
+    submitted(stack, cluster, {"name": hog, **TORCHRUN, "nodes": 2})
     try:
         wait_state(stack, cluster, hog, "running")
-        assert submit(stack, cluster, {"name": waiter, **TORCHRUN}).status_code == 201
+        submitted(stack, cluster, {"name": waiter, **TORCHRUN})
         wait_until(lambda: get_job(stack, cluster, waiter)["waiting"], 30, interval=0.2,
                    what="the waiter's reason")
         sign_in(page, stack, stack.operator_token, "operator")
@@ -124,9 +140,7 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
 
         an_endpoint_waits_too(stack, cluster, on_the_endpoints_page)
     finally:
-        with stack.client() as c:
-            gone = c.delete(f"/api/v1/clusters/{cluster}/jobs/{hog}", params={"force": "true"})
-            assert gone.status_code == 200, gone.text  # a running job goes only with force
+        deleted(stack, cluster, hog, force="true")  # a running job goes only with force
     wait_state(stack, cluster, waiter, "succeeded")
     page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
     expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text(

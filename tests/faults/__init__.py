@@ -9,7 +9,8 @@ operations that leaves the world as it found it: a network made and deleted; a c
 (with FSx, a Kubernetes version behind), a stage re-run, upgraded, its nodes' software
 updated, its first RayJob submitted (KubeRay installed by the operation), deleted; on one
 shared cluster storage items, an instance group with a reboot, replace and delete of its
-nodes, feature toggles, MLflow (made and attached), a model downloaded and removed, endpoints
+nodes, feature toggles, MLflow (made and attached; a RayJob submitted in a namespace of its
+own and deleted meanwhile), a model downloaded and removed, endpoints
 (routed with KEDA, a model pool reassigned and scaled in). A default-suite test fails when a
 kind is in no chain.
 

@@ -81,8 +81,8 @@ def _new_cluster(stack: Stack, n: dict[str, str]) -> Request:
 
 
 # A cluster's whole life: made, a stage re-run, Kubernetes upgraded, the nodes' software
-# updated, a RayJob submitted while KubeRay is not there yet (job.create is an operation
-# only then, and each round's fresh cluster has none), then deleted with its data.
+# updated, a RayJob submitted while KubeRay is not there yet (each round's fresh cluster has
+# none: job.create's kuberay step), then deleted with its data.
 CLUSTER = Chain(
     "cluster",
     acts=(
@@ -180,17 +180,27 @@ def _their_tracking_server(stack: Stack, n: dict[str, str]) -> None:
 
 MLFLOW = "/api/v1/clusters/{cluster}/mlflow"
 
+JOBS = "/api/v1/clusters/{cluster}/jobs"
+
+# A job submitted while a tracking server is attached, in a namespace of its own: every step
+# of job.create but kuberay (namespace and bucket claim, the MLflow Pod Identity binding, the
+# job), then job.delete (forced: it may still run).
 MLFLOW_CHAIN = Chain(
     "mlflow",
     acts=(
         Act("mlflow.attach", put(MLFLOW, {})),
+        Act("job.create", post(JOBS, {
+            "name": "{job}", "namespace": "{ns}", "recipe": "verl",
+            "image": "verlai/verl:latest", "nodes": 1, "gpus_per_node": 1,
+            "config": "/s3/rl/ppo.yaml"})),
+        Act("job.delete", delete(JOBS + "/{job}", force="true")),
         Act("mlflow.detach", delete(MLFLOW)),
         Act("mlflow.attach", put(MLFLOW, {"tracking_server": "{theirs}"})),
         Act("mlflow.detach", delete(MLFLOW)),
     ),
-    names=lambda token: {"theirs": f"team-{token}"},
+    names=lambda token: {"theirs": f"team-{token}", "job": f"mj-{token}", "ns": f"mn-{token}"},
     arrange=_their_tracking_server,
-    warmup=True,
+    warmup=True,  # ... and the first RayJob installs KubeRay, which stays
 )
 
 

@@ -66,9 +66,12 @@ class Agent:
         self.seen: dict[str, Any] = {}
         self.calls: list[str] = []
         self.skipped: dict[str, str] = {}
+        self.skips: list[str] = []
+        """The tools skipped, in order: a tool two steps name may be skipped in one only."""
 
     def skip(self, tool: str, why: str) -> None:
         self.skipped[tool] = why
+        self.skips.append(tool)
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await self.client.call_tool(tool, args)
@@ -87,11 +90,11 @@ class Agent:
                 return out
             assert time.monotonic() < deadline, f"not terminal after {FOLLOW_LIMIT_S} s: {out}"
 
-    async def follow_job(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """Call a submitted job's status tool (get_job) until its state is terminal."""
+    async def follow_job(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Call get_job until the job's state is terminal."""
         deadline = time.monotonic() + FOLLOW_LIMIT_S
         while True:
-            job = await self.call(reply["status_tool"], reply["status_args"])
+            job = await self.call("get_job", args)
             if job["state"] in ("succeeded", "failed"):
                 return job
             assert time.monotonic() < deadline, f"not terminal after {FOLLOW_LIMIT_S} s: {job}"
@@ -118,20 +121,32 @@ async def follow_playbook(agent: Agent, path: list[tuple[str, list[str]]],
 
 
 def tools_called_in_order(agent: Agent, path: list[tuple[str, list[str]]]) -> list[str]:
-    """The playbook's tools in its order, less those skipped: the agent's calls, once its
-    repeated status calls are set apart."""
-    return [t for _, tools in path for t in tools if t not in agent.skipped]
+    """The playbook's tools in its order, less those skipped (each skip drops the first
+    of its tool's places not yet dropped, skips being made in the playbook's order): the
+    agent's calls, once its repeated status calls are set apart."""
+    skips = list(agent.skips)
+    kept = []
+    for tool in (t for _, tools in path for t in tools):
+        if tool in skips:
+            skips.remove(tool)
+        else:
+            kept.append(tool)
+    return kept
 
 
-def wait_operation_for(started: str) -> Handler:
-    """`wait_operation` as a step names it: follow the operation whose reply the agent kept
-    as `started` until it succeeds — skipped when the situation started none."""
+def wait_operation_for(*started: str) -> Handler:
+    """`wait_operation` as a step names it: follow the first operation, of the replies the
+    agent kept as `started`, that it has not followed yet, until it succeeds — skipped
+    when the situation started none."""
+    followed: set[str] = set()
 
     async def wait_operation(agent: Agent, wants: dict[str, Any]) -> None:
-        if started not in agent.seen:
+        new = [s for s in started if s in agent.seen and s not in followed]
+        if not new:
             agent.skip("wait_operation", "no operation was started")
             return
-        done = await agent.follow(agent.seen[started])
+        followed.add(new[0])
+        done = await agent.follow(agent.seen[new[0]])
         assert done["status"] == "succeeded", done["operation"].get("error")
 
     return wait_operation
@@ -287,17 +302,18 @@ def submit_training_script(cluster: str, job: str) -> dict[str, Handler]:
         agent.seen["features_reply"] = await agent.call(
             "update_features", {"cluster": cluster, "training_operator": {"enabled": True}})
 
-    wait_operation = wait_operation_for("features_reply")
+    wait_operation = wait_operation_for("features_reply", "submit_reply")
 
     async def submit_job(agent: Agent, wants: dict[str, Any]) -> None:
         reply = await agent.call("submit_job", {"cluster": cluster, "name": job, **wants})
-        assert reply["state"] in ("pending", "running") and reply["kind"] == "HyperPodPyTorchJob"
-        assert (reply["status_tool"], reply["status_args"]) == (
-            "get_job", {"cluster": cluster, "job": job})
+        assert reply["operation"]["kind"] == "job.create"
+        assert reply["resource_url"] == f"/api/v1/clusters/{cluster}/jobs/{job}"
+        assert reply["status_tool"] == "wait_operation"
         agent.seen["submit_reply"] = reply
 
     async def get_job(agent: Agent, wants: dict[str, Any]) -> None:
-        done = await agent.follow_job(agent.seen["submit_reply"])
+        done = await agent.follow_job({"cluster": cluster, "job": job})
+        assert done["kind"] == "HyperPodPyTorchJob"
         assert done["state"] == "succeeded", done
         assert done["pods"][0]["node"].startswith("hyperpod-i-")
         assert done["recovery_budget"] == {"used": 0, "allowed": 3, "remaining": 3}
@@ -324,13 +340,15 @@ async def test_an_agent_follows_the_submit_training_playbook_to_a_finished_job(s
     async with stdio_agent(stack.url, stack.operator_token) as client:
         agent = Agent(client)
         await follow_playbook(agent, path, script, {})
-    # the operator was on already: nothing to turn on, nothing to follow but the job
+    # the operator was on already: nothing to turn on; the submission followed, then the job
     assert agent.skipped == {"update_features": "the training operator is on",
                              "wait_operation": "no operation was started"}
-    polls = [c for c in agent.calls if c == "get_job"]
-    assert [c for c in agent.calls if c != "get_job"] == [
-        t for t in tools_called_in_order(agent, path) if t != "get_job"]
-    assert polls and agent.calls.index("get_job") > agent.calls.index("submit_job")
+    assert agent.skips == ["update_features", "wait_operation"]
+    polls = ("get_job", "wait_operation")
+    assert [c for c in agent.calls if c not in polls] == [
+        t for t in tools_called_in_order(agent, path) if t not in polls]
+    calls = agent.calls
+    assert calls.index("submit_job") < calls.index("wait_operation") < calls.index("get_job")
     assert agent.calls[-1] == "get_job_logs"  # read once the job had finished
 
 

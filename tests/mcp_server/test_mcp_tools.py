@@ -106,17 +106,17 @@ def test_a_no_change_reply_names_no_status_tool() -> None:
 
 
 def test_a_reply_s_status_route_is_followed_with_the_tool_it_maps_to() -> None:
-    """The REST reply names routes only; the route, not the row, decides how an operation is
-    followed: a job submission answering an operation (KubeRay first) is waited on, one
-    answering the job (no status_route) is read with the row's get_job."""
+    """The REST reply names routes only; a reply naming a status_route is followed with the
+    tool that route maps to, whatever the row says, and only a reply without one (a change
+    made at once) is confirmed with the row's own status tool."""
     from mcp_server.client import ApiResponse
     from mcp_server.server import _mutation_reply
 
-    spec = TOOLS_BY_NAME["submit_job"]
+    spec = TOOLS_BY_NAME["import_cluster"]  # its row: confirmed with get_cluster
     operation = _mutation_reply(spec, ApiResponse(202, {
         "operation": {"id": "op_3"}, "status_route": "/api/v1/operations/op_3",
-        "resource_url": "/api/v1/clusters/lab/jobs/j", "poll_after_seconds": 5}))
+        "resource_url": "/api/v1/clusters/lab", "poll_after_seconds": 5}))
     assert (operation["status_tool"], operation["status_args"]) == (
         "wait_operation", {"operation_id": "op_3"})
-    job = _mutation_reply(spec, ApiResponse(201, {"cluster": "lab", "name": "j"}))
-    assert (job["status_tool"], job["status_args"]) == ("get_job", {"cluster": "lab", "job": "j"})
+    at_once = _mutation_reply(spec, ApiResponse(200, {"name": "lab", "imported": True}))
+    assert (at_once["status_tool"], at_once["status_args"]) == ("get_cluster", {"name": "lab"})

@@ -7,7 +7,7 @@
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
-import { TERMINAL } from '../feed.js';
+import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
 import { inUse, usedBy, withForce } from '../in_use.js';
 
@@ -119,17 +119,15 @@ export function mountFeatures(box, ctx, name) {
   }
 
   async function follow(f, opId) {
-    while (!ctx.signal.aborted) {
-      try {
-        const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
+    const done = await waitOperation(opId, {
+      signal: ctx.signal,
+      retryMs: FOLLOW_MS,
+      onChange: (op) => {
         state.results[f] = { op: opId, status: op.status, error: op.status === 'failed' ? (op.error && op.error.message) : null };
         renderResult(f);
-        if (TERMINAL.has(op.status)) { load(); return; }
-      } catch (e) {
-        if (isAbort(e)) return;
-        await new Promise((r) => setTimeout(r, FOLLOW_MS));
-      }
-    }
+      },
+    });
+    if (done) load();
   }
 
   // ---------- rendering ----------

@@ -1,12 +1,17 @@
 // #/clusters/<name>/jobs — training jobs: the list, a submit form per recipe, and one job's
 // live log view (WebSocket with resume; virtualised, pausable, filtered by pod).
 //
+// Submitting and deleting a job are operations (202): the view follows each in place — the
+// job's row reads "submitting" (or "deleting") with a link to its operation meanwhile; a
+// submission that succeeded opens the job's log, one that did not says why in the form.
+//
 // The recipes, what each needs and what elastic training excludes come from
 // GET /api/v1/training/limits: nothing about them is written here.
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
-import { openModal, openOperation } from '../modal.js';
+import { openModal } from '../modal.js';
+import { waitOperation } from '../feed.js';
 import { preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
@@ -49,7 +54,19 @@ export function mount(root, ctx) {
 
   // -- the list ------------------------------------------------------------------------------
 
+  let reading = false; // a read in flight
+  let readAgain = false; // a change came while it was: read once more after it
+
+  /** Read the list now (after a change), then on the usual timer. */
+  function reload() {
+    if (reading) { readAgain = true; return; }
+    if (timer) clearTimeout(timer);
+    timer = null;
+    refresh();
+  }
+
   async function refresh() {
+    reading = true;
     try {
       const data = await api(`${base}/jobs`, { signal: ctx.signal });
       clear(tbody);
@@ -60,7 +77,9 @@ export function mount(root, ctx) {
     } catch (e) {
       if (!isAbort(e)) toastError(e);
     } finally {
-      if (!ctx.signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
+      reading = false;
+      if (!ctx.signal.aborted) timer = setTimeout(refresh, readAgain ? 0 : REFRESH_MS);
+      readAgain = false;
     }
   }
 
@@ -73,9 +92,14 @@ export function mount(root, ctx) {
       testid: 'job-delete', title: `Delete job ${job.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
       content: h('div', null, h('p', null, 'Its pods stop; what it wrote under /s3 stays.'), used.el),
       onSubmit: async ({ close }) => {
-        await api(withForce(`${base}/jobs/${encodeURIComponent(job.name)}`, used.forced()), { method: 'DELETE', signal: ctx.signal });
+        const reply = await api(withForce(`${base}/jobs/${encodeURIComponent(job.name)}`, used.forced()), { method: 'DELETE', signal: ctx.signal });
         close();
-        toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+        reload();
+        const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
+        if (!op) return;
+        if (op.status === 'succeeded') toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+        else toast(`Deleting job ${job.name} ${op.status}${op.error ? `: ${op.error.message}` : ''}`, { kind: 'error' });
+        reload();
       },
       onError: (err, errorEl) => used.onError(err, errorEl),
     });
@@ -197,8 +221,15 @@ export function mount(root, ctx) {
       button.disabled = true;
       try {
         const reply = await submit(`${base}/jobs`, { body, signal: ctx.signal });
-        if (openOperation(reply)) return; // KubeRay is installed first: follow the operation
-        toast(`Job ${reply.name} submitted.`, { kind: 'info', timeout: 2500 });
+        reload(); // its row reads "submitting", naming the operation
+        const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
+        if (!op) return;
+        reload();
+        if (op.status !== 'succeeded') {
+          err.textContent = `Job ${body.name}: its submission ${op.status}${op.error ? `: ${op.error.message}` : ''}`;
+          return;
+        }
+        toast(`Job ${body.name} submitted.`, { kind: 'info', timeout: 2500 });
         select(body.name);
       } catch (e2) {
         if (isAbort(e2)) return;
