@@ -3,9 +3,11 @@ the server adds the tool each route maps to before a reply reaches an agent."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from app.readmodels import calls
 from mcp_server.routemap import ROUTES, RouteMap
-from mcp_server.tools import TOOLS_BY_NAME, ToolSpec
+from mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from tests.mcp_server.mcp_fake_api import real_openapi
 
 
@@ -62,3 +64,9 @@ def test_a_planning_tool_is_never_its_route_s_tool() -> None:
                     description="x" * 60, mutating=True)
     assert RouteMap([plan, make]).tool("POST", "/api/v1/x") == "make_x"
     assert RouteMap([plan]).tool("POST", "/api/v1/x") is None
+
+
+def test_a_route_has_at_most_one_tool_to_follow_it_with_and_it_reads() -> None:
+    following = Counter((t.method, t.path) for t in TOOLS if t.follows)
+    assert following and max(following.values()) == 1, following
+    assert all(t.read_only and t.method == "GET" for t in TOOLS if t.follows)
