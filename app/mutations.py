@@ -19,7 +19,7 @@ from app import auth, context
 from app.errors import ApiError
 from app.permissions import access
 from cloud import dependents, logs
-from schemas.common import MutationReplySchema
+from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.dependents import (
     IN_USE_DESCRIPTION,
     DestroyPlanSchema,
@@ -108,6 +108,23 @@ def submit(
     return operation_reply(engine.view(op))
 
 
+def alt_reply(schema: type[Schema], data: Mapping[str, Any], status: int = 200) -> Response:
+    """A reply a route documents with `@blp.alt_response(status, schema=...)`, dumped through
+    that schema: flask-smorest serializes only the route's primary `@blp.response`, so an
+    alternative reply is made here, the one place that does it, never by hand in a route."""
+    response = jsonify(schema().dump(data))
+    response.status_code = status
+    return response
+
+
+def no_change(resource_url: str | None, message: str) -> Response:
+    """The 200 of a change that is already true (DESIGN.md: a mutation's reply): nothing was
+    recorded or sent to AWS. The route declares it with
+    `@blp.alt_response(200, schema=NoChangeSchema, ...)`."""
+    return alt_reply(NoChangeSchema, {"changed": False, "resource_url": resource_url,
+                                      "message": message})
+
+
 # -- destructive requests --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -157,10 +174,10 @@ def plan(impact: Impact, force: bool) -> Response:
         message = f"{impact.what} would go ahead with force=true, breaking {len(impact.found)}"
     else:
         message = f"{impact.what} would go ahead; nothing depends on it"
-    return jsonify(DestroyPlanSchema().dump({
+    return alt_reply(DestroyPlanSchema, {
         "dry_run": True, "target": impact.what, "removes": impact.removes,
         "dependents": dependents.views(impact.found), "total": len(impact.found),
-        "refused": bool(stopping), "force_allowed": forceable, "message": message}))
+        "refused": bool(stopping), "force_allowed": forceable, "message": message})
 
 
 def guard(impact: Callable[[], Impact], query: Mapping[str, Any]) -> Response | None:

@@ -15,16 +15,6 @@ RUNNING_STATE = {"endpoint.create": "creating", "endpoint.update": "updating",
                  "endpoint.reassign": "updating", "endpoint.delete": "deleting"}
 
 
-def _ops(cluster: str) -> dict[str, dict[str, Any]]:
-    """The newest endpoint operation of each endpoint name."""
-    newest: dict[str, dict[str, Any]] = {}
-    prefix = f"cluster/{cluster}/endpoint/"
-    for op in context.engine().store.list(target=f"cluster/{cluster}/endpoint", limit=500):
-        if op["kind"].startswith("endpoint.") and op["target"].startswith(prefix):
-            newest.setdefault(op["target"][len(prefix):], op)
-    return newest
-
-
 def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
@@ -115,7 +105,8 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
     for pod in kube.list_objects(api, "v1", "Pod", label_selector=inference.ENDPOINT_LABEL
                                  ) if api is not None else []:
         pods.setdefault(pod["metadata"]["labels"][inference.ENDPOINT_LABEL], []).append(pod)
-    ops = _ops(cluster)
+    ops = context.engine().store.newest_by_child(f"cluster/{cluster}/endpoint",
+                                                 kinds=RUNNING_STATE)
     items: dict[str, dict[str, Any]] = {}
     for name, mine in by_name.items():
         main = next((o for o in mine if inference.stored_spec(o) is not None), None)

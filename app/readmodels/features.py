@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from app import context
 from app.errors import ApiError
 from cloud import aws, eks, features, iam, identity, kube, storage
-from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:  # the cluster read model shows these features on a cluster's page
     from app.readmodels.clusters import ClusterRef
@@ -38,8 +37,8 @@ def sources(ref: ClusterRef) -> features.Sources:
 
 def running(cluster: str) -> dict[str, str]:
     """{feature: operation id} of the feature toggles running on the cluster now."""
-    return {op["params"]["feature"]: op["id"]
-            for op in live_operations(context.redis_conn(), f"cluster/{cluster}/feature/")}
+    ops = context.engine().store.newest_by_child(f"cluster/{cluster}/feature", unfinished=True)
+    return {feature: op["id"] for feature, op in ops.items()}
 
 
 def read(ref: ClusterRef) -> dict[str, Any]:

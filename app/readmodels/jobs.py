@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from app import context
 from cloud import jobs, kube, mlflow, recipes, training
-from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
     from app.readmodels.clusters import ClusterRef
@@ -28,8 +27,7 @@ def _md(obj: dict[str, Any]) -> dict[str, Any]:
 
 def submitting(cluster: str) -> dict[str, dict[str, Any]]:
     """{job: operation} of the job creates still running on the cluster."""
-    return {op["params"]["name"]: op
-            for op in live_operations(context.redis_conn(), f"cluster/{cluster}/job/")}
+    return context.engine().store.newest_by_child(f"cluster/{cluster}/job", unfinished=True)
 
 
 def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> dict[str, Any]:
