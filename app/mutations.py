@@ -16,9 +16,9 @@ from flask_smorest import Blueprint
 from marshmallow import Schema
 
 from app import auth, context
-from app.errors import ApiError
 from app.permissions import access
 from cloud import dependents, logs
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.dependents import (
     IN_USE_DESCRIPTION,
@@ -41,9 +41,8 @@ def idempotency_claim(body: Any) -> IdempotencyClaim | None:
     if key is None:
         return None
     if not key or len(key) > MAX_KEY_LEN or not key.isprintable():
-        raise ApiError(422, "validation_failed",
-                       f"Idempotency-Key must be 1 to {MAX_KEY_LEN} printable characters",
-                       {"fields": {"Idempotency-Key": ["invalid"]}})
+        raise Invalid(f"Idempotency-Key must be 1 to {MAX_KEY_LEN} printable characters",
+                      field="Idempotency-Key")
     principal = auth.current()
     scope = f"{principal.name} {request.method} {request.path}"
     short = request.headers.get("Idempotency-Scope", "").lower() == "mcp"

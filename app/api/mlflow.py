@@ -26,7 +26,7 @@ from app.readmodels import mlflow as mlflow_model
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for
 from cloud import aws, iam, mlflow
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.mlflow import MlflowSchema, MlflowSetSchema, MlflowUiUrlSchema
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH, target
@@ -99,8 +99,8 @@ class Mlflow(MethodView):
             given = body["tracking_server"]
             if found is None or (given.startswith("arn:") and found["TrackingServerArn"] != given):
                 # an ARN of another account names a server this panel's account does not hold
-                raise Refusal(f"no tracking server {given} in {ref.region} of this panel's "
-                              "account", "validation_failed", field="tracking_server")
+                raise Invalid(f"no tracking server {given} in {ref.region} of this panel's "
+                              "account", field="tracking_server")
 
         return mutations.submit(MLFLOW_ATTACH, target(cluster), params, precheck)
 

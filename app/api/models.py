@@ -18,7 +18,7 @@ from app.readmodels import dependents
 from app.readmodels import models as models_model
 from app.readmodels.kubeapi import api_for, talking_to
 from cloud import aws, kube, models
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema
 from schemas.models import ModelDownloadSchema, ModelListSchema
 from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD, target
@@ -62,9 +62,8 @@ class Models(MethodView):
                     secret = kube.get_object(api, "v1", "Secret", ref["name"],
                                              models.NAMESPACE)
                 if secret is None or ref["key"] not in (secret.get("data") or {}):
-                    raise Refusal(f"no key {ref['key']!r} in Secret {ref['name']!r} of "
-                                  f"namespace {models.NAMESPACE}", "validation_failed",
-                                  field="hub_token_secret")
+                    raise Invalid(f"no key {ref['key']!r} in Secret {ref['name']!r} of "
+                                  f"namespace {models.NAMESPACE}", field="hub_token_secret")
 
         return mutations.submit(MODEL_DOWNLOAD, target(cluster, body["name"]), params,
                                 precheck)

@@ -23,7 +23,7 @@ from app.readmodels import storage as storage_model
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, talking_to
 from cloud import aws, kube, storage
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema
 from schemas.dependents import DestroyQuerySchema
 from schemas.storage import (
@@ -47,8 +47,8 @@ def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
     api = api_for(cluster)
     with talking_to(cluster):
         if kube.get_object(api, "v1", "Namespace", namespace) is None:
-            raise Refusal(f"namespace {namespace!r} does not exist in cluster {cluster.name}",
-                          "validation_failed", field="namespace")
+            raise Invalid(f"namespace {namespace!r} does not exist in cluster {cluster.name}",
+                          field="namespace")
         items, _ = storage_model.items(cluster)
         if name in items and items[name]["state"] != "failed":
             raise ApiError(409, "conflict", f"storage named {name!r} already exists on cluster "
@@ -68,14 +68,14 @@ def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
         if bucket:
             problem = storage.bucket_name_problem(bucket)
             if problem:
-                raise Refusal(problem, "validation_failed", field="s3.bucket")
+                raise Invalid(problem, field="s3.bucket")
             try:
                 info = storage.bucket_info(aws.client("s3", region=region), bucket)
             except storage.StorageError as exc:
-                raise Refusal(exc.message, "validation_failed", field="s3.bucket") from exc
+                raise Invalid(exc.message, field="s3.bucket") from exc
             if info is None:
-                raise Refusal(f"bucket {bucket!r} does not exist; leave bucket unset for hypd "
-                              "to make one", "validation_failed", field="s3.bucket")
+                raise Invalid(f"bucket {bucket!r} does not exist; leave bucket unset for hypd "
+                              "to make one", field="s3.bucket")
         if body["kind"] == "fsx":
             storage.fsx_placement(aws.client("ec2", region=region), cluster.name,
                                   cluster.eks)

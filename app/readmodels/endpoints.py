@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from app import context
+from app.errors import ApiError
+from app.readmodels.clusters import ClusterRef
+from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import inference, kube
 from cloud.inference import Endpoint
 
@@ -131,3 +134,32 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
         if op["status"] in ("queued", "running"):
             item["state"] = RUNNING_STATE[op["kind"]]
     return items
+
+
+def items(found: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Every endpoint of the cluster by name, and why its Kubernetes could not be read (None
+    when it could: only endpoints being created show without it)."""
+    why = not_active(found)
+    api = None if why else api_for(found)
+    with talking_to(found):
+        return collect(found.name, api), why
+
+
+def one(found: ClusterRef, name: str) -> dict[str, Any]:
+    """One endpoint as a read shows it, or 404."""
+    found_items, _ = items(found)
+    if name not in found_items:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return found_items[name]
+
+
+def stored(found: ClusterRef, name: str) -> Endpoint:
+    """The endpoint as the cluster holds it (its request, on its main object)."""
+    api = api_for(found)
+    with talking_to(found):
+        ep = inference.stored(api, name)
+    if ep is None:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return ep

@@ -13,6 +13,7 @@ from app import context
 from app.errors import ApiError
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, capacity, hyperpod
+from cloud.errors import Invalid
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,8 @@ def subnet_zone(cluster: ClusterRef, subnet_id: str) -> str:
     found = aws.client("ec2", region=cluster.region).describe_subnets(
         Filters=[{"Name": "subnet-id", "Values": [subnet_id]}])["Subnets"]
     if not found or found[0].get("VpcId") != vpc_id:
-        raise ApiError(422, "validation_failed",
-                       f"subnet {subnet_id} is not in the cluster's VPC {vpc_id}",
-                       {"fields": {"subnet_id": [f"not in {vpc_id}"]}})
+        raise Invalid(f"subnet {subnet_id} is not in the cluster's VPC {vpc_id}",
+                      field="subnet_id")
     return found[0]["AvailabilityZone"]
 
 
