@@ -36,6 +36,10 @@ POLL_AFTER_S = 5
 MAX_KEY_LEN = 255
 
 
+class DryRunSubmitted(RuntimeError):
+    """A route submitted an operation for a dry run (500: the route's bug)."""
+
+
 def idempotency_claim(body: Any) -> IdempotencyClaim | None:
     key = request.headers.get("Idempotency-Key")
     if key is None:
@@ -88,9 +92,11 @@ def submit(
     `precheck` (e.g. "does this network exist already?") runs only for a new request: a
     replay answers the operation the key first made, whatever has happened since.
     """
-    # The route's declaration already decided; this is the engine's door, kept shut for a
-    # route that would declare itself open by mistake.
-    auth.require_role(auth.current(), "operator")
+    if auth.dry_run():
+        # Not a role check (the declaration made that): a dry run was let in because it
+        # changes nothing, so one reaching here is a route's bug, never an operation.
+        raise DryRunSubmitted(f"{request.method} {request.path}: a dry run reached submit; "
+                              "it must answer its plan instead")
     engine = context.engine()
     claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:
