@@ -35,6 +35,7 @@ blp = Blueprint("mlflow", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's MLflow tracking server (SageMaker managed MLflow), "
                             "which training jobs log their metrics to")
 
+
 def _url(cluster: str) -> str:
     return f"/api/v1/clusters/{cluster}/mlflow"
 
@@ -82,8 +83,9 @@ class Mlflow(MethodView):
         if record is not None:
             if wanted in (None, record["tracking_server_name"]) and \
                     (wanted is not None or record["made_by_hypd"]):
-                return mutations.no_change(_url(cluster), f"tracking server "
-                                           f"{record['tracking_server_name']} is attached already")
+                attached = record["tracking_server_name"]
+                return mutations.no_change(_url(cluster),
+                                           f"tracking server {attached} is attached already")
             raise ApiError(409, "conflict", f"cluster {cluster} already has tracking server "
                                             f"{record['tracking_server_name']}; detach it first "
                                             f"(DELETE {_url(cluster)})")
