@@ -1,7 +1,10 @@
-"""How every mutation route answers: submit an operation, reply 202 with how to follow it.
+"""How every mutation route answers: submit an operation, reply 202 with how to follow it —
+or 200 when the change is already true (`no_change`), or a destructive request's dry run.
 
 One helper so that the Idempotency-Key contract, the target lock and the reply shape are
-the same for every resource.
+the same for every resource. Who may ask is the route's declaration alone
+(app/permissions.py); `submit` checks only that a dry run, let in because it changes
+nothing, never becomes an operation.
 """
 
 from __future__ import annotations
