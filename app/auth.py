@@ -130,6 +130,7 @@ def install(app: Flask, tokens: TokenTable) -> None:
         principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
         g.principal = principal
         asked = needs.dry_run and permissions.dry_run_asked(request.args)
+        g.dry_run = asked
         require_role(principal, needs.needed(asked))
 
 
@@ -140,3 +141,9 @@ def declared_role(endpoint: str, method: str) -> str:
 
 def current() -> Principal:
     return g.principal
+
+
+def dry_run() -> bool:
+    """Whether this request is a dry run its route's declaration opens to viewers: let in
+    on a viewer's token because it changes nothing."""
+    return bool(g.get("dry_run"))

@@ -10,15 +10,10 @@ from typing import Any
 
 from app.api.discovery import zones_in
 from app.cache import cached
-from app.errors import ApiError
 from cloud import aws, discovery
+from cloud.errors import Invalid
 
 TYPES_CACHE_S = 300
-
-
-def field_error(field: str, message: str, summary: str | None = None) -> ApiError:
-    return ApiError(422, "validation_failed", summary or f"{field}: {message}",
-                    {"fields": {field: [message]}})
 
 
 def available_zones(region: str) -> list[str]:
@@ -29,9 +24,8 @@ def check_zone(region: str, zone: str, field: str = "availability_zone") -> list
     """The region's available zones, when `zone` is one of them; 422 otherwise."""
     available = available_zones(region)
     if zone not in available:
-        raise field_error(field, "unknown",
-                          f"{zone} is not an available zone of {region}; choose one of "
-                          f"{', '.join(available)}")
+        raise Invalid(f"{zone} is not an available zone of {region}; choose one of "
+                      f"{', '.join(available)}", field=field)
     return available
 
 
@@ -41,9 +35,9 @@ def offered_type(region: str, zone: str, instance_type: str) -> dict[str, Any]:
                      lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
     chosen = next((t for t in offered if t["name"] == instance_type), None)
     if chosen is None:
-        raise field_error("instance_type", f"not offered in {zone}",
-                          f"{instance_type} is not offered in {zone}; see "
-                          f"GET /api/v1/discovery/instance-types?availability_zone={zone}")
+        raise Invalid(f"{instance_type} is not offered in {zone}; see "
+                      f"GET /api/v1/discovery/instance-types?availability_zone={zone}",
+                      field="instance_type")
     return chosen
 
 
@@ -55,10 +49,8 @@ def efa_mode(requested: str | None, chosen: dict[str, Any]) -> str | None:
     if requested is None:
         return "efa" if chosen.get("efa_supported") else None
     if requested == "efa" and not chosen.get("efa_supported"):
-        raise field_error("efa_mode", f"{name} does not support EFA",
-                          f"{name} has no EFA; leave efa_mode unset")
+        raise Invalid(f"{name} has no EFA; leave efa_mode unset", field="efa_mode")
     if requested == "efa-only" and (chosen.get("max_efa_interfaces") or 0) < 2:
-        raise field_error("efa_mode", "needs several EFA interfaces",
-                          f"efa-only needs an instance type with several EFA interfaces; "
-                          f"{name} has {chosen.get('max_efa_interfaces') or 0}")
+        raise Invalid(f"efa-only needs an instance type with several EFA interfaces; "
+                      f"{name} has {chosen.get('max_efa_interfaces') or 0}", field="efa_mode")
     return requested

@@ -1,7 +1,10 @@
-"""How every mutation route answers: submit an operation, reply 202 with how to follow it.
+"""How every mutation route answers: submit an operation, reply 202 with how to follow it —
+or 200 when the change is already true (`no_change`), or a destructive request's dry run.
 
 One helper so that the Idempotency-Key contract, the target lock and the reply shape are
-the same for every resource.
+the same for every resource. Who may ask is the route's declaration alone
+(app/permissions.py); `submit` checks only that a dry run, let in because it changes
+nothing, never becomes an operation.
 
 The reply names routes only (`status_route`, `resource_url`): it is the REST face's. The
 MCP server maps those routes to its tools when it hands a reply to an agent.
@@ -30,10 +33,10 @@ from flask_smorest import Blueprint
 from marshmallow import Schema
 
 from app import auth, context
-from app.errors import ApiError
 from app.permissions import access
 from cloud import dependents, logs
-from schemas.common import MutationReplySchema
+from cloud.errors import Invalid
+from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.dependents import (
     IN_USE_DESCRIPTION,
     DestroyPlanSchema,
@@ -50,15 +53,18 @@ POLL_AFTER_S = 5
 MAX_KEY_LEN = 255
 
 
+class DryRunSubmitted(RuntimeError):
+    """A route submitted an operation for a dry run (500: the route's bug)."""
+
+
 def idempotency_claim(body: Any) -> IdempotencyClaim | None:
     """This request's Idempotency-Key as the engine records it, or None without one."""
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return None
     if not key or len(key) > MAX_KEY_LEN or not key.isprintable():
-        raise ApiError(422, "validation_failed",
-                       f"Idempotency-Key must be 1 to {MAX_KEY_LEN} printable characters",
-                       {"fields": {"Idempotency-Key": ["invalid"]}})
+        raise Invalid(f"Idempotency-Key must be 1 to {MAX_KEY_LEN} printable characters",
+                      field="Idempotency-Key")
     principal = auth.current()
     scope = f"{principal.name} {request.method} {request.path}"
     return IdempotencyClaim(key=key, scope=scope, body=body, ttl_s=_key_ttl())
@@ -72,11 +78,9 @@ def _key_ttl() -> int:
         return IDEMPOTENCY_TTL_S
     seconds = int(asked) if re.fullmatch(r"[0-9]{1,6}", asked.strip()) else 0
     if not 1 <= seconds <= IDEMPOTENCY_TTL_S:
-        raise ApiError(422, "validation_failed",
-                       f"Idempotency-TTL must be a whole number of seconds from 1 to "
-                       f"{IDEMPOTENCY_TTL_S} (how long the key is remembered; "
-                       f"{IDEMPOTENCY_TTL_S} without it)",
-                       {"fields": {"Idempotency-TTL": ["invalid"]}})
+        raise Invalid(f"Idempotency-TTL must be a whole number of seconds from 1 to "
+                      f"{IDEMPOTENCY_TTL_S} (how long the key is remembered; "
+                      f"{IDEMPOTENCY_TTL_S} without it)", field="Idempotency-TTL")
     return seconds
 
 
@@ -117,9 +121,11 @@ def submit(
     `precheck` (e.g. "does this network exist already?") runs only for a new request: a
     replay answers the operation the key first made, whatever has happened since.
     """
-    # The route's declaration already decided; this is the engine's door, kept shut for a
-    # route that would declare itself open by mistake.
-    auth.require_role(auth.current(), "operator")
+    if auth.dry_run():
+        # Not a role check (the declaration made that): a dry run was let in because it
+        # changes nothing, so one reaching here is a route's bug, never an operation.
+        raise DryRunSubmitted(f"{request.method} {request.path}: a dry run reached submit; "
+                              "it must answer its plan instead")
     engine = context.engine()
     claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:
@@ -134,6 +140,23 @@ def submit(
         with logs.operation(op["id"], kind.name):
             log.info("%s on %s submitted by token %r", kind.name, target, auth.current().name)
     return operation_reply(engine.view(op))
+
+
+def alt_reply(schema: type[Schema], data: Mapping[str, Any], status: int = 200) -> Response:
+    """A reply a route documents with `@blp.alt_response(status, schema=...)`, dumped through
+    that schema: flask-smorest serializes only the route's primary `@blp.response`, so an
+    alternative reply is made here, the one place that does it, never by hand in a route."""
+    response = jsonify(schema().dump(data))
+    response.status_code = status
+    return response
+
+
+def no_change(resource_url: str | None, message: str) -> Response:
+    """The 200 of a change that is already true (DESIGN.md: a mutation's reply): nothing was
+    recorded or sent to AWS. The route declares it with
+    `@blp.alt_response(200, schema=NoChangeSchema, ...)`."""
+    return alt_reply(NoChangeSchema, {"changed": False, "resource_url": resource_url,
+                                      "message": message})
 
 
 # -- destructive requests --------------------------------------------------------------------------
@@ -185,10 +208,10 @@ def plan(impact: Impact, force: bool) -> Response:
         message = f"{impact.what} would go ahead with force=true, breaking {len(impact.found)}"
     else:
         message = f"{impact.what} would go ahead; nothing depends on it"
-    return jsonify(DestroyPlanSchema().dump({
+    return alt_reply(DestroyPlanSchema, {
         "dry_run": True, "target": impact.what, "removes": impact.removes,
         "dependents": dependents.views(impact.found), "total": len(impact.found),
-        "refused": bool(stopping), "force_allowed": forceable, "message": message}))
+        "refused": bool(stopping), "force_allowed": forceable, "message": message})
 
 
 def guard(impact: Callable[[], Impact], query: Mapping[str, Any]) -> Response | None:

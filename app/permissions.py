@@ -5,7 +5,9 @@ Every view — a function or a MethodView method — carries one `@access(...)`:
 dry_run=True)` for a change whose `?dry_run=true` changes nothing (that dry run alone is open
 to viewers), `@access("public")` for what needs no token. The declaration, never a query
 parameter or a header, decides; a route without one makes the app refuse to start, so a new
-route cannot be born open. The OpenAPI document carries the declaration of every operation
+route cannot be born open — nor can a route answering anything but GET be declared less than
+an operator's. The declaration is the only role check: nothing behind it (not the engine's
+submit) asks again. The OpenAPI document carries the declaration of every operation
 (`x-hypd-role`, and `x-hypd-dry-run-role` where a dry run is open to viewers), which is how
 the MCP server decides which tools a token sees, and the WebSocket's actions are allowed by
 the declaration of the REST route they stand for.
@@ -57,6 +59,8 @@ DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
 
 IGNORED_METHODS = frozenset({"HEAD", "OPTIONS"})
 """Answered by Flask for every route: HEAD as the GET, OPTIONS with the allowed methods."""
+READ_METHODS = frozenset({"GET"})
+"""A route answering any other method changes something: it is an operator's."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,7 +122,8 @@ def dry_run_asked(args: Mapping[str, str]) -> bool:
 
 
 class UndeclaredRoutes(RuntimeError):
-    """Routes without an access declaration: the app refuses to start."""
+    """Routes without an access declaration, or a change declared open to less than an
+    operator: the app refuses to start."""
 
 
 Declarations = dict[tuple[str, str], Access]
@@ -126,20 +131,30 @@ Declarations = dict[tuple[str, str], Access]
 
 
 def declarations(app: Flask) -> Declarations:
-    """Every route's declaration, per method; raises UndeclaredRoutes naming what has none."""
+    """Every route's declaration, per method; raises UndeclaredRoutes naming what has none,
+    and what changes (a method other than GET) without being declared an operator's. So the
+    declaration is the one check a request meets: nothing behind it asks for a role again."""
     found: Declarations = {}
     missing: list[str] = []
+    open_changes: list[str] = []
     for rule in app.url_map.iter_rules():
         view = app.view_functions[rule.endpoint]
         for method in sorted((rule.methods or set()) - IGNORED_METHODS):
             declared = INFRASTRUCTURE.get(rule.endpoint) or _declared_on(view, method)
             if declared is None:
                 missing.append(f"{method} {rule.rule} ({rule.endpoint})")
-            else:
-                found[(rule.endpoint, method)] = declared
+                continue
+            if method not in READ_METHODS and declared.role != OPERATOR:
+                open_changes.append(f"{method} {rule.rule} ({rule.endpoint})")
+            found[(rule.endpoint, method)] = declared
+    problems = []
     if missing:
-        raise UndeclaredRoutes("routes without an @access(...) declaration: "
-                               + "; ".join(missing))
+        problems.append("routes without an @access(...) declaration: " + "; ".join(missing))
+    if open_changes:
+        problems.append("routes that change something, declared open to less than an "
+                        "operator: " + "; ".join(open_changes))
+    if problems:
+        raise UndeclaredRoutes(". ".join(problems))
     return found
 
 

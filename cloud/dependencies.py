@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 
 DATA_FILE = Path(__file__).parent / "data" / "dependencies.yaml"
 MANIFEST_DIR = Path(__file__).parent / "manifests"
@@ -49,10 +49,8 @@ DEFAULT_VERSION = "default"
 CONFIGURATION_VALUES = ("role", "tls_bucket", "hyperpod_cluster_arn")
 
 
-class DependencyError(Refusal):
+class DependencyError(Invalid):
     """The dependency data is inconsistent, or a request names what it does not know."""
-
-    default_code = "validation_failed"
 
 
 @dataclass(frozen=True)

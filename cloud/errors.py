@@ -44,6 +44,14 @@ class Refusal(Exception):
         return STATUS_BY_CODE.get(self.code, 409)
 
 
+class Invalid(Refusal):
+    """A request that is well-formed but names what the actual state refutes (a namespace
+    that does not exist, a worker not in the pool, min above max): 422 validation_failed,
+    with `field` naming the field at fault as a schema's own errors do."""
+
+    default_code = "validation_failed"
+
+
 class NotYet(Exception):
     """AWS (or the cluster) is still settling — a dependency being deleted, an id not
     visible yet, a file system being created: ask again after `retry_after` seconds."""

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cloud.errors import Refusal
+from cloud.errors import Invalid, Refusal
 
 GPU = "nvidia.com/gpu"
 EFA = "vpc.amazonaws.com/efa"
@@ -61,10 +61,8 @@ class Misfit(Refusal):
     default_code = "exceeds_capacity"
 
 
-class UnknownPlacement(Refusal):
+class UnknownPlacement(Invalid):
     """A request naming an instance group (or instance type) the cluster does not have."""
-
-    default_code = "validation_failed"
 
 
 @dataclass(frozen=True)

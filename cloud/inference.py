@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cloud import fit, kube, storage
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 from cloud.incluster import sglang_load
 
 ENDPOINT_LABEL = "hypd.io/endpoint"
@@ -115,8 +115,8 @@ _STILL_ASSIGNED = ('test ! -f /tmp/serving || '
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-class InferenceError(Refusal):
-    default_code = "validation_failed"
+class InferenceError(Invalid):
+    """A request the inference builders refuse as asked (422 validation_failed)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from cloud import kube
 from cloud.aws import CLUSTER_TAG, error_code, tag_dict, tags_for
 from cloud.eks import made_by_hypd_for
-from cloud.errors import NotYet, Refusal
+from cloud.errors import Invalid, NotYet
 
 RECORD_NAME = "hypd-mlflow"
 RECORD_NAMESPACE = "default"
@@ -44,10 +44,8 @@ EXPERIMENT = "MLFLOW_EXPERIMENT_NAME"
 UI_URL_SECONDS = 300  # the presigned URL's life: AWS allows 5-300 s to open it
 
 
-class MlflowError(Refusal):
+class MlflowError(Invalid):
     """A tracking server that cannot be used or made as asked."""
-
-    default_code = "validation_failed"
 
 
 def server_name(cluster: str) -> str:

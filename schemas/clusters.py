@@ -7,7 +7,7 @@ import re
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from cloud import kubernetes_versions, pricing
-from schemas.common import Name, NextActionSchema, Pattern, Region
+from schemas.common import Name, NextActionSchema, NoChangeSchema, Pattern, Region
 from schemas.dependents import ForceQuerySchema
 from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
@@ -283,6 +283,13 @@ class PlanSchema(Schema):
     plan = fields.List(fields.Dict(), required=True)
     cost = fields.Nested(CostSchema, required=True)
     preflight = fields.Dict(required=True)
+
+
+class ForgottenSchema(NoChangeSchema):
+    """200 of deleting an imported cluster: hypd's record of it is gone at once (changed
+    true), AWS untouched, nothing to follow."""
+
+    imported = fields.Boolean(required=True)
 
 
 class ActiveClusterSchema(Schema):

@@ -3,7 +3,6 @@ Kubernetes version. Each is an operation on `cluster/<c>` that waits for AWS to 
 
 from __future__ import annotations
 
-from flask import jsonify
 from flask_smorest import Blueprint
 
 from app import mutations
@@ -12,6 +11,7 @@ from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import instance_groups as groups_model
 from cloud.eks import next_minor
+from cloud.errors import Invalid
 from schemas.cluster_software import KubernetesUpgradeSchema, SoftwareUpdateSchema
 from schemas.common import MutationReplySchema, NoChangeSchema
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
@@ -38,9 +38,8 @@ def software_update(body, name):
         groups = groups_model.read(found)
         unknown = [g for g in body.get("instance_groups") or () if groups.detail(g) is None]
         if unknown:
-            raise ApiError(422, "validation_failed",
-                           f"cluster {name!r} has no instance group {', '.join(unknown)}",
-                           {"fields": {"instance_groups": [f"unknown: {', '.join(unknown)}"]}})
+            raise Invalid(f"cluster {name!r} has no instance group {', '.join(unknown)}",
+                          field="instance_groups")
         params["region"] = found.region
 
     return mutations.submit(SOFTWARE_UPDATE, f"cluster/{name}", params, precheck)
@@ -67,13 +66,12 @@ def kubernetes_upgrade(body, name):
         raise ApiError(409, "conflict", f"cluster {name!r} has no EKS cluster yet")
     wanted = body["version"]
     if wanted == current:
-        return jsonify({"changed": False, "resource_url": f"/api/v1/clusters/{name}",
-                        "message": f"cluster {name!r} runs Kubernetes {current} already"})
+        return mutations.no_change(f"/api/v1/clusters/{name}",
+                                   f"cluster {name!r} runs Kubernetes {current} already")
     if next_minor(current) != wanted:
-        raise ApiError(422, "validation_failed",
-                       f"EKS upgrades one minor version at a time: cluster {name!r} runs "
-                       f"{current}, so the next version is {next_minor(current)}",
-                       {"fields": {"version": [f"next is {next_minor(current)}"]}})
+        raise Invalid(f"EKS upgrades one minor version at a time: cluster {name!r} runs "
+                      f"{current}, so the next version is {next_minor(current)}",
+                      field="version")
     return mutations.submit(KUBERNETES_UPGRADE, f"cluster/{name}",
                             {"name": name, "region": found.region, "version": wanted,
                              "from_version": current})

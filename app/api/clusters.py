@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from flask import Response, jsonify, request
+from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -25,6 +25,7 @@ from schemas.clusters import (
     ClusterImportSchema,
     ClusterListSchema,
     ClusterSchema,
+    ForgottenSchema,
     KubeconfigQuerySchema,
     KubeconfigSchema,
     PlanSchema,
@@ -32,7 +33,7 @@ from schemas.clusters import (
     PreflightSchema,
     StagePathSchema,
 )
-from schemas.common import DryRunQuerySchema, MutationReplySchema, NoChangeSchema
+from schemas.common import DryRunQuerySchema, MutationReplySchema
 from tasks import active, clusters, registry
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
@@ -99,9 +100,9 @@ class Clusters(MethodView):
 
         if query["dry_run"]:
             found = precheck()
-            return jsonify(PlanSchema().dump({
+            return mutations.alt_reply(PlanSchema, {
                 "dry_run": True, "plan": dry_run.plan(body, found["zones"]),
-                "cost": dry_run.cost(body, region), "preflight": found["preflight"]}))
+                "cost": dry_run.cost(body, region), "preflight": found["preflight"]})
 
         def gate() -> None:
             checks = precheck()["preflight"]
@@ -123,7 +124,7 @@ class Cluster(MethodView):
         return readmodel.detail(readmodel.find(name))
 
     @mutations.destructive(blp, ClusterDeleteQuerySchema, own_200=(
-        NoChangeSchema, "an imported cluster: forgotten, AWS untouched"),
+        ForgottenSchema, "an imported cluster: forgotten, AWS untouched"),
         conflict="an EKS cluster hypd did not make")
     def delete(self, query, name):
         """Delete what hypd made for the cluster, in reverse order (load balancers and
@@ -140,8 +141,9 @@ class Cluster(MethodView):
             context.engine().store.ensure_target_free(f"cluster/{name}")
             registry.forget(conn, name)
             active.clear_everywhere(conn, name)
-            return jsonify({"changed": True, "imported": True, "resource_url": None,
-                            "message": f"forgot imported cluster {name}; AWS untouched"})
+            return mutations.alt_reply(ForgottenSchema, {
+                "changed": True, "imported": True, "resource_url": None,
+                "message": f"forgot imported cluster {name}; AWS untouched"})
         region = readmodel.region_of(name)
         create = readmodel.last_create(name)
         params = {**clusters.delete_params(name, region, create, query["delete_data"]),

@@ -6,9 +6,9 @@ from flask_smorest import Blueprint
 
 from app import context
 from app.cache import cached
-from app.errors import ApiError
 from app.permissions import access
 from cloud import aws, discovery
+from cloud.errors import Invalid
 from schemas.discovery import (
     InstanceTypeListSchema,
     InstanceTypeQuerySchema,
@@ -47,10 +47,8 @@ def instance_types(query):
     zone = query["availability_zone"]
     known = {z["name"] for z in zones_in(region)}
     if zone not in known:
-        raise ApiError(422, "validation_failed",
-                       f"{zone} is not an availability zone of {region}; "
-                       f"choose one of {', '.join(sorted(known))}",
-                       {"fields": {"availability_zone": [f"not in {region}"]}})
+        raise Invalid(f"{zone} is not an availability zone of {region}; "
+                      f"choose one of {', '.join(sorted(known))}", field="availability_zone")
     items = cached(f"instance-types:{region}:{zone}", CACHE_TTL_S,
                    lambda: discovery.instance_types(aws.client("ec2", region=region), zone))
     return {"region": region, "availability_zone": zone, "items": items}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -20,9 +19,11 @@ from app.readmodels import dependents
 from app.readmodels import endpoints as endpoints_model
 from app.readmodels import features as features_model
 from app.readmodels import fit as fit_model
+from app.readmodels import models as models_model
 from app.readmodels.clusters import ClusterRef
-from app.readmodels.kubeapi import api_for, not_active, talking_to
-from cloud import aws, features, iam, inference, kube, storage
+from app.readmodels.kubeapi import api_for, talking_to
+from cloud import aws, features, inference, kube
+from cloud.errors import Invalid
 from cloud.inference import Endpoint
 from schemas.common import ErrorSchema, MutationReplySchema, NoChangeSchema
 from schemas.endpoints import (
@@ -55,42 +56,6 @@ def _url(cluster: str, name: str) -> str:
     return f"/api/v1/clusters/{cluster}/endpoints/{name}"
 
 
-def _field_error(field: str, message: str) -> ApiError:
-    return ApiError(422, "validation_failed", f"{field}: {message}",
-                    {"fields": {field: [message]}})
-
-
-def _items(found: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
-    why = not_active(found)
-    api = None if why else api_for(found)
-    with talking_to(found):
-        return endpoints_model.collect(found.name, api), why
-
-
-def _one(found: ClusterRef, name: str) -> dict[str, Any]:
-    items, _ = _items(found)
-    if name not in items:
-        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
-                                         f"{found.name!r}")
-    return items[name]
-
-
-def _stored(found: ClusterRef, name: str) -> Endpoint:
-    """The endpoint as the cluster holds it (its request, on its main object)."""
-    api = api_for(found)
-    with talking_to(found):
-        ep = inference.stored(api, name)
-    if ep is None:
-        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
-                                         f"{found.name!r}")
-    return ep
-
-
-def _bucket(found: ClusterRef) -> str:
-    account = iam.account_id(aws.client("sts", region=found.region))
-    return storage.shared_bucket_name(found.name, account, found.region)
-
-
 # -- checks before an endpoint is recorded ------------------------------------------------------
 
 def _check_operator(found: ClusterRef) -> None:
@@ -109,9 +74,9 @@ def _check_model(found: ClusterRef, bucket: str, models: list[str]) -> None:
     for model in models:
         listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"models/{model}/", MaxKeys=1)
         if not listed.get("KeyCount"):
-            raise _field_error("model" if len(models) == 1 else "pool_models",
-                               f"no model {model!r} under models/ in bucket {bucket}: "
-                               "download it first (POST /clusters/<c>/models)")
+            raise Invalid(f"no model {model!r} under models/ in bucket {bucket}: download it "
+                          "first (POST /clusters/<c>/models)",
+                          field="model" if len(models) == 1 else "pool_models")
 
 
 def _check_sagemaker_name(found: ClusterRef, ep: Endpoint) -> None:
@@ -136,17 +101,18 @@ def _check_sagemaker_name(found: ClusterRef, ep: Endpoint) -> None:
 def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
     api = api_for(found)
     with talking_to(found):
-        items, _ = _items(found)
+        items, _ = endpoints_model.items(found)
         if ep.name in items and items[ep.name]["state"] != "failed":
             raise ApiError(409, "conflict", f"endpoint {ep.name!r} already exists on cluster "
                                             f"{found.name}", {"name": ep.name})
         if kube.get_object(api, "v1", "Namespace", ep.namespace) is None:
-            raise _field_error("namespace", f"namespace {ep.namespace!r} does not exist")
+            raise Invalid(f"namespace {ep.namespace!r} does not exist in cluster {found.name}",
+                          field="namespace")
         if ep.kind != inference.MANAGED:
             if kube.get_object(api, "v1", "PersistentVolumeClaim", ep.claim,
                                ep.namespace) is None:
-                raise _field_error("claim", f"no claim {ep.claim!r} in namespace "
-                                            f"{ep.namespace!r} to mount at /s3")
+                raise Invalid(f"no claim {ep.claim!r} in namespace {ep.namespace!r} to mount "
+                              "at /s3", field="claim")
             for name in [s["metadata"]["name"] for s in inference.services(ep)]:
                 taken = kube.get_object(api, "v1", "Service", name, ep.namespace)
                 if taken is not None and not kube.managed_by_hypd(taken):
@@ -171,7 +137,7 @@ class Endpoints(MethodView):
         """List a cluster's inference endpoints: kind, model, replicas ready, Services and
         load balancer address, a pool's workers and their models, and any operation
         changing one."""
-        items, why = _items(readmodel.find(cluster))
+        items, why = endpoints_model.items(readmodel.find(cluster))
         return {"cluster": cluster, "items": sorted(items.values(), key=lambda i: i["name"]),
                 "note": why}
 
@@ -196,7 +162,7 @@ class Endpoints(MethodView):
         def precheck() -> None:
             found = readmodel.find(cluster)
             params["region"] = found.region
-            params["bucket"] = _bucket(found)
+            params["bucket"] = models_model.bucket(found)
             _check_new(found, ep, params["bucket"])
 
         return mutations.submit(ENDPOINT_CREATE, target(cluster, ep.name), params, precheck)
@@ -208,7 +174,7 @@ class EndpointItem(MethodView):
     @blp.response(200, EndpointSchema)
     def get(self, cluster, name):
         """One endpoint, read from the cluster."""
-        return _one(readmodel.find(cluster), name)
+        return endpoints_model.one(readmodel.find(cluster), name)
 
     @access("operator")
     @blp.arguments(EndpointPatchSchema)
@@ -227,16 +193,16 @@ class EndpointItem(MethodView):
             return replayed
         context.engine().store.ensure_target_free(target(cluster, name))
         found = readmodel.find(cluster)
-        before = _stored(found, name)
+        before = endpoints_model.stored(found, name)
         _check_change(before, body)
         after = before.changed(body)
         if after == before:
-            return jsonify({"changed": False, "resource_url": _url(cluster, name),
-                            "message": f"endpoint {name!r} is already as asked"})
+            return mutations.no_change(_url(cluster, name),
+                                       f"endpoint {name!r} is already as asked")
         _check_fit(found, before, after)
         if after.service == inference.POOL and after.replicas < before.replicas:
             _check_pool_scale_in(found, before, after)
-        params = {"cluster": cluster, "region": found.region, "bucket": _bucket(found),
+        params = {"cluster": cluster, "region": found.region, "bucket": models_model.bucket(found),
                   "endpoint": after.as_params(), "before": before.as_params(),
                   "changes": body}
         return mutations.submit(ENDPOINT_UPDATE, target(cluster, name), params)
@@ -251,7 +217,7 @@ class EndpointItem(MethodView):
 
         def impact() -> mutations.Impact:
             found = readmodel.find(cluster)
-            ep = _stored(found, name)
+            ep = endpoints_model.stored(found, name)
             params["region"] = found.region
             params["endpoint"] = ep.as_params()
             return dependents.endpoint(found, ep)
@@ -266,20 +232,20 @@ def _check_change(ep: Endpoint, body: dict[str, Any]) -> None:
         allowed = (inference.MANAGED_ROUTING if ep.kind == inference.MANAGED
                    else inference.ROUTER_POLICIES if ep.routed else ())
         if routing not in allowed:
-            raise _field_error("routing", f"endpoint {ep.name!r} takes "
-                                          f"{', '.join(allowed) or 'no routing setting'}")
+            takes = f"routing {', '.join(allowed)}" if allowed else "no routing setting"
+            raise Invalid(f"endpoint {ep.name!r} takes {takes}", field="routing")
     if "autoscaling" in body:
         if ep.autoscaling is None:
-            raise _field_error("autoscaling", f"endpoint {ep.name!r} has no autoscaling to "
-                                              "change")
+            raise Invalid(f"endpoint {ep.name!r} has no autoscaling to change",
+                          field="autoscaling")
         merged = {"min": ep.autoscaling.min, "max": ep.autoscaling.max, **body["autoscaling"]}
         if merged["min"] > merged["max"]:
-            raise _field_error("autoscaling", "min must not exceed max")
+            raise Invalid("autoscaling min must not exceed its max", field="autoscaling")
         if ep.kind == inference.SGLANG and merged["min"] < 1:
-            raise _field_error("autoscaling", SGLANG_MIN_RULE)
+            raise Invalid(f"autoscaling {SGLANG_MIN_RULE}", field="autoscaling")
     if "replicas" in body and ep.autoscaling is not None and ep.kind != inference.MANAGED:
-        raise _field_error("replicas", "the autoscaler sets this endpoint's replicas: change "
-                                       "its autoscaling bounds instead")
+        raise Invalid("the autoscaler sets this endpoint's replicas: change its autoscaling "
+                      "bounds instead", field="replicas")
 
 
 def _check_fit(found: ClusterRef, before: Endpoint, after: Endpoint) -> None:
@@ -324,21 +290,21 @@ class Reassign(MethodView):
             return replayed
         context.engine().store.ensure_target_free(target(cluster, name))
         found = readmodel.find(cluster)
-        ep = _stored(found, name)
+        ep = endpoints_model.stored(found, name)
         if ep.service != inference.POOL:
             raise ApiError(409, "conflict", f"endpoint {name!r} is not a model pool")
         if body["model"] not in (*ep.pool_models, inference.UNASSIGNED):
-            raise _field_error("model", f"pool {name!r} serves "
-                                        f"{', '.join(ep.pool_models)} (or unassigned)")
+            raise Invalid(f"pool {name!r} serves {', '.join(ep.pool_models)} (or unassigned)",
+                          field="model")
         with talking_to(found):
             workers = {w["metadata"]["name"]: w for w in
                        inference.pool_workers(api_for(found), ep)}
         if body["worker"] not in workers:
-            raise _field_error("worker", f"no worker {body['worker']!r} in pool {name!r}")
+            raise Invalid(f"no worker {body['worker']!r} in pool {name!r}",
+                          field="worker")
         if inference.worker_model(workers[body["worker"]]) == body["model"]:
-            return jsonify({"changed": False, "resource_url": _url(cluster, name),
-                            "message": f"worker {body['worker']!r} already serves "
-                                       f"{body['model']}"})
+            return mutations.no_change(_url(cluster, name), f"worker {body['worker']!r} "
+                                                            f"already serves {body['model']}")
         params = {"cluster": cluster, "region": found.region, "endpoint": ep.as_params(),
                   **body}
         return mutations.submit(ENDPOINT_REASSIGN, target(cluster, name), params)
@@ -374,14 +340,14 @@ class Invoke(MethodView):
         Service, port, path and method; only the prompt, a token bound and a pool's model
         come from the request."""
         found = readmodel.find(cluster)
-        ep = _stored(found, name)
+        ep = endpoints_model.stored(found, name)
         model = body.get("model")
         if ep.service == inference.POOL:
             if model not in ep.pool_models:
-                raise _field_error("model", f"pool {name!r} serves "
-                                            f"{', '.join(ep.pool_models)}: name one")
+                raise Invalid(f"pool {name!r} serves {', '.join(ep.pool_models)}: name one",
+                              field="model")
         elif model not in (None, ep.model):
-            raise _field_error("model", f"endpoint {name!r} serves {ep.model}")
+            raise Invalid(f"endpoint {name!r} serves {ep.model}", field="model")
         served = model or ep.model
         api = api_for(found)
         service, port = _invoke_target(found, api, ep, served)

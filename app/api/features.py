@@ -3,7 +3,6 @@ change is one operation on `cluster/<c>/feature/<f>` (tasks/features.py)."""
 
 from __future__ import annotations
 
-from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -77,8 +76,8 @@ class Features(MethodView):
             if query["dry_run"]:
                 return mutations.plan(mutations.Impact(
                     f"no change to the features of cluster {cluster}", []), query["force"])
-            return jsonify({"changed": False, "resource_url": _url(cluster),
-                            "message": "the cluster's features are already as asked"})
+            return mutations.no_change(_url(cluster),
+                                       "the cluster's features are already as asked")
         name, resolved = asked
         _check(found, view, name, resolved)
         params = {"cluster": cluster, "region": found.region,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -17,6 +16,7 @@ from app.readmodels import dependents
 from app.readmodels import instance_groups as groups_model
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, capacity, preflight
+from cloud.errors import Invalid, Refusal
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.instance_groups import (
     IMMUTABLE,
@@ -66,14 +66,12 @@ def _placement(cluster: ClusterRef, body: dict[str, Any], group_context: dict[st
             group_context["default_zone"]
         field = "availability_zone"
         if zone is None:
-            raise choices.field_error("availability_zone", "required",
-                                      "give the group's availability_zone")
+            raise Invalid("give the group's availability_zone", field="availability_zone")
         choices.check_zone(cluster.region, zone)
     if plan_zones and zone not in plan_zones:
-        raise choices.field_error(
-            field, f"the training plan reserves capacity in {', '.join(plan_zones)}",
-            f"training plan {body['training_plan_arn']} reserves capacity in "
-            f"{', '.join(plan_zones)}, not in {zone}: place the group there")
+        raise Invalid(f"training plan {body['training_plan_arn']} reserves capacity in "
+                      f"{', '.join(plan_zones)}, not in {zone}: place the group there",
+                      field=field)
     return zone
 
 
@@ -170,15 +168,14 @@ class InstanceGroup(MethodView):
             raise ApiError(409, "conflict", f"instance group {name!r} is still being added")
         for field in IMMUTABLE:
             if field in body and body[field] != _actual(view, field):
-                raise ApiError(422, "immutable_field",
-                               f"{field} of instance group {name!r} is fixed for the group's "
-                               f"life ({_actual(view, field)!r}); add a new instance group "
-                               "instead", {"field": field, "fields": {field: ["immutable"]}})
+                raise Refusal(f"{field} of instance group {name!r} is fixed for the group's "
+                              f"life ({_actual(view, field)!r}); add a new instance group "
+                              "instead", "immutable_field", field=field,
+                              details={"field": field})
         changes = {k: v for k, v in body.items() if k not in IMMUTABLE}
         if changed_spec(current, changes) == capacity.spec_from_details(current):
-            return jsonify({"changed": False, "resource_url":
-                            f"/api/v1/clusters/{cluster}/instance-groups/{name}",
-                            "message": f"instance group {name!r} is already as asked"})
+            return mutations.no_change(f"/api/v1/clusters/{cluster}/instance-groups/{name}",
+                                       f"instance group {name!r} is already as asked")
         params = {"cluster": cluster, "region": found.region, "name": name,
                   "changes": changes, **({"instance_count": changes["instance_count"]}
                                          if "instance_count" in changes else {})}

@@ -32,7 +32,7 @@ from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
 from cloud import aws, capacity, hyperpod, jobs, kube, mlflow, recipes, storage, training
-from cloud.errors import Refusal
+from cloud.errors import Invalid
 from cloud.training import HangRule, JobSpec, RunPolicy
 from schemas.common import ErrorSchema, MutationReplySchema
 from schemas.jobs import (
@@ -100,7 +100,7 @@ def _operator_checks(ref: ClusterRef, body: dict[str, Any], spec: JobSpec) -> No
                "checkpointless": body["checkpointless"]}
     why = training.elastic_refusal(present)
     if why:
-        raise Refusal(f"max_nodes: {why}", "validation_failed", field="max_nodes")
+        raise Invalid(why, field="max_nodes")
 
 
 def _with_mlflow(spec: JobSpec, record: dict[str, Any] | None) -> JobSpec:
@@ -123,8 +123,8 @@ def _built(body: dict[str, Any], tracking: dict[str, Any] | None) -> recipes.Bui
               if body.get(k) is not None}
     built = recipes.build(body["recipe"], spec, config)
     if body["checkpointless"] and built.kind != recipes.PYTORCH:
-        raise Refusal("checkpointless: checkpointless training is a HyperPodPyTorchJob "
-                      "(training operator) feature", "validation_failed", field="checkpointless")
+        raise Invalid("checkpointless training is a HyperPodPyTorchJob (training operator) "
+                      "feature", field="checkpointless")
     return built
 
 

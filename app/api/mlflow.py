@@ -2,18 +2,18 @@
 (cloud/mlflow.py, tasks/mlflow.py).
 
 `PUT` creates hypd's own tracking server or attaches an existing one (an operation on
-`cluster/<c>/mlflow`; already so: `200 changed: false`), `GET` reads what is attached from the
-cluster's record and SageMaker, `DELETE` detaches (the tracking server is deleted only when
-hypd made it for this cluster). Jobs submitted while one is attached log to it
-(app/api/jobs.py). The MLflow UI opens through a presigned URL made on request
-(`GET …/mlflow/ui-url`): a credential, so it is answered to an operator and never kept.
+`cluster/<c>/mlflow`; already so: `200 changed: false`), `GET` reads what is attached
+(app/readmodels/mlflow.py: the cluster's record and SageMaker), `DELETE` detaches (the
+tracking server is deleted only when hypd made it for this cluster). Jobs submitted while
+one is attached log to it (app/api/jobs.py). The MLflow UI opens through a presigned URL
+made on request (`GET …/mlflow/ui-url`): a credential, so it is answered to an operator and
+never kept.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -22,9 +22,11 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import dependents
+from app.readmodels import mlflow as mlflow_model
 from app.readmodels.clusters import ClusterRef
-from app.readmodels.kubeapi import api_for, not_active, talking_to
+from app.readmodels.kubeapi import api_for
 from cloud import aws, iam, mlflow
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.mlflow import MlflowSchema, MlflowSetSchema, MlflowUiUrlSchema
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH, target
@@ -33,57 +35,9 @@ blp = Blueprint("mlflow", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's MLflow tracking server (SageMaker managed MLflow), "
                             "which training jobs log their metrics to")
 
-RUNNING_STATE = {"mlflow.attach": "attaching", "mlflow.detach": "detaching"}
-
 
 def _url(cluster: str) -> str:
     return f"/api/v1/clusters/{cluster}/mlflow"
-
-
-def _newest_op(cluster: str) -> dict[str, Any] | None:
-    found = context.engine().store.list(target=target(cluster), limit=1)
-    return found[0] if found else None
-
-
-def read(ref: ClusterRef) -> dict[str, Any]:
-    """What is attached, read from the cluster's record and SageMaker now."""
-    out: dict[str, Any] = {"cluster": ref.name, "state": "none", "made_by_hypd": None,
-                           "tracking_server": None, "role_arn": None, "service_account": None,
-                           "operation_id": None, "message": not_active(ref)}
-    op = _newest_op(ref.name)
-    if op is not None:
-        out["operation_id"] = op["id"]
-    record = None
-    if out["message"] is None:
-        with talking_to(ref):
-            record = mlflow.read_record(api_for(ref))
-    if op is not None and op["status"] in ("queued", "running"):
-        out["state"] = RUNNING_STATE.get(op["kind"], "attaching")
-        if op["kind"] == "mlflow.attach" and not op["params"].get("tracking_server_name"):
-            out["state"] = "creating"
-    if record is not None:
-        found = mlflow.describe(aws.client("sagemaker", region=ref.region),
-                                record["tracking_server_name"])
-        out.update(made_by_hypd=record["made_by_hypd"], role_arn=record["role_arn"],
-                   service_account=mlflow.SERVICE_ACCOUNT,
-                   tracking_server=mlflow.server_view(found) or
-                   {"name": record["tracking_server_name"],
-                    "arn": record["tracking_server_arn"]})
-        if out["state"] == "none":
-            status = (found or {}).get("TrackingServerStatus")
-            out["state"] = "ready" if status in mlflow.USABLE else \
-                "settling" if status in mlflow.UPDATING or status in mlflow.CREATING else \
-                "unavailable"
-            if found is None:
-                out["message"] = (f"tracking server {record['tracking_server_name']} no "
-                                  "longer exists; detach it")
-            elif out["state"] == "unavailable":
-                out["message"] = f"tracking server is {status}"
-    elif out["state"] == "none" and op is not None and op["kind"] == "mlflow.attach" \
-            and op["status"] in ("failed", "cancelled"):
-        out["state"] = "failed"
-        out["message"] = (op.get("error") or {}).get("message") or f"operation {op['status']}"
-    return out
 
 
 def _changeable(cluster: str) -> ClusterRef:
@@ -103,7 +57,7 @@ class Mlflow(MethodView):
         """The cluster's MLflow tracking server: state (none, creating, attaching, ready,
         settling, detaching, failed, unavailable), its ARN, URL and status in SageMaker,
         whether hypd made it, and the role and service account jobs log as."""
-        return read(readmodel.find(cluster))
+        return mlflow_model.read(readmodel.find(cluster))
 
     @access("operator")
     @blp.arguments(MlflowSetSchema)
@@ -123,16 +77,15 @@ class Mlflow(MethodView):
             return replayed
         context.engine().store.ensure_target_free(target(cluster))
         ref = _changeable(cluster)
-        with talking_to(ref):
-            record = mlflow.read_record(api_for(ref))
+        record = mlflow_model.record(ref)
         wanted = mlflow.parse_ref(body["tracking_server"], ref.region) \
             if body.get("tracking_server") else None
         if record is not None:
             if wanted in (None, record["tracking_server_name"]) and \
                     (wanted is not None or record["made_by_hypd"]):
-                return jsonify({"changed": False, "resource_url": _url(cluster),
-                                "message": f"tracking server {record['tracking_server_name']} "
-                                           "is attached already"})
+                attached = record["tracking_server_name"]
+                return mutations.no_change(_url(cluster),
+                                           f"tracking server {attached} is attached already")
             raise ApiError(409, "conflict", f"cluster {cluster} already has tracking server "
                                             f"{record['tracking_server_name']}; detach it first "
                                             f"(DELETE {_url(cluster)})")
@@ -148,10 +101,8 @@ class Mlflow(MethodView):
             given = body["tracking_server"]
             if found is None or (given.startswith("arn:") and found["TrackingServerArn"] != given):
                 # an ARN of another account names a server this panel's account does not hold
-                raise ApiError(422, "validation_failed",
-                               f"tracking_server: no tracking server {given} in {ref.region} "
-                               "of this panel's account",
-                               {"fields": {"tracking_server": ["not found"]}})
+                raise Invalid(f"no tracking server {given} in {ref.region} of this panel's "
+                              "account", field="tracking_server")
 
         return mutations.submit(MLFLOW_ATTACH, target(cluster), params, precheck)
 
@@ -167,8 +118,7 @@ class Mlflow(MethodView):
 
         def impact() -> mutations.Impact:
             ref = _changeable(cluster)
-            with talking_to(ref):
-                record = mlflow.read_record(api_for(ref))
+            record = mlflow_model.record(ref)
             if record is not None:
                 params["tracking_server_name"] = record["tracking_server_name"]
                 return dependents.mlflow(ref, record)
@@ -194,8 +144,7 @@ class MlflowUiUrl(MethodView):
         and their metrics), to open within 5 minutes. It is a credential: made on request,
         answered to an operator only, never stored."""
         ref = readmodel.find(cluster)
-        with talking_to(ref):
-            record = mlflow.read_record(api_for(ref))
+        record = mlflow_model.record(ref)
         if record is None:
             raise ApiError(404, "not_found",
                            f"cluster {cluster} has no MLflow tracking server attached")

@@ -11,6 +11,7 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import dependents
 from cloud import aws, networks
+from cloud.errors import Invalid
 from schemas.common import MutationReplySchema
 from schemas.networks import (
     NetworkCreateSchema,
@@ -53,13 +54,11 @@ class Networks(MethodView):
             zones = body.get("availability_zones") or available[:2]
             unknown = [z for z in zones if z not in available]
             if unknown:
-                raise ApiError(422, "validation_failed",
-                               f"not available in {region}: {', '.join(unknown)}; "
-                               f"choose from {', '.join(available)}",
-                               {"fields": {"availability_zones": [f"not in {region}"]}})
+                raise Invalid(f"not available in {region}: {', '.join(unknown)}; "
+                              f"choose from {', '.join(available)}", field="availability_zones")
             if len(zones) < 2:
-                raise ApiError(422, "validation_failed",
-                               f"{region} has fewer than two available zones; EKS needs two")
+                raise Invalid(f"{region} has fewer than two available zones; EKS needs two",
+                              field="availability_zones")
             params["availability_zones"] = zones
             if networks.get_network(aws.client("ec2", region=region), name) is not None:
                 raise ApiError(409, "conflict",

@@ -21,6 +21,7 @@ from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import dependents
 from app.readmodels import nodes as nodes_model
+from cloud.errors import Invalid
 from cloud.nodes import ACTIONS
 from schemas.common import MutationReplySchema
 from schemas.nodes import NodeActionSchema, NodeDetailSchema, NodeListQuerySchema, NodeListSchema
@@ -86,10 +87,8 @@ def _act(cluster: str, action_name: str, body: dict[str, Any],
         now = nodes_model.instances(found)
         unknown = [n for n in node_ids if n not in now]
         if unknown:
-            raise ApiError(422, "validation_failed",
-                           f"cluster {cluster!r} has no node {', '.join(unknown)}",
-                           {"fields": {"node_ids": [f"unknown: {', '.join(unknown)}"]},
-                            "unknown": unknown})
+            raise Invalid(f"cluster {cluster!r} has no node {', '.join(unknown)}",
+                          field="node_ids", details={"unknown": unknown})
         refused = {n: now[n]["status"] for n in node_ids if not action.acts_on(now[n]["status"])}
         if refused:
             listed = ", ".join(f"{n} is {status}" for n, status in refused.items())

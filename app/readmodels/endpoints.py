@@ -8,21 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from app import context
+from app.errors import ApiError
+from app.readmodels.clusters import ClusterRef
+from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import inference, kube
 from cloud.inference import Endpoint
 
 RUNNING_STATE = {"endpoint.create": "creating", "endpoint.update": "updating",
                  "endpoint.reassign": "updating", "endpoint.delete": "deleting"}
-
-
-def _ops(cluster: str) -> dict[str, dict[str, Any]]:
-    """The newest endpoint operation of each endpoint name."""
-    newest: dict[str, dict[str, Any]] = {}
-    prefix = f"cluster/{cluster}/endpoint/"
-    for op in context.engine().store.list(target=f"cluster/{cluster}/endpoint", limit=500):
-        if op["kind"].startswith("endpoint.") and op["target"].startswith(prefix):
-            newest.setdefault(op["target"][len(prefix):], op)
-    return newest
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -115,7 +108,8 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
     for pod in kube.list_objects(api, "v1", "Pod", label_selector=inference.ENDPOINT_LABEL
                                  ) if api is not None else []:
         pods.setdefault(pod["metadata"]["labels"][inference.ENDPOINT_LABEL], []).append(pod)
-    ops = _ops(cluster)
+    ops = context.engine().store.newest_by_child(f"cluster/{cluster}/endpoint",
+                                                 kinds=RUNNING_STATE)
     items: dict[str, dict[str, Any]] = {}
     for name, mine in by_name.items():
         main = next((o for o in mine if inference.stored_spec(o) is not None), None)
@@ -140,3 +134,32 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
         if op["status"] in ("queued", "running"):
             item["state"] = RUNNING_STATE[op["kind"]]
     return items
+
+
+def items(found: ClusterRef) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Every endpoint of the cluster by name, and why its Kubernetes could not be read (None
+    when it could: only endpoints being created show without it)."""
+    why = not_active(found)
+    api = None if why else api_for(found)
+    with talking_to(found):
+        return collect(found.name, api), why
+
+
+def one(found: ClusterRef, name: str) -> dict[str, Any]:
+    """One endpoint as a read shows it, or 404."""
+    found_items, _ = items(found)
+    if name not in found_items:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return found_items[name]
+
+
+def stored(found: ClusterRef, name: str) -> Endpoint:
+    """The endpoint as the cluster holds it (its request, on its main object)."""
+    api = api_for(found)
+    with talking_to(found):
+        ep = inference.stored(api, name)
+    if ep is None:
+        raise ApiError(404, "not_found", f"no endpoint named {name!r} on cluster "
+                                         f"{found.name!r}")
+    return ep

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from app.errors import ApiError
 from cloud import aws, eks, features, iam, identity, kube, storage
-from tasks.engine.store import live_operations
+from cloud.errors import Invalid
 
 if TYPE_CHECKING:  # the cluster read model shows these features on a cluster's page
     from app.readmodels.clusters import ClusterRef
@@ -38,8 +37,8 @@ def sources(ref: ClusterRef) -> features.Sources:
 
 def running(cluster: str) -> dict[str, str]:
     """{feature: operation id} of the feature toggles running on the cluster now."""
-    return {op["params"]["feature"]: op["id"]
-            for op in live_operations(context.redis_conn(), f"cluster/{cluster}/feature/")}
+    ops = context.engine().store.newest_by_child(f"cluster/{cluster}/feature", unfinished=True)
+    return {feature: op["id"] for feature, op in ops.items()}
 
 
 def read(ref: ClusterRef) -> dict[str, Any]:
@@ -65,11 +64,6 @@ def _without_kubernetes(src: features.Sources) -> features.Sources:
 
 # -- what a PATCH asks of the actual state -----------------------------------------------------
 
-def _refuse(field: str, message: str) -> ApiError:
-    return ApiError(422, "validation_failed", f"{field}: {message}",
-                    {"fields": {field: [message]}})
-
-
 def _merged_groups(view: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
     """Each named group's bounds after the change: the fields given, the rest as now (a
     group not yet autoscaled starts at min 0). Checks that Karpenter may scale it."""
@@ -79,19 +73,20 @@ def _merged_groups(view: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any
         field = f"autoscaling.groups.{name}"
         group = groups.get(name)
         if group is None:
-            raise _refuse(field, f"the cluster has no instance group {name!r}")
+            raise Invalid(f"the cluster has no instance group {name!r}", field=field)
         if bounds is None:
             merged[name] = None
             continue
         if not group["eligible"]:
-            raise _refuse(field, f"instance group {name!r} cannot be autoscaled: "
-                                 f"{group['reason']}")
+            raise Invalid(f"instance group {name!r} cannot be autoscaled: {group['reason']}",
+                          field=field)
         minimum = bounds.get("min", group["min"] if group["autoscaled"] else 0)
         maximum = bounds.get("max", group["max"] if group["autoscaled"] else None)
         if maximum is None:
-            raise _refuse(field, f"give the maximum of instance group {name!r}")
+            raise Invalid(f"give the maximum of instance group {name!r}", field=field)
         if minimum > maximum:
-            raise _refuse(field, f"min {minimum} exceeds max {maximum}")
+            raise Invalid(f"instance group {name!r}: min {minimum} exceeds max {maximum}",
+                          field=field)
         merged[name] = {"min": minimum, "max": maximum, "instance_type": group["instance_type"]}
     return merged
 
@@ -101,8 +96,8 @@ def _resolved(name: str, feature: dict[str, Any], wanted: dict[str, Any]) -> dic
     enabled = wanted.get("enabled", feature["state"] != features.OFF)
     options = {k: v for k, v in wanted.items() if k != "enabled"}
     if options and not enabled:
-        raise _refuse(name, "options apply to a feature that is on: send enabled true with "
-                            "them")
+        raise Invalid(f"{name}: options apply to a feature that is on: send enabled true "
+                      "with them", field=name)
     resolved: dict[str, Any] = {"enabled": enabled, **options}
     if "groups" in options:
         resolved["groups"] = _merged_groups(feature, options["groups"])
@@ -123,6 +118,6 @@ def change(view: dict[str, Any], body: dict[str, Any]) -> tuple[str, dict[str, A
             differing.append((name, resolved))
     if len(differing) > 1:
         names = ", ".join(n for n, _ in differing)
-        raise _refuse("body", f"{names} differ from the cluster's state: change one feature "
-                              "per request (each is its own operation)")
+        raise Invalid(f"{names} differ from the cluster's state: change one feature per "
+                      "request (each is its own operation)", field="body")
     return differing[0] if differing else None

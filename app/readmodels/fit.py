@@ -16,7 +16,6 @@ from app import context
 from app.cache import cached
 from cloud import autoscaling, aws, discovery, fit, hyperpod, kube
 from cloud.nodes import COMPUTE_TYPE_LABEL
-from tasks.engine.store import live_operations
 
 if TYPE_CHECKING:
     from app.readmodels.clusters import ClusterRef
@@ -37,9 +36,9 @@ def instance_facts(region: str, instance_type: str) -> dict[str, Any] | None:
 
 def _pending(cluster: str) -> list[dict[str, Any]]:
     """Groups being added: not in DescribeCluster until their UpdateCluster went through."""
-    return [op["params"] for op in
-            live_operations(context.redis_conn(), f"cluster/{cluster}/group/")
-            if op["kind"] == GROUP_CREATE]
+    adding = context.engine().store.newest_by_child(f"cluster/{cluster}/group",
+                                                    kinds={GROUP_CREATE}, unfinished=True)
+    return [op["params"] for op in adding.values()]
 
 
 def node_groups(ref: ClusterRef, api: Any | None) -> list[fit.NodeGroup]:

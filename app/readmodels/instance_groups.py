@@ -13,7 +13,7 @@ from app import context
 from app.errors import ApiError
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, capacity, hyperpod
-from tasks.engine.model import OpStatus
+from cloud.errors import Invalid
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ def read(cluster: ClusterRef) -> Groups:
     details = hyperpod.group_details(sm, cluster.hyperpod_name) or []
     zones = _zones(cluster.region, {s for g in described["instance_groups"]
                                     for s in g["subnet_ids"]})
-    running = _running_ops(cluster.name)
+    running = context.engine().store.newest_by_child(f"cluster/{cluster.name}/group",
+                                                     unfinished=True)
     views = [_view(g, zones, running.get(g["name"])) for g in described["instance_groups"]]
     # a group being added is not in DescribeCluster until its UpdateCluster went through
     for name, op in running.items():
@@ -96,25 +97,14 @@ def _zones(region: str, subnet_ids: set[str]) -> dict[str, str]:
     return {s["SubnetId"]: s["AvailabilityZone"] for s in found["Subnets"]}
 
 
-def _running_ops(cluster: str) -> dict[str, dict[str, Any]]:
-    """The unfinished operation on each group of the cluster, by group name."""
-    prefix = f"cluster/{cluster}/group/"
-    found: dict[str, dict[str, Any]] = {}
-    for op in context.engine().store.list(target=f"cluster/{cluster}", limit=500):
-        if op["target"].startswith(prefix) and not OpStatus(op["status"]).is_finished:
-            found.setdefault(op["target"][len(prefix):], op)
-    return found
-
-
 def subnet_zone(cluster: ClusterRef, subnet_id: str) -> str:
     """The zone of a subnet of the cluster's VPC; 422 for a subnet elsewhere."""
     vpc_id = vpc_of(cluster)
     found = aws.client("ec2", region=cluster.region).describe_subnets(
         Filters=[{"Name": "subnet-id", "Values": [subnet_id]}])["Subnets"]
     if not found or found[0].get("VpcId") != vpc_id:
-        raise ApiError(422, "validation_failed",
-                       f"subnet {subnet_id} is not in the cluster's VPC {vpc_id}",
-                       {"fields": {"subnet_id": [f"not in {vpc_id}"]}})
+        raise Invalid(f"subnet {subnet_id} is not in the cluster's VPC {vpc_id}",
+                      field="subnet_id")
     return found[0]["AvailabilityZone"]
 
 

@@ -32,12 +32,7 @@ def _md(obj: dict[str, Any]) -> dict[str, Any]:
 
 def operations(cluster: str) -> dict[str, dict[str, Any]]:
     """The newest operation of each job name of the cluster."""
-    newest: dict[str, dict[str, Any]] = {}
-    prefix = f"cluster/{cluster}/job/"
-    for op in context.engine().store.list(target=f"cluster/{cluster}/job", limit=500):
-        if op["target"].startswith(prefix):
-            newest.setdefault(op["target"][len(prefix):], op)
-    return newest
+    return context.engine().store.newest_by_child(f"cluster/{cluster}/job")
 
 
 def unsubmitted(op: dict[str, Any] | None) -> bool:

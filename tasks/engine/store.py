@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -137,6 +137,28 @@ class OperationStore:
                 found.append(op)
                 if len(found) >= limit:
                     break
+        return found
+
+    def newest_by_child(self, parent: str, kinds: Collection[str] | None = None, *,
+                        unfinished: bool = False, limit: int = 500) -> dict[str, dict[str, Any]]:
+        """The newest operation on each child of `parent`, by child name: for
+        `cluster/c/storage`, {"data": <newest op on cluster/c/storage/data or below>, ...}.
+        `kinds` keeps only those kinds. A read model shows each item with the operation
+        changing it (or that last changed it), so this is the one place that walks the
+        records for it.
+
+        `unfinished` keeps only the running ones, read from the lock table instead of the
+        records: a live operation holds its target's lock, and locks exclude ancestors and
+        descendants, so each child has at most one."""
+        prefix = parent.rstrip("/") + "/"
+        found: dict[str, dict[str, Any]] = {}
+        ops = live_operations(self.redis, prefix) if unfinished else \
+            self.list(target=prefix[:-1], limit=limit)
+        for op in ops:
+            if not op["target"].startswith(prefix) or (kinds is not None and
+                                                       op["kind"] not in kinds):
+                continue
+            found.setdefault(op["target"][len(prefix):].split("/", 1)[0], op)
         return found
 
     def events(

@@ -12,6 +12,7 @@ from flask_smorest import Blueprint, abort
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from app import errors
+from cloud.errors import Invalid
 
 NESTED = {
     "json": {
@@ -89,7 +90,13 @@ def client():
     def raw():
         abort(422, messages=NESTED)
 
+    @blp.route("/refused", methods=["POST"])
+    def refused():
+        raise Invalid("namespace 'ml' does not exist in cluster lab", field="namespace",
+                      details={"cluster": "lab"})
+
     api.register_blueprint(blp)
+    errors.register(app)
     return app.test_client()
 
 
@@ -115,6 +122,18 @@ def test_the_envelope_of_a_mixed_structure(client):
     assert error["message"] == "zones.2: not us; zones: distinct, please"
     raw = client.post("/raw").get_json()["error"]
     assert raw["details"]["fields"] == errors._field_errors(NESTED)
+
+
+def test_a_refusal_of_a_field_answers_its_sentence_keyed_by_the_field(client):
+    """What the actual state refutes (cloud.errors.Invalid, field=) leaves as a 422 whose
+    field errors are keyed by the field, like a schema's, with the whole sentence."""
+    reply = client.post("/refused")
+    assert reply.status_code == 422
+    error = reply.get_json()["error"]
+    assert error == {"code": "validation_failed",
+                     "message": "namespace 'ml' does not exist in cluster lab",
+                     "details": {"cluster": "lab", "fields": {
+                         "namespace": ["namespace 'ml' does not exist in cluster lab"]}}}
 
 
 def test_a_structure_deeper_than_the_recursion_limit_is_cut_not_walked():

@@ -170,7 +170,10 @@ def test_the_client_says_how_long_its_key_is_remembered(stack):
     assert short.status_code == 202 and plain.status_code == 202, (short.text, plain.text)
     for refused in (too_long, *odd):
         assert refused.status_code == 422, refused.text
-        assert refused.json()["error"]["details"]["fields"] == {"Idempotency-TTL": ["invalid"]}
+        error = refused.json()["error"]
+        assert error["code"] == "validation_failed"
+        assert error["details"]["fields"] == {"Idempotency-TTL": [error["message"]]}
+        assert "1 to 86400" in error["message"]
     assert 590 <= _key_ttl(stack, short.json()["operation"]["id"]) <= 600
     assert 24 * 3600 - 10 <= _key_ttl(stack, plain.json()["operation"]["id"]) <= 24 * 3600
     for reply in (short, plain):

@@ -28,10 +28,14 @@ from marshmallow import fields
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from app import create_app, permissions
-from app.auth import TokenTable
+from app import create_app, mutations, permissions
+from app.auth import TokenTable, digest
+from app.permissions import access
 from cloud.settings import Settings
 from mcp_server.tools import TOOLS
+from tasks.engine.locks import LOCKS_KEY
+from tasks.engine.store import OPS_INDEX
+from tasks.networks import NETWORK_CREATE
 from tests.app.wskit import connect, read_all
 from tests.stack import tls
 
@@ -271,6 +275,60 @@ def test_a_route_without_a_declaration_refuses_the_start(monkeypatch):
     monkeypatch.setattr(app_module, "register_blueprints", with_stray)
     with pytest.raises(permissions.UndeclaredRoutes, match=r"POST /api/v1/stray"):
         create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
+
+
+def _app_with(monkeypatch: Any, stray: Blueprint, settings: Settings, tokens: TokenTable):
+    import app as app_module  # the factory's own name for it
+
+    real = app_module.register_blueprints
+
+    def with_stray(api):
+        real(api)
+        api.register_blueprint(stray)
+
+    monkeypatch.setattr(app_module, "register_blueprints", with_stray)
+    return create_app(settings, tokens=tokens)
+
+
+def test_a_change_declared_open_to_a_viewer_refuses_the_start(monkeypatch):
+    """The declaration is the only role check, so a route that changes something cannot be
+    declared less than an operator's: nothing behind it would catch a viewer."""
+    stray = Blueprint("stray", __name__)
+
+    @stray.route("/api/v1/stray", methods=["POST"])
+    @access("viewer")
+    def open_change():
+        return {"ok": True}
+
+    with pytest.raises(permissions.UndeclaredRoutes,
+                       match=r"less than an operator: POST /api/v1/stray"):
+        _app_with(monkeypatch, stray, Settings(redis_url="redis://127.0.0.1:1/0"),
+                  TokenTable([]))
+
+
+def test_a_dry_run_that_reaches_submit_records_nothing(monkeypatch, redis_url, redis_db):
+    """A viewer is let into an operator's route for its dry run alone; a route that forgot
+    to answer its plan and submitted anyway is refused there, with nothing recorded."""
+    stray = Blueprint("stray", __name__)
+
+    @stray.route("/api/v1/stray", methods=["POST"])
+    @access("operator", dry_run=True)
+    def forgetful():
+        return mutations.submit(NETWORK_CREATE, "network/stray", {"name": "stray"})
+
+    viewer = "viewer-secret"
+    app = _app_with(monkeypatch, stray, Settings(redis_url=redis_url),
+                    TokenTable([("viewer", "viewer", digest(viewer))]))
+    app.testing = False  # answer the route's bug as a client sees it
+    with app.test_client() as client:
+        reply = client.post("/api/v1/stray?dry_run=true", json={},
+                            headers={"Authorization": f"Bearer {viewer}"})
+        assert reply.status_code == 500, reply.get_data(as_text=True)
+        assert reply.get_json()["error"]["code"] == "internal_error"
+        plain = client.post("/api/v1/stray", json={},
+                            headers={"Authorization": f"Bearer {viewer}"})
+        assert plain.status_code == 403  # the declaration: a change is an operator's
+    assert redis_db.zcard(OPS_INDEX) == 0 and not redis_db.hgetall(LOCKS_KEY)
 
 
 # -- the REST walk --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from flask import Flask
 
 from app.readmodels import clusters as readmodel
 from cloud.settings import Settings
+from tasks.engine.store import OperationStore
 
 
 class FakeStore:
@@ -29,6 +30,10 @@ class FakeStore:
         found = [op for op in reversed(self.ops)
                  if not target or op["target"] == target or op["target"].startswith(target + "/")]
         return found[:limit]
+
+    newest_by_child = OperationStore.newest_by_child
+    """The real query over the records above (`unfinished` reads a lock table this fake
+    does not keep)."""
 
 
 @pytest.fixture
