@@ -24,7 +24,7 @@ from cloud.metrics import WEBSOCKETS
 from schemas.common import STREAM_ID_RE
 from schemas.jobs import LOG_TAIL_MAX
 from tasks.engine.errors import EngineError
-from tasks.engine.model import OpStatus
+from vocabulary.operations import OpStatus
 
 AUTH_TIMEOUT_S = 5
 RECEIVE_SLICE_S = 0.1

@@ -30,10 +30,11 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError
 from kubernetes.client import ApiClient, Configuration
 
-from cloud import aws, kubernetes_versions
+from cloud import aws
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found
 from cloud.errors import NotYet, Refusal
 from cloud.settings import Settings
+from vocabulary import kubernetes_versions
 
 # ---------------------------------------------------------------------------------------
 # constants

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from schemas.common import Pattern
 from schemas.endpoints import Model
-from schemas.storage import DNS_LABEL_RE
+from vocabulary import patterns
 
 SOURCES = ("huggingface", "s3")
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -20,7 +20,7 @@ STATES = ("downloading", "available", "failed")
 
 
 class SecretRefSchema(Schema):
-    name = fields.String(required=True, validate=Pattern(DNS_LABEL_RE,
+    name = fields.String(required=True, validate=Pattern(patterns.DNS_LABEL,
                                                          error="not a Secret name"),
                          metadata={"description": "a Secret in the default namespace"})
     key = fields.String(required=True, validate=Pattern(SECRET_KEY_RE,

@@ -28,8 +28,9 @@ from app import context
 from app.errors import ApiError
 from app.readmodels import features as features_model
 from app.readmodels import leftovers, lifecycle
-from cloud import aws, eks, features, hyperpod, kube, kubernetes_versions
+from cloud import aws, eks, features, hyperpod, kube
 from tasks import registry
+from vocabulary import kubernetes_versions
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
 """EKS's own rule: imported clusters' names follow it, and no other name is asked about."""

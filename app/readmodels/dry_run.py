@@ -13,8 +13,9 @@ from typing import Any
 
 from app import context
 from app.cache import cached
-from cloud import eks, hyperpod, kubernetes_versions, networks, pricing
+from cloud import eks, hyperpod, networks, pricing
 from tasks import clusters
+from vocabulary import kubernetes_versions
 
 PRICE_CACHE_S = 24 * 3600
 

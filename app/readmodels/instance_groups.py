@@ -13,7 +13,7 @@ from app import context
 from app.errors import ApiError
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, capacity, hyperpod
-from tasks.engine.model import OpStatus
+from vocabulary.operations import OpStatus
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from cloud import kubernetes_versions
 from cloud.eks import next_minor
 from tests.app.test_clusters_api import _body, _calls, _client, _create, _last_seq
 from tests.mcp_server.test_mcp_e2e import _stdio
+from vocabulary import kubernetes_versions
 
 OFFERED = kubernetes_versions.offered()
 assert len(OFFERED) >= 3, ("the tests below upgrade twice: cloud/data/kubernetes_versions.yaml "

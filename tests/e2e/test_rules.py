@@ -12,12 +12,13 @@ from playwright.sync_api import expect
 
 from cloud.nodes import batch_size, request_limit
 from schemas import endpoints
-from schemas.clusters import CAPACITY_TYPES, EFA_MODES, KUBERNETES_VERSIONS, STAGES
-from schemas.instance_groups import MAX_COUNT, TAINT_EFFECTS
+from schemas.clusters import KUBERNETES_VERSIONS, STAGES
+from schemas.instance_groups import MAX_COUNT
 from schemas.models import SOURCES
 from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
+from vocabulary.capacity import CAPACITY_TYPES, EFA_MODES, TAINT_EFFECTS
 
 pytestmark = pytest.mark.browser
 
