@@ -29,6 +29,7 @@ from schemas.dependents import (
 )
 from tasks.engine.kinds import OperationKind
 from tasks.engine.store import MCP_IDEMPOTENCY_TTL_S, IdempotencyClaim
+from vocabulary.roles import Role
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def submit(
     """
     # The route's declaration already decided; this is the engine's door, kept shut for a
     # route that would declare itself open by mistake.
-    auth.require_role(auth.current(), "operator")
+    auth.require_role(auth.current(), Role.OPERATOR)
     engine = context.engine()
     claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:
@@ -139,7 +140,7 @@ def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
                                                 "would break, changing nothing")(view)
         view = blp.response(status, reply)(view)
         view = blp.arguments(query, location="query")(view)
-        return access("operator", dry_run=True)(view)
+        return access(Role.OPERATOR, dry_run=True)(view)
 
     return decorate
 

@@ -1,9 +1,10 @@
 """Who may call each route: declared by the route itself, in one place, shown in OpenAPI.
 
 Every view — a function or a MethodView method — carries one `@access(...)`:
-`@access("viewer")` for reads, `@access("operator")` for changes, `@access("operator",
-dry_run=True)` for a change whose `?dry_run=true` changes nothing (that dry run alone is open
-to viewers), `@access("public")` for what needs no token. The declaration, never a query
+`@access(Role.VIEWER)` for reads, `@access(Role.OPERATOR)` for changes,
+`@access(Role.OPERATOR, dry_run=True)` for a change whose `?dry_run=true` changes nothing
+(that dry run alone is open to viewers), `@access(PUBLIC)` for what needs no token (the
+roles and levels are the vocabulary's, `vocabulary.roles`). The declaration, never a query
 parameter or a header, decides; a route without one makes the app refuse to start, so a new
 route cannot be born open. The OpenAPI document carries the declaration of every operation
 (`x-hypd-role`, and `x-hypd-dry-run-role` where a dry run is open to viewers), which is how
@@ -22,11 +23,7 @@ from flask_smorest import Blueprint
 from marshmallow import EXCLUDE, ValidationError
 
 from schemas.common import DryRunQuerySchema
-
-PUBLIC = "public"
-VIEWER = "viewer"
-OPERATOR = "operator"
-LEVELS = (PUBLIC, VIEWER, OPERATOR)
+from vocabulary.roles import ACCESS_LEVELS, PUBLIC, Role
 
 ROLE_EXTENSION = "x-hypd-role"
 DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
@@ -47,19 +44,21 @@ class Access:
     """A WebSocket: its token arrives as the first message, checked by the socket itself."""
 
     def __post_init__(self) -> None:
-        if self.role not in LEVELS:
-            raise ValueError(f"access role must be one of {', '.join(LEVELS)}: {self.role!r}")
-        if self.dry_run and self.role != OPERATOR:
+        object.__setattr__(self, "role", str(self.role))  # a Role member, stored as its word
+        if self.role not in ACCESS_LEVELS:
+            raise ValueError(
+                f"access role must be one of {', '.join(ACCESS_LEVELS)}: {self.role!r}")
+        if self.dry_run and self.role != Role.OPERATOR:
             raise ValueError("only an operator route can open its dry run to viewers")
 
     def needed(self, dry_run_asked: bool) -> str:
         """The role this request needs."""
-        return VIEWER if self.dry_run and dry_run_asked else self.role
+        return Role.VIEWER if self.dry_run and dry_run_asked else self.role
 
     def openapi(self) -> dict[str, Any]:
         doc: dict[str, Any] = {ROLE_EXTENSION: self.role}
         if self.dry_run:
-            doc[DRY_RUN_EXTENSION] = VIEWER
+            doc[DRY_RUN_EXTENSION] = Role.VIEWER.value
         if self.role == PUBLIC:
             doc["security"] = []
         return doc

@@ -33,6 +33,7 @@ from tasks.instance_groups import (
     changed_spec,
     group_spec,
 )
+from vocabulary.roles import Role
 
 blp = Blueprint("instance_groups", __name__, url_prefix="/api/v1/clusters",
                 description="Instance groups: capacity added to, changed in and removed from "
@@ -99,14 +100,14 @@ def _plan_zones(checks: dict[str, Any]) -> list[str]:
 
 @blp.route("/<string:cluster>/instance-groups")
 class InstanceGroups(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, InstanceGroupListSchema)
     def get(self, cluster):
         """A cluster's instance groups, read from AWS: type, counts, capacity type, EFA mode,
         zone, labels and taints, nodes by status, and the operation changing each."""
         return {"cluster": cluster, "items": groups_model.read(readmodel.find(cluster)).views}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(InstanceGroupCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a quota or the training plan does not cover it")
@@ -143,13 +144,13 @@ class InstanceGroups(MethodView):
 
 @blp.route("/<string:cluster>/instance-groups/<string:name>")
 class InstanceGroup(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, InstanceGroupSchema)
     def get(self, cluster, name):
         """One instance group, read from AWS."""
         return groups_model.read(readmodel.find(cluster)).view(name)
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(InstanceGroupPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")

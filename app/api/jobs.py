@@ -51,6 +51,7 @@ from schemas.jobs import (
     TrainingLimitsSchema,
 )
 from tasks import jobs as job_tasks
+from vocabulary.roles import Role
 
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1",
                 description="Training jobs: HyperPodPyTorchJob and RayJob through recipes, "
@@ -190,7 +191,7 @@ def _job(api: Any, cluster: str, job: str) -> dict[str, Any]:
 
 @blp.route("/clusters/<string:cluster>/jobs")
 class Jobs(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(JobListQuerySchema, location="query")
     @blp.response(200, JobListSchema)
     def get(self, query, cluster):
@@ -217,7 +218,7 @@ class Jobs(MethodView):
         "autoscaling maxima times GPUs and EFA per node; the message and details give the "
         "numbers); validation_failed: an instance group it does not have (named with those "
         "it has), elastic limits"))
-    @access("operator")
+    @access(Role.OPERATOR)
     def post(self, body, cluster):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
         (HyperPodPyTorchJob, needs the training_operator feature), verl (RayJob; KubeRay is
@@ -229,7 +230,7 @@ class Jobs(MethodView):
         before anything is made; one that fits but waits for capacity is accepted, and its
         read says why it waits (`waiting`). Answers 201 with the job; follow it with
         GET …/jobs/<job>."""
-        auth.require_role(auth.current(), "operator")
+        auth.require_role(auth.current(), Role.OPERATOR)
         ref = readmodel.find(cluster)
         api = kube_api(ref)
         with talking_to(ref):
@@ -277,7 +278,7 @@ class Jobs(MethodView):
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>")
 class Job(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, JobSchema)
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
@@ -306,7 +307,7 @@ class Job(MethodView):
             shown = mutations.guard(lambda: job_impact(ref, api, found), query)
             if shown is not None:
                 return shown
-            auth.require_role(auth.current(), "operator")
+            auth.require_role(auth.current(), Role.OPERATOR)
             md = found["metadata"]
             kube.delete_object(api, found["apiVersion"], found["kind"], md["name"],
                                md.get("namespace"), propagation="Foreground")
@@ -315,7 +316,7 @@ class Job(MethodView):
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>/logs")
 class JobLogs(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(JobLogsQuerySchema, location="query")
     @blp.response(200, JobLogsSchema)
     def get(self, query, cluster, job):
@@ -352,7 +353,7 @@ class JobLogs(MethodView):
 
 @blp.route("/training/limits")
 class TrainingLimits(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, TrainingLimitsSchema)
     def get(self):
         """What elastic training cannot be combined with (one table, with its source), and

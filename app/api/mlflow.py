@@ -28,6 +28,8 @@ from cloud import aws, iam, mlflow
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.mlflow import MlflowSchema, MlflowSetSchema, MlflowUiUrlSchema
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH, target
+from vocabulary.operations import OpStatus
+from vocabulary.roles import Role
 
 blp = Blueprint("mlflow", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's MLflow tracking server (SageMaker managed MLflow), "
@@ -57,7 +59,7 @@ def read(ref: ClusterRef) -> dict[str, Any]:
     if out["message"] is None:
         with talking_to(ref):
             record = mlflow.read_record(api_for(ref))
-    if op is not None and op["status"] in ("queued", "running"):
+    if op is not None and op["status"] in OpStatus.active():
         out["state"] = RUNNING_STATE.get(op["kind"], "attaching")
         if op["kind"] == "mlflow.attach" and not op["params"].get("tracking_server_name"):
             out["state"] = "creating"
@@ -80,7 +82,7 @@ def read(ref: ClusterRef) -> dict[str, Any]:
             elif out["state"] == "unavailable":
                 out["message"] = f"tracking server is {status}"
     elif out["state"] == "none" and op is not None and op["kind"] == "mlflow.attach" \
-            and op["status"] in ("failed", "cancelled"):
+            and op["status"] in OpStatus.unsuccessful():
         out["state"] = "failed"
         out["message"] = (op.get("error") or {}).get("message") or f"operation {op['status']}"
     return out
@@ -97,7 +99,7 @@ def _changeable(cluster: str) -> ClusterRef:
 
 @blp.route("/<string:cluster>/mlflow")
 class Mlflow(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, MlflowSchema)
     def get(self, cluster):
         """The cluster's MLflow tracking server: state (none, creating, attaching, ready,
@@ -105,7 +107,7 @@ class Mlflow(MethodView):
         whether hypd made it, and the role and service account jobs log as."""
         return read(readmodel.find(cluster))
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(MlflowSetSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema,
@@ -186,7 +188,7 @@ class Mlflow(MethodView):
 
 @blp.route("/<string:cluster>/mlflow/ui-url")
 class MlflowUiUrl(MethodView):
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.response(200, MlflowUiUrlSchema)
     @blp.alt_response(404, description="no tracking server is attached")
     def get(self, cluster):

@@ -21,6 +21,8 @@ from cloud import aws, iam, kube, models, storage
 from schemas.common import MutationReplySchema
 from schemas.models import ModelDownloadSchema, ModelListSchema
 from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD, target
+from vocabulary.operations import OpStatus
+from vocabulary.roles import Role
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
                 description="Models in a cluster's bucket, and their download as a Job")
@@ -54,7 +56,7 @@ def _progress(op: dict[str, Any]) -> dict[str, int]:
 
 @blp.route("/<string:cluster>/models")
 class Models(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, ModelListSchema)
     def get(self, cluster):
         """The models under models/ in the cluster's bucket (files and bytes), and the
@@ -67,8 +69,8 @@ class Models(MethodView):
                    "location": f"s3://{bucket}/models/{name}/", "operation_id": None,
                    "message": None} for name, counts in present.items()}
         for name, op in _downloads(cluster).items():
-            running = op["status"] in ("queued", "running")
-            failed = op["status"] in ("failed", "cancelled")
+            running = op["status"] in OpStatus.active()
+            failed = op["status"] in OpStatus.unsuccessful()
             if not (running or failed or name in items):
                 continue
             item = items.setdefault(name, {"name": name, "state": "available",
@@ -82,7 +84,7 @@ class Models(MethodView):
         return {"cluster": cluster, "bucket": bucket,
                 "items": sorted(items.values(), key=lambda i: i["name"])}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(ModelDownloadSchema)
     @blp.response(202, MutationReplySchema)
     def post(self, body, cluster):

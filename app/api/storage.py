@@ -34,13 +34,15 @@ from schemas.storage import (
     StorageSchema,
 )
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE, carries, storage_tags
+from vocabulary.operations import OpStatus
+from vocabulary.roles import Role
 
 blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
                 description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file "
                             "systems, each as a PV + PVC")
 
 STORAGE_TAG = "hypd:storage"
-RUNNING = ("queued", "running")
+RUNNING = OpStatus.active()
 
 
 # reading items ----------------------------------------------------------------------------------
@@ -86,7 +88,7 @@ def _collect(cluster: ClusterRef, api: Any | None) -> dict[str, dict[str, Any]]:
             items[owner] = _blank(name, owner, "fsx", None)
             items[owner]["fsx"] = {"file_system_id": fs["FileSystemId"]}
     for owner, op in ops.items():
-        if owner in items or op["kind"] != "storage.create" or op["status"] == "succeeded":
+        if owner in items or op["kind"] != "storage.create" or op["status"] == OpStatus.SUCCEEDED:
             continue
         params = op["params"]
         item = items[owner] = _blank(name, owner, params["kind"], params.get("namespace"))
@@ -151,7 +153,7 @@ def _state(item: dict[str, Any], op: dict[str, Any] | None) -> None:
         item["message"] = (item["fsx"] or {}).get("failure") or f"the file system is {lifecycle}"
     elif not item["mounted"]:
         failed = op is not None and op["kind"] == "storage.create" and \
-            op["status"] in ("failed", "cancelled")
+            op["status"] in OpStatus.unsuccessful()
         item["state"] = "failed" if failed else "incomplete"
         item["message"] = ((op or {}).get("error") or {}).get("message") if failed else \
             "its PersistentVolume or claim is missing; remove it, or add it again"
@@ -222,7 +224,7 @@ def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
 
 @blp.route("/<string:cluster>/storage")
 class StorageItems(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, StorageListSchema)
     def get(self, cluster):
         """List a cluster's storage: what is mounted (hypd's PV + PVC) with its bucket or file
@@ -236,7 +238,7 @@ class StorageItems(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="the name is taken, or the cluster is busy or not "
                                        "ACTIVE")
-    @access("operator")
+    @access(Role.OPERATOR)
     def post(self, body, cluster):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx
         for Lustre file system, mounted as a PVC named after it."""
@@ -256,7 +258,7 @@ class StorageItems(MethodView):
 
 @blp.route("/<string:cluster>/storage/<string:name>")
 class StorageItem(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, StorageSchema)
     def get(self, cluster, name):
         """One storage item: its claim, bucket or file system, state and users."""
