@@ -99,9 +99,9 @@ class StepSchema(Schema):
     name = fields.String(required=True)
     title = fields.String()
     stage = fields.String(allow_none=True)
-    phase = fields.String(
-        validate=validate.OneOf(list(StepPhase))
-    )
+    phase = fields.String(validate=validate.OneOf(list(StepPhase)), metadata={
+        "x-hypd-done": [p.value for p in StepPhase if p.is_done],
+        "x-hypd-in-flight": [p.value for p in StepPhase if p in StepPhase.in_flight()]})
     attempts = fields.Integer()
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
@@ -121,9 +121,9 @@ class OperationSchema(Schema):
     target = fields.String(required=True)
     params = fields.Dict()
     inputs = fields.Dict(metadata={"description": "resources from earlier operations"})
-    status = fields.String(
-        validate=validate.OneOf(list(OpStatus))
-    )
+    status = fields.String(validate=validate.OneOf(list(OpStatus)), metadata={
+        "x-hypd-finished": [s.value for s in OpStatus if s.is_finished],
+        "x-hypd-active": [s.value for s in OpStatus if s.is_active]})
     steps = fields.List(fields.Nested(StepSchema))
     error = fields.Nested(OperationErrorSchema, allow_none=True)
     created_at = fields.String()
@@ -244,7 +244,8 @@ class DryRunQuerySchema(Schema):
 
 class WhoamiSchema(Schema):
     name = fields.String(required=True)
-    role = fields.String(required=True, validate=validate.OneOf(list(Role)))
+    role = fields.String(required=True, validate=validate.OneOf(list(Role)), metadata={
+        "description": "the token's role; each covers the ones before it"})
 
 
 class HealthSchema(Schema):

@@ -7,7 +7,6 @@
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
-import { TERMINAL } from '../feed.js';
 import { rules } from '../rules.js';
 import { inUse, usedBy, withForce } from '../in_use.js';
 
@@ -122,9 +121,9 @@ export function mountFeatures(box, ctx, name) {
     while (!ctx.signal.aborted) {
       try {
         const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
-        state.results[f] = { op: opId, status: op.status, error: op.status === 'failed' ? (op.error && op.error.message) : null };
+        state.results[f] = { op: opId, status: op.status, error: op.status === rules.status.FAILED ? (op.error && op.error.message) : null };
         renderResult(f);
-        if (TERMINAL.has(op.status)) { load(); return; }
+        if (rules.finished.has(op.status)) { load(); return; }
       } catch (e) {
         if (isAbort(e)) return;
         await new Promise((r) => setTimeout(r, FOLLOW_MS));
