@@ -142,17 +142,18 @@ def instance_group_spec(
     - `labels` / `taints`: Kubernetes labels and taints HyperPod puts on the group's nodes
       (`KubernetesConfig`); taints are `{key, value?, effect}`.
     """
-    if not isinstance(name, str) or not patterns.INSTANCE_GROUP_NAME.match(name):
+    if not isinstance(name, str) or not patterns.INSTANCE_GROUP_NAME.fullmatch(name):
         raise CapacityError(
             f"instance group name {name!r} must be 1-63 letters, digits and hyphens, starting "
             f"and ending with a letter or digit", "name")
     _check_instance_type(instance_type, instance_info)
     _check_count(count, autoscaling, min_count)
-    if not isinstance(execution_role_arn, str) or not patterns.ROLE_ARN.match(execution_role_arn):
+    if not isinstance(execution_role_arn, str) \
+            or not patterns.ROLE_ARN.fullmatch(execution_role_arn):
         raise CapacityError(f"execution role {execution_role_arn!r} is not an IAM role ARN",
                             "execution_role_arn")
     _check_lifecycle(lifecycle_s3_uri, on_create)
-    if not isinstance(subnet_id, str) or not patterns.SUBNET_ID.match(subnet_id):
+    if not isinstance(subnet_id, str) or not patterns.SUBNET_ID.fullmatch(subnet_id):
         raise CapacityError(f"{subnet_id!r} is not a subnet id", "subnet_id")
     groups = _check_security_groups(security_group_ids)
     if threads_per_core not in (1, 2) or isinstance(threads_per_core, bool):
@@ -229,14 +230,14 @@ def kubernetes_config(labels: Mapping[str, str] | None,
 
 
 def _check_label(key: Any, value: Any, field: str = "labels") -> None:
-    if not isinstance(key, str) or len(key) > 316 or not patterns.LABEL_KEY.match(key):
+    if not isinstance(key, str) or len(key) > 316 or not patterns.LABEL_KEY.fullmatch(key):
         raise CapacityError(f"{key!r} is not a Kubernetes label key (an optional DNS prefix "
                             "and '/', then up to 63 letters, digits, '-', '_' or '.')", field)
     if key.startswith(RESERVED_LABEL_PREFIXES) or ("/" in key and key.split("/")[0].endswith(
             (".kubernetes.io", ".k8s.io"))):
         raise CapacityError(f"label key {key!r} is one Kubernetes or HyperPod sets itself",
                             field)
-    if not isinstance(value, str) or not patterns.LABEL_VALUE.match(value):
+    if not isinstance(value, str) or not patterns.LABEL_VALUE.fullmatch(value):
         raise CapacityError(f"{value!r} is not a Kubernetes label value (up to 63 letters, "
                             "digits, '-', '_' or '.', starting and ending alphanumeric)", field)
 
@@ -524,7 +525,8 @@ def _check_security_groups(ids: Sequence[str]) -> list[str]:
     if not 1 <= len(groups) <= MAX_SECURITY_GROUPS:
         raise CapacityError(f"an instance group needs 1-{MAX_SECURITY_GROUPS} security groups",
                             "security_group_ids")
-    bad = [g for g in groups if not isinstance(g, str) or not patterns.SECURITY_GROUP_ID.match(g)]
+    bad = [g for g in groups
+           if not isinstance(g, str) or not patterns.SECURITY_GROUP_ID.fullmatch(g)]
     if bad:
         raise CapacityError(f"{bad[0]!r} is not a security group id", "security_group_ids")
     return groups
@@ -545,7 +547,7 @@ def _capacity(capacity_type: str, plan_arn: str | None, region: str | None) -> d
     if not plan_arn:
         raise CapacityError("capacity type 'training-plan' needs the training plan's ARN",
                             "training_plan_arn")
-    if not isinstance(plan_arn, str) or not patterns.TRAINING_PLAN_ARN.match(plan_arn) \
+    if not isinstance(plan_arn, str) or not patterns.TRAINING_PLAN_ARN.fullmatch(plan_arn) \
             or len(plan_arn) < 50:
         raise CapacityError(f"{plan_arn!r} is not a SageMaker training plan ARN "
                             "(arn:aws:sagemaker:<region>:<account>:training-plan/<name>)",
