@@ -14,7 +14,6 @@ from vocabulary import patterns
 SOURCES = ("huggingface", "s3")
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 REVISION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
-S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[A-Za-z0-9!_.*'()/-]{1,900}$")
 SECRET_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
 STATES = ("downloading", "available", "failed")
 
@@ -38,7 +37,7 @@ class ModelDownloadSchema(Schema):
     revision = fields.String(load_default="main",
                              validate=Pattern(REVISION_RE, error="not a revision"),
                              metadata={"description": "a branch, tag or commit"})
-    s3_uri = fields.String(validate=Pattern(S3_URI_RE, error="not s3://bucket/prefix"),
+    s3_uri = fields.String(validate=Pattern(patterns.S3_OBJECT_URI, error="not s3://bucket/prefix"),
                            metadata={"description": "the S3 prefix to copy"})
     hub_token_secret = fields.Nested(SecretRefSchema,
                                      metadata={"description": "the Secret holding a hub "

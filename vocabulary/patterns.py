@@ -66,7 +66,10 @@ ML_INSTANCE_TYPE = _here(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 `ClusterInstanceType` enum, checked where a group is built."""
 REGION = _here(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 ZONE = _here(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$")
-S3_BUCKET = _here(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_BUCKET = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
+S3_BUCKET = _here(rf"^{_BUCKET}$")
+S3_OBJECT_URI = _here(rf"^s3://({_BUCKET})/([A-Za-z0-9!_.*'()/-]{{1,900}})$")
+"""`s3://bucket/prefix`: group 1 the bucket, group 2 the key or prefix."""
 
 # -- Kubernetes ------------------------------------------------------------------------------
 

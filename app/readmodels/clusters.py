@@ -17,7 +17,6 @@ either stays readable through /api/v1/operations.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +29,8 @@ from app.readmodels import features as features_model
 from app.readmodels import leftovers, lifecycle
 from cloud import aws, eks, features, hyperpod, kube
 from tasks import registry
-from vocabulary import kubernetes_versions
+from vocabulary import kubernetes_versions, patterns
 
-EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
 """EKS's own rule: imported clusters' names follow it, and no other name is asked about."""
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
@@ -101,7 +99,7 @@ def region_of(name: str) -> str:
 
 def locate(name: str) -> ClusterRef:
     """Everything `find` decides by; never refuses (see `ClusterRef.known`)."""
-    if not EKS_NAME.match(name):
+    if not patterns.EKS_CLUSTER_NAME.fullmatch(name):
         return ClusterRef(name, context.settings().region, None, None, ())
     record = registry.get(context.redis_conn(), name)
     life = lifecycle.current_life(name)

@@ -49,6 +49,8 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "REGION": (["us-west-2", "us-gov-west-1", "cn-north-1"], ["us-west-2a", "west-2"]),
     "ZONE": (["us-west-2a", "us-gov-east-1b"], ["us-west-2", "usw2-az1"]),
     "S3_BUCKET": (["sagemaker-hypd-lab", "a.b-c"], ["ab", "Bucket", "-ab", "ab-"]),
+    "S3_OBJECT_URI": (["s3://my-models/llama/", "s3://b-1/p/q"],
+                      ["s3://my-models", "https://b-1/p", "s3://B/p"]),
     "DNS_LABEL": (["hypd", "a-1", "a" * 63], ["A", "-a", "a-", "a" * 64, "a.b"]),
     "LABEL_KEY": (["team", "team.example.com/tier", "a_b.c"],
                   ["-x", "Team.example.com/x", "a/b/c", "x" * 64]),
