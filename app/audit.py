@@ -1,18 +1,36 @@
 """The audit log: every mutation and every refusal, kept in Redis with a bound.
 
-An entry is written for each request under `/api/` that changes or tries to change something
-(any method but GET, HEAD and OPTIONS), whatever its outcome — but a dry run that answered,
-which changed nothing —; for each request refused for its token (401, 403), reads included,
-on any route (`/metrics` too); and for each WebSocket cancel and refusal. It names the
-token by its name and role — never the secret, never a header or a body — the route, the
-target, the operation and the outcome. It is written once the reply is made, so it records
-what happened, not what was asked; a failure to write it is logged and never fails the
-request. The stream keeps the newest `HYPD_AUDIT_MAX_ENTRIES` (trimmed approximately, in
-whole blocks, which is how Redis trims cheaply).
+The log is a Redis stream, `hypd:audit`. An entry is written:
 
-The hook never parses a body: it asks app/intake.py, whose reader cannot crash on what it
-refuses (a body 10,000 levels deep crashed the hook's own parse, so the attempt it refused
-went unrecorded), and an entry whose target cannot be read is written without it.
+- for each request under `/api/` that changes or tries to change something (any method but
+  GET, HEAD and OPTIONS), whatever its outcome; but not for a dry run that answered, which
+  changed nothing and refused nobody;
+- for each request refused for its token (401, 403), reads included, on any route (`/metrics`
+  too);
+- by the WebSocket itself, for a cancel (accepted or refused) and for each refusal (bad
+  token, Origin, role, a bad `after`, a message over 64 KiB), under its own route
+  (`WS /ws/clusters/<cluster>/jobs/<job>/logs` for a log tail's).
+
+An entry names the token by its name and role (never the secret, never a header or a body),
+the route, the target, the operation and the outcome. It is written once the reply is made,
+by an `after_request` hook, so it records what happened, not what was asked. A failure to
+write it is logged and never fails the request. The stream keeps the newest
+`HYPD_AUDIT_MAX_ENTRIES`, trimmed approximately: Redis drops whole blocks, which is how it
+trims cheaply, so at most one block more is kept.
+
+The target is the operation's when one was made or replayed, else read from the path
+(`/clusters/lab/instance-groups/g` -> `cluster/lab/group/g`), a create's body `name`, or the
+operation a cancel/retry names; so a viewer's refused mutation is filterable by target like
+the operation it would have made.
+
+The hook never parses a body itself: it asks app/intake.py, the same strict reader, which
+cannot crash (never raises) on what it refuses. So a body refused as malformed, or one that
+would crash a parser, is recorded like any refusal: a body 10,000 levels deep crashed the
+hook's own parse, and the attempt it refused went unrecorded. An entry whose target cannot be
+read is written with the target null rather than lost.
+
+MCP calls reach the API with the caller's token and are audited like any request; a call the
+MCP server itself refuses (a hidden tool) never reaches the API and is not in the log.
 """
 
 from __future__ import annotations

@@ -1,17 +1,51 @@
-"""What a request's body must be before any route reads it.
+"""What a request's body must be before any route reads it, and the envelope of every refusal.
 
-Every body a mutation sends is read once, here, by one strict JSON reader, and refused with
-the envelope when it is not what the API takes: not JSON at all (415
-`unsupported_media_type` — a body in another type was silently read as empty, so a PATCH in
-`text/plain` answered "already as asked"), over `MAX_BODY_BYTES` (413
-`payload_too_large`), not UTF-8 JSON, nested deeper than `MAX_DEPTH`, or with a number no
-field can hold (400 `bad_request`, the message says which), or not an object (422
-`validation_failed`). Past this point a body cannot crash the parsers behind it (webargs',
-marshmallow's, the audit hook's, the error summary's): Python's JSON parser raises
-RecursionError on deep nesting and ValueError on integers over 4,300 digits, neither of which
-webargs expected, and both were 500s.
+All replies are JSON. Errors: `{"error": {"code", "message", "details"}}`. A body or query
+that fails its schema is `422 validation_failed` with `details.fields`: each field's
+messages, marshmallow's nesting kept with string keys (list items by index, `_schema` for
+the field as a whole); the message names each dotted path (`availability_zones.2: ...`).
+A well-formed request the cluster can never hold (a job, an endpoint) is `422
+exceeds_capacity`, with `details.fields` naming the field and the numbers in `details`
+(cloud/fit.py, the one capacity-fit check; for jobs, see cloud/training.py).
 
-Reads carry no body the API reads; their bodies are left alone.
+No request reaches a 5xx by its shape. Every body a mutation (POST, PUT, PATCH, DELETE)
+sends is read once, here, before its route, by one strict JSON reader (`request.get_json()`
+reads with it too), and refused in the envelope when it is not what the API takes:
+
+- not sent as JSON (`application/json` or `+json`): `415 unsupported_media_type`. Such a body
+  was silently read as empty, so a PATCH in `text/plain` answered "already as asked";
+- over `MAX_BODY_BYTES` (1 MiB, a chunked one too): `413 payload_too_large`;
+- not UTF-8, a BOM, NaN/Infinity, an integer beyond 64 bits, a number beyond a double, or
+  nesting deeper than `MAX_DEPTH` (32 levels): `400 bad_request`, the message saying which;
+- not an object: `422 validation_failed`.
+
+Past this point a body cannot crash the parsers behind it (webargs', marshmallow's, the audit
+hook's, the error summary's): Python's JSON parser raises RecursionError on deep nesting and
+ValueError on integers over 4,300 digits, neither of which webargs expected, and both were
+500s. Reads carry no body the API reads; their bodies are left alone.
+
+Beyond the body:
+
+- Every pattern in the schemas matches the whole value (`schemas.common.Pattern`:
+  marshmallow's `re.match` let a trailing newline through every rule) and writes digits
+  `[0-9]` (Python's digit class takes any script's).
+- Stream-id cursors (`GET /api/v1/audit?before=`, `GET /api/v1/operations/<id>?after=`, the
+  WebSocket's `after`) are checked in full (ASCII digits, each part below 2**64) before Redis
+  sees them. The audit log's `before` becomes an inclusive bound computed in Python, because
+  Redis refuses an exclusive 0-0 in any spelling (`00-0` too).
+- What gunicorn refuses before the app sees it is answered by `hypd web`'s worker class,
+  app/web_worker.py (gthread, with gunicorn's refusals in the envelope instead of its HTML
+  page and its 501): a request line over 4,094 bytes `414 uri_too_long`; a header field over
+  8,190 bytes or more than 100 of them `431 headers_too_large`; a control character in a
+  header, a method that is no token, an HTTP version that is none, a transfer coding it does
+  not speak `400 bad_request`. These are audited with route `<method> (refused before
+  routing)`, no token, the path cut at 200 characters.
+- A malformed chunk found while intake reads the body is `400 bad_request` (it was a 500).
+  After a body it did not read (a 413) gunicorn drops the keep-alive connection.
+
+tests/app/test_malformed_requests.py sends a fixed catalogue (bodies of every shape, depth,
+size and encoding, odd values for every declared query parameter, odd headers) to every
+route of the OpenAPI document.
 """
 
 from __future__ import annotations

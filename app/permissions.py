@@ -10,6 +10,30 @@ route cannot be born open. The OpenAPI document carries the declaration of every
 (`x-hypd-role`, and `x-hypd-dry-run-role` where a dry run is open to viewers), which is how
 the MCP server decides which tools a token sees, and the WebSocket's actions are allowed by
 the declaration of the REST route they stand for.
+
+**Permissions** (app/permissions.py): every view carries `@access(role)` — `public`,
+`viewer` or `operator`, and `dry_run=True` where the route's `?dry_run=true` changes nothing
+and is open to viewers (`POST /clusters`, and every destructive route: see Guardrails). The
+declaration is the only thing the check
+(app/auth.py, before every request) reads: a query parameter or header never lowers what a
+route needs, `?dry_run` counts only on a route that declares it and is read by the route's
+own query schema (`DryRunQuerySchema`). Routes served by libraries (static files, the
+OpenAPI document) are declared in one table there. An undeclared route makes `create_app`
+raise `UndeclaredRoutes` naming it, so a route cannot be born open. The OpenAPI document
+carries each operation's declaration (`x-hypd-role`, `x-hypd-dry-run-role`; `security: []`
+for public ones), which is how the MCP server decides which tools a token sees; the
+WebSocket allows `{"type": "cancel"}` by the declaration of `POST
+/operations/<id>/cancel`, and following an operation by its own (`viewer`). Reads are a viewer's,
+with one
+exception declared by its route: `GET /api/v1/audit` is an operator's (it says who did
+what; viewers are users of clusters, not their auditors). `/metrics` is a viewer's, not
+public: the contract keeps the unauthenticated surface to `/healthz`, the OpenAPI document
+and the dashboard's files; metrics show activity (operation kinds, AWS APIs called, error
+codes) that `GET /operations` already gates behind a viewer token; and Prometheus sends a
+bearer token without effort (`authorization: {credentials_file: ...}`). Besides,
+`mutations.submit` — the engine's door — refuses a non-operator, in case a route declares
+itself open by mistake (a test fails on such a declaration anyway: every non-GET operation
+must be `operator`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,63 @@
 and resumable.
 
 The browser cannot set headers on a WebSocket, so the token arrives as the first message
-(within 5 s). Events are read from the operation's Redis Stream, so a client that
+(within 5 s), read by app/intake.py's strict reader. On both sockets a message over 64 KiB
+closes with 1009 before it is held in memory, and each refusal but 4404 is audited. The
+server pings every 20 s.
+
+`/ws/operations/<id>`: events are read from the operation's Redis Stream, so a client that
 reconnects with the last id it saw misses nothing and sees nothing twice.
+
+- The client's first message is `{"type": "auth", "token": "...", "after": "<event id,
+  optional>"}`.
+- The server answers `{"type": "operation", "operation": {...}}` (a snapshot), then one
+  `{"type": "event", "id": "<stream id>", "event": {...}}` per event after `after`, and
+  closes with 1000 once the operation is terminal and its last event sent.
+- An operator may send `{"type": "cancel"}` to cancel the operation.
+- Close codes: 4401 bad or missing token (a first message that is not a JSON object of type
+  `auth`, however deep or malformed); 4403 forbidden (bad Origin, or a viewer sending
+  `{"type": "cancel"}`); 4404 unknown operation; 4400 an `after` that is not an event id;
+  1009 a message over 64 KiB.
+
+`/ws/clusters/<c>/jobs/<job>/logs` (viewer): a training job's live logs, straight from the
+Kubernetes API in the web process (app/job_logs.py).
+
+- First message `{"type": "auth", "token", "tail"? (per pod, default 100, at most 10,000),
+  "pod"? (one pod), "after"? ({pod: cursor})}`.
+- The server answers `{"type": "job", "job": {name, namespace, kind, state, pods}}`, then
+  `{"type": "lines", "lines": [{"pod", "time", "line", "cursor", "previous"?}]}` batches (at
+  most 2,000 lines), and `{"type": "end", "state"}` + close 1000 once the job has ended and
+  every pod's log is read.
+
+One follow per pod per web process, however many tails (app/log_feeds.py). A job's tails
+share a feed in which one reader thread per pod first reads what the pod printed (its newest
+10,000 lines and 8 MiB at most; the previous run first), then follows
+`follow=true&timestamps=true`, and fans each line out to every tail. The feed holds each
+pod's newest lines, so a tail opened later gets its last `tail` lines with no read of its
+own, and the last tail to leave stops the readers. The pods are looked up once a second per
+feed (later pods, and a container restarted in place followed into its next run). So the API
+server's load is O(pods), not O(tails) (`hypd_log_follows_open` counts the streams;
+tests/app/test_job_logs.py opens six tails on a two-pod job). A tail that resumes gets a feed
+of its own, read from its cursors.
+
+Resume: a line's `cursor` is `<time>|<n>` (the n-th line of that pod stamped `<time>`). A
+client that reconnects sends each pod's last cursor as `after`; the pod is read again from
+that time (`sinceTime`) and lines up to the cursor are skipped: nothing lost, nothing twice
+(tests/app/test_job_logs.py).
+
+Previous run: a pod whose container has restarted gets its previous run's lines first
+(`previous=true`, marked `"previous": true`), so its last words (why it failed) are there.
+
+Slow clients: drop-with-marker. Readers never wait for the client: they put lines into one
+buffer of at most 10,000 lines per socket (`MAX_BUFFERED_LINES`, lines cut at 16 KiB). When
+it is full the *oldest* buffered line is dropped and counted, and the client gets
+`{"type": "dropped", "count", "pods"}` exactly where the lines went missing, then the newer
+lines: a client that falls behind skips ahead to what is printed now instead of lagging
+further. So a client that stops reading costs the server at most its buffer (plus what the
+kernel's socket buffers hold), the Kubernetes API streams are never held back, and
+`hypd_log_tail_dropped_lines_total` counts the drops. Backpressure was not chosen: it would
+hold the API server's streams (and the kubelet's) open and stalled for one slow browser.
+Each tail holds a web thread while open (`hypd web --threads`).
 """
 
 from __future__ import annotations

@@ -1,1 +1,8 @@
-"""Thin adapters to AWS and Kubernetes, and the settings every layer reads."""
+"""The adapters: every call hypd makes to AWS (through the one client factory, aws.py) and to
+a cluster's Kubernetes API (eks.py, kube.py), one module per concern, with no Flask and no
+Celery in them, so the web layer and the workers call the same functions.
+
+Each adapter's errors subclass `errors.Refusal` (a stable code) or `errors.NotYet` (still
+settling), which the engine and the REST envelope both understand. The settings, metrics
+and log format every layer needs live here too, because every part may import this one.
+Imports nothing else of hypd's."""

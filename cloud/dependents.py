@@ -2,14 +2,91 @@
 gives before anything is recorded or changed (and the first step of a network's and a
 cluster's delete gives again before it acts, for what appeared in between).
 
-A `Dependent` is something live that would break — a cluster in a VPC, a pod mounting a
+A `Dependent` is something live that would break: a cluster in a VPC, a pod mounting a
 claim, a training job of an operator being turned off, an endpoint serving a model. Each says
 why it depends and whether an explicit `force` may override it: a workload a person may
 decide to lose is forceable; a cluster in a VPC is not (AWS would refuse to delete the VPC
-anyway, but only after the NAT gateway — every node's way out — was gone). `refuse` raises
-`InUse` (code `in_use`, HTTP 409) naming what still blocks.
+anyway, but only after the NAT gateway, every node's way out, was gone). `refuse` raises
+`InUse`, a `Refusal` whose code `in_use` maps to HTTP 409, naming what still blocks. Every
+finder reads the actual state now (AWS, the cluster's Kubernetes API), never a copy.
 
-Every finder reads the actual state now (AWS, the cluster's Kubernetes API), never a copy.
+One mechanism, so the browser and the agent meet the same check. Every destructive route
+first reads what depends on its target, before anything is recorded or changed, and answers
+`409 in_use` naming each dependent: `details: {target, dependents: [{kind, name, namespace,
+cluster, why, forceable}], total, force_allowed}` (at most 50 listed, `LISTED_MAX`).
+
+- This module holds the finders.
+- `app/readmodels/dependents.py` builds each request's `Impact` (its target in words, what it
+  would remove, its dependents).
+- `app/mutations.py` is the one path. `destructive(blp, query)` declares a route: operator,
+  its `?dry_run=true` open to viewers (`@access("operator", dry_run=True)`), the query schema
+  with `dry_run` and, where a person may override, `force`, the dry run's 200 `DestroyPlan`,
+  the 409 `InUseError` in OpenAPI. `destroy(kind, target, params, impact, query)` runs the
+  impact as the submit's precheck (after the target's lock, only for a new request: a
+  replayed Idempotency-Key answers its operation). `guard(impact, query)` does the same for a
+  route that acts at once (a job's delete, forgetting an imported cluster).
+
+The dry run answers `{dry_run, target, removes, dependents, total, refused, force_allowed,
+message}` and changes nothing (no operation, no audit entry, no AWS call but reads). Where a
+route has a 200 of its own (no change, deleted) the document says `oneOf` it and the plan.
+
+Each request's dependents, and whether `force` overrides them:
+
+- `DELETE /networks/<n>`: every EKS cluster whose `resourcesVpcConfig` is the VPC (hypd's,
+  imported or anyone's), every HyperPod cluster with nodes in its subnets (`VpcConfig` or a
+  group's `OverrideVpcConfig`), every network interface in the VPC that is not the network's
+  own (its NAT gateways', its endpoints') nor a named cluster's, and the clusters hypd is
+  creating into it (their running create: own network of that name, or `existing_vpc`).
+  Force: no. AWS refuses to delete the VPC anyway, but only after the NAT gateway (every
+  node's way out) went.
+- `DELETE /clusters/<c>`: training jobs not finished, inference endpoints, model downloads
+  running, other live workloads mounting one of hypd's claims (its data); and, when the
+  delete would remove the network its create made, every other cluster in it. Force: yes for
+  the workloads; never for another cluster in the network.
+- `DELETE .../instance-groups/<g>`, `POST .../nodes/replace`, `.../nodes/delete`: live pods on
+  its nodes that would not come back elsewhere: no controller that recreates them, a training
+  job's (its operator restarts them against the recovery budget), pinned to the group or the
+  node by node selector; DaemonSet pods go with their nodes. The last group stays a plain 409
+  `conflict`. A reboot is not checked (the node comes back with its disks). Force: yes.
+- `DELETE .../storage/<s>`: live pods, jobs, deployments, statefulsets mounting the claim.
+  Force: no; stop them first.
+- `PATCH .../features` turning one off. Force: yes. `training_operator`: HyperPodPyTorchJobs
+  not finished (anyone's: the CRD goes); `inference_operator`: every
+  InferenceEndpointConfig; `tiered_checkpointing`: live pods running as its service account;
+  `autoscaling`: pods that would not move off the autoscaled groups' nodes (Karpenter takes
+  back a removed NodePool's nodes); `task_governance`: live pods admitted through a Kueue
+  queue; `observability`: none (no workload needs the metrics).
+- `DELETE .../mlflow`: live pods whose `MLFLOW_TRACKING_URI` names the tracking server, one
+  per training job. Force: yes.
+- `DELETE .../endpoints/<e>`: a model pool's models served now (each with its workers).
+  Force: yes.
+- `DELETE .../jobs/<j>`: a job not finished: its live pods. Force: yes.
+- `DELETE .../models/<m>`: hypd's endpoints serving the model (its model, or one of a
+  pool's). Force: yes.
+
+A dependent can appear between the check and the act. The network's and the cluster's delete
+re-run the check as their first step (`in_use`), and the cluster's again before its network
+stage (`network_in_use`), for a cluster made in the network meanwhile (its own leftover
+interfaces are AWS's to settle: DependencyViolation retries). So the operation fails there,
+`in_use`, before it mutates anything; the cluster's honours the request's `force`. The other
+kinds act within seconds of their check.
+
+Faces. The MCP tools take `dry_run` and `force` from the document; their descriptions say
+that an `in_use` error names the dependents and that force is the user's decision (the agent
+configs' prompt and the playbooks say to ask). The dashboard's `static/js/in_use.js` shows
+"used by" under every delete, detach and turn-off, from its dry run as the dialog opens (or
+the network's button is armed) and from the 409, and asks before the next click sends
+`force=true`: a box to tick, inside the dialog or under the button, never the browser's
+`confirm()`.
+
+Tests: tests/app/test_dependents_api.py (the network under a live cluster over REST and MCP,
+with the local AWS's counters and the operation list unchanged; a cluster, the training
+operator and a node under a running job); the forced paths in each resource's own tests;
+tests/app/test_clusters_api.py (a workload that appears after the request was checked stops
+the delete at its first step, the local AWS's counters unchanged);
+tests/tasks/test_networks_steps.py (the network's guard step against moto);
+tests/cloud/test_dependents.py (the finders' rules); tests/e2e/test_clusters_page.py (the
+refusal in Chromium).
 """
 
 from __future__ import annotations

@@ -1,19 +1,33 @@
 """IAM roles hypd makes for a cluster, as Python policy documents, and their ensure/delete.
 
-Every role is named `hypd-<cluster>-<purpose>` (at most 64 characters: cluster names are at
-most 32), tagged `hypd:managed-by=hypd`, `hypd:cluster=<cluster>`, `hypd:role=<purpose>`, and
-created under the path `/hypd/` with a permissions boundary (`HYPD_ROLE_BOUNDARY_ARN`, by
-default the `hypd-role-boundary` policy deploy/cloudformation.yaml creates). Path and
-boundary belong to the one creation path, `ensure_role`, so every role hypd makes carries
-them; that is what lets hypd's own role create and pass roles only under `/hypd/` with that
-boundary, so no role hypd makes can hold more than the boundary allows.
-`ensure_role` adopts a role of that name only when those tags say hypd made it for this
+One function, `ensure_role`, makes the role of every purpose (the EKS cluster role,
+HyperPod's execution and cluster roles, feature roles). Every role is named
+`hypd-<cluster>-<purpose>` (at most 64 characters: cluster names are at most 32), tagged
+`hypd:managed-by=hypd`, `hypd:cluster=<cluster>`, `hypd:role=<purpose>`, and created under
+the path `/hypd/` with a permissions boundary: `HYPD_ROLE_BOUNDARY_ARN`, by default
+`arn:<partition>:iam::<account>:policy/hypd/hypd-role-boundary`, the policy
+deploy/cloudformation.yaml creates (the account is asked of STS once per process).
+
+Path and boundary are properties of `ensure_role`, not of its callers, so no role is made
+without them. That is what the template's policy for hypd relies on: CreateRole,
+PutRolePolicy, AttachRolePolicy and the like only on `role/hypd/*` with the
+`iam:PermissionsBoundary` condition, PassRole only on `role/hypd/*`; so no role hypd makes
+can hold more than the boundary allows. A missing boundary policy makes IAM refuse the
+create, answered as `precondition_failed` naming it.
+
+`ensure_role` adopts a role of that name only when its tags say hypd made it for this
 cluster, and converges it (trust policy, managed policies, inline policies); a same-named role
-without them is refused with a clear error. Deletion acts only on tagged roles.
+without them is refused with a clear error. A role adopted from before (path `/`, which cannot
+change) or under another boundary setting gets the current boundary
+(`PutRolePermissionsBoundary`). Deletion acts only on tagged roles.
 
 Least privilege: actions are listed one by one and scoped to the cluster's own resources.
 `Resource: "*"` appears only for actions that AWS documents as not supporting resource-level
 permissions (see `STAR_RESOURCE_ACTIONS`), never with a wildcard action.
+
+The suite checks, after every test that ran the stack, that each role the product created
+carries both path and boundary and that every policy it put on one fits inside the boundary
+(tests/conftest.py, from the local AWS's call log).
 """
 
 from __future__ import annotations

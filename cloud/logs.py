@@ -2,11 +2,21 @@
 (`HYPD_LOG_FORMAT=json`) carrying the operation being handled.
 
 Here beside the settings and metrics because every layer logs and the operation id is set
-where an operation is handled (the engine's runner, the mutation door of the web app) and
-read where a line is written. A JSON line: `time`, `level`, `logger`, `message`, `process`,
-`thread`, and while an operation is handled its `op_id`, `kind` and `step`; an exception adds
-`exception`. Tokens never reach a log line: hypd logs token names only, requests are not
-logged with their headers, and gunicorn's access log (off by default) has no header fields.
+where an operation is handled and read where a line is written: a context variable, set by
+the engine's runner around each task and by `mutations.submit` (the mutation door of the web
+app) for its line.
+
+With `HYPD_LOG_FORMAT=json` every line is one JSON object: those of the web server
+(gunicorn's and the app's, through gunicorn's `logconfig_dict`) and of the worker (Celery's
+and hypd's: the worker installs the handler and tells Celery to keep it). A JSON line holds
+`time`, `level`, `logger`, `message`, `process`, `thread`, and while an operation is handled
+its `op_id`, `kind` and `step`; an exception adds `exception`. Text lines end with
+`[op_id step]` the same way. The runner logs each attempt, each step's end, retries and
+failures.
+
+Tokens never reach a log line: hypd logs token names only, requests are not logged with their
+headers, and gunicorn's access log (off unless `--access-log`) has no header fields; a test
+reads the stack's logs for the secrets.
 """
 
 from __future__ import annotations

@@ -1,24 +1,42 @@
 """Prometheus metrics: defined once here, counted where each thing happens, served by the
-web server at `/metrics`.
+web server at `GET /metrics`.
 
 Here because every layer counts something (the engine its operations and steps, the AWS
 client factory its calls, the WebSocket its sockets) and `cloud/` is the layer every other may
 import, as for the settings.
 
+The metrics:
+
+- `hypd_operations_total{kind,status}`: counted in the operation store when an operation
+  enters a status (queued at submit and retry, then running and a terminal one).
+- `hypd_step_duration_seconds{kind,step,outcome}`: a step's first attempt to its end,
+  observed by the runner once the end is written.
+- `hypd_aws_calls_total{service,api}` and `hypd_aws_errors_total{service,api,code}`: from
+  botocore's `after-call` / `after-call-error` events, registered on the one session of
+  cloud/aws.py, so every client counts; once per call, after botocore's retries.
+- `hypd_websockets_open{kind}`: a live-sum gauge; kinds `operation` and `job_logs`.
+- `hypd_sweeper_pickups_total`.
+- `hypd_log_tail_dropped_lines_total`: lines a job's live tail dropped for a slow client.
+
 hypd runs many processes: gunicorn's web processes and Celery's prefork children. They count
 in prometheus_client's multiprocess mode: each process writes its samples to small mmap files
-in a directory, and a scrape merges the files. The directory must be known before
-prometheus_client is first imported, so `hypd web` and `hypd worker` call
-`cloud.metrics_dir.prepare()` first (it sets PROMETHEUS_MULTIPROC_DIR). Each writes to a
-directory of its own under `HYPD_METRICS_DIR` (`web-<host>`, `worker-<node name>`), which
-it empties when it starts: a restarted web server must not wipe a running worker's files,
-and processes in different containers sharing the metrics volume may have the same pid (one
-file per pid and kind). A scrape merges every directory under `HYPD_METRICS_DIR`, so one
-`/metrics` shows the web server and the workers of its machine (or of every container
-sharing that volume); a worker elsewhere serves its own with `hypd worker --metrics-port`.
+in a directory, and a scrape merges the files. Each group of processes writes to a directory
+of its own under `HYPD_METRICS_DIR`: `web-<host>` (set by `hypd web` before gunicorn starts)
+and `worker-<node name>` (by `hypd worker` before Celery), which it empties when it starts.
+A restarted web server must not wipe a running worker's files, and processes in different
+containers sharing the metrics volume may have the same pid (one file per pid and kind). A
+scrape merges every directory under `HYPD_METRICS_DIR`, so one `/metrics` shows the web
+server and the workers of its machine (or of every container sharing that volume); a worker
+elsewhere serves its own with `hypd worker --metrics-port`. gunicorn's `child_exit` marks a
+web process dead for the live gauge.
 
-Without PROMETHEUS_MULTIPROC_DIR (an app made in a test process) the metrics count in this
-process only.
+prometheus_client chooses multiprocess mode when it is first imported, so the directory must
+be known before that: `hypd web` and `hypd worker` call `cloud.metrics_dir.prepare()` first
+(it sets PROMETHEUS_MULTIPROC_DIR). `cloud/metrics_dir.py` has no prometheus import and
+refuses to run once prometheus_client is loaded. Importing anything of `app` imports this
+module, so the metrics are made on first use (`cloud.metrics._Metric`). Without
+PROMETHEUS_MULTIPROC_DIR (an app made in a test process) the metrics count in this process
+only.
 """
 
 from __future__ import annotations

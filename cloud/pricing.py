@@ -1,6 +1,7 @@
 """Hourly cost of a cluster plan, from the AWS Price List API — never from a table of ours.
 
-`estimate(plan, quote)` prices what a dry run would make:
+The hand-written `cloud/data/prices.yaml` is gone. `estimate(plan, quote)` prices what a dry
+run would make (app/readmodels/dry_run.py calls it):
 
     plan = {
         "region": "us-west-2",
@@ -12,34 +13,57 @@
         "file_systems": [{"id": "fs-0123", "capacity_gib": 1200}],  # FSx: never priced
     }
 
-`quote(product)` answers one product's price: `PriceList(client).quote`, which the app wraps in
-its Redis cache (cloud/ keeps no cache of its own). Where each price is in the Price List
-(`GetProducts`, filtered by the cluster's `regionCode` and a usage type, then the usage type
-checked exactly — after its region prefix — so that look-alikes such as training, hosting,
-reserved-cluster or NAT data-processing products are never taken for the price):
+`quote(product)` answers one product's price: `PriceList(client).quote`. It calls
+`GetProducts` through the one client factory, with a client at `HYPD_PRICING_REGION` (the
+endpoint's region, not the cluster's) and filters on the cluster's region (`regionCode`) and
+a usage type (`CONTAINS`). The answer's usage type is then checked exactly, after its region
+prefix, so that look-alikes (training, hosting, studio, reserved-cluster capacity, NAT data
+processed) are never taken for the price. Where each price is in the Price List:
 
 - HyperPod instances, on-demand: service `AmazonSageMaker`, usage type
   `<region prefix>-Cluster:<ml type>` (e.g. `USW2-Cluster:ml.g5.8xlarge`; the product's
-  `instanceType` is `ml.g5.8xlarge-Cluster`, its `component` `Cluster`);
-- the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`; for a Kubernetes
+  `instanceType` is `<ml type>-Cluster`, e.g. `ml.g5.8xlarge-Cluster`, its `component`
+  `Cluster`);
+- the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`. For a Kubernetes
   version past its end of standard support (cloud/kubernetes_versions.py, on the day of the
   estimate) also extended support, billed per cluster-hour on top of it:
-  `<prefix>-AmazonEKS-Hours:extendedSupport`;
+  `<prefix>-AmazonEKS-Hours:extendedSupport`, item kind `eks_extended_support`, its note
+  saying since when and until when;
 - a NAT gateway's hour: `AmazonEC2`, `[<prefix>-]NatGateway-Hours` (data processed is billed
   per GB and is not in the estimate);
 - an FSx for Lustre file system is billed per GiB-month of storage (and throughput), not by
   the hour: listed, with no figure and that reason, never converted by a guess.
 
-Each item names where its figure came from (`source`: SKU, offer term, rate code, usage type,
-the price's effective date, the offer's publication date, when hypd fetched it) or says why it
-has none (`basis`):
+Each item names where its figure came from (`source`: `aws-price-list`, the service code, SKU,
+offer term, rate code, usage type, AWS's description, the price's effective date, the offer's
+publication date, and `fetched_at`, when hypd fetched it) or says why it has none (`basis`).
+The cost as a whole carries `source` and `fetched_at` (its oldest figure's). The bases:
+
 - `list-price`: the on-demand hourly list price;
 - `spot`: HyperPod spot capacity is billed at a price that moves, and the Price List carries
-  no fixed HyperPod spot rate — no figure; the on-demand list price is given for comparison;
-- `training-plan`: reserved by a training plan, paid up front when the plan was bought — no
-  hourly figure;
-- `unknown`: the Price List could not be read (failing, throttled, access denied) or has no
-  such product. Never a guess.
+  no fixed HyperPod spot rate: no figure; the on-demand list price is given as
+  `on_demand_unit_usd` for comparison;
+- `training-plan`: reserved by a training plan, paid up front when the plan was bought: no
+  hourly figure, and no call;
+- `unknown`: the price cannot be had. The service is failing, throttled or refusing the
+  credentials (the panel's role needs `pricing:GetProducts`), there is no such product, or
+  there are several different figures. Null figures and a note saying why; never a guess. The
+  dry run still answers 200.
+
+The pricing client makes 2 attempts with a 10 s read timeout, and after one failure an
+estimate asks the Price List nothing more (a person is waiting).
+
+Caching: cloud/ keeps no cache of its own. The read model wraps each quote in the app's one
+read cache (`app/cache.py`), `hypd:cache:price:v1:<service>:<region>:<usage type>`, for a day,
+so a second plan within the day calls AWS not at all. A failure raises out of the cache's
+loader and is not kept, so the next plan asks again; a "not in the Price List" answer is
+kept: it is an answer.
+
+The sandbox answers `pricing:GetProducts` (`sandbox/gaps/pricing.py`) from Price List-shaped
+products it ships (`sandbox/data/price_list.json`: HyperPod cluster instances of 16 types,
+the EKS hour and extended support's, the NAT gateway hour and GB, in us-east-1, us-east-2 and
+us-west-2, each entry a JSON string as AWS answers). Other types are "not in the Price List"
+there, and a client signed for a region without a Price List endpoint is refused.
 """
 
 from __future__ import annotations

@@ -2,6 +2,31 @@
 
 Every process (web, worker, MCP, sandbox) reads the same variables the same way; `hypd up`
 turns its flags into environment variables for its children instead of passing objects.
+docs/configuration.md lists every setting with its default; a test checks it against this
+module (each variable sets exactly the setting it documents, with that default).
+
+The settings as DESIGN.md's table has them: `HYPD_AWS` (`sandbox`|`aws`), `HYPD_REGION`,
+`HYPD_HOST`, `HYPD_PORT`, `HYPD_REDIS_URL`, `HYPD_DATA_DIR`, `HYPD_OPERATOR_TOKEN`,
+`HYPD_VIEWER_TOKEN`, `HYPD_TOKENS_FILE`, `HYPD_SANDBOX_SPEED`, `HYPD_POLL_MIN_S`,
+`HYPD_POLL_MAX_S`, `HYPD_API_URL`, `HYPD_TOKEN`. Added since:
+
+- `HYPD_PRICING_REGION` (default `us-east-1`): the region of the Price List API's endpoint.
+  AWS serves it from us-east-1, eu-central-1 and ap-south-1 only (any of them prices every
+  region), so another value is refused at start.
+- `HYPD_VISIBILITY_TIMEOUT_S` (the broker's visibility timeout, default 300; the suite uses
+  5): must exceed `HYPD_POLL_MAX_S`.
+- `HYPD_LEASE_S` (a step's lease, default 15; the suite uses 2): must be below the visibility
+  timeout. It is how long a dead worker's operation waits before the sweeper picks it up
+  (see tasks/engine/__init__.py).
+- For deployment (issue 14): `HYPD_LOG_FORMAT` (`text`|`json`), `HYPD_METRICS_DIR` (default
+  `HYPD_DATA_DIR/metrics`), `HYPD_ROLE_BOUNDARY_ARN` (default the template's
+  `hypd-role-boundary` in the caller's account), `HYPD_AUDIT_MAX_ENTRIES` (50,000).
+- For model downloads (issue 12): `HYPD_MODEL_DOWNLOAD_IMAGE` (default `python:3.12-slim`,
+  refused at start unless an image reference), read by the workers.
+
+Safety: with `HYPD_AWS=sandbox`, `cloud/aws.py` refuses to build a client unless
+`AWS_ENDPOINT_URL` points at a loopback address, and forces fake credentials. That is a guard,
+not a behaviour branch: the product never asks "am I in the sandbox" to decide what to do.
 """
 
 from __future__ import annotations

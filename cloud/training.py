@@ -9,6 +9,109 @@ closed schema (the one hypd ships, cloud/manifests/kuberay-crds/).
 Every job's pods carry `hypd.io/job=<job>` (besides what the operators add) and mount the
 cluster's shared S3 claim (`hypd-s3`, the storage stage's) at `/s3`, the same bucket a user
 mounts in their dev environment; a recipe's data, output and checkpoint paths are under it.
+
+Training jobs, as built.
+
+**Two submission paths, recipes above both.** `POST /clusters/<c>/jobs` takes a recipe and
+its small config: `torchrun` (a script under `/s3`), `llama-factory`, `ms-swift` (a config
+under `/s3`) run as a `HyperPodPyTorchJob` under HyperPod's training operator; `verl` runs as
+a KubeRay `RayJob` (head + `nodes - 1` GPU workers, shut down when it ends); `pytorch` and
+`ray` take the user's own command. `cloud/recipes.py` turns the config into argv lists (the
+one shell string, a RayJob's entrypoint, is `shlex.join`ed) and `cloud/training.py` into the
+manifest: pods labelled `hypd.io/job=<job>` and `hypd.io/recipe`, nodes selected by
+instance group (`sagemaker.amazonaws.com/instance-group-name`), GPUs and EFA requested, the
+run policy (`jobMaxRetryCount`: the recovery budget; `restartPolicy`;
+`logMonitoringConfiguration`: hang and slowness rules), elastic training as
+`elasticPolicy` + `maxReplicas` with `hyperpodrun --nnodes=min:max`. HyperPodPyTorchJob has
+no public CRD: its fields are pinned by tests/cloud/test_training.py against AWS's job
+documentation and the HyperPod CLI's model (sources cited there); every RayJob a recipe makes
+is validated against KubeRay v1.7.0's CRD as a closed schema. A HyperPodPyTorchJob command
+must start with `hyperpodrun` (refused otherwise, saying why: the elastic agent in the image
+is how the operator recovers processes), and the job's reply carries that note.
+
+**One data contract.** Every pod mounts the claim `hypd-s3` (the storage stage's shared
+bucket) at `/s3`; output and checkpoints go to `/s3/jobs/<job>/{output,checkpoints}`, data is
+read from `data` (default `/s3/data`) — in the environment as `HYPD_OUTPUT_DIR`,
+`HYPD_CHECKPOINT_DIR`, `HYPD_DATA_DIR`. A job may name a namespace: it is made when missing
+(labelled as hypd's) and given its own PV + PVC of the same bucket.
+
+**Checks, in order.** A name taken by a job of either kind: 409 (an Idempotency-Key replay
+answers the job the key made: the key's and the body's hashes are kept as annotations on
+the job itself, so the record lives with the resource, not in Redis). A HyperPodPyTorchJob
+needs the `training_operator` feature on, read by the managed features' actual-state reader
+(`app.readmodels.features.read`): 412 naming the toggle otherwise. Elastic training (a node
+range) is refused (422 on `max_nodes`) by `training.ELASTIC_LIMITS`, the one table of what
+it excludes — spot capacity (the job's instance group's, or any group when none is named),
+managed tiered checkpointing (on for the cluster), checkpointless training (asked) — with its
+source (`ELASTIC_LIMITS_SOURCE`); `GET /api/v1/training/limits` serves the table to the
+dashboard, the MCP tool and the playbook. Last, before anything is made (namespace, MLflow
+binding, the KubeRay operation, the job), **the capacity-fit check** (below).
+
+**What can never fit is refused with the numbers** (`cloud/fit.py`, read by
+`app/readmodels/fit.py`; one check for jobs, endpoints and the dev spaces to come). A
+workload is asked as `Ask`s — N identical pods, each requesting resources by their
+Kubernetes names (`nvidia.com/gpu`, `vpc.amazonaws.com/efa`, `aws.amazon.com/neuron`, `cpu`,
+`memory`), on one instance group or instance type or anywhere: a job's `nodes` pods (an
+elastic job its minimum; a RayJob its head, which holds no GPU, and `nodes - 1` workers,
+`training.fit_asks`), an endpoint's `replicas` and its autoscaling maximum
+(`inference.fit_asks`). The cluster is its groups from one `DescribeCluster` (plus groups
+being added, from their operations), each able to reach `max(current, target, autoscaling
+max)` nodes — the maximum from hypd's Karpenter NodePools (`autoscaling.read`), counted only
+while HyperPod's `AutoScaling.Mode` is `Enable` — of what EC2 says one node of its type has
+(`discovery.instance_type`, cached a day; GPUs, Neuron devices, EFA interfaces, vCPUs,
+memory); a group whose `NoSchedule`/`NoExecute` taint the pods do not tolerate, or that is
+being deleted, holds none. When the pods the groups could hold with every node they can ever
+have and nothing else running are fewer than asked: `422 exceeds_capacity`, the field named
+in `details.fields`, the message and `details` giving the numbers ("nodes: 99 nodes asked,
+each with 8 GPUs; the cluster can hold at most 4: group 'workers' holds 4 (4 nodes of
+ml.p5.48xlarge with 8 GPUs each; 4 now, no managed autoscaling)"; `details`: `asked`,
+`can_hold`, per group its counts, autoscaling maximum, `per_node`, `fits_per_node`,
+`can_hold`, `why`). A group or instance type the cluster does not have: `422
+validation_failed` on `instance_group` / `instance_type` naming the groups it has. It is an
+upper bound on purpose — capacity, not allocatable; perfect packing; no pods-per-node limit;
+a pod asking for no resource can share any node — because refusing what might fit is worse
+than accepting what then waits with the scheduler's reason; a type EC2 does not describe is
+not judged. Only HyperPod's groups are sized: when the cluster has Nodes without HyperPod's
+`sagemaker.amazonaws.com/compute-type` label (an imported cluster's EKS node groups,
+self-managed nodes), a pod pinned to no group or type is not bounded (a node group at zero
+shows no Node and is not seen; asking EKS would need `eks:ListNodegroups`, which the
+management role does not have). **Why a code of its own:** the request is well formed and might fit
+another
+cluster or this one grown, so a client branches on it differently from a malformed field
+(shrink the request, or add capacity); it is still a 422 in the one envelope, with
+`details.fields` so forms mark the field as for `validation_failed`. What fits but waits
+(other workloads hold the GPUs, the autoscaler has not added nodes) is accepted and says why
+on its read (`waiting`).
+
+**201, or an operation when a dependency is missing.** A job is a workload whose life is its
+own: the route applies it (server-side apply) and answers `201` with the job; its status is
+`GET …/jobs/<job>` (MCP `get_job`). A RayJob on a cluster without KubeRay is the exception:
+KubeRay is the `kuberay-operator` entry of the dependency graph (feature `kuberay`, not a
+toggle: upstream v1.7.0's RayJob, RayCluster and RayService CRDs unchanged,
+`cloud/manifests/kuberay-crds/` with its SOURCES.md, then namespace, RBAC and the operator
+Deployment, `cloud/manifests/kuberay-operator.yaml`),
+so the route submits `job.create` on `cluster/<c>/job/<j>`: `kuberay` (planned and applied
+by `cloud/addons.py` under the features mutex; waits until the API server serves RayJob) and
+`submit` (server-side apply of the manifest the route recorded; re-applying adopts). Until
+it ends the job reads as `submitting` with its operation id.
+
+**Reading.** Jobs are read from the cluster (hypd's by label), never stored: state from the
+operator's status (HyperPodPyTorchJob conditions Created/Running/Restarting/Completed/Failed
+and `restartCount`; RayJob `jobStatus`), pods with their nodes and restarts, the recovery
+budget `{used, allowed, remaining}` (restarts of `jobMaxRetryCount`), the newest events,
+and `waiting`: each pod the scheduler has not placed, `{pod, reason, message, since}` from its
+PodScheduled False condition (reason `Unschedulable`, the message of its FailedScheduling
+event: "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: …") — the
+condition rather than the event because it lasts while the pod waits (events expire after an
+hour) and comes with the pods the read lists anyway, so the listing shows it too. The jobs
+page shows it under the job's state (`job-waiting-<job>`), and the form shows a refusal's
+message and marks the field it names.
+`DELETE` deletes the job (foreground: its pods go first).
+
+**Logs.** `GET …/jobs/<job>/logs?tail=&since=&pod=&previous=` reads each pod's log from the
+Kubernetes API (`timestamps=true`) and answers the newest `tail` lines (≤ 10,000), each
+`{pod, time, line}`. The live tail is a WebSocket (below) served by the web process itself:
+never Celery, never a worker.
 """
 
 from __future__ import annotations

@@ -1,13 +1,78 @@
-"""Operation kinds for clusters: `cluster.create` (staged), `cluster.stage` (one stage again).
+"""Operation kinds for clusters: `cluster.create` (staged), `cluster.stage` (one stage again)
+and `cluster.delete`.
 
-Stages, in order, each a group of steps: network → eks → activate → dependencies → hyperpod
-→ storage. Every step is an ensure (cloud/ adopts by tags, names or client tokens before it
-creates), so a step re-run after a crash, a retry from a failed step, or a whole stage re-run
-never makes anything twice. Long waits (EKS ACTIVE, add-ons, HyperPod InService) are `wait`s:
-the engine re-schedules them, no worker sleeps.
+`cluster.create` is one operation whose steps carry a `stage`. Stages, in order, each a group
+of steps: network -> eks -> activate -> dependencies -> hyperpod -> storage. Every step is an
+ensure (cloud/ adopts by tags, names or client tokens before it creates), so a step re-run
+after a crash, a retry from a failed step, or a whole stage re-run never makes anything
+twice. Long waits (EKS ACTIVE, add-ons, HyperPod InService) are `wait`s: the engine
+re-schedules them, no worker sleeps. Outputs flow by step name (`ctx.outputs`).
 
-Outputs flow by step name (`ctx.outputs`): a stage re-run is recorded with the outputs of
-the create operation's other steps as its inputs.
+An operation kind may `select` its steps from the params when it is recorded (an existing VPC
+replaces the seven network steps with `existing_network`). Stages and steps:
+
+- network: the `network.create` steps (the network named after the cluster), or
+  `existing_network`;
+- eks: `eks_role`; `eks_cluster` (API auth, no creator admin, `clientRequestToken`; waits
+  ACTIVE); `eks_access` (access entry + AmazonEKSClusterAdminPolicy for the panel's own
+  principal; OIDC provider);
+- activate: `activate` (once ACTIVE: the creator token's active cluster);
+- dependencies: `dependencies`, the base set of `cloud/data/dependencies.yaml`
+  (`cloud.dependencies.desired()`, the same data and `cloud/addons.py` functions the features
+  switch uses). It installs only what is missing, waits until add-ons settle, and never
+  installs nor removes a managed feature;
+- hyperpod: `lifecycle` (bucket `sagemaker-hypd-...` + scripts); `hyperpod_roles` (execution
+  role, autoscaling-ready cluster role); `compute_subnet` (/20 from the one allocator, on the
+  private route table); `hyperpod_cluster` (NodeRecovery Automatic, NodeProvisioningMode
+  Continuous; the first group from `cloud.capacity.instance_group_spec`, the one capacity
+  function; waits InService; a Failed cluster is deleted and made again);
+- storage: `s3_bucket` (shared bucket), `s3_volume` (PV + PVC `hypd-s3` via Mountpoint for S3
+  CSI, mounted at `/s3`); with `fsx`, also `fsx` and `fsx_volume` (tasks/storage.py).
+
+The create's dry run (`POST /clusters?dry_run=true`) changes nothing, and the route declares
+it open to viewers (`@access("operator", dry_run=True)`). The create runs
+`cloud.preflight.check` first (412 `precondition_failed` with the checks) and refuses a zone
+or an instance type AWS would refuse (422).
+
+A stage re-run (`POST /clusters/<c>/stages/<s>/run`) is a `cluster.stage` operation holding
+only that stage's steps, with the other steps' resources and outputs from the cluster's create
+(and later re-runs) as its `inputs`.
+
+`cluster.delete` goes in reverse. Its first step, `in_use` (no stage: it builds nothing, so a
+refusal never reads as a stage's state), checks again what the route checked (see
+cloud/dependents.py). Then LoadBalancer Services and hypd's claims, hypd's MLflow tracking
+server (in the storage stage), HyperPod, compute subnets, lifecycle bucket, EKS, OIDC
+provider and roles. Then the network if the create made it, after `network_in_use`: no other
+cluster may have come to run in it, and the cluster's own settling interfaces are waited
+for. In a VPC the user gave, only the security group the create made there goes: recorded by
+the `existing_network` step as `made_security_group_id` and passed as the delete's
+`security_group_id` (`delete_params`). The shared bucket is kept unless `?delete_data=true`.
+Every delete step finds its resources by name or tags and treats "already gone" as done, so a
+delete works from any point a create stopped at: before EKS existed (the Kubernetes steps
+see no ACTIVE cluster and skip), mid-network (the network steps delete whatever carries the
+network's tags), with EKS still CREATING (EKS's `ResourceInUseException` is a "not yet").
+
+Imported clusters live in `hypd:imported-clusters` (tasks/registry.py): forgetting one never
+calls AWS. The active cluster is `hypd:active-cluster:<token name>` (tasks/active.py).
+
+The Kubernetes client (`cloud/eks.py`) is built from `describe_cluster` (endpoint, CA; TLS
+always verified) with a token made as `aws eks get-token` makes it (presigned STS
+GetCallerIdentity with `x-k8s-aws-id`), re-minted after 14 minutes; server-side apply and
+reads go through `cloud/kube.py`.
+
+Kubernetes versions are one table, `cloud/data/kubernetes_versions.yaml` (read by
+`cloud/kubernetes_versions.py`, sources in the file): the minor versions SageMaker HyperPod
+documents for EKS, each with the EKS release calendar's end of standard support (from then
+the cluster is billed for extended support) and end of extended support (from then EKS no
+longer creates or runs it). The API offers, as the create's and the upgrade's enum, the
+versions EKS still runs on the day the process starts, and defaults to the newest. It refuses
+one past its extended support (422, with the date) even if it ended while the process runs,
+before anything is made, since EKS would refuse it only after hypd had made the network. The
+plan shows the version's support (`support`: standard | extended, both dates) beside the EKS
+cluster and prices extended support when it applies; `GET /clusters/<c>` shows the running
+version's (`eks.support`), and the cluster page badges it (amber in extended support). When
+HyperPod documents a new version, one line is added there; the Kubernetes upgrade tests need
+three offered versions and say so.
 """
 
 from __future__ import annotations

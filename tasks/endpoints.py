@@ -1,19 +1,219 @@
-"""Operation kinds of inference endpoints, each on target `cluster/<c>/endpoint/<e>`:
+"""Operation kinds of inference endpoints, each on target `cluster/<c>/endpoint/<e>`, and
+(in the same part of the product) of the models they serve.
 
 - `endpoint.create`: `requirements` (the AWS Load Balancer Controller for an external
-  Service, KEDA for an autoscaled SGLang endpoint: installed when first needed, under the
-  cluster's features mutex), `deploy` (the InferenceEndpointConfig, or the Deployment and
-  the SGLang router; waits until the servers are available), `service` (the Service(s); an
-  external one waits for its load balancer's address), `autoscaler` (KEDA's ScaledObject);
-- `endpoint.update` (explicit diff: replicas, autoscaling bounds, routing): `scale_in`
-  (a pool only: unassigned workers are marked to go first and the Deployment scaled only
-  when the controller would remove nothing else), then `deploy` again, and for a routed
-  SGLang endpoint `service` and `autoscaler` again;
-- `endpoint.reassign`: one pool worker's model label changed — nothing else of the pod;
-- `endpoint.delete`: every object hypd made for the endpoint, then waits until gone.
+  Service, KEDA for an autoscaled SGLang endpoint; only when the endpoint needs one), `deploy`
+  (the InferenceEndpointConfig, or the Deployment and the SGLang router; waits until the
+  servers are available), `service` (the Service(s), not for a managed endpoint; an external
+  one, an NLB, waits for its load balancer's address), `autoscaler` (KEDA's ScaledObject, for
+  an autoscaled routed endpoint);
+- `endpoint.update`: an explicit diff (replicas, autoscaling bounds, routing); `200
+  {"changed": false}` when already as asked. `requirements` when what it needs changed;
+  `scale_in` for a pool scaled in (unassigned workers are marked to go first and the
+  Deployment scaled only when the controller would remove nothing else), else `deploy`
+  again; for a routed SGLang endpoint `service` again (so one made before the load reader
+  gets its Service); `autoscaler` when it is or was routed;
+- `endpoint.reassign`: `relabel`, one pool worker's model label changed, nothing else of the
+  pod;
+- `endpoint.delete`: `delete`, every object hypd made for the endpoint (every labelled
+  object, foreground), then waits until gone.
 
-Every write is a server-side apply of the whole object by name (or a merge patch of one
-label), so a step re-run after a crash converges on the same objects: nothing is made twice.
+`requirements` installs entries of `cloud/data/dependencies.yaml` in the non-toggle features
+`load_balancing` and `event_autoscaling` when first needed, with the same `cloud/addons.py`
+plan/apply and `cloud/identity.py` the features use, under the cluster's features mutex, and
+waits until their Deployments are available. Every write is a server-side apply of the whole
+object by name, or a merge patch of one label, so a step re-run after a crash converges on
+the same objects: nothing is made twice. A worker SIGKILLed after the API server took the
+Deployment leaves one Deployment (same uid), one ReplicaSet (tests/tasks/test_endpoints_kill.py;
+the fault point is a held Kubernetes write, below).
+
+Endpoints are the cluster's own objects, each labelled `hypd.io/endpoint=<e>`. The request
+the route accepted is kept on the main object (annotation `hypd.io/endpoint-spec`), so reads,
+changes and deletes start from what the cluster holds (`cloud/inference.py` builds every
+manifest from an `Endpoint`).
+
+`kind: managed` is one `InferenceEndpointConfig`: model in the cluster's bucket under
+`models/<m>`, instance type, replicas, managed tiered KV cache (L1 always, HyperPod tiered
+storage as L2 on request), intelligent routing, autoscaling with a CloudWatch trigger. Its
+`deploy` step waits until the operator reports the config's current generation
+`DeploymentComplete` (`status.state`, else
+`status.deploymentStatus.deploymentObjectOverallState`, as the HyperPod CLI reads it;
+`DeploymentFailed` fails the step), and the read model takes state, ready replicas and
+message from the same status. It is refused (412, naming the `inference_operator` toggle)
+while that feature is not on, read through `cloud/features.py`; and (409, with the holder's
+ARN) when a SageMaker endpoint of that name exists in the Region: the config's
+`endpointName` is the endpoint's name, and the operator makes a SageMaker endpoint under it
+(names are unique per account and Region).
+
+`vllm`, `sglang`, `custom`: a Deployment (GPU requests and limits, readiness and liveness
+probes, the shared bucket's claim at `/s3`, `/dev/shm`, the model path) and its Service:
+`in_cluster` (ClusterIP), `load_balancer` (an NLB: `loadBalancerClass: service.k8s.aws/nlb`
+and the AWS Load Balancer Controller's annotations) or `pool`.
+
+A model pool's workers carry `hypd.io/model=unassigned`, a label outside the Deployment's
+selector (relabelling a selected label makes the ReplicaSet release the pod and make another;
+the sandbox plays that too); one binding Service per model selects it. A worker reads its
+label through a downward-API file and its liveness probe fails when the label no longer names
+what it serves, so the kubelet restarts the container in the same pod. Reassigning
+(`POST .../reassign`) is a merge patch of that one label. Scaling a pool in marks workers
+with `controller.kubernetes.io/pod-deletion-cost` (unassigned -1000, assigned 1000) and
+lowers the replicas only when the ReplicaSet controller's order (unscheduled, pending, not
+ready, then cost) would take unassigned workers alone; otherwise the step waits. The route
+refuses (409) a count below the assigned workers.
+
+SGLang with several replicas or autoscaling gets the SGLang router (`--policy cache_aware`,
+its workers found by label through the Kubernetes API with a Role of its own) behind the
+endpoint's Service. Beside it in the router's pod runs hypd's load reader
+(`cloud/incluster/sglang_load.py`, mounted from a ConfigMap made from that file; its
+in-cluster Service `<e>-router`, port 29100, `GET /load`: the router's workers' `/get_load`
+`num_reqs`, running plus waiting, summed). A KEDA `ScaledObject` reads it (metrics-api
+scaler, JSON `load`, `metricType: AverageValue`: desired = ceil(total / target); fields KEDA
+2.17 knows; replicas left to KEDA: server-side apply never sets them then). Why a reader:
+KEDA 2.17's metrics-api takes the first matching Prometheus series and cannot add, the
+router's `sgl_router_running_requests` is one gauge per worker (set only under cache_aware,
+stale after a worker goes), and there is no Prometheus server to ask
+(`inference.scaled_object`'s docstring cites the sources). With no server there is nothing to
+read, so an SGLang endpoint's `autoscaling.min` is at least 1 (422 otherwise).
+
+Too large for the cluster, checked before anything is recorded: `replicas` servers of `gpus`
+GPUs each, on nodes of the endpoint's instance type when it names one (a managed endpoint
+always does: a type none of the cluster's groups has is `422 validation_failed` naming the
+groups), and as many at the autoscaling maximum, go through the one capacity-fit check
+(cloud/fit.py, as a training job does: see cloud/training.py). That is `422
+exceeds_capacity` with the numbers, on create and on a PATCH that raises `replicas` or
+`autoscaling.max` (one already as asked answers 200 unchanged; a scale-in or a routing change
+is never refused for a cluster that shrank). One that fits but waits says why, as a job does:
+the read's `waiting` (its servers' PodScheduled conditions: hypd's pods by
+`hypd.io/endpoint`, one list for all endpoints; a managed endpoint's by the operator's
+`app=<name>`), its `message` when nothing else is said ("1 of its servers wait for capacity:
+0/2 nodes are available: ..."), the `deploy` step's detail while it waits, and the endpoints
+page under the state (`endpoint-waiting-<e>`).
+
+Invoke (`POST .../endpoints/<e>/invoke`, operator) sends one OpenAI-compatible completion
+through the Kubernetes API server's service proxy,
+`POST /api/v1/namespaces/<ns>/services/<svc>:http/proxy/v1/completions`. Namespace and
+Service come from the endpoint's stored request (a pool's binding Service for the model
+named, which must be one of the pool's); port, path and method are fixed by hypd, every path
+part quoted. The body is built by hypd from a prompt (at most 4000 characters), `max_tokens`
+(at most 256) and the model; unknown fields are 422; the answer is cut at 64 KiB. A managed
+endpoint's Service is the one the inference operator made for its InferenceEndpointConfig:
+AWS does not publish that Service's name, so hypd finds it by its controller ownerReference
+to the config (uid) in the endpoint's namespace, and its port by the config's
+`modelInvocationPort` (`cloud.inference.operator_service`); the config names the same path
+(`invocationEndpoint: v1/completions`). 409 until the operator has made it. The MCP tool
+`invoke_endpoint` is mutating (an operator's; it uses GPUs) with `get_endpoint` as its
+confirming read, as import and the active cluster are.
+
+Models (`GET/POST /clusters/<c>/models`, `DELETE .../models/<m>`; the kinds are in
+tasks/models.py). `model.delete` has one step, `files`: every object version under
+`models/<m>/`, counted; deleting what is gone deletes nothing. It is refused while endpoints
+serve the model (see cloud/dependents.py). `model.download` on `cluster/<c>/model/<m>`:
+
+- `identity`: service account `default/hypd-model-download`, IRSA role
+  `hypd-<c>-model-download`: list the bucket under `models/`, put and abort multipart uploads
+  under `models/*` only;
+- `job`: for an S3 source, its read is an extra inline policy for that download, granted
+  here and taken back by the `cleanup` step, or, when the Job fails or disappears, before the
+  step fails. `source_grant` (granting -> granted -> revoking -> revoked) is recorded before
+  each IAM call, so a re-run task calls nothing twice and a retry grants anew. Then a
+  `batch/v1` Job `hypd-model-<m>` labelled with the operation id, adopted by it after a
+  crash; a finished one of an earlier download is removed first. Every value reaches it as an
+  environment variable: `hf download` into an emptyDir, then `aws s3 cp --recursive` to
+  `s3://<bucket>/models/<m>/`, the S3 API, never the Mountpoint mount. Its wait records
+  `files` and `bytes` read from the bucket itself and ends with the Job;
+- `cleanup`: the source's read taken back.
+
+The Job's image is the setting `HYPD_MODEL_DOWNLOAD_IMAGE`, read by the worker that builds the
+Job (`Settings.from_env()` in `apply_job`). The default `python:3.12-slim` pip-installs the
+pinned Hugging Face CLI and AWS CLI (`cloud.models.TOOLS`) at every run, which needs a way to
+PyPI from the cluster; `deploy/images/model-download/Dockerfile` bakes exactly those pins
+(tests/cloud/test_models.py keeps them equal), and the fixed script installs only when
+`command -v hf` or `aws` fails (tested by running it in a real `sh` against stand-in tools).
+
+A cancelled download stops by the kind's `on_cancel`. It deletes the operation's own Job
+(only one carrying its `hypd.io/operation` label, bound to the uid it found by a delete
+precondition) with `propagationPolicy: Background`, since a `batch/v1` Job deleted without a
+policy leaves its pods running, and records `job_deleted: <uid>`. Then it takes the source's
+read back (even when the deletion failed; a retryable failure deletes again at the next
+boundary), and, cancelled in the `job` step, once no pod of it is left to write, deletes the
+partial files under `models/<m>/` (a finished model, cancelled at `cleanup`, stays). A re-run
+after a worker's death finds the Job gone or someone else's and deletes nothing.
+
+A hub token is accepted only as a Secret reference (`hub_token_secret: {name, key}`, checked
+to exist): it reaches the pod as `HF_TOKEN` from `secretKeyRef` and never passes through hypd
+(tests/app/test_models_api.py greps the operation, its events, the web and worker logs, the
+Job, the pod, its log and the cluster's events for it).
+
+The sandbox serves. `sandbox/simulator/workloads.py` plays kube-controller-manager's
+Deployment, ReplicaSet (the real scale-in order with pod-deletion-cost; release of a pod
+relabelled out of the selector), Job and Endpoints controllers and the AWS Load Balancer
+Controller's NLB address, and answers the API server's service proxy from a ready endpoint
+pod: `programs.model_server` recognises vLLM, SGLang and the SGLang router by their command
+lines and answers a small deterministic completion (`system_fingerprint` names the pod);
+anything else refuses the connection (503). `sandbox/simulator/inference.py` plays the
+HyperPod inference operator (once its add-on's controller runs): from each
+InferenceEndpointConfig a Deployment and a ClusterIP Service it controls, pods labelled
+`app=<config>` (the label the HyperPod CLI lists an endpoint's pods by) on nodes of its
+instance type, a model server answering on the invocation port, and the status the CRD
+describes (tests/app/test_endpoints_api.py validates it as a closed schema).
+`sandbox/simulator/downloads.py` plays `pip install`, `hf download` (a deterministic hub;
+gated organisations need a token Secret) and `aws s3 cp`, whose uploads land in the local
+AWS's S3 as the CLI would send them (a program line may carry an effect), with the shell's
+list rules (`programs.run_script`): a stock `python:*` image has the tools only once
+`pip install` ran, an image named `.../hypd-model-download:...` has them from the start. The
+sandbox's API server orphans a `batch/v1` Job's pods when it is deleted without a
+propagation policy, as Kubernetes does. Kubernetes writes are fault points too: a hold on
+service `kubernetes`, action `<verb> <plural>` (e.g. `patch deployments`) keeps the API
+server's answer back after the store took the write.
+
+Faces. MCP tools `list_endpoints`, `get_endpoint`, `create_endpoint`, `update_endpoint`,
+`delete_endpoint`, `reassign_endpoint_worker`, `invoke_endpoint`, `list_models`,
+`download_model`, `remove_model`. Dashboard pages `#/clusters/<c>/endpoints` (a create form,
+`views/endpoint_form.js`, its choices and bounds from the OpenAPI document through
+`rules.js`, routing per kind from the `x-hypd-by-kind` extension on `routing`; per row a test
+completion and a delete, each in a dialog, `views/endpoint_actions.js`; a pool's workers,
+reassigned by menu) and `#/clusters/<c>/models` (a download from the hub or from an S3
+prefix; downloads with files and bytes; a model's removal in a dialog). Skills
+`skills/deploy-model.md` (the user states the GPU count) and `skills/download-model.md`. A
+route reaches a cluster's Kubernetes API through `app/readmodels/kubeapi.py` (409 until
+ACTIVE, 502 for its failures), which storage uses too.
+
+The controller's webhook certificate. The AWS Load Balancer Controller (controller-runtime)
+exits at start without `ca.crt`, `tls.crt`, `tls.key` in
+/tmp/k8s-webhook-server/serving-certs (kubernetes-sigs/aws-load-balancer-controller#1942).
+As its Helm chart does, `cloud/manifests/aws-load-balancer-controller.yaml` has the
+`kubernetes.io/tls` Secret `kube-system/aws-load-balancer-tls` (no data; annotated
+`hypd/serving-certificate-for: aws-load-balancer-webhook-service`), the Deployment mounting
+it read-only there and the Service `aws-load-balancer-webhook-service` (443 -> the
+container's `webhook-server` port 9443). `cloud/addons.py` never applies that Secret:
+`cloud/serving_certs.py` creates it when absent (POST; a 409 keeps the one another install
+made) with a new self-signed CA (P-256, ten years, its key dropped) and a server certificate
+it signs for `<service>.<ns>`, `.svc` and `.svc.cluster.local`. An existing Secret is kept
+as it is: a re-apply lists it under `kept`, never rotates it; one lacking a file is refused
+(412), not overwritten. The key is in no log, repr or step result (tests/cloud/test_addons.py,
+tests/cloud/test_serving_certs.py: a real TLS handshake against the CA).
+
+CRDs: the AWS Load Balancer Controller's TargetGroupBinding and IngressClassParams
+(kubernetes-sigs/aws-load-balancer-controller v2.13.4) and KEDA's six (ScaledObject,
+ScaledJob, TriggerAuthentication, ClusterTriggerAuthentication, CloudEventSource,
+ClusterCloudEventSource; kedacore/keda v2.17.2: its operator starts a controller for each,
+and its ClusterRole now lets it watch them all, as upstream's does) are upstream's files,
+unchanged, in `cloud/manifests/*-crds/` with a SOURCES.md each (source, tag, commit, git blob
+per file; tests/cloud/test_addons.py checks the blobs), applied before the controllers.
+KubeRay's RayJob, RayCluster and RayService CRDs (ray-project/kuberay v1.7.0) are shipped the
+same way (`cloud/manifests/kuberay-crds/`). Not done: neither the LBC nor KEDA installs its
+admission webhooks, so nothing in the API server calls the LBC's webhook server: hypd's
+Services carry every annotation, the Service mutator is off, no namespace asks for
+readiness-gate injection, the only TargetGroupBindings are the controller's own; the
+manifest's header says why.
+
+The sandbox's API server holds custom resources to their CRD's structural schema as a real
+one does: unknown fields pruned (a warning; 400 under `fieldValidation=Strict`); type,
+required, enum and bound violations 422 `Invalid` with field paths. So hypd's RayJobs and
+ScaledObjects, and (with the sandbox's upstream inference-operator and NodePool CRDs) its
+InferenceEndpointConfigs and NodePools, are checked by the server in every stack test,
+besides the closed-schema tests (tests/crdkit.py), and what hypd reads back carries the CRDs'
+defaults as on a real cluster; CEL rules are not evaluated there (sandbox/README.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,142 @@
 """Operation kind `feature.update` (target `cluster/<c>/feature/<f>`): turn one managed
 feature on or off, or change its options, dependency-aware.
 
-Turning on, in order: `requirements` (what the feature needs from other features — e.g.
-cert-manager, the Pod Identity agent — installed when missing, under the cluster's features
-mutex), `identity` (each consumer's IAM role, and a service account hypd makes annotated
-with it), `enable` (the add-ons bound to their roles, the HyperPod setting), and for
-autoscaling `node_pools` (each group's bounds). Turning off goes back: `node_pools_off`,
-`disable`, `identity_off` (the roles and service accounts, never a shared role nor the OIDC
-provider), `release` (what the feature pulled in, unless another enabled feature — or one
-being changed right now — still needs it).
+The graph is data. `cloud/data/dependencies.yaml` lists every entry a cluster may get (EKS
+add-ons, manifests, a service account hypd makes for a consumer of its own, a HyperPod
+cluster setting: `TieredStorageConfig`, `AutoScaling`), each in a feature, in install order,
+with `requires`. `enabled: true` marks the base set (the cluster create's dependencies stage);
+`toggle: true` marks the six managed features: `training_operator`, `inference_operator`,
+`tiered_checkpointing`, `autoscaling`, `observability`, `task_governance`. cert-manager is no
+longer in the base set: the operators pull it in, and it goes when the last feature needing
+it goes (DESIGN.md's "not removed while another enabled feature still needs it" needs a
+dependency that is not permanent; cert-manager is the one both operators share). The Pod
+Identity agent, the S3 CSI driver and HyperPod's agents stay base. The OIDC provider is the
+eks stage's; a feature finds it (makes it only if a cluster lacks it) and never deletes it.
 
-Every step is an ensure: it reads the actual state first and acts only on the difference,
-so a step re-run after a crash adopts what the crashed attempt made (a role found by name
-and tags, an add-on found by name and created with a client request token, a HyperPod
-setting already as asked is not sent again). The route records in the params what a
+Explicit diff. `PATCH /clusters/<c>/features` names features with only the fields to change
+(`{"training_operator": {"enabled": true}}`, `{"tiered_checkpointing": {"enabled": true,
+"memory_percent": 20}}`, `{"autoscaling": {"groups": {"workers": {"max": 6}}}}`). The route
+checks the features' locks, reads the actual state, resolves options against it (a group's
+missing bound is its current one) and compares (`cloud.features.matches`). All already true:
+`200 {"changed": false}` and no AWS or Kubernetes mutation (the suite counts). Exactly one
+feature differing: one `feature.update` operation on `cluster/<c>/feature/<f>`. More than
+one: 422; each feature is its own operation and target, and a reply carries one operation
+(the dashboard sends one PATCH per touched feature). The route records in the params what a
 change needs that is fixed when it is asked (the groups' instance types), so every attempt
 acts the same.
+
+The steps, selected when recorded. Every step is an ensure: it reads the actual state first
+and acts only on the difference, so a step re-run after a crash adopts what the crashed
+attempt made (a role found by name and tags, an add-on found by name and created with a
+client request token, a HyperPod setting already as asked is not sent again). Turning on, in
+order:
+
+- `requirements`: what the feature needs from other features (e.g. cert-manager, the Pod
+  Identity agent), installed when missing, planned and applied by `cloud/addons.py` with
+  client tokens, under the per-cluster features mutex `features/<c>`; waits until settled;
+- `identity`: each consumer's IAM role (found by name and tags before it is created, so a
+  crash never makes a second one), then a service account hypd makes, annotated with it;
+- `enable`: the add-ons installed bound to their roles, or an existing add-on bound;
+  `UpdateCluster` with the HyperPod setting only when DescribeCluster does not already show
+  it; waits until HyperPod shows it;
+- for autoscaling, `node_pools` (each group's bounds).
+
+Turning off goes back:
+
+- `node_pools_off`;
+- `disable`: hypd-tagged add-ons deleted, the setting set to `Disable`;
+- `identity_off`: the feature's service accounts and roles; never a shared role, never the
+  OIDC provider;
+- `release`, under the same mutex: the requirements outside the base set that no enabled
+  feature and no running feature operation on the cluster still needs (the lock table says
+  which run) are removed; the step records `removed`, `kept`, `still_needed_by`.
+
+A worker killed at any step finishes the toggle when the sweeper picks it up, and each role
+is asked for once (tests/tasks/test_features_kill.py). A half-made chain shows as `partial`;
+the same toggle again finishes it (`true`) or removes it (`false`).
+
+Identities. Each consumer that calls AWS states its identity:
+
+- `pod-identity`: trust `pods.eks.amazonaws.com` with `aws:SourceAccount` / `aws:SourceArn` =
+  this EKS cluster; bound by the add-on's own `podIdentityAssociations`;
+- `irsa`: trust the cluster's OIDC provider for one `system:serviceaccount:<ns>:<name>`,
+  audience STS; bound by the add-on's `serviceAccountRoleArn` or the
+  `eks.amazonaws.com/role-arn` annotation of the service account hypd makes;
+- `hyperpod`: the cluster's own ClusterRole, `shared`.
+
+The role is `hypd-<c>-<role>` with one inline policy per role key, built in `cloud/iam.py` and
+pinned by tests:
+
+- training operator: `sagemaker:DescribeClusterNode` on the account's clusters;
+- inference operator: read of the cluster's shared bucket, plus AWS's managed
+  `AmazonSageMakerHyperPodInferenceAccess`. The operator calls
+  `sagemaker:UpdateClusterInference` at start and makes SageMaker endpoints, ACM certificates
+  and `hyperpod-tls*` objects for its endpoints; a hand-kept copy would drift from what the
+  operator needs, so the boundary lets that policy through whole. Plus `iam:PassRole` on
+  itself to SageMaker only: AWS's policy passes only `SageMakerHyperPodInference*` roles, and
+  the operator passes its own role as its endpoints' execution role, so the role also trusts
+  `sagemaker.amazonaws.com`, and the boundary's only PassRole is to
+  `role/hypd/hypd-*-inference-op`;
+- KEDA's operator: `cloudwatch:GetMetricData`/`GetMetricStatistics`/`ListMetrics` (the
+  inference operator's CloudWatch triggers are read as KEDA's identity; no resource types);
+- observability: `aps:RemoteWrite`;
+- tiered checkpointing: list/get/put/delete/abort-multipart on the shared bucket only.
+
+The inference add-on, configured. `amazon-sagemaker-hyperpod-inference` checks at install for
+what AWS's HyperPod inference troubleshooting guide lists: the S3 and FSx CSI drivers,
+cert-manager, metrics-server, the AWS Load Balancer Controller and KEDA. So those are its
+`requires`, installed (with their own identities: the controllers' service accounts and IRSA
+roles, through `cloud/requirements.py`, the one installer of dependency sets, which the
+endpoints' on-demand installs use too) and waited for until their Deployments run, before it.
+It is created with `configurationValues` (`configuration` in the data, `${...}` filled at
+install by `cloud.dependencies.configuration`):
+
+- `executionRoleArn`: its IRSA role;
+- `tlsCertificateS3Bucket`: `hyperpod-tls-hypd-<c>-<digest>`, made and tagged with the role
+  by `cloud.identity.ensure` (`identity.tls_bucket`), and emptied and deleted with it, or by
+  the cluster delete's `identity` step; AWS's policy reaches only `hyperpod-tls*` buckets;
+- `hyperpodClusterArn`;
+- `alb`/`keda` disabled: hypd's own controllers serve it, since a second copy of either would
+  fight over the same objects.
+
+An add-on present with other values is updated to hypd's (`configurationValues` compared
+parsed). The Load Balancer Controller, KEDA and the FSx driver are `sticky`: endpoints and
+FSx volumes install them on demand too, so turning a feature off never removes them (a
+controller removed under a LoadBalancer Service would leave its finalizer, and its NLB,
+behind); an FSx volume installs the FSx driver with itself. The sandbox checks the same
+(sandbox/gaps/eks_addons.py: the configuration's schema, the role and bucket it names, the
+objects it needs).
+
+Actual state, never a stored copy. `cloud.features.read` reads, per request: ListAddons and
+DescribeAddon (status, health issues, hypd's tags, the role binding), Pod Identity
+associations of the consumer's service account, IAM (role present, trust and policy as hypd
+builds them), the service account and its annotation, the manifests the features need,
+DescribeCluster (`TieredStorageConfig`, `AutoScaling`, `ClusterRole`, the groups) and the
+NodePools hypd made. A feature is `on` when every part is there as wanted (`settling` while
+an add-on or setting converges), `off` when none of its own parts is (a shared one does not
+count), `partial` in between, `failed` when AWS says so. The feature tags
+(`hypd:feature:<f>`) of earlier versions are gone; the cluster page's `features` is the same
+read, summarised.
+
+Managed autoscaling turns on HyperPod's `AutoScaling` (`Mode: Enable`, `AutoScalerType:
+Karpenter`) with the cluster's ClusterRole (made with every cluster; ensured, shared), then
+gives each named instance group its bounds as Karpenter objects (`cloud/autoscaling.py`): a
+`HyperpodNodeClass` `hypd-<g>` naming the group, a dynamic NodePool `hypd-<g>` with
+`limits.nodes` = max - min and `consolidateAfter: 60s`, and, when min > 0, a static NodePool
+`hypd-<g>-min` with `replicas` = min. A NodePool has a maximum but no minimum, so the minimum
+is a static pool (Karpenter's static capacity); min 0 (scale from zero, AWS's documented path)
+needs none. min/max are read back from the pools; current from HyperPod. Only on-demand
+groups without deep health checks or a training plan may be autoscaled (AWS's rule; 422
+otherwise). The NodePools are validated against the real Karpenter v1.14 CRD as a closed
+schema (tests/crds/, tests/crdkit.py). Wherever autoscaling is shown (the panel, the
+cluster's status, the MCP tools, the skill) it says it manages HyperPod instance groups only,
+not general EC2 capacity.
+
+Faces: MCP `get_features` / `update_features` (status tool `wait_operation`); the cluster
+page's Advanced features panel (`static/js/views/cluster_features.js`: a toggle per feature,
+its `requires` and identity, the memory share, autoscaling's per-group min/max/current; Apply
+sends one PATCH per touched feature with only the touched fields, follows each operation,
+shows "no change" for a 200); `skills/features.md`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,63 @@
 """Operation kinds `instance_group.create`, `instance_group.update`, `instance_group.delete`
-(target `cluster/<c>/group/<g>`).
+(each on target `cluster/<c>/group/<g>`).
 
-Every change is HyperPod's `UpdateCluster` with the whole list of groups: the ones the change
-does not touch go as `DescribeCluster` reports them (`capacity.spec_from_details`), the new
-or changed one as the one capacity function builds it. Each step adopts before it applies:
-a group that already is as asked (a crashed attempt's call went through) is not sent again.
-While deep health checks run AWS refuses UpdateCluster; the step waits (cloud's `NotYet`).
+A group is added, changed and deleted by HyperPod's `UpdateCluster` with the whole list of
+the cluster's groups. The ones a change leaves alone go as `DescribeCluster` reports them
+(`cloud.capacity.spec_from_details`, which also turns the reported `KubernetesConfig`,
+`DesiredLabels`/`DesiredTaints`, back into a spec's `Labels`/`Taints`); the new or changed
+one goes as the one capacity function (`cloud.capacity.instance_group_spec`, which the
+cluster's first group also goes through) builds it.
 
-The request's context — the cluster's VPC, security groups, execution role, lifecycle
-scripts, the zone — is read once when the operation is recorded (app/api/instance_groups.py)
-and kept in its params, so every attempt builds the same request.
+Each step adopts before it applies: a group already in DescribeCluster, already as asked (a
+crashed attempt's call went through) or already gone is not sent again. While deep health
+checks run AWS refuses UpdateCluster; `cloud.hyperpod.update_instance_groups` turns that into
+cloud's `NotYet`, so the step waits.
+
+The kinds:
+
+- `instance_group.create`: `subnet` (an existing subnet of the cluster's VPC, or the group's
+  own /20 from the one allocator in its zone under the per-VPC mutex, tagged
+  `hypd:instance-group=<g>` and routed through the cluster's private route table), then
+  `instance_group` (UpdateCluster; waits InService/Degraded at the target count);
+- `instance_group.update`: an explicit diff: the changed spec is compared with the group as
+  it is, and nothing is sent when they match;
+- `instance_group.delete`: `InstanceGroupsToDelete`, waits until the group is gone, then
+  deletes its own compute subnet (DependencyViolation while its interfaces go is a wait).
+
+The route (app/api/instance_groups.py) reads the request's context from the cluster once,
+when the operation is recorded, into its params, so every attempt sends the same request:
+the execution role, lifecycle scripts, security groups and route table of its existing
+groups, the VPC of its EKS cluster, and the zone. Placement: an existing subnet's zone, else
+the zone asked for, else a training plan's zone (from the preflight check of the plan), else
+the cluster's; a training plan's zone wins and a request naming another is 422. The zone must
+offer the type and the EFA mode must suit it (`app/choices.py`, the checks the cluster create
+uses too); quotas and the plan are preflighted (412).
+
+Fixed for a group's life (`schemas.instance_groups.IMMUTABLE`): instance type, capacity type,
+training plan, EFA mode, zone, subnet. A PATCH carrying one with another value is `422
+immutable_field` naming it, before anything is sent. A delete is refused for the last group
+(409 `conflict`), and while pods that would not come back elsewhere run on its nodes (no
+controller that recreates them, a training job's, or pinned to the group by node selector),
+409 `in_use` naming them (see cloud/dependents.py), unless `?force=true`. Imported clusters
+are read, never changed.
+
+Cluster software (the kinds are in tasks/cluster_software.py, on target `cluster/<c>`):
+
+- `cluster.software_update`: `UpdateClusterSoftware`, followed until every named group's
+  `SoftwareUpdateStatus` is `Succeeded`. The call has no client token: the step records the
+  newest `LastSoftwareUpdateTime` of the nodes before it calls, and an attempt after a crash
+  that finds the update running, or nodes updated since, follows that update instead of
+  starting a second (tests/app/test_cluster_software_api.py kills the worker right after AWS
+  accepted the call).
+- `cluster.kubernetes_upgrade` (`POST .../kubernetes-version`): the route answers
+  `200 {"changed": false}` for the version the cluster runs and refuses anything but the
+  next minor version (422, nothing sent). The operation sends `UpdateClusterVersion` with the
+  step's client token (an update to that version already under way, found through
+  `ListUpdates`/`DescribeUpdate`, is followed, not asked again), waits for the cluster to be
+  `ACTIVE` on it, then moves every EKS add-on whose version is not the new version's default
+  (`DescribeAddonVersions`) with `UpdateAddon` and waits for them. Tested against the
+  sandbox's EKS (which plays the upgrade), over REST and MCP, with the worker killed after
+  EKS accepted.
 """
 
 from __future__ import annotations

@@ -1,17 +1,87 @@
 """Operation kinds `mlflow.attach` and `mlflow.detach` (target `cluster/<c>/mlflow`): a
-cluster's managed MLflow tracking server (cloud/mlflow.py).
+cluster's SageMaker managed MLflow tracking server (cloud/mlflow.py).
 
-`mlflow.attach` either makes hypd's own tracking server — `server_role` (the role SageMaker
-keeps artifacts with), `tracking_server` (adopted by name and tags, else created; its wait
-re-schedules while it is Creating, about 20 minutes on AWS, never holding a worker) — or,
-given `tracking_server_name`, `verify`s an existing one (waits while it settles, refuses a
-stopped or failed one). Then `identity` (the jobs' role scoped to that ARN, the `default`
-namespace's service account and its Pod Identity association) and `record` (the ConfigMap the
-jobs route reads). Every step adopts what an earlier attempt made.
+`PUT /clusters/<c>/mlflow` gives the cluster a tracking server. Without `tracking_server`,
+hypd makes its own (`hypd-<c>`, artifact store `s3://<shared bucket>/mlflow/`, tagged as
+hypd's for the cluster); with a name or ARN (same region), an existing one is attached and
+never deleted by hypd. Either is one `mlflow.attach` operation on `cluster/<c>/mlflow`, a
+descendant of the cluster, so a cluster delete is refused while it runs. Already attached
+(the same server again, or `{}` while hypd's own is attached): `200 changed: false`; another
+one attached: 409 naming it (detach first).
 
-`mlflow.detach` undoes it in reverse: the record first (new jobs stop getting MLflow), the
-jobs' identity, the tracking server only when its tags say hypd made it for this cluster,
-then its role.
+`mlflow.attach` steps; every step adopts what an earlier attempt made:
+
+- for hypd's own server, `server_role`: `hypd-<c>-mlflow-server`, the role SageMaker keeps
+  artifacts with: trust `sagemaker.amazonaws.com`, list/read/write/delete under `mlflow/` of
+  the bucket only (AWS suggests AmazonS3FullAccess; the artifact store is one prefix);
+- then `tracking_server`: CreateMlflowTrackingServer has no client token. The name is unique
+  per account and region, so the step looks it up first and adopts it when its tags say hypd
+  made it for this cluster, refuses it otherwise; a `ResourceInUse` from a racing attempt is
+  adopted the same way;
+- or, for an existing one (the operation's `tracking_server_name`), `verify` it;
+- either waits with a `NotYet` while the server is `Creating`/`Updating` (about 20 minutes on
+  AWS): the engine re-schedules, no worker waits. A stopped or failed server is refused with
+  what to do;
+- `identity`: the jobs' role scoped to that ARN, the `default` namespace's service account
+  and its Pod Identity association (below);
+- `record`: the ConfigMap the jobs route reads (below).
+
+Where the attachment lives: in the cluster. `record` applies the ConfigMap
+`default/hypd-mlflow` (labelled as hypd's): tracking server name and ARN, `made_by_hypd`, the
+jobs' role ARN. It is what the jobs route reads (one Kubernetes GET per submission) and what
+`GET /clusters/<c>/mlflow` starts from (then DescribeMlflowTrackingServer for status and URL,
+and the newest `mlflow.*` operation for `creating`/`attaching`/`detaching`/`failed`). No copy
+is kept in Redis: AWS and the cluster stay the source of truth.
+
+The jobs' identity: Pod Identity on a service account of their own, not the storage
+identity. The bucket at `/s3` is mounted by the Mountpoint CSI driver with the nodes'
+execution role; granting MLflow there would give it to every pod on every node (and to the
+node itself). Instead `identity` makes the role `hypd-<c>-mlflow`: trust
+`pods.eks.amazonaws.com` for this EKS cluster; `sagemaker-mlflow:*` on the one tracking
+server ARN (the MLflow REST API's actions follow MLflow's versions, so the family is named
+whole but the resource is one server); and list/get/put/abort-multipart under the server's
+S3 artifact store, its `ArtifactStoreUri` (MLflow's client uploads artifacts and logged
+models there itself). Then the `hypd-mlflow` service account of `default` and its Pod
+Identity association. A job in another namespace gets that namespace's service account and
+association at submission (looked up first, made once).
+
+Every job submitted while a server is attached runs as `hypd-mlflow` and gets
+`MLFLOW_TRACKING_URI=<tracking server ARN>` (what the `sagemaker-mlflow` plugin resolves and
+signs for) and `MLFLOW_EXPERIMENT_NAME` (the job's name unless the request's `env` names
+one), in every pod of both job kinds (tests/cloud/test_mlflow.py pins it). Artifacts: the
+job role has no S3 grant; metrics, parameters and tags are what it logs (training throughput
+and the like); a job writes files under `/s3`.
+
+A job's link. `GET .../jobs/<job>` answers `mlflow: {tracking_server_arn, experiment_name,
+ui_url_route, ui_url_tool}` read from the job's own environment (so it is true for the job
+even after a detach), or null. The MLflow UI opens through a presigned URL
+(`GET /clusters/<c>/mlflow/ui-url`, CreatePresignedMlflowTrackingServerUrl, 5 minutes to
+open). It is a credential, so it is made on request for an operator only (the route is an
+operator's read, like the audit log; MCP `get_mlflow_ui_url` is hidden from viewers), never
+part of a job, a log line or a cache.
+
+Detach (`DELETE .../mlflow`, `mlflow.detach`) undoes the attach in reverse:
+
+- `record` first, so new jobs stop logging to MLflow; what it held is recorded on the step
+  before the ConfigMap goes;
+- `identity`: every association of a `hypd-mlflow` service account to the role, the service
+  accounts hypd made, the role;
+- `tracking_server`: deleted only when its tags say hypd made it for this cluster; an
+  attached one is kept, and the step says so. A delete waits while the server is still being
+  created, then waits until it is gone;
+- `server_role`.
+
+Detach also cleans up after an attach that failed half-way (hypd's server or role without a
+record). The cluster delete has a step of its own, `mlflow` (storage stage, before the
+bucket): hypd's tracking server of the cluster is deleted by its tags; an attached one stays;
+the record, service accounts and associations go with the EKS cluster and the roles with the
+cluster's roles.
+
+Faces: MCP `get_mlflow`, `set_mlflow`, `detach_mlflow`, `get_mlflow_ui_url`; the jobs page's
+MLflow card; `skills/submit-training.md`. The sandbox answers the MLflow calls
+(`sandbox/gaps/sagemaker_mlflow.py`). Tests: tests/app/test_mlflow_api.py (on the job tests'
+shared cluster), tests/sandbox/test_mlflow_gap.py, tests/cloud/test_mlflow.py,
+tests/tasks/test_mlflow_kill.py (long form).
 """
 
 from __future__ import annotations

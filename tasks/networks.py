@@ -1,9 +1,50 @@
 """Operation kinds `network.create` and `network.delete`.
 
 Each step is one resource group and an *ensure* (cloud/networks.py adopts by tags before it
-creates), so a step re-run after a crash adopts what the crashed attempt made. Ids are
-recorded through `ctx.record` the moment AWS returns them. Waiting on the NAT gateway is a
-`wait` that answers "ask again in N seconds"; the engine re-schedules, never sleeps.
+creates), so a step re-run after a crash adopts what the crashed attempt made. Every resource
+is created with `TagSpecifications` (`hypd:managed-by=hypd`, `hypd:network=<name>`,
+`hypd:role=<role>`, `Name`) and adopted by those tags before anything is created. Ids are
+recorded through `ctx.record` the moment AWS returns them; AWS client tokens are derived from
+the operation, step and resource (`ctx.token`). moto ignores `tag:` filters on NAT gateways
+and client tokens on NAT gateways and endpoints, so every lookup re-checks tags on our side.
+Waiting (on the NAT gateway, say) is a `wait` that answers "ask again in N seconds"; the
+engine re-schedules, never sleeps.
+
+`network.create` steps:
+
+- `vpc`: DNS support and hostnames on;
+- `subnets`: per zone a private /20 compute subnet and a public /24, all through the one
+  allocator `cloud/subnets.py`, under the per-VPC mutex;
+- `internet_gateway`;
+- `nat_gateway`: EIP + NAT in the first public subnet; waits until `available`;
+- `route_tables`: public 0.0.0.0/0 -> IGW; private 0.0.0.0/0 -> NAT, added only once the NAT
+  gateway is available;
+- `security_group`: `hypd-<name>`, self-referencing all traffic in and out for EFA/NCCL, all
+  egress;
+- `s3_endpoint`: a gateway endpoint on both route tables.
+
+`network.delete` first runs `in_use`: what the route checked, again (see
+cloud/dependents.py). Nothing is deleted while something runs in the VPC: a cluster (hypd's,
+imported or anyone's), one hypd is creating into it, or a network interface that is not the
+network's own NAT gateway's or endpoint's and not settling. Those refuse the step at once
+with `in_use`, naming them. Settling interfaces (`cloud.networks.settling`: an AWS service's
+interface let go of by what it served, an EKS control plane's or HyperPod instance's after
+their cluster went, which AWS deletes minutes later) are waited for, up to 30 looks 30 s
+apart, then `in_use` too (a retry waits afresh). Without this step the NAT gateway went first
+and AWS then refused the subnets: a half-deleted network, its nodes cut off.
+
+Then the teardown, in reverse order and by tags only (a cluster's delete runs it too,
+`TEARDOWN`): `s3_endpoint`, `security_group`, `route_tables`, `nat_gateway` (waits for
+`deleted`), `elastic_ip`, `internet_gateway`, `subnets`, `vpc`. `DependencyViolation`
+retries the step within the engine's attempts: the compute subnets of `cluster.delete` and
+`instance_group.delete` wait this way for their instances' interfaces.
+
+Network `state`: `pending`, `available`, `incomplete`, `deleting`, `failed`.
+
+Nearby: discovery (cloud/discovery.py) describes only accelerator families (`p`, `g`, `gr`,
+`trn`, `inf`, `dl`): a zone offers over 1,300 types and describing them all costs 14 calls.
+`cloud/aws.py` shares one botocore session per process (created under a lock, dropped after
+a fork) and thread-safe clients keyed by (mode, service, region, endpoint).
 """
 
 from __future__ import annotations

@@ -1,19 +1,63 @@
 """Operation kinds `nodes.reboot`, `nodes.replace`, `nodes.delete` (target
-`cluster/<c>/nodes`): one step per batch call of at most `cloud.nodes.batch_size()` nodes
-(botocore's limit), fixed when the operation is recorded, so a worker that dies between
-batches resumes at the batch it was on and never sends an earlier one again.
+`cluster/<c>/nodes`), and how the node routes read and act.
 
-Each batch is rolled: its call is sent, then the step waits until HyperPod shows the batch
-done (rebooted nodes Running again, replaced and deleted ones gone) before the next batch
-is sent, so at most one batch of nodes is out of service at a time.
+Acting: one step per batch call of at most `cloud.nodes.batch_size()` nodes, fixed when the
+operation is recorded, so a worker that dies between batches resumes at the batch it was on
+and never sends an earlier one again. Each batch is rolled: its call is sent, then the
+step's `wait` holds the next batch back until HyperPod shows this one done, so at most one
+batch of nodes is out of service at a time. Adopt before re-applying: a batch call has no
+client token, so the step records what it is about to send and what AWS answered, and an
+attempt after a crash sends only the nodes that show no evidence of the action.
 
-Adopt before re-applying: a batch call has no client token, so the step records which ids
-it is about to send and when (`sending`) before the call, and what AWS answered (`done`,
-`failed`) right after. An attempt that finds `sending` without an answer — the worker died,
-or the call timed out, after AWS may have acted — looks for evidence on each of those nodes
-(`cloud.nodes.evidence`) and sends only the nodes that show none. Per-node failures in
-AWS's answer are kept in the step's resources, named in its detail, and fail the operation
-(its later batches are not sent); a retry re-sends only the failed nodes.
+The routes. `POST /clusters/<c>/nodes/{reboot,replace,delete}` with `{"node_ids": [...]}`
+(each once, at most 3000: the largest `NodeIds` any of the three calls' models takes; the
+batch size is in the OpenAPI document as `x-hypd-batch-size` on `node_ids`). Three routes
+rather than one `actions` route with an `action` field: each action has its own description
+of what it does to pods and its own MCP tool (replace and delete are marked destructive,
+reboot is not). The route refuses, before anything is recorded, unknown ids (422 naming
+them), nodes in a state AWS would refuse (409 naming each node and its state: reboot takes
+Running; replace Running or Failure; delete anything but ShuttingDown) and imported
+clusters (409).
+
+The batches. `select` fixes one step per batch when the operation is recorded: `batch_1` ...
+`batch_n`, in the order given, of `cloud.nodes.batch_size()` ids: the smallest `NodeIds`
+limit of the three calls in botocore's model (25; delete's model allows 3000 and AWS
+documents 99, but one size keeps every action's batches and the disruption one batch can
+cause alike). Each step records `sending` (ids, time) before its call and `done` / `failed`
+right after. Its `wait` holds the next batch until HyperPod shows this one done: rebooted
+nodes Running again (one in Failure fails the step), replaced and deleted nodes gone.
+
+Adoption. An attempt that finds `sending` without an answer (the worker died after AWS may
+have acted, or the call timed out) looks for evidence on each of those nodes
+(`cloud.nodes.evidence`). A node that is gone, whose status the action no longer accepts,
+whose health label shows the action pending, or that has a HyperPod instance event telling
+of the action (its description names the reboot, the replacement or the deletion) since the
+recorded time (less 5 s for clock skew) is taken as done, and only the others are sent; when
+the labels cannot be read the step retries rather than guess. Any event of the node once
+counted, and the fault campaign found what that did: a replace throttled past botocore's
+retries was retried, took the node's "is running" event (it had just come up) for its own,
+and waited for ever for a replacement nobody had asked for.
+
+Per-node failures in AWS's answer (`Failed`; also an id the answer does not mention) are
+kept in the step's resources, named in its detail, and fail the operation; its later batches
+are not sent, and a retry re-sends only the failed nodes.
+
+Reading. `GET /clusters/<c>/nodes` joins every `ListClusterNodes` page (at botocore's largest
+page size) with the cluster's Kubernetes Nodes (label
+`sagemaker.amazonaws.com/compute-type=hyperpod`, matched by `spec.providerID`'s instance id,
+else HyperPod's name `hyperpod-<id>`): Ready, the health label
+`sagemaker.amazonaws.com/node-health-status`, `spec.unschedulable`. The joined listing is
+kept in `hypd:cache:nodes:<c>` for 5 s: written only after the cluster was found, so a hit
+needs no look-up; dropped when a node action is submitted and after each batch call. A page
+is one GET of it, a filter (instance group; health, where `Unknown` is no label or no Node;
+HyperPod status: botocore's enum) and a slice. Pages are keyset-cut by node id: `cursor` is
+the last id of the previous page, so while nodes come and go a node present throughout is
+neither repeated nor skipped. The page is written with `json.dumps`, not the schema's dump
+(its content is `NodeListSchema`'s; the tests and the fuzzer check it).
+`GET /clusters/<c>/nodes/<id>` is `DescribeClusterNode`, the Node (conditions, taints), the
+pods on it (`fieldSelector=spec.nodeName`) and its recent HyperPod events; not cached. Every
+reply carries `Server-Timing: app;dur=<ms>` (app/__init__.py: from before the token check to
+the body), which `bench/nodes.py` reports; figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations

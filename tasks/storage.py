@@ -18,6 +18,22 @@ storage stage (the shared bucket `hypd-s3`, and `hypd-fsx` when the create asked
 `storage.delete` refuses (fails with `conflict`) while a workload mounts the claim, deletes
 the PVC and PV, then the bucket or file system only when its tags say hypd made it for this
 item. The cluster delete reuses `delete_file_systems` for every file system of the cluster.
+
+Storage items, as built.
+
+`GET/POST /api/v1/clusters/<c>/storage`, `GET/DELETE …/storage/<s>`: items of kind `s3` (a
+bucket hypd makes, or an existing one the user names — then only its PV/PVC are hypd's) or
+`fsx` (FSx for Lustre in the compute subnet with the nodes' security group), each mounted as
+PVC `<s>`; creates and deletes are operations on `cluster/<c>/storage/<s>`. A delete is
+refused (409 `in_use`, naming each user; no force) while a running pod, job, deployment or
+statefulset mounts the claim. The create's storage stage runs the same step
+functions (`fsx`, `fsx_volume` when the request has `fsx`). The sandbox answers FSx through
+`sandbox/gaps/fsx.py` (moto's lacks lifecycle, mount name and client tokens). Every bucket
+hypd makes (`cloud.storage.ensure_bucket`: items, the shared bucket, lifecycle scripts) is
+tagged by its CreateBucket (`CreateBucketConfiguration.Tags`; hypd's role has
+`s3:TagResource` for it) and adopted on a re-run only when it carries hypd's tags, so a crash
+right after the create leaves a bucket the retry adopts (sandbox/moto_fidelity.py keeps
+those tags, which moto drops).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The cluster read model: the one answer to "is there a cluster of this name?" (`find`),
 and what the list and a cluster's page say about each.
 
-`find` decides by three records: the registry of imported clusters (Redis), the cluster's
-current life (its operations since its newest successful delete, Redis) and the EKS cluster
-of that name (AWS). A cluster is found when
+`find` is used by every cluster and storage route. It decides by three records: the registry
+of imported clusters (Redis), the cluster's *current life* (its create, stage and delete
+operations since its newest successful `cluster.delete`, Redis) and the EKS cluster of that
+name (AWS). A cluster is found when
 
 1. it was imported (whatever AWS says now: forgetting it is how it goes), or
 2. an EKS cluster of that name carries hypd's tags for it, or
@@ -11,8 +12,17 @@ of that name (AWS). A cluster is found when
    still running, or one that failed before EKS existed, or a delete that has not finished.
 
 An EKS cluster of that name that hypd did not make (and nobody imported) is not hypd's, and
-a cluster whose delete succeeded is gone: neither is found, though every operation of
-either stays readable through /api/v1/operations.
+a cluster whose delete succeeded is gone: neither is found, both answer 404 (a delete of the
+former 409), though every operation of either stays readable through `/api/v1/operations`.
+
+Stages and a stage re-run's inputs come from the current life only, so a cluster made again
+under a deleted one's name never inherits its resource ids. A cluster's region is the
+imported record's, else the one its operations act in, else the panel's.
+
+The list reads every page of `ListClusters` (`cloud.eks.list_cluster_names`) in the panel's
+region, then the clusters whose current life holds operations but no EKS cluster (rule 3:
+from one read of the operations, `lifecycle.lives`), then the imported clusters; each entry
+carries its stages and state.
 """
 
 from __future__ import annotations

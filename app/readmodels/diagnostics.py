@@ -5,6 +5,55 @@ namespace's or one training job's; a restarted container's previous run too). Ea
 that cannot be read now is named, not fatal: a diagnosis says what it could not see.
 
 `app/readmodels/findings.py` turns what is gathered into findings and suggestions.
+
+Diagnostics, as built.
+
+`GET /api/v1/clusters/<c>/diagnostics/<kind>` (viewer) reads and changes nothing; it
+answers findings, each citing its evidence verbatim, and suggested commands that hypd never
+runs. Two modules: `app/readmodels/diagnostics.py` gathers — the cluster's lifecycle
+operations (Redis), HyperPod's DescribeCluster, its nodes and its last 100 cluster events
+(ListClusterEvents; an endpoint without them is named in `sources`, not an error), the
+nodes joined with their Kubernetes Nodes read now (`app/readmodels/nodes.read_now`, never the
+listing's cache), and for each suspect node (Failure, a health label other than
+`Schedulable`, or Running and not Ready) its HyperPod events and its Node's conditions that
+are off; for `nccl`, the pods of one training job (`job`: found by `cloud.jobs.find`, its
+pods by their `hypd.io/job` label — `404 not_found` when the cluster has no such job, or
+not in the `namespace` also given), of one namespace, or of every non-system one (at most
+50, the most recently started first), their Warning events, container states and each
+container's last `tail_lines` log lines (`cloud.kube.pod_log`) — and, for a container that
+restarted, its previous run's too (cited as `<ns>/<pod>/<container> (previous run)`): an
+NCCL timeout kills the process, so the error is in the run that died. A source that cannot be read
+is listed in
+`sources` with the reason. `app/readmodels/findings.py` is the rules, pure functions:
+- `creation`: each stage whose newest run failed (`stage_failed`, evidence the failed step's
+  detail and the operation's error, remedy `retry`); a create (or re-run) that was cancelled
+  (`cancelled_create`), never finished (`unfinished_create`), or a delete that stopped
+  (`stopped_delete`) — from `lifecycle.state`, so a stopped create is never "healthy";
+  HyperPod `Failed` or error events (`cluster_failed`); nodes in Failure (`node_failed`,
+  remedy `replace`).
+- `node-health`: `node_failed` (replace), `node_unhealthy` — labelled
+  `UnschedulablePendingReplacement` (replace), `UnschedulablePendingReboot` (reboot),
+  `Unschedulable` (a warning, no action: deep health checks) — and `node_not_ready` (reboot);
+  and what the failure pattern table finds in those nodes' HyperPod events and conditions
+  (a fatal Xid the health agent reported makes the node a replacement, not a reboot).
+- `nccl`: every log line, event (`reason: message`) and container state matched against the
+  failure pattern table `cloud/data/failure_patterns.yaml` (NCCL timeouts and errors, EFA
+  errors, NVIDIA Xid errors — fatal Xids apart —, out of memory; the first matching row
+  wins), one finding per pattern and node with at most 5 lines cited; plus the node-health
+  findings of the nodes named.
+Suggestions follow one order, `investigate → reboot → replace → retry → delete`:
+`get_operation` for a failed stage, `get_cluster` then `retry_operation` (resume) and
+`delete_cluster` for a stopped create, `get_cluster` for a failed HyperPod cluster, `get_node` (with
+`kubectl
+describe node`) per node named; `reboot_nodes` for the Running nodes whose hardest remedy is a
+reboot; `replace_nodes` for those needing a replacement and, "only if it comes back", the
+rebooted ones; `run_cluster_stage` per failed stage. Each carries its MCP tool and
+arguments and the same REST call (`app/readmodels/calls.py` `TOOL_CALLS`, held equal to the
+tool table by a test; the cluster read's `next_actions` use the same table). MCP:
+`diagnose_cluster`; dashboard: the Diagnostics card on the cluster page
+(`static/js/views/cluster_diagnostics.js`, on request; NCCL narrowed to one job or namespace
+as REST and MCP allow); playbooks `skills/node-health.md`,
+`nccl-failures.md`, `failed-creation.md`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,60 @@
 A cluster's *current life* is its create, stage and delete operations since the newest
 delete that succeeded. A cluster deleted and made again under the same name is a new
 cluster: what the old one ran (its stages, its resource ids) is history, readable through
-/api/v1/operations, and never the new one's state or a stage re-run's inputs.
+/api/v1/operations, and never the new one's state or a stage re-run's inputs. The list finds
+clusters whose life has no EKS cluster (a create stopped before EKS) from one read of the
+operations (`lives`).
+
+A create that stops short (cancelled, failed) leaves an honest, recoverable state (issue 20).
+The cluster's read (`GET /clusters/<c>`, and its list entry) says:
+
+- each stage's `status` from the newest operation that ran it (`stage_view`, and
+  `static/js/stages.js`'s `stageStatus` by the same rule): `succeeded` only when every step
+  succeeded (a skipped step never counts as done; it used to, and a cancelled create read ✓
+  for stages that never ran), `failed` with its `error` (step, code, message), `cancelled` (a
+  cancel stopped it within the stage), `skipped` (nothing of it ran), `running`, `pending`
+  (not reached: a running operation will, a retry would), `not_run` (no operation has it);
+- the cluster's `state` (`state()`): `created` only when every stage succeeded; `creating`,
+  `rerunning`, `deleting`; `create_cancelled` / `create_failed` (and `stage_cancelled` /
+  `stage_failed` for a re-run) with the stage it stopped at and a summary in words ("create
+  cancelled at stage hyperpod; skipped: storage", "create failed at stage eks: ...");
+  `incomplete` (a re-run fixed the failed stage, later ones never ran); `delete_failed` /
+  `delete_cancelled`; `imported`; `unknown` (no operation kept);
+- after a stop (`UNFINISHED`), `left_in_aws` (`app/readmodels/leftovers.py`): what the life's
+  creates and re-runs recorded making. That is `tasks.clusters.MADE_BY_STEP`, one entry per
+  step, from the step's recorded resources (and, for names derived from the cluster's, the
+  name once the step started, in case it stopped before recording). Each is checked in AWS
+  now by `cloud/inventory.py` (EC2 by id filters per type; VPC endpoints, IAM, S3, EKS,
+  SageMaker, FSx per resource; a type that cannot be read is `exists: null` with the reason,
+  never "gone"). It says which of it is `billed_hourly` (the EKS cluster, a NAT gateway not
+  failed, the HyperPod cluster with its running `nodes` by group and type, an FSx file
+  system), what is `gone`, and `cost`: the billed items as a plan for
+  `cloud.pricing.estimate` through `dry_run.priced`, the one way a plan and what is left are
+  priced (the control plane with extended support when its version is in it, NAT gateways,
+  HyperPod instances by type x running count; FSx is listed with no figure: it is billed by
+  the GiB-month);
+- `next_actions` (`next_actions()`, each a tool call and its route from
+  `app/readmodels/calls.py`). Resume: `retry_operation` on the operation that stopped
+  (`resumable`: the create while it is failed or cancelled, else the stopped re-run or
+  delete); the engine's retry carries on from the failed or cancelled step (an `applied` step
+  goes back to waiting), puts skipped steps back to `pending`, and every step adopts what
+  exists. Delete what was made: `delete_cluster`.
+
+A cancel's reply (`POST /operations/<id>/cancel`) for a cluster create or re-run carries the
+same `next_actions`, after a `read` of the cluster (`after_cancel`); the MCP tool returns it
+as it is. A retry of a cluster's operation whose cluster was deleted since is refused (409:
+its recorded ids are gone; `superseded`). The creation diagnosis reports a stopped create,
+never "healthy".
+
+The dashboard shows the state as a banner and a "Left in AWS" card
+(`static/js/views/cluster_left.js`: items, the hourly cost drawn by `static/js/cost.js` as the
+plan's is, Resume and Delete), marks each stage honestly (✓ only for succeeded, - for
+skipped, x for cancelled), and asks before Cancel on the progress panel (an inline
+confirmation saying what stays).
+
+Tests: `tests/app/test_cluster_unhappy.py` (a create cancelled at its HyperPod step by a hold,
+resumed, cancelled again and deleted, proven by the local AWS's counters; a create failed
+mid-network; one in a user's VPC), `tests/e2e/test_cluster_unhappy_page.py`.
 """
 
 from __future__ import annotations
