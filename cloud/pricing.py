@@ -25,7 +25,7 @@ processed) are never taken for the price. Where each price is in the Price List:
   `instanceType` is `<ml type>-Cluster`, e.g. `ml.g5.8xlarge-Cluster`, its `component`
   `Cluster`);
 - the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`. For a Kubernetes
-  version past its end of standard support (cloud/kubernetes_versions.py, on the day of the
+  version past its end of standard support (vocabulary/kubernetes_versions.py, on the day of the
   estimate) also extended support, billed per cluster-hour on top of it:
   `<prefix>-AmazonEKS-Hours:extendedSupport`, item kind `eks_extended_support`, its note
   saying since when and until when;

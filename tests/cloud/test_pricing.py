@@ -263,7 +263,7 @@ def _eks_items(version: str, day: date, prices: dict[str, float] = LISTED) -> li
 
 def test_a_version_in_extended_support_adds_its_hour_to_the_control_planes():
     """1.33 left standard support on 2026-07-29 and leaves extended support on 2027-07-29
-    (cloud/data/kubernetes_versions.yaml, from the EKS release calendar)."""
+    (vocabulary/kubernetes_versions.py, from the EKS release calendar)."""
     prices = {**LISTED, "AmazonEKS-Hours:extendedSupport": 0.50}
     before = _eks_items("1.33", date(2026, 7, 28), prices)
     assert [i["kind"] for i in before] == ["eks_control_plane"]

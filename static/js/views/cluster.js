@@ -341,7 +341,7 @@ export function mount(root, ctx) {
   }
 
   // EKS's support of the version: extended support is billed on top of the cluster hour,
-  // ended means EKS upgrades the cluster itself (cloud/data/kubernetes_versions.yaml).
+  // ended means EKS upgrades the cluster itself (vocabulary/kubernetes_versions.py).
   function supportBadge(support) {
     if (!support) return null;
     const [text, tone, title] = {
