@@ -142,14 +142,13 @@ def instance_group_spec(
     - `labels` / `taints`: Kubernetes labels and taints HyperPod puts on the group's nodes
       (`KubernetesConfig`); taints are `{key, value?, effect}`.
     """
-    if not isinstance(name, str) or not patterns.INSTANCE_GROUP_NAME.fullmatch(name):
+    if not patterns.fits(patterns.INSTANCE_GROUP_NAME, name):
         raise CapacityError(
             f"instance group name {name!r} must be 1-63 letters, digits and hyphens, starting "
             f"and ending with a letter or digit", "name")
     _check_instance_type(instance_type, instance_info)
     _check_count(count, autoscaling, min_count)
-    if not isinstance(execution_role_arn, str) \
-            or not patterns.ROLE_ARN.fullmatch(execution_role_arn):
+    if not patterns.fits(patterns.ROLE_ARN, execution_role_arn):
         raise CapacityError(f"execution role {execution_role_arn!r} is not an IAM role ARN",
                             "execution_role_arn")
     _check_lifecycle(lifecycle_s3_uri, on_create)
@@ -547,8 +546,7 @@ def _capacity(capacity_type: str, plan_arn: str | None, region: str | None) -> d
     if not plan_arn:
         raise CapacityError("capacity type 'training-plan' needs the training plan's ARN",
                             "training_plan_arn")
-    if not isinstance(plan_arn, str) or not patterns.TRAINING_PLAN_ARN.fullmatch(plan_arn) \
-            or len(plan_arn) < 50:
+    if not patterns.fits(patterns.TRAINING_PLAN_ARN, plan_arn):
         raise CapacityError(f"{plan_arn!r} is not a SageMaker training plan ARN "
                             "(arn:aws:sagemaker:<region>:<account>:training-plan/<name>)",
                             "training_plan_arn")

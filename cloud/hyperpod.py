@@ -93,14 +93,13 @@ def cluster_request(
     `autoscaling` turns managed autoscaling on now; otherwise it can be enabled later with
     UpdateCluster, since the cluster is created ready for it.
     """
-    if not isinstance(name, str) or not patterns.HYPERPOD_CLUSTER_NAME.fullmatch(name):
+    if not patterns.fits(patterns.HYPERPOD_CLUSTER_NAME, name):
         raise HyperPodError(f"HyperPod cluster name {name!r} must be 1-63 letters, digits and "
                             "hyphens, starting and ending with a letter or digit",
                             "validation_failed")
-    if not isinstance(eks_cluster_arn, str) \
-            or not patterns.EKS_CLUSTER_ARN.fullmatch(eks_cluster_arn):
+    if not patterns.fits(patterns.EKS_CLUSTER_ARN, eks_cluster_arn):
         raise HyperPodError(f"{eks_cluster_arn!r} is not an EKS cluster ARN", "validation_failed")
-    if not isinstance(cluster_role_arn, str) or not patterns.ROLE_ARN.fullmatch(cluster_role_arn):
+    if not patterns.fits(patterns.ROLE_ARN, cluster_role_arn):
         raise HyperPodError(f"cluster role {cluster_role_arn!r} is not an IAM role ARN",
                             "validation_failed")
     groups = [dict(g) for g in instance_groups]

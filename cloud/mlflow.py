@@ -61,15 +61,15 @@ def artifact_uri(bucket: str) -> str:
 
 def parse_ref(value: str, region: str) -> str:
     """The tracking server name from a name or an ARN (which must be in `region`)."""
-    if patterns.TRACKING_SERVER_ARN.fullmatch(value):
+    if patterns.fits(patterns.TRACKING_SERVER_ARN, value):
         arn_region, name = value.split(":")[3], value.split("/", 1)[1]
         if arn_region != region:
             raise MlflowError(f"tracking_server: {value} is in {arn_region}, the cluster in "
                               f"{region}; jobs log to a tracking server of their own region",
                               field="tracking_server")
-        if patterns.TRACKING_SERVER_NAME.fullmatch(name):
+        if patterns.fits(patterns.TRACKING_SERVER_NAME, name):
             return name
-    if not patterns.TRACKING_SERVER_NAME.fullmatch(value):
+    if not patterns.fits(patterns.TRACKING_SERVER_NAME, value):
         raise MlflowError("tracking_server: give a tracking server's name or its ARN "
                           "(arn:aws:sagemaker:<region>:<account>:mlflow-tracking-server/<name>)",
                           field="tracking_server")

@@ -180,7 +180,7 @@ def _in_use(sm: Any) -> dict[tuple[str, str], int]:
 
 
 def _plan_name(arn: str) -> str:
-    if not patterns.TRAINING_PLAN_ARN.fullmatch(arn):
+    if not patterns.fits(patterns.TRAINING_PLAN_ARN, arn):
         raise ValueError(f"{arn!r} is not a SageMaker training plan ARN")
     return arn.split(":training-plan/", 1)[1]
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from schemas.clusters import KubernetesVersion
-from schemas.common import Pattern
+from schemas.common import Matching
 from vocabulary import patterns
 
 
 class SoftwareUpdateSchema(Schema):
     instance_groups = fields.List(
-        fields.String(validate=Pattern(patterns.INSTANCE_GROUP_NAME, error="not an instance group "
+        fields.String(validate=Matching(patterns.INSTANCE_GROUP_NAME, error="not an instance group "
                                                             "name")),
         validate=validate.Length(min=1, max=100),
         metadata={"description": "the groups whose nodes to update; default: every group"})
     image_id = fields.String(
-        validate=Pattern(patterns.IMAGE_ID, error="an AMI id (ami-...) or default"),
+        validate=Matching(patterns.IMAGE_ID, error="an AMI id (ami-...) or default"),
         metadata={"description": "a custom AMI for the nodes, or `default` for HyperPod's "
                                  "newest; default: HyperPod's newest"})
 

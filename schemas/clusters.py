@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import EfaMode, Name, NextActionSchema, Pattern, Region
+from schemas.common import EfaMode, Matching, Name, NextActionSchema, Pattern, Region
 from schemas.dependents import ForceQuerySchema
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
 from vocabulary import kubernetes_versions, patterns
-from vocabulary.capacity import CAPACITY_TYPES, COST_KINDS, ON_DEMAND, PRICE_BASES
+from vocabulary.capacity import CAPACITY_TYPES, COST_KINDS, ON_DEMAND, PRICE_BASES, TRAINING_PLAN
 from vocabulary.operations import StageStatus
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
@@ -71,7 +71,7 @@ class ClusterCreateSchema(Schema):
         metadata={"description": "on-demand, spot, or training-plan (a reservation, named by "
                                  "training_plan_arn)"})
     training_plan_arn = fields.String(
-        validate=Pattern(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "the training plan reservation, with capacity_type "
                                  "training-plan"})
     efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
@@ -102,10 +102,10 @@ class ClusterCreateSchema(Schema):
     @validates_schema
     def _capacity(self, data: dict, **_: object) -> None:
         plan = data.get("training_plan_arn")
-        if data.get("capacity_type") == "training-plan" and not plan:
+        if data.get("capacity_type") == TRAINING_PLAN and not plan:
             raise ValidationError("required when capacity_type is training-plan",
                                   "training_plan_arn")
-        if plan and data.get("capacity_type") != "training-plan":
+        if plan and data.get("capacity_type") != TRAINING_PLAN:
             raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
         if data.get("existing_vpc") and data.get("cidr"):
             raise ValidationError("cidr applies only to a new network", "cidr")
@@ -292,12 +292,12 @@ class StagePathSchema(Schema):
 class ClusterImportSchema(Schema):
     name = fields.String(
         required=True,
-        validate=Pattern(patterns.EKS_CLUSTER_NAME,
+        validate=Matching(patterns.EKS_CLUSTER_NAME,
                          error="not an EKS cluster name"),
         metadata={"description": "the existing EKS cluster's name"})
     region = Region()
     hyperpod_cluster = fields.String(
-        validate=Pattern(patterns.HYPERPOD_CLUSTER_NAME,
+        validate=Matching(patterns.HYPERPOD_CLUSTER_NAME,
                          error="not a HyperPod cluster name"),
         metadata={"description": "the HyperPod cluster on it, if any"})
 
@@ -330,7 +330,7 @@ class PreflightQuerySchema(Schema):
                                   validate=validate.OneOf(CAPACITY_TYPES),
                                   metadata={"description": "on-demand, spot or training-plan"})
     training_plan_arn = fields.String(
-        validate=Pattern(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan"})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import botocore.session
@@ -27,6 +28,16 @@ class Pattern(validate.Regexp):
         return value
 
 
+
+
+def Matching(pattern: re.Pattern[str], error: str | None = None) -> list[validate.Validator]:
+    """A value `pattern` takes whole, within the length bounds AWS states beside it (botocore's
+    min/max, vocabulary.patterns.bounds): the document's pattern, minLength and maxLength."""
+    found: list[validate.Validator] = [Pattern(pattern, error=error)]
+    bounds = patterns.bounds(pattern)
+    if bounds:
+        found.insert(0, validate.Length(min=bounds[0], max=bounds[1]))
+    return found
 
 
 def Name(what: str = "", **kwargs) -> fields.String:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import EfaMode, Name, Pattern
+from schemas.common import EfaMode, Matching, Name, Pattern
 from schemas.dependents import ForceQuerySchema
 from vocabulary import patterns
-from vocabulary.capacity import CAPACITY_TYPES, EFA_MODES, ON_DEMAND, TAINT_EFFECTS
+from vocabulary.capacity import CAPACITY_TYPES, EFA_MODES, ON_DEMAND, TAINT_EFFECTS, TRAINING_PLAN
 
 MAX_COUNT = 500
 IMMUTABLE = ("instance_type", "capacity_type", "training_plan_arn", "efa_mode",
@@ -82,7 +82,7 @@ class InstanceGroupCreateSchema(Schema):
         metadata={"description": "on-demand, spot, or training-plan (a reservation named by "
                                  "training_plan_arn); fixed for the group's life"})
     training_plan_arn = fields.String(
-        validate=Pattern(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan; the group is placed in "
                                  "the plan's availability zone"})
     efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
@@ -106,10 +106,10 @@ class InstanceGroupCreateSchema(Schema):
     @validates_schema
     def _choices(self, data: dict, **_: object) -> None:
         plan = data.get("training_plan_arn")
-        if data.get("capacity_type") == "training-plan" and not plan:
+        if data.get("capacity_type") == TRAINING_PLAN and not plan:
             raise ValidationError("required when capacity_type is training-plan",
                                   "training_plan_arn")
-        if plan and data.get("capacity_type") != "training-plan":
+        if plan and data.get("capacity_type") != TRAINING_PLAN:
             raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
         if data.get("availability_zone") and data.get("subnet_id"):
             raise ValidationError("give a zone (hypd makes the subnet) or an existing subnet, "
@@ -132,7 +132,7 @@ class InstanceGroupPatchSchema(Schema):
     on_create = _on_create()
     instance_type = fields.String(validate=Pattern(patterns.ML_INSTANCE_TYPE), metadata=_FIXED)
     capacity_type = fields.String(validate=validate.OneOf(CAPACITY_TYPES), metadata=_FIXED)
-    training_plan_arn = fields.String(validate=Pattern(patterns.TRAINING_PLAN_ARN),
+    training_plan_arn = fields.String(validate=Matching(patterns.TRAINING_PLAN_ARN),
                                       metadata=_FIXED)
     efa_mode = fields.String(validate=validate.OneOf(EFA_MODES), allow_none=True,
                              metadata=_FIXED)

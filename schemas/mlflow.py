@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from schemas.common import Pattern
+from schemas.common import Matching
 from vocabulary import patterns
 
 SIZES = ("Small", "Medium", "Large")
@@ -19,9 +19,8 @@ class MlflowSetSchema(Schema):
 
     tracking_server = fields.String(
         load_default=None, allow_none=True,
-        validate=[validate.Length(min=1, max=2048),
-                  Pattern(patterns.TRACKING_SERVER,
-                          error="a tracking server's name or its ARN")],
+        validate=Matching(patterns.TRACKING_SERVER,
+                          error="a tracking server's name or its ARN"),
         metadata={"description": "an existing tracking server (name or ARN, same region) to "
                                  "attach; hypd never deletes it. Leave unset for hypd to "
                                  "create one (artifacts under mlflow/ of the cluster's "

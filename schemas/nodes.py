@@ -12,7 +12,7 @@ from typing import Any
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
-from schemas.common import Pattern
+from schemas.common import Matching
 from vocabulary import patterns
 
 HEALTH_VALUES = ("Schedulable", "Unschedulable", "UnschedulablePendingReboot",
@@ -46,14 +46,14 @@ split before sending it."""
 
 
 def NodeId(**kwargs: Any) -> fields.String:
-    return fields.String(validate=Pattern(patterns.NODE_ID, error="not a HyperPod node id"),
+    return fields.String(validate=Matching(patterns.NODE_ID, error="not a HyperPod node id"),
                          metadata={"description": "HyperPod node (EC2 instance) id, i-…"},
                          **kwargs)
 
 
 class NodeListQuerySchema(Schema):
     instance_group = fields.String(
-        validate=[validate.Length(max=63), Pattern(patterns.INSTANCE_GROUP_NAME)],
+        validate=Matching(patterns.INSTANCE_GROUP_NAME),
         metadata={"description": "only nodes of this instance group"})
     health = fields.String(
         validate=validate.OneOf((*HEALTH_VALUES, UNKNOWN_HEALTH)),
@@ -65,7 +65,7 @@ class NodeListQuerySchema(Schema):
                            validate=validate.Range(min=1, max=MAX_PAGE),
                            metadata={"description": "at most this many nodes in the page"})
     cursor = fields.String(
-        validate=Pattern(patterns.NODE_ID, error="not a cursor from next_cursor"),
+        validate=Matching(patterns.NODE_ID, error="not a cursor from next_cursor"),
         metadata={"description": "next_cursor of the previous page (pages are ordered by "
                                  "node id, so no node is repeated or skipped while nodes "
                                  "come and go)"})

@@ -103,6 +103,7 @@ from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
 from tasks.outcomes import guarded, output
+from vocabulary.capacity import ON_DEMAND
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 GROUP_NAME = "workers"
@@ -287,7 +288,7 @@ def first_group_spec(params: dict[str, Any], outputs: dict[str, dict[str, Any]],
         on_create=outputs["lifecycle"]["on_create"],
         subnet_id=outputs["compute_subnet"]["subnet_id"],
         security_group_ids=[network["security_group_id"]],
-        capacity_type=params.get("capacity_type") or capacity.ON_DEMAND,
+        capacity_type=params.get("capacity_type") or ON_DEMAND,
         training_plan_arn=params.get("training_plan_arn"),
         interface_mode=params.get("efa_mode"),
         instance_info=instance_info,

@@ -5,9 +5,13 @@ pattern AWS itself validates with, so hypd refuses what AWS would, before anythi
 EC2 ids have no pattern in botocore, and Kubernetes' name rules are not AWS's: those are
 written here. Every pattern is anchored (`^…$`) and compiled with `re.ASCII`, so `\\d` and
 `\\w` mean what they mean in the dashboard's ECMAScript (botocore's patterns are written in
-Java's dialect; tests/vocabulary checks each compiles and accepts and refuses as AWS does). A
-length bound that botocore states beside its pattern is folded in as a look-ahead, so one
-pattern in the OpenAPI document carries the whole rule.
+Java's dialect; tests/vocabulary checks each compiles and accepts and refuses as AWS does).
+
+The length bounds botocore states beside a pattern stay beside it (`bounds`), not folded into
+the regular expression as a look-ahead: the schemas give them to the OpenAPI document as
+minLength/maxLength, which generators of valid values (the property tests) understand. `fits`
+applies both; Python readers use it, or `fullmatch` (never `match`: Python's `$` lets a
+trailing newline through).
 """
 
 from __future__ import annotations
@@ -18,18 +22,38 @@ from typing import Any
 
 import botocore.session
 
+_BOUNDS: dict[re.Pattern[str], tuple[int, int]] = {}
+
 
 @functools.cache
 def _model(service: str) -> Any:
     return botocore.session.get_session().get_service_model(service)
 
 
+def _bounded(pattern: re.Pattern[str], metadata: dict[str, Any]) -> re.Pattern[str]:
+    if "max" in metadata:
+        _BOUNDS[pattern] = (max(int(metadata.get("min", 1)), 1), int(metadata["max"]))
+    return pattern
+
+
 def from_botocore(service: str, shape: str) -> re.Pattern[str]:
-    """`shape`'s pattern in `service`'s botocore model, anchored, with its length bounds."""
+    """`shape`'s pattern in `service`'s botocore model, anchored; its length bounds are
+    `bounds(pattern)`."""
     meta = _model(service).shape_for(shape).metadata
-    low, high = max(int(meta.get("min", 1)), 1), meta.get("max")
-    bounds = f"(?=.{{{low},{high}}}$)" if high else ""
-    return re.compile(f"^{bounds}(?:{meta['pattern']})$", re.ASCII)
+    return _bounded(re.compile(f"^(?:{meta['pattern']})$", re.ASCII), meta)
+
+
+def bounds(pattern: re.Pattern[str]) -> tuple[int, int] | None:
+    """(least, most) characters AWS allows beside `pattern`, when it states them."""
+    return _BOUNDS.get(pattern)
+
+
+def fits(pattern: re.Pattern[str], value: object) -> bool:
+    """Whether `value` is a string `pattern` takes whole, within its length bounds."""
+    if not isinstance(value, str) or pattern.fullmatch(value) is None:
+        return False
+    low, high = bounds(pattern) or (0, len(value))
+    return low <= len(value) <= high
 
 
 def _here(source: str) -> re.Pattern[str]:
@@ -48,12 +72,13 @@ IMAGE_ID = from_botocore("sagemaker", "ImageId")
 """A HyperPod group's AMI: an `ami-…` id or `default`."""
 TRACKING_SERVER_NAME = from_botocore("sagemaker", "TrackingServerName")
 TRACKING_SERVER_ARN = from_botocore("sagemaker", "TrackingServerArn")
-TRACKING_SERVER = re.compile(
-    f"{TRACKING_SERVER_NAME.pattern}|{TRACKING_SERVER_ARN.pattern}", re.ASCII)
+TRACKING_SERVER = _bounded(re.compile(
+    f"{TRACKING_SERVER_NAME.pattern}|{TRACKING_SERVER_ARN.pattern}", re.ASCII),
+    {"min": 1, "max": _BOUNDS[TRACKING_SERVER_ARN][1]})
 """An MLflow tracking server named by its name or its ARN."""
-EKS_CLUSTER_NAME = re.compile(
-    "^(?=.{1,100}$)(?:" + _model("eks").operation_model("CreateCluster").input_shape
-    .members["name"].metadata["pattern"].lstrip("^") + ")$", re.ASCII)
+_EKS_NAME = _model("eks").operation_model("CreateCluster").input_shape.members["name"].metadata
+EKS_CLUSTER_NAME = _bounded(
+    re.compile(f"^(?:{_EKS_NAME['pattern'].lstrip('^')})$", re.ASCII), _EKS_NAME)
 """EKS keeps the pattern on CreateCluster's `name` member, not on a named shape."""
 
 # -- AWS, stated here (botocore's EC2 model has no patterns) --------------------------------

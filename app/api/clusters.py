@@ -34,6 +34,7 @@ from schemas.clusters import (
 )
 from schemas.common import DryRunQuerySchema, MutationReplySchema, NoChangeSchema
 from tasks import active, clusters, registry
+from vocabulary.capacity import ON_DEMAND
 from vocabulary.roles import Role
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
@@ -60,7 +61,7 @@ def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
     return preflight.check(aws.client("service-quotas", region=region),
                            aws.client("sagemaker", region=region), region,
                            body["instance_type"], body["instance_count"],
-                           body.get("capacity_type") or "on-demand",
+                           body.get("capacity_type") or ON_DEMAND,
                            body.get("training_plan_arn"))
 
 

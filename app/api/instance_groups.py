@@ -33,6 +33,7 @@ from tasks.instance_groups import (
     changed_spec,
     group_spec,
 )
+from vocabulary.capacity import ON_DEMAND
 from vocabulary.roles import Role
 
 blp = Blueprint("instance_groups", __name__, url_prefix="/api/v1/clusters",
@@ -82,7 +83,7 @@ def _preflight(cluster: ClusterRef, body: dict[str, Any]) -> dict[str, Any]:
     checks = preflight.check(aws.client("service-quotas", region=cluster.region),
                              aws.client("sagemaker", region=cluster.region), cluster.region,
                              body["instance_type"], body["instance_count"],
-                             body.get("capacity_type") or capacity.ON_DEMAND,
+                             body.get("capacity_type") or ON_DEMAND,
                              body.get("training_plan_arn"))
     if not checks["ok"]:
         raise ApiError(412, "precondition_failed",

@@ -51,6 +51,7 @@ from schemas.jobs import (
     TrainingLimitsSchema,
 )
 from tasks import jobs as job_tasks
+from vocabulary.capacity import SPOT
 from vocabulary.roles import Role
 
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1",
@@ -113,7 +114,7 @@ def _operator_checks(ref: ClusterRef, body: dict[str, Any], spec: JobSpec) -> No
     groups = hyperpod.group_details(sm, ref.hyperpod_name) or []
     if spec.instance_group:
         groups = [g for g in groups if g.get("InstanceGroupName") == spec.instance_group]
-    present = {"spot": any(capacity.capacity_type_of(g) == capacity.SPOT for g in groups),
+    present = {"spot": any(capacity.capacity_type_of(g) == SPOT for g in groups),
                "tiered_checkpointing": view[TIERED]["state"] != "off",
                "checkpointless": body["checkpointless"]}
     why = training.elastic_refusal(present)

@@ -109,7 +109,7 @@ def region_of(name: str) -> str:
 
 def locate(name: str) -> ClusterRef:
     """Everything `find` decides by; never refuses (see `ClusterRef.known`)."""
-    if not patterns.EKS_CLUSTER_NAME.fullmatch(name):
+    if not patterns.fits(patterns.EKS_CLUSTER_NAME, name):
         return ClusterRef(name, context.settings().region, None, None, ())
     record = registry.get(context.redis_conn(), name)
     life = lifecycle.current_life(name)

@@ -139,7 +139,7 @@ def detail(cluster: str, node_id: str) -> dict[str, Any]:
     ref = readmodel.find(cluster)
     sm = aws.client("sagemaker", region=ref.region)
     described = cloud_nodes.describe_node(sm, ref.hyperpod_name, node_id) \
-        if patterns.NODE_ID.fullmatch(node_id) else None
+        if patterns.fits(patterns.NODE_ID, node_id) else None
     if described is None:
         raise ApiError(404, "not_found", f"cluster {cluster!r} has no node {node_id!r}")
     return {**described, **_kubernetes(ref, node_id),

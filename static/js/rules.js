@@ -5,7 +5,7 @@
 // how many node ids one batch call takes, the managed features' option bounds, an endpoint's
 // kinds, services, routing per kind and bounds, a download's sources; and the product's words
 // (hypd's vocabulary package): an operation's statuses (which are finished, which active), a
-// step's phases, a stage's statuses, the roles, and the EFA rule an instance type must meet.
+// step's phases, a stage's statuses, the roles, the capacity types, and the EFA rule an instance type must meet.
 // Views name a word as `rules.status.SUCCEEDED`, never as a string of their own. Labels and
 // hints stay here; they are presentation.
 
@@ -122,6 +122,7 @@ export function rulesFrom(doc) {
     zonesPerNetwork: { min: field('NetworkCreate', 'availability_zones').minItems,
       max: field('NetworkCreate', 'availability_zones').maxItems },
     capacityTypes: field('ClusterCreate', 'capacity_type').enum,
+    capacity: words(field('ClusterCreate', 'capacity_type').enum), // rules.capacity.SPOT
     defaultCapacityType: field('ClusterCreate', 'capacity_type').default,
     efaModes: field('ClusterCreate', 'efa_mode').enum,
     efaMinInterfaces: field('ClusterCreate', 'efa_mode')['x-hypd-min-efa-interfaces'],

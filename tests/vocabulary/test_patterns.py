@@ -73,11 +73,23 @@ def test_every_pattern_has_samples():
 def test_each_pattern_accepts_and_refuses_what_aws_does(name):
     pattern = _all()[name]
     good, bad = SAMPLES[name]
-    assert [v for v in good if not pattern.fullmatch(v)] == []
-    assert [v for v in bad if pattern.fullmatch(v)] == []
+    assert [v for v in good if not patterns.fits(pattern, v)] == []
+    assert [v for v in bad if patterns.fits(pattern, v)] == []
     # anchored for every reader, `re.match` and ECMAScript's `test` too (Python's `$` still
     # lets a trailing newline through: readers use fullmatch)
     assert not pattern.match(" " + good[0]) and not pattern.fullmatch(good[0] + "\n")
+
+
+def test_the_length_aws_states_beside_a_pattern_is_kept_beside_it():
+    """Not folded into the expression (a look-ahead there defeats value generators): the
+    schemas put it in the document as minLength/maxLength."""
+    assert patterns.bounds(patterns.INSTANCE_GROUP_NAME) == (1, 63)
+    assert patterns.bounds(patterns.TRAINING_PLAN_ARN) == (50, 2048)
+    assert patterns.bounds(patterns.SUBNET_ID) is None
+    assert all("(?=" not in p.pattern for p in _all().values())
+    assert patterns.INSTANCE_GROUP_NAME.fullmatch("a" * 64)
+    assert not patterns.fits(patterns.INSTANCE_GROUP_NAME, "a" * 64)
+    assert not patterns.fits(patterns.INSTANCE_GROUP_NAME, None)
 
 
 def test_awss_patterns_are_botocores_own():
@@ -94,13 +106,15 @@ def test_awss_patterns_are_botocores_own():
 def test_the_dashboard_reads_each_pattern_the_same_way():
     """The OpenAPI document hands these texts to the dashboard's `new RegExp(...)`: the
     same verdicts there, for every sample."""
-    cases = {name: {"source": _all()[name].pattern, "values": good + bad}
+    cases = {name: {"source": _all()[name].pattern, "values": good + bad,
+                    "bounds": patterns.bounds(_all()[name])}
              for name, (good, bad) in SAMPLES.items()}
     script = ("const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
               "const out = {};"
               "for (const [n, c] of Object.entries(cases)) {"
               "  const re = new RegExp(c.source);"
-              "  out[n] = c.values.map((v) => re.test(v)); }"
+              "  const [lo, hi] = c.bounds || [0, Infinity];"
+              "  out[n] = c.values.map((v) => re.test(v) && v.length >= lo && v.length <= hi); }"
               "process.stdout.write(JSON.stringify(out));")
     run = subprocess.run(["node", "-e", script], input=json.dumps(cases), text=True,
                          capture_output=True, check=True, timeout=30)

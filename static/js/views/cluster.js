@@ -297,7 +297,7 @@ export function mount(root, ctx) {
         h('td', { class: 'num nowrap', testid: 'group-count' },
           `${g.current_count ?? '—'}`, h('span', { class: 'faint' }, ` / ${g.target_count ?? '—'}`),
           g.min_count != null ? h('span', { class: 'sub-id' }, `min ${g.min_count}`) : null),
-        h('td', null, badge(g.capacity_type || 'on-demand', { class: 'plain' }),
+        h('td', null, badge(g.capacity_type || rules.defaultCapacityType, { class: 'plain' }),
           g.training_plan_arn ? h('span', { class: 'sub-id trunc', title: g.training_plan_arn }, g.training_plan_arn.split('/').pop()) : null),
         h('td', null, h('span', { class: 'id', testid: 'group-efa-mode' }, g.efa_mode || 'default'),
           (g.subnet_ids || []).length ? h('span', { class: 'sub-id', title: g.subnet_ids.join('\n') }, g.subnet_ids.join(', ')) : null),

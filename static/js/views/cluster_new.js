@@ -225,13 +225,13 @@ export function mount(root, ctx) {
       availability_zone: azSel.value,
       instance_type: typeSel.value,
       instance_count: Number(countIn.value),
-      capacity_type: radioValue(capacityBox) || 'on-demand',
+      capacity_type: radioValue(capacityBox) || rules.defaultCapacityType,
       deep_health_checks: deepBox.checked,
     };
     const efaMode = efaModeFor(efaBox, selectedType());
     if (efaMode) body.efa_mode = efaMode; // a type without EFA gets none
     if (regionIn.value) body.region = regionIn.value;
-    if (body.capacity_type === 'training-plan') body.training_plan_arn = planArnIn.value.trim();
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) body.training_plan_arn = planArnIn.value.trim();
     if (useVpc.checked) body.existing_vpc = { vpc_id: vpcIn.value.trim(), subnet_ids: subnetList() };
     return body;
   }
@@ -266,7 +266,7 @@ export function mount(root, ctx) {
     if (!Number.isInteger(body.instance_count) || body.instance_count < rules.instanceCount.min || body.instance_count > rules.instanceCount.max) {
       problems.instance_count = `A whole number from ${rules.instanceCount.min} to ${rules.instanceCount.max}.`;
     }
-    if (body.capacity_type === 'training-plan') {
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) {
       if (!body.training_plan_arn) problems.training_plan_arn = 'Enter the training plan ARN.';
       else if (!rules.trainingPlanArn.test(body.training_plan_arn)) problems.training_plan_arn = 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).';
     }
@@ -457,7 +457,7 @@ export function mount(root, ctx) {
 
   function changed() {
     const cap = radioValue(capacityBox);
-    planArnField.hidden = cap !== 'training-plan';
+    planArnField.hidden = cap !== rules.capacity.TRAINING_PLAN;
     capacityHint.textContent = (capacity.find((c) => c.value === cap) || capacity[0]).hint;
     vpcFields.hidden = !useVpc.checked;
     updateTotal();

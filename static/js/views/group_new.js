@@ -165,7 +165,7 @@ export function mount(root, ctx) {
     if (efaMode) body.efa_mode = efaMode; // a type without EFA gets none
     if (radioValue(placement) === 'subnet') body.subnet_id = subnetIn.value.trim();
     else if (azSel.value) body.availability_zone = azSel.value;
-    if (body.capacity_type === 'training-plan') body.training_plan_arn = planIn.value.trim();
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) body.training_plan_arn = planIn.value.trim();
     if (threadsSel.value) body.threads_per_core = Number(threadsSel.value);
     if (volumeIn.value.trim()) body.volume_size_gb = Number(volumeIn.value);
     const labels = parseLabels(labelsIn.value);
@@ -290,7 +290,7 @@ export function mount(root, ctx) {
 
   function changed() {
     const cap = radioValue(capBox);
-    planField.hidden = cap !== 'training-plan';
+    planField.hidden = cap !== rules.capacity.TRAINING_PLAN;
     capHint.textContent = (choices.find((c) => c.value === cap) || choices[0]).hint;
     subnetField.hidden = radioValue(placement) !== 'subnet';
     totalNote.textContent = totalText(selectedType(), Number(countIn.value)) || `${rules.group.count.min}–${rules.group.count.max} instances.`;
