@@ -1,12 +1,13 @@
-"""No status, role or identifier pattern is spelled outside the vocabulary (issue 21): the
-tree is grepped, the dashboard's JavaScript included.
+"""No status, role, capacity type or identifier pattern is spelled outside the vocabulary
+(issue 21): the tree is grepped, the dashboard's JavaScript included.
 
 What counts as spelling a word, so that prose and other state machines do not trip it: an
 operation status, step phase or stage status compared with a `status`/`phase` (`op["status"]
 == "failed"`, `s.phase === 'applying'`, `status in ("failed", "cancelled")`,
 `['succeeded', …].includes(op.status)`) or listed with another such word where one of them is
 the vocabulary's alone (`("queued", "running")`); a role given to `access(…)`,
-`require_role(…)`, compared with a `role` or listed; and a vocabulary pattern's own text
+`require_role(…)`, compared with a `role` or listed; a capacity type compared with a
+`capacity_type` or given as its default; and a vocabulary pattern's own text
 (its longest literal piece). Each rule is shown catching a planted sample below.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vocabulary import patterns
+from vocabulary.capacity import CAPACITY_TYPES
 from vocabulary.operations import OpStatus, StageStatus, StepPhase
 from vocabulary.roles import PUBLIC, Role
 
@@ -47,6 +49,13 @@ WORD_RULES = [
 ]
 _SEQUENCE = re.compile(
     rf"""[(\[{{]\s*((?:{_Q}(?:{_W}){_Q}\s*,\s*)+{_Q}(?:{_W}){_Q})\s*,?\s*[)\]}}]""")
+_C = "|".join(re.escape(c) for c in CAPACITY_TYPES)
+CAPACITY_RULES = [
+    # body.capacity_type === 'training-plan', cap !== 'training-plan'
+    re.compile(rf"""\b(?:capacity_type|cap)\b{_Q}?\]?\)?\s*(?:===?|!==?)\s*{_Q}(?:{_C}){_Q}"""),
+    # capacity_type or "on-demand", g.capacity_type || 'on-demand'
+    re.compile(rf"""capacity_type\b[^\n,;]*?(?:\bor\b|\|\|)\s*{_Q}(?:{_C}){_Q}"""),
+]
 ROLE_RULES = [
     re.compile(rf"""\baccess\(\s*{_Q}(?:{_R}){_Q}"""),
     re.compile(rf"""\brequire_role\(.*?{_Q}(?:{_R}){_Q}"""),
@@ -68,7 +77,7 @@ PATTERN_TEXTS = {name: _core(value.pattern) for name, value in vars(patterns).it
 
 def spelled(text: str) -> Iterator[str]:
     """What in `text` spells a word or a pattern the vocabulary holds."""
-    for rule in (*WORD_RULES, *ROLE_RULES):
+    for rule in (*WORD_RULES, *ROLE_RULES, *CAPACITY_RULES):
         for match in rule.finditer(text):
             yield match.group(0)
     for match in _SEQUENCE.finditer(text):
@@ -117,6 +126,9 @@ PLANTED = [
     'NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")',
     "ARN = r'^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$'",
     "  if (phases.has('failed')) return 'failed';\n  if (opStatus === 'cancelled') return x;",
+    'if data.get("capacity_type") == "training-plan" and not plan:',
+    "capacity_type: radioValue(capacityBox) || 'on-demand',",
+    "badge(g.capacity_type || 'on-demand')",
 ]
 PROSE = [
     '"""A cancelled operation keeps its steps; a failed one can be retried."""',
