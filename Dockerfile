@@ -21,11 +21,12 @@ WORKDIR /opt/hypd
 # Dependencies first (a layer that changes only with pyproject.toml): the packages are
 # installed in place from empty stand-ins, then the code replaces them.
 COPY pyproject.toml README.md ./
-RUN for p in app schemas tasks cloud mcp_server sandbox launcher; do \
+RUN for p in app schemas tasks cloud mcp_server sandbox launcher vocabulary; do \
         mkdir "$p" && touch "$p/__init__.py"; done \
     && pip install --no-compile -e . \
-    && rm -rf app schemas tasks cloud mcp_server sandbox launcher
+    && rm -rf app schemas tasks cloud mcp_server sandbox launcher vocabulary
 COPY app app
+COPY vocabulary vocabulary
 COPY schemas schemas
 COPY tasks tasks
 COPY cloud cloud

@@ -13,6 +13,7 @@ from app.permissions import access
 from app.ws import install as install_ws
 from cloud.settings import Settings
 from tasks.celery_app import engine, redis_client
+from vocabulary.roles import PUBLIC
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = REPO_ROOT / "static"
@@ -53,7 +54,7 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
     install_ws(app)
 
     @app.get("/")
-    @access("public")
+    @access(PUBLIC)
     def dashboard():
         response = send_from_directory(STATIC_DIR, "index.html")
         response.headers["Cache-Control"] = "no-cache"  # pick up updated modules

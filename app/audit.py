@@ -46,7 +46,8 @@ import redis
 from flask import Flask, Response, current_app, g, request
 
 from app import intake, permissions
-from schemas.common import NAME_RE, STREAM_ID_MAX
+from schemas.common import STREAM_ID_MAX
+from vocabulary import patterns
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +189,10 @@ def _target_of(path: str, body: Any) -> str | None:
         name = parts[index + 1] if index + 1 < len(parts) else None
         if name is None or name == "import":  # a create (or an import): the body names it
             name = body.get("name") if isinstance(body, dict) else None
-            if isinstance(name, str) and NAME_RE.fullmatch(name):
+            if isinstance(name, str) and patterns.NAME.fullmatch(name):
                 target.append(f"{kind}/{name}")
             break
-        if not NAME_RE.fullmatch(name):
+        if not patterns.NAME.fullmatch(name):
             break
         target.append(f"{kind}/{name}")
         index += 2

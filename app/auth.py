@@ -18,8 +18,7 @@ from flask import Flask, current_app, g, request
 from app import permissions
 from app.errors import ApiError
 from cloud.settings import Settings, SettingsError
-
-ROLES = ("viewer", "operator")
+from vocabulary.roles import PUBLIC, Role
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class Principal:
     role: str
 
     def may(self, role: str) -> bool:
-        return ROLES.index(self.role) >= ROLES.index(role)
+        return Role(self.role).covers(role)
 
 
 def digest(secret: str) -> str:
@@ -39,17 +38,21 @@ class TokenTable:
     def __init__(self, entries: list[tuple[str, str, str]]) -> None:
         """entries: (name, role, sha256 hex of the secret)"""
         for name, role, _ in entries:
-            if role not in ROLES:
-                raise SettingsError(f"token {name!r}: role must be viewer or operator")
+            if role not in list(Role):
+                raise SettingsError(f"token {name!r}: role must be one of "
+                                    f"{', '.join(Role)}")
         self._entries = entries
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TokenTable:
         entries: list[tuple[str, str, str]] = []
         if settings.operator_token:
-            entries.append(("operator", "operator", digest(settings.operator_token)))
+            # each of these two tokens is named after its role (DESIGN: Settings)
+            role = Role.OPERATOR.value
+            entries.append((role, role, digest(settings.operator_token)))
         if settings.viewer_token:
-            entries.append(("viewer", "viewer", digest(settings.viewer_token)))
+            role = Role.VIEWER.value
+            entries.append((role, role, digest(settings.viewer_token)))
         if settings.tokens_file:
             entries.extend(read_tokens_file(settings.tokens_file))
         return cls(entries)
@@ -124,8 +127,8 @@ def install(app: Flask, tokens: TokenTable) -> None:
         method = "GET" if request.method == "HEAD" else request.method
         needs = declared.get((rule.endpoint, method))
         if needs is None:  # OPTIONS: Flask answers it with the allowed methods
-            needs = permissions.Access(permissions.VIEWER)
-        if needs.role == permissions.PUBLIC or needs.websocket:
+            needs = permissions.Access(Role.VIEWER)
+        if needs.role == PUBLIC or needs.websocket:
             return  # a socket authenticates with its first message, against `needs`
         principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
         g.principal = principal

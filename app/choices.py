@@ -12,6 +12,7 @@ from app.api.discovery import zones_in
 from app.cache import cached
 from cloud import aws, discovery
 from cloud.errors import Invalid
+from vocabulary.capacity import default_efa_mode, efa_interfaces, efa_refusal
 
 TYPES_CACHE_S = 300
 
@@ -42,15 +43,13 @@ def offered_type(region: str, zone: str, instance_type: str) -> dict[str, Any]:
 
 
 def efa_mode(requested: str | None, chosen: dict[str, Any]) -> str | None:
-    """EFA as the type allows: unset means EFA where the type has it, none where it has not;
-    HyperPod refuses `efa` on a type without EFA and `efa-only` on one with a single
-    interface — say so now, not after AWS refuses."""
-    name = chosen["name"]
+    """EFA as the type allows (vocabulary.capacity's rule): unset means EFA where the type
+    has it, none where it has not; a mode the type cannot do is refused now, not after AWS
+    refuses it."""
     if requested is None:
-        return "efa" if chosen.get("efa_supported") else None
-    if requested == "efa" and not chosen.get("efa_supported"):
-        raise Invalid(f"{name} has no EFA; leave efa_mode unset", field="efa_mode")
-    if requested == "efa-only" and (chosen.get("max_efa_interfaces") or 0) < 2:
-        raise Invalid(f"efa-only needs an instance type with several EFA interfaces; "
-                      f"{name} has {chosen.get('max_efa_interfaces') or 0}", field="efa_mode")
+        return default_efa_mode(chosen.get("efa_supported"))
+    refusal = efa_refusal(requested, chosen["name"], efa_interfaces(
+        chosen.get("efa_supported"), chosen.get("max_efa_interfaces")))
+    if refusal:
+        raise Invalid(refusal, field="efa_mode")
     return requested

@@ -46,6 +46,7 @@ from schemas.dependents import (
 )
 from tasks.engine.kinds import OperationKind
 from tasks.engine.store import IDEMPOTENCY_TTL_S, IdempotencyClaim
+from vocabulary.roles import Role
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,7 @@ def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
                                                 "would break, changing nothing")(view)
         view = blp.response(status, reply)(view)
         view = blp.arguments(query, location="query")(view)
-        return access("operator", dry_run=True)(view)
+        return access(Role.OPERATOR, dry_run=True)(view)
 
     return decorate
 

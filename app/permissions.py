@@ -1,9 +1,10 @@
 """Who may call each route: declared by the route itself, in one place, shown in OpenAPI.
 
 Every view — a function or a MethodView method — carries one `@access(...)`:
-`@access("viewer")` for reads, `@access("operator")` for changes, `@access("operator",
-dry_run=True)` for a change whose `?dry_run=true` changes nothing (that dry run alone is open
-to viewers), `@access("public")` for what needs no token. The declaration, never a query
+`@access(Role.VIEWER)` for reads, `@access(Role.OPERATOR)` for changes,
+`@access(Role.OPERATOR, dry_run=True)` for a change whose `?dry_run=true` changes nothing
+(that dry run alone is open to viewers), `@access(PUBLIC)` for what needs no token (the
+roles and levels are the vocabulary's, `vocabulary.roles`). The declaration, never a query
 parameter or a header, decides; a route without one makes the app refuse to start, so a new
 route cannot be born open — nor can a route answering anything but GET be declared less than
 an operator's. The declaration is the only role check: nothing behind it (not the engine's
@@ -48,11 +49,7 @@ from flask_smorest import Blueprint
 from marshmallow import EXCLUDE, ValidationError
 
 from schemas.common import DryRunQuerySchema
-
-PUBLIC = "public"
-VIEWER = "viewer"
-OPERATOR = "operator"
-LEVELS = (PUBLIC, VIEWER, OPERATOR)
+from vocabulary.roles import ACCESS_LEVELS, PUBLIC, Role
 
 ROLE_EXTENSION = "x-hypd-role"
 DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
@@ -75,19 +72,21 @@ class Access:
     """A WebSocket: its token arrives as the first message, checked by the socket itself."""
 
     def __post_init__(self) -> None:
-        if self.role not in LEVELS:
-            raise ValueError(f"access role must be one of {', '.join(LEVELS)}: {self.role!r}")
-        if self.dry_run and self.role != OPERATOR:
+        object.__setattr__(self, "role", str(self.role))  # a Role member, stored as its word
+        if self.role not in ACCESS_LEVELS:
+            raise ValueError(
+                f"access role must be one of {', '.join(ACCESS_LEVELS)}: {self.role!r}")
+        if self.dry_run and self.role != Role.OPERATOR:
             raise ValueError("only an operator route can open its dry run to viewers")
 
     def needed(self, dry_run_asked: bool) -> str:
         """The role this request needs."""
-        return VIEWER if self.dry_run and dry_run_asked else self.role
+        return Role.VIEWER if self.dry_run and dry_run_asked else self.role
 
     def openapi(self) -> dict[str, Any]:
         doc: dict[str, Any] = {ROLE_EXTENSION: self.role}
         if self.dry_run:
-            doc[DRY_RUN_EXTENSION] = VIEWER
+            doc[DRY_RUN_EXTENSION] = Role.VIEWER.value
         if self.role == PUBLIC:
             doc["security"] = []
         return doc
@@ -144,7 +143,7 @@ def declarations(app: Flask) -> Declarations:
             if declared is None:
                 missing.append(f"{method} {rule.rule} ({rule.endpoint})")
                 continue
-            if method not in READ_METHODS and declared.role != OPERATOR:
+            if method not in READ_METHODS and declared.role != Role.OPERATOR:
                 open_changes.append(f"{method} {rule.rule} ({rule.endpoint})")
             found[(rule.endpoint, method)] = declared
     problems = []

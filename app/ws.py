@@ -79,7 +79,8 @@ from cloud.metrics import WEBSOCKETS
 from schemas.common import STREAM_ID_RE
 from schemas.jobs import LOG_TAIL_MAX
 from tasks.engine.errors import EngineError
-from tasks.engine.model import OpStatus
+from vocabulary.operations import OpStatus
+from vocabulary.roles import Role
 
 AUTH_TIMEOUT_S = 5
 RECEIVE_SLICE_S = 0.1
@@ -211,7 +212,7 @@ def install(app: Flask) -> None:
     sock = Sock(app)
 
     @sock.route("/ws/operations/<string:op_id>")
-    @access("viewer", websocket=True)
+    @access(Role.VIEWER, websocket=True)
     def operation_events(ws: Any, op_id: str) -> None:
         admitted = _admit(ws, "following an operation")
         if admitted is None:
@@ -235,7 +236,7 @@ def install(app: Flask) -> None:
             return
 
     @sock.route("/ws/clusters/<string:cluster>/jobs/<string:job>/logs")
-    @access("viewer", websocket=True)
+    @access(Role.VIEWER, websocket=True)
     def job_log_tail(ws: Any, cluster: str, job: str) -> None:
         admitted = _admit(ws, "following a job's logs")
         if admitted is None:

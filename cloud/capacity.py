@@ -49,17 +49,20 @@ from cloud.aws import (
 from cloud.discovery import ACCELERATOR_FAMILY, ec2_instance_type
 from cloud.errors import Refusal
 from cloud.subnets import COMPUTE_PREFIX, LockFactory, allocate_subnet
+from vocabulary import patterns
+from vocabulary.capacity import (
+    CAPACITY_TYPES,
+    EFA_MODES,
+    EFA_ONLY,
+    ON_DEMAND,
+    SPOT,
+    TAINT_EFFECTS,
+    TRAINING_PLAN,
+    efa_interfaces,
+    efa_refusal,
+)
 
-# -- the decisions ---------------------------------------------------------------------------
-
-ON_DEMAND = "on-demand"
-SPOT = "spot"
-TRAINING_PLAN = "training-plan"
-CAPACITY_TYPES = (ON_DEMAND, SPOT, TRAINING_PLAN)
-
-EFA = "efa"
-EFA_ONLY = "efa-only"
-INTERFACE_MODES = (EFA, EFA_ONLY)
+# -- the decisions (their words: vocabulary.capacity) ----------------------------------------
 
 INSTANCE_STRESS = "InstanceStress"
 INSTANCE_CONNECTIVITY = "InstanceConnectivity"
@@ -75,12 +78,6 @@ MAX_INSTANCE_COUNT = 6758
 MAX_VOLUME_GB = 16384
 MAX_SECURITY_GROUPS = 5
 
-_GROUP_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
-_PLAN_ARN = re.compile(
-    r"^arn:(aws[a-z\-]*):sagemaker:([a-z0-9\-]*):(\d{12}):training-plan/(.+)$")
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-_SG_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _S3_URI = re.compile(r"^s3://([^/]+)(/.*)?$")
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-"
 """HyperPod's execution role carries the managed AmazonSageMakerClusterInstanceRolePolicy,
@@ -145,17 +142,17 @@ def instance_group_spec(
     - `labels` / `taints`: Kubernetes labels and taints HyperPod puts on the group's nodes
       (`KubernetesConfig`); taints are `{key, value?, effect}`.
     """
-    if not isinstance(name, str) or not _GROUP_NAME.match(name):
+    if not patterns.fits(patterns.INSTANCE_GROUP_NAME, name):
         raise CapacityError(
             f"instance group name {name!r} must be 1-63 letters, digits and hyphens, starting "
             f"and ending with a letter or digit", "name")
     _check_instance_type(instance_type, instance_info)
     _check_count(count, autoscaling, min_count)
-    if not isinstance(execution_role_arn, str) or not _ROLE_ARN.match(execution_role_arn):
+    if not patterns.fits(patterns.ROLE_ARN, execution_role_arn):
         raise CapacityError(f"execution role {execution_role_arn!r} is not an IAM role ARN",
                             "execution_role_arn")
     _check_lifecycle(lifecycle_s3_uri, on_create)
-    if not isinstance(subnet_id, str) or not _SUBNET_ID.match(subnet_id):
+    if not isinstance(subnet_id, str) or not patterns.SUBNET_ID.fullmatch(subnet_id):
         raise CapacityError(f"{subnet_id!r} is not a subnet id", "subnet_id")
     groups = _check_security_groups(security_group_ids)
     if threads_per_core not in (1, 2) or isinstance(threads_per_core, bool):
@@ -195,11 +192,6 @@ def instance_group_spec(
 
 # -- Kubernetes labels and taints of a group's nodes -------------------------------------------
 
-LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 RESERVED_LABEL_PREFIXES = ("sagemaker.amazonaws.com/", "kubernetes.io/", "k8s.io/")
 """Label keys HyperPod and Kubernetes set themselves (health status, instance group, zone,
 hostname): a user's label there would fight them."""
@@ -237,14 +229,14 @@ def kubernetes_config(labels: Mapping[str, str] | None,
 
 
 def _check_label(key: Any, value: Any, field: str = "labels") -> None:
-    if not isinstance(key, str) or len(key) > 316 or not LABEL_KEY.match(key):
+    if not isinstance(key, str) or len(key) > 316 or not patterns.LABEL_KEY.fullmatch(key):
         raise CapacityError(f"{key!r} is not a Kubernetes label key (an optional DNS prefix "
                             "and '/', then up to 63 letters, digits, '-', '_' or '.')", field)
     if key.startswith(RESERVED_LABEL_PREFIXES) or ("/" in key and key.split("/")[0].endswith(
             (".kubernetes.io", ".k8s.io"))):
         raise CapacityError(f"label key {key!r} is one Kubernetes or HyperPod sets itself",
                             field)
-    if not isinstance(value, str) or not LABEL_VALUE.match(value):
+    if not isinstance(value, str) or not patterns.LABEL_VALUE.fullmatch(value):
         raise CapacityError(f"{value!r} is not a Kubernetes label value (up to 63 letters, "
                             "digits, '-', '_' or '.', starting and ending alphanumeric)", field)
 
@@ -532,7 +524,8 @@ def _check_security_groups(ids: Sequence[str]) -> list[str]:
     if not 1 <= len(groups) <= MAX_SECURITY_GROUPS:
         raise CapacityError(f"an instance group needs 1-{MAX_SECURITY_GROUPS} security groups",
                             "security_group_ids")
-    bad = [g for g in groups if not isinstance(g, str) or not _SG_ID.match(g)]
+    bad = [g for g in groups
+           if not isinstance(g, str) or not patterns.SECURITY_GROUP_ID.fullmatch(g)]
     if bad:
         raise CapacityError(f"{bad[0]!r} is not a security group id", "security_group_ids")
     return groups
@@ -553,34 +546,31 @@ def _capacity(capacity_type: str, plan_arn: str | None, region: str | None) -> d
     if not plan_arn:
         raise CapacityError("capacity type 'training-plan' needs the training plan's ARN",
                             "training_plan_arn")
-    match = _PLAN_ARN.match(plan_arn) if isinstance(plan_arn, str) else None
-    if match is None or len(plan_arn) < 50:
+    if not patterns.fits(patterns.TRAINING_PLAN_ARN, plan_arn):
         raise CapacityError(f"{plan_arn!r} is not a SageMaker training plan ARN "
                             "(arn:aws:sagemaker:<region>:<account>:training-plan/<name>)",
                             "training_plan_arn")
-    if region and match.group(2) != region:
+    plan_region = plan_arn.split(":")[3]
+    if region and plan_region != region:
         raise CapacityError(
-            f"training plan {plan_arn} is in {match.group(2)}, not in the cluster's region "
+            f"training plan {plan_arn} is in {plan_region}, not in the cluster's region "
             f"{region}", "training_plan_arn")
     return {"TrainingPlanArn": plan_arn}
 
 
 def _check_interface(mode: str, instance_type: str, info: Mapping[str, Any] | None) -> None:
-    if mode not in INTERFACE_MODES:
+    if mode not in EFA_MODES:
         raise CapacityError(
-            f"network interface mode must be one of {', '.join(INTERFACE_MODES)}, got {mode!r}",
+            f"network interface mode must be one of {', '.join(EFA_MODES)}, got {mode!r}",
             "interface_mode")
     if info is None:
         raise CapacityError(
             f"cannot tell whether {instance_type} supports {mode}: its instance information "
             f"(EFA support, EFA interfaces) is needed", "interface_mode")
-    if not info.get("efa_supported"):
-        raise CapacityError(f"{instance_type} does not support EFA", "interface_mode")
-    interfaces = int(info.get("max_efa_interfaces") or 0)
-    if mode == EFA_ONLY and interfaces < 2:
-        raise CapacityError(
-            f"efa-only needs an instance type with several EFA interfaces; {instance_type} "
-            f"has {interfaces}", "interface_mode")
+    refusal = efa_refusal(mode, instance_type, efa_interfaces(
+        info.get("efa_supported"), info.get("max_efa_interfaces")))
+    if refusal:
+        raise CapacityError(refusal, "interface_mode")
 
 
 def _deep_health_checks(checks: Iterable[str], instance_type: str,

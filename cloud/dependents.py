@@ -19,7 +19,7 @@ cluster, why, forceable}], total, force_allowed}` (at most 50 listed, `LISTED_MA
 - `app/readmodels/dependents.py` builds each request's `Impact` (its target in words, what it
   would remove, its dependents).
 - `app/mutations.py` is the one path. `destructive(blp, query)` declares a route: operator,
-  its `?dry_run=true` open to viewers (`@access("operator", dry_run=True)`), the query schema
+  its `?dry_run=true` open to viewers (`@access(Role.OPERATOR, dry_run=True)`), the query schema
   with `dry_run` and, where a person may override, `force`, the dry run's 200 `DestroyPlan`,
   the 409 `InUseError` in OpenAPI. `destroy(kind, target, params, impact, query)` runs the
   impact as the submit's precheck (after the target's lock, only for a new request: a

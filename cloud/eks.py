@@ -30,10 +30,11 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError
 from kubernetes.client import ApiClient, Configuration
 
-from cloud import aws, kubernetes_versions
+from cloud import aws
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, error_code, is_not_found
 from cloud.errors import NotYet, Refusal
 from cloud.settings import Settings
+from vocabulary import kubernetes_versions
 
 # ---------------------------------------------------------------------------------------
 # constants
@@ -135,7 +136,7 @@ def ensure_cluster(eks: Any, name: str, role_arn: str, subnet_ids: list[str],
     """The EKS cluster `name`, created if it does not exist. Returns `describe_cluster`'s
     cluster. Raises `EksError` when a cluster of that name exists that hypd did not make for
     this cluster, `NotYet` while one of that name is still being deleted. Without a
-    `version`, the newest offered (cloud/kubernetes_versions.py)."""
+    `version`, the newest offered (vocabulary/kubernetes_versions.py)."""
     if authentication_mode not in ("API", "API_AND_CONFIG_MAP"):
         raise ValueError("HyperPod needs authenticationMode API or API_AND_CONFIG_MAP")
     found = describe(eks, name)

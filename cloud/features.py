@@ -35,6 +35,7 @@ from cloud.dependencies import (
     TIERED_STORAGE,
     Dependency,
 )
+from vocabulary.capacity import ON_DEMAND
 
 ON = "on"
 OFF = "off"
@@ -229,8 +230,7 @@ def feature_view(name: str, src: Sources, snap: Snapshot) -> dict[str, Any]:
 
 def ineligible(group: Mapping[str, Any]) -> str | None:
     """Why HyperPod-managed Karpenter cannot scale this group (None: it can)."""
-    if group.get("training_plan_arn") or group.get("capacity_type") not in (None,
-                                                                            "on-demand"):
+    if group.get("training_plan_arn") or group.get("capacity_type") not in (None, ON_DEMAND):
         return (f"{group.get('capacity_type')} capacity: managed autoscaling scales "
                 "on-demand groups only")
     if group.get("deep_health_checks"):

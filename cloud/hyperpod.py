@@ -18,7 +18,6 @@ ListClusterEvents `Events[]`; ListTags; DeleteCluster.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,6 +37,7 @@ from cloud.aws import (
 )
 from cloud.capacity import capacity_type_of, interface_mode_of, labels_of, taints_of
 from cloud.errors import NotYet, Refusal
+from vocabulary import patterns
 
 NODE_RECOVERY = "Automatic"
 NODE_PROVISIONING_MODE = "Continuous"
@@ -56,10 +56,6 @@ READY_STATUSES = frozenset({IN_SERVICE})
 BUSY_STATUSES = frozenset({CREATING, UPDATING, SYSTEM_UPDATING, DELETING, ROLLING_BACK})
 FAILED_STATUSES = frozenset({FAILED})
 
-_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_EKS_ARN = re.compile(
-    r"^arn:aws[a-z\-]*:eks:[a-z0-9\-]*:\d{12}:cluster/[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
 EVENTS_SHOWN = 20
 
 
@@ -97,13 +93,13 @@ def cluster_request(
     `autoscaling` turns managed autoscaling on now; otherwise it can be enabled later with
     UpdateCluster, since the cluster is created ready for it.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not patterns.fits(patterns.HYPERPOD_CLUSTER_NAME, name):
         raise HyperPodError(f"HyperPod cluster name {name!r} must be 1-63 letters, digits and "
                             "hyphens, starting and ending with a letter or digit",
                             "validation_failed")
-    if not isinstance(eks_cluster_arn, str) or not _EKS_ARN.match(eks_cluster_arn):
+    if not patterns.fits(patterns.EKS_CLUSTER_ARN, eks_cluster_arn):
         raise HyperPodError(f"{eks_cluster_arn!r} is not an EKS cluster ARN", "validation_failed")
-    if not isinstance(cluster_role_arn, str) or not _ROLE_ARN.match(cluster_role_arn):
+    if not patterns.fits(patterns.ROLE_ARN, cluster_role_arn):
         raise HyperPodError(f"cluster role {cluster_role_arn!r} is not an IAM role ARN",
                             "validation_failed")
     groups = [dict(g) for g in instance_groups]

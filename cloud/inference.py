@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 from cloud import fit, kube, storage
 from cloud.errors import Invalid
 from cloud.incluster import sglang_load
+from vocabulary import patterns
 
 ENDPOINT_LABEL = "hypd.io/endpoint"
 ROLE_LABEL = "hypd.io/endpoint-role"
@@ -112,7 +112,6 @@ _POOL_SCRIPT = {
 _STILL_ASSIGNED = ('test ! -f /tmp/serving || '
                    'test "$(cat /etc/hypd/model)" = "$(cat /tmp/serving)"')
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class InferenceError(Invalid):
@@ -210,7 +209,7 @@ def fit_asks(ep: Endpoint, fields: Iterable[str] | None = None) -> list[fit.Ask]
 
 
 def check_name(value: str, what: str, limit: int = 63) -> str:
-    if not isinstance(value, str) or len(value) > limit or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or len(value) > limit or not patterns.DNS_LABEL.fullmatch(value):
         raise InferenceError(f"{what} {value!r} must be a DNS label (lowercase letters, digits "
                              f"and hyphens, at most {limit} characters)")
     return value

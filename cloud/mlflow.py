@@ -16,7 +16,6 @@ ARN, and read/write under its artifact store: cloud/iam.py). Their environment g
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -25,15 +24,13 @@ from cloud import kube
 from cloud.aws import CLUSTER_TAG, error_code, tag_dict, tags_for
 from cloud.eks import made_by_hypd_for
 from cloud.errors import Invalid, NotYet
+from vocabulary import patterns
 
 RECORD_NAME = "hypd-mlflow"
 RECORD_NAMESPACE = "default"
 SERVICE_ACCOUNT = "hypd-mlflow"
 ARTIFACT_PREFIX = "mlflow"
 SIZES = ("Small", "Medium", "Large")
-ARN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:([a-z0-9-]+):(\d{12}):"
-                    r"mlflow-tracking-server/([a-zA-Z0-9](-*[a-zA-Z0-9]){0,255})$")
-NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
 CREATING = ("Creating",)
 UPDATING = ("Updating", "Starting", "MaintenanceInProgress", "Deleting", "Stopping")
 USABLE = ("Created", "Updated", "Started", "MaintenanceComplete")
@@ -62,14 +59,15 @@ def artifact_uri(bucket: str) -> str:
 
 def parse_ref(value: str, region: str) -> str:
     """The tracking server name from a name or an ARN (which must be in `region`)."""
-    match = ARN_RE.match(value)
-    if match:
-        if match.group(1) != region:
-            raise MlflowError(f"tracking_server: {value} is in {match.group(1)}, the cluster in "
+    if patterns.fits(patterns.TRACKING_SERVER_ARN, value):
+        arn_region, name = value.split(":")[3], value.split("/", 1)[1]
+        if arn_region != region:
+            raise MlflowError(f"tracking_server: {value} is in {arn_region}, the cluster in "
                               f"{region}; jobs log to a tracking server of their own region",
                               field="tracking_server")
-        return match.group(3)
-    if not NAME_RE.match(value):
+        if patterns.fits(patterns.TRACKING_SERVER_NAME, name):
+            return name
+    if not patterns.fits(patterns.TRACKING_SERVER_NAME, value):
         raise MlflowError("tracking_server: give a tracking server's name or its ARN "
                           "(arn:aws:sagemaker:<region>:<account>:mlflow-tracking-server/<name>)",
                           field="tracking_server")

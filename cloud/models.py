@@ -20,12 +20,12 @@ the operation reports is what is really there.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cloud import kube, storage
+from vocabulary import patterns
 
 MODEL_PREFIX = "models/"
 JOB_PREFIX = "hypd-model-"
@@ -37,7 +37,7 @@ TOOLS = ("huggingface_hub[cli,hf_transfer]==0.34.4", "awscli==1.42.30")
 """What the Job runs (`hf`, `aws`), pinned; deploy/images/model-download/Dockerfile bakes
 exactly these (tests/cloud/test_models.py keeps the two equal)."""
 SCRATCH_LIMIT = "1Ti"
-S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([A-Za-z0-9!_.*'()/-]{1,900})$")
+
 
 # The Job's scripts: fixed text; every value reaches them as an environment variable.
 # The tools are installed only when the image lacks them: `a && b || c && d` is
@@ -84,7 +84,7 @@ def job_name(model: str) -> str:
 
 def source_location(uri: str) -> tuple[str, str]:
     """(bucket, prefix) of an `s3://bucket/prefix` URI."""
-    found = S3_URI.match(uri)
+    found = patterns.S3_OBJECT_URI.fullmatch(uri)
     if not found:
         raise ValueError(f"not an S3 URI: {uri!r}")
     return found.group(1), found.group(2).strip("/") + "/"

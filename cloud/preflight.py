@@ -23,15 +23,15 @@ the on-demand cluster-usage quota.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from cloud.aws import error_code, is_not_found, is_transient
-from cloud.capacity import CAPACITY_TYPES, SPOT, TRAINING_PLAN
 from cloud.hyperpod import instances_in_use
+from vocabulary import patterns
+from vocabulary.capacity import CAPACITY_TYPES, SPOT, TRAINING_PLAN
 
 SERVICE_CODE = "sagemaker"
 CONSOLE_URL = "https://console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas"
@@ -180,10 +180,9 @@ def _in_use(sm: Any) -> dict[tuple[str, str], int]:
 
 
 def _plan_name(arn: str) -> str:
-    match = re.match(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:\d{12}:training-plan/(.+)$", arn)
-    if match is None:
+    if not patterns.fits(patterns.TRAINING_PLAN_ARN, arn):
         raise ValueError(f"{arn!r} is not a SageMaker training plan ARN")
-    return match.group(1)
+    return arn.split(":training-plan/", 1)[1]
 
 
 def _training_plan(sm: Any, region: str, instance_type: str, count: int,

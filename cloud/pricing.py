@@ -25,7 +25,7 @@ processed) are never taken for the price. Where each price is in the Price List:
   `instanceType` is `<ml type>-Cluster`, e.g. `ml.g5.8xlarge-Cluster`, its `component`
   `Cluster`);
 - the EKS control plane: `AmazonEKS`, `<prefix>-AmazonEKS-Hours:perCluster`. For a Kubernetes
-  version past its end of standard support (cloud/kubernetes_versions.py, on the day of the
+  version past its end of standard support (vocabulary/kubernetes_versions.py, on the day of the
   estimate) also extended support, billed per cluster-hour on top of it:
   `<prefix>-AmazonEKS-Hours:extendedSupport`, item kind `eks_extended_support`, its note
   saying since when and until when;
@@ -77,10 +77,22 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cloud import aws, kubernetes_versions
-from cloud.capacity import ON_DEMAND, SPOT, TRAINING_PLAN
+from cloud import aws
 from cloud.errors import Refusal
 from cloud.settings import Settings
+from vocabulary import kubernetes_versions
+from vocabulary.capacity import (
+    EKS_CONTROL_PLANE,
+    EKS_EXTENDED_SUPPORT,
+    FSX_FILE_SYSTEM,
+    HYPERPOD_INSTANCES,
+    LIST_PRICE,
+    NAT_GATEWAY,
+    ON_DEMAND,
+    SPOT,
+    TRAINING_PLAN,
+    UNKNOWN_PRICE,
+)
 
 SOURCE = "aws-price-list"
 CURRENCY = "USD"
@@ -89,18 +101,6 @@ PAGE_SIZE = 100
 MAX_ATTEMPTS = 2
 READ_TIMEOUT_S = 10.0
 """A dry run is answered to a person waiting: one retry, and a price rather unknown than late."""
-
-LIST_PRICE = "list-price"
-UNKNOWN = "unknown"
-BASES = (LIST_PRICE, SPOT, TRAINING_PLAN, UNKNOWN)
-
-HYPERPOD_INSTANCES = "hyperpod_instances"
-EKS_CONTROL_PLANE = "eks_control_plane"
-EKS_EXTENDED_SUPPORT = "eks_extended_support"
-NAT_GATEWAY = "nat_gateway"
-FSX_FILE_SYSTEM = "fsx_file_system"
-KINDS = (HYPERPOD_INSTANCES, EKS_CONTROL_PLANE, EKS_EXTENDED_SUPPORT, NAT_GATEWAY,
-         FSX_FILE_SYSTEM)
 
 _HOURLY_UNITS = frozenset({"hrs", "hr", "hours", "hour"})
 _ACCESS_DENIED = ("AccessDenied", "AccessDeniedException")
@@ -300,7 +300,8 @@ def estimate(plan: Mapping[str, Any], quote: Callable[[Product], Quote],
             item["note"] = "hourly charge only; data processed is billed per GB"
         items.append(item)
     for system in plan.get("file_systems") or ():
-        items.append(_item(f"FSx for Lustre {system['id']}", FSX_FILE_SYSTEM, 1, UNKNOWN, None,
+        items.append(_item(f"FSx for Lustre {system['id']}", FSX_FILE_SYSTEM, 1, UNKNOWN_PRICE,
+                           None,
                            f"billed per GiB-month of storage ({system.get('capacity_gib')} "
                            "GiB) and of throughput, not by the hour: hypd does not price it "
                            "(see AWS's FSx for Lustre pricing)"))
@@ -388,7 +389,7 @@ def _listed(name: str, kind: str, quantity: int, product: Product,
     found = _quote_or_unknown(product, quote)
     unit = found["usd_per_hour"]
     if unit is None:
-        item = _item(name, kind, quantity, UNKNOWN, None, f"price unknown: {found['note']}")
+        item = _item(name, kind, quantity, UNKNOWN_PRICE, None, f"price unknown: {found['note']}")
     else:
         item = _item(name, kind, quantity, LIST_PRICE, unit, found["note"])
     item["source"] = found["source"]

@@ -46,6 +46,7 @@ from cloud.aws import (
 )
 from cloud.capacity import ROLE_COMPUTE_SUBNET
 from cloud.errors import NotYet, Refusal
+from vocabulary import patterns
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -59,7 +60,6 @@ class StorageError(Refusal):
 # -- bucket names ------------------------------------------------------------------------------
 
 BUCKET_MIN, BUCKET_MAX = 3, 63
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
 _BUCKET_BAD_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 _BUCKET_BAD_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 DIGEST_CHARS = 10
@@ -69,7 +69,7 @@ def bucket_name_problem(name: str) -> str | None:
     """Why `name` is not a valid general-purpose S3 bucket name, or None."""
     if not isinstance(name, str) or not BUCKET_MIN <= len(name) <= BUCKET_MAX:
         return f"a bucket name has {BUCKET_MIN}-{BUCKET_MAX} characters"
-    if not _BUCKET.match(name):
+    if not patterns.S3_BUCKET.fullmatch(name):
         return ("a bucket name has only lowercase letters, digits, dots and hyphens, and "
                 "starts and ends with a letter or digit")
     if ".." in name or ".-" in name or "-." in name:
@@ -310,11 +310,10 @@ LABEL_STORAGE = "hypd.io/storage"
 LABEL_STORAGE_KIND = "hypd.io/storage-kind"
 LABEL_CLUSTER = "hypd.io/cluster"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _check_k8s_name(value: str, what: str, limit: int = 63) -> str:
-    if not isinstance(value, str) or len(value) > limit or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or len(value) > limit or not patterns.DNS_LABEL.fullmatch(value):
         raise StorageError(f"{what} {value!r} must be a DNS label (lowercase letters, digits "
                            f"and hyphens, at most {limit} characters)", "validation_failed")
     return value

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from vocabulary.roles import ACCESS_LEVELS
+
 Location = Literal["path", "query", "body"]
 
 ROLE_EXTENSION = "x-hypd-role"
 DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
-ROLE_ORDER = ("public", "viewer", "operator")
+ROLE_ORDER = ACCESS_LEVELS
 
 _MAX_DEPTH = 20
 

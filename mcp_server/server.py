@@ -45,7 +45,6 @@ from mcp_server.routemap import ROUTES
 from mcp_server.routes import RouteBook
 from mcp_server.tools import (
     IDEMPOTENCY_KEY,
-    TERMINAL_STATUSES,
     TOOLS_BY_NAME,
     WAIT_DEFAULT_SECONDS,
     WAIT_MAX_SECONDS,
@@ -54,6 +53,8 @@ from mcp_server.tools import (
     bind,
     published,
 )
+from vocabulary.operations import OpStatus
+from vocabulary.roles import Role
 
 log = logging.getLogger("hypd.mcp")
 
@@ -63,8 +64,8 @@ DEFAULT_HTTP_PORT = 3098
 HTTP_PATH = "/mcp"
 WHOAMI_CACHE_S = 30.0
 DEFAULT_POLL_AFTER_S = 5
-OPERATOR = "operator"
-VIEWER = "viewer"
+OPERATOR = Role.OPERATOR.value
+VIEWER = Role.VIEWER.value
 
 INSTRUCTIONS = """\
 hypd is a control panel for ML clusters on AWS (EKS + SageMaker HyperPod). These tools call \
@@ -82,7 +83,7 @@ operation that holds the target: wait for it rather than retrying at once.
 - Repeating a change with the same arguments within 10 minutes returns the same operation \
 (idempotency); pass a new idempotency_key only to repeat a change on purpose."""
 
-TERMINAL = frozenset(TERMINAL_STATUSES)
+TERMINAL = OpStatus.finished()
 
 
 # --- argument models ---------------------------------------------------------------------------

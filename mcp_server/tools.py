@@ -21,8 +21,6 @@ from mcp_server.routes import Param, Route, RouteBook, RouteBookError, may
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
-TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
-
 WAIT_MAX_SECONDS = 60
 WAIT_DEFAULT_SECONDS = 30
 

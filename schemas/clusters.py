@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import re
-
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from cloud import kubernetes_versions, pricing
-from schemas.common import Name, NextActionSchema, NoChangeSchema, Pattern, Region
+from schemas.common import (
+    EfaMode,
+    Matching,
+    Name,
+    NextActionSchema,
+    NoChangeSchema,
+    Pattern,
+    Region,
+)
 from schemas.dependents import ForceQuerySchema
-from schemas.discovery import ZONE_RE
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
+from vocabulary import kubernetes_versions, patterns
+from vocabulary.capacity import CAPACITY_TYPES, COST_KINDS, ON_DEMAND, PRICE_BASES, TRAINING_PLAN
+from vocabulary.operations import StageStatus
 
-ML_TYPE_RE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
-VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
-SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-SG_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
-TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/.+$")
-CAPACITY_TYPES = ("on-demand", "spot", "training-plan")
-EFA_MODES = ("efa", "efa-only")
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 KUBERNETES_VERSIONS = kubernetes_versions.offered()
 """The versions HyperPod documents that EKS still runs, as of this process's start (the
@@ -43,15 +43,15 @@ class KubernetesVersion(validate.OneOf):
 
 
 class ExistingVpcSchema(Schema):
-    vpc_id = fields.String(required=True, validate=Pattern(VPC_RE, error="not a VPC id"))
+    vpc_id = fields.String(required=True, validate=Pattern(patterns.VPC_ID, error="not a VPC id"))
     subnet_ids = fields.List(
-        fields.String(validate=Pattern(SUBNET_RE, error="not a subnet id")),
+        fields.String(validate=Pattern(patterns.SUBNET_ID, error="not a subnet id")),
         required=True,
         validate=validate.Length(min=2, max=16, error="give subnets in at least two zones"),
         metadata={"description": "private subnets in at least two availability zones"},
     )
     security_group_id = fields.String(
-        validate=Pattern(SG_RE, error="not a security group id"),
+        validate=Pattern(patterns.SECURITY_GROUP_ID, error="not a security group id"),
         metadata={"description": "the security group for the instances; default: the EKS "
                                  "cluster's"})
 
@@ -61,12 +61,12 @@ class ClusterCreateSchema(Schema):
     region = Region()
     availability_zone = fields.String(
         required=True,
-        validate=Pattern(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
+        validate=Pattern(patterns.ZONE, error="not an availability zone name (e.g. us-west-2a)"),
         metadata={"description": "where the accelerator instances run"},
     )
     instance_type = fields.String(
         required=True,
-        validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type (e.g. "
+        validate=Pattern(patterns.ML_INSTANCE_TYPE, error="not a HyperPod instance type (e.g. "
                                            "ml.p5.48xlarge)"),
         metadata={"description": "HyperPod instance type offered in that zone, e.g. "
                                  "ml.p5.48xlarge"},
@@ -75,17 +75,15 @@ class ClusterCreateSchema(Schema):
         required=True, validate=validate.Range(min=1, max=500),
         metadata={"description": "number of instances in the first instance group"})
     capacity_type = fields.String(
-        load_default="on-demand", validate=validate.OneOf(CAPACITY_TYPES),
+        load_default=ON_DEMAND, validate=validate.OneOf(CAPACITY_TYPES),
         metadata={"description": "on-demand, spot, or training-plan (a reservation, named by "
                                  "training_plan_arn)"})
     training_plan_arn = fields.String(
-        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "the training plan reservation, with capacity_type "
                                  "training-plan"})
-    efa_mode = fields.String(
-        validate=validate.OneOf(EFA_MODES),
-        metadata={"description": "efa, or efa-only for types with several EFA interfaces; "
-                                 "default: efa where the instance type has EFA, else none"})
+    efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
+                       "where the instance type has EFA, else none")
     deep_health_checks = fields.Boolean(
         load_default=False,
         metadata={"description": "run instance stress and connectivity checks (GPU, EFA) "
@@ -112,17 +110,15 @@ class ClusterCreateSchema(Schema):
     @validates_schema
     def _capacity(self, data: dict, **_: object) -> None:
         plan = data.get("training_plan_arn")
-        if data.get("capacity_type") == "training-plan" and not plan:
+        if data.get("capacity_type") == TRAINING_PLAN and not plan:
             raise ValidationError("required when capacity_type is training-plan",
                                   "training_plan_arn")
-        if plan and data.get("capacity_type") != "training-plan":
+        if plan and data.get("capacity_type") != TRAINING_PLAN:
             raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
         if data.get("existing_vpc") and data.get("cidr"):
             raise ValidationError("cidr applies only to a new network", "cidr")
 
 
-STAGE_STATUSES = ("succeeded", "failed", "cancelled", "skipped", "running", "pending",
-                  "not_run")
 CLUSTER_STATES = ("creating", "rerunning", "created", "incomplete", "create_failed",
                   "create_cancelled", "stage_failed", "stage_cancelled", "deleting",
                   "delete_failed", "delete_cancelled", "imported", "unknown")
@@ -130,7 +126,7 @@ CLUSTER_STATES = ("creating", "rerunning", "created", "incomplete", "create_fail
 
 class StageSchema(Schema):
     name = fields.String(required=True)
-    status = fields.String(required=True, validate=validate.OneOf(STAGE_STATUSES), metadata={
+    status = fields.String(required=True, validate=validate.OneOf(list(StageStatus)), metadata={
         "description": "from the newest operation that ran the stage: succeeded; failed (see "
                        "error); cancelled (a cancel stopped it within the stage); skipped (a "
                        "cancel came before it: nothing of it ran); running; pending (not "
@@ -154,10 +150,6 @@ class ClusterStateSchema(Schema):
         "description": "the stage it stopped at (or is at)"})
     error = fields.Dict(allow_none=True, metadata={
         "description": "a failed operation's error: {code, message, step}"})
-
-
-PRICE_BASES = pricing.BASES
-COST_KINDS = pricing.KINDS
 
 
 class PriceSourceSchema(Schema):
@@ -315,12 +307,12 @@ class StagePathSchema(Schema):
 class ClusterImportSchema(Schema):
     name = fields.String(
         required=True,
-        validate=Pattern(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+        validate=Matching(patterns.EKS_CLUSTER_NAME,
                          error="not an EKS cluster name"),
         metadata={"description": "the existing EKS cluster's name"})
     region = Region()
     hyperpod_cluster = fields.String(
-        validate=Pattern(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        validate=Matching(patterns.HYPERPOD_CLUSTER_NAME,
                          error="not a HyperPod cluster name"),
         metadata={"description": "the HyperPod cluster on it, if any"})
 
@@ -344,15 +336,16 @@ class KubeconfigQuerySchema(Schema):
 class PreflightQuerySchema(Schema):
     region = Region()
     instance_type = fields.String(
-        required=True, validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type"),
+        required=True,
+        validate=Pattern(patterns.ML_INSTANCE_TYPE, error="not a HyperPod instance type"),
         metadata={"description": "e.g. ml.p5.48xlarge"})
     count = fields.Integer(required=True, validate=validate.Range(min=1, max=500),
                            metadata={"description": "number of instances"})
-    capacity_type = fields.String(load_default="on-demand",
+    capacity_type = fields.String(load_default=ON_DEMAND,
                                   validate=validate.OneOf(CAPACITY_TYPES),
                                   metadata={"description": "on-demand, spot or training-plan"})
     training_plan_arn = fields.String(
-        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan"})
 
 

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate
+
+from vocabulary import patterns
+from vocabulary.capacity import EFA_MIN_INTERFACES, EFA_MODES
+from vocabulary.operations import OpStatus, StepPhase
+from vocabulary.roles import Role
 
 
 class Pattern(validate.Regexp):
@@ -22,23 +28,24 @@ class Pattern(validate.Regexp):
         return value
 
 
-NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$")
-"""DESIGN.md's rule `^[a-z][a-z0-9-]{0,31}$`, plus: no trailing hyphen — a name becomes
-Kubernetes object names, and DNS-1123 labels end with a letter or digit. One pattern, so
-every reader of the OpenAPI document (the MCP tools, the dashboard) gets the whole rule."""
-NAME_RULE = (
-    "must start with a lowercase letter, contain only lowercase letters, digits and hyphens, "
-    "not end with a hyphen, and be at most 32 characters"
-)
-REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+
+
+def Matching(pattern: re.Pattern[str], error: str | None = None) -> list[validate.Validator]:
+    """A value `pattern` takes whole, within the length bounds AWS states beside it (botocore's
+    min/max, vocabulary.patterns.bounds): the document's pattern, minLength and maxLength."""
+    found: list[validate.Validator] = [Pattern(pattern, error=error)]
+    bounds = patterns.bounds(pattern)
+    if bounds:
+        found.insert(0, validate.Length(min=bounds[0], max=bounds[1]))
+    return found
 
 
 def Name(what: str = "", **kwargs) -> fields.String:
     """The one rule for every user-chosen name (DESIGN.md: Names); `what` says what the
     name picks, ahead of the rule, in the field's description."""
     return fields.String(
-        validate=Pattern(NAME_RE, error=f"invalid name: {NAME_RULE}"),
-        metadata={"description": f"{what}A name that {NAME_RULE}."},
+        validate=Pattern(patterns.NAME, error=f"invalid name: {patterns.NAME_RULE}"),
+        metadata={"description": f"{what}A name that {patterns.NAME_RULE}."},
         **kwargs,
     )
 
@@ -60,12 +67,21 @@ def _known_region(value: str) -> None:
 
 def Region(**kwargs) -> fields.String:
     return fields.String(
-        validate=[Pattern(REGION_RE, error="not an AWS region name (e.g. us-west-2)"),
+        validate=[Pattern(patterns.REGION, error="not an AWS region name (e.g. us-west-2)"),
                   _known_region],
         metadata={"description": "AWS region, e.g. us-west-2; default: the panel's region.",
-                  "pattern": REGION_RE.pattern},
+                  "pattern": patterns.REGION.pattern},
         **kwargs,
     )
+
+
+def EfaMode(description: str, **kwargs: Any) -> fields.String:
+    """A group's EFA mode, with the rule an instance type must meet for each mode in the
+    OpenAPI document (`x-hypd-min-efa-interfaces`), so the dashboard applies the API's rule
+    instead of a copy of it (vocabulary.capacity)."""
+    return fields.String(validate=validate.OneOf(EFA_MODES), metadata={
+        "description": description, "x-hypd-min-efa-interfaces": dict(EFA_MIN_INTERFACES)},
+        **kwargs)
 
 
 class WaitingPodSchema(Schema):
@@ -94,11 +110,9 @@ class StepSchema(Schema):
     name = fields.String(required=True)
     title = fields.String()
     stage = fields.String(allow_none=True)
-    phase = fields.String(
-        validate=validate.OneOf(
-            ["pending", "applying", "applied", "succeeded", "failed", "skipped"]
-        )
-    )
+    phase = fields.String(validate=validate.OneOf(list(StepPhase)), metadata={
+        "x-hypd-done": [p.value for p in StepPhase if p.is_done],
+        "x-hypd-in-flight": [p.value for p in StepPhase if p in StepPhase.in_flight()]})
     attempts = fields.Integer()
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
@@ -118,9 +132,9 @@ class OperationSchema(Schema):
     target = fields.String(required=True)
     params = fields.Dict()
     inputs = fields.Dict(metadata={"description": "resources from earlier operations"})
-    status = fields.String(
-        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"])
-    )
+    status = fields.String(validate=validate.OneOf(list(OpStatus)), metadata={
+        "x-hypd-finished": [s.value for s in OpStatus if s.is_finished],
+        "x-hypd-active": [s.value for s in OpStatus if s.is_active]})
     steps = fields.List(fields.Nested(StepSchema))
     error = fields.Nested(OperationErrorSchema, allow_none=True)
     created_at = fields.String()
@@ -200,7 +214,7 @@ class NoChangeSchema(Schema):
 
 class OperationQuerySchema(Schema):
     status = fields.String(
-        validate=validate.OneOf(["queued", "running", "succeeded", "failed", "cancelled"]),
+        validate=validate.OneOf(list(OpStatus)),
         metadata={"description": "only operations in this status"},
     )
     kind = fields.String(validate=validate.Length(max=64),
@@ -245,7 +259,8 @@ class DryRunQuerySchema(Schema):
 
 class WhoamiSchema(Schema):
     name = fields.String(required=True)
-    role = fields.String(required=True, validate=validate.OneOf(["viewer", "operator"]))
+    role = fields.String(required=True, validate=validate.OneOf(list(Role)), metadata={
+        "description": "the token's role; each covers the ones before it"})
 
 
 class HealthSchema(Schema):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from schemas.common import CallSchema, Name, Pattern
+from vocabulary import patterns
 
 KINDS = ("creation", "node-health", "nccl")
 """creation: why a cluster's create failed; node-health: which nodes are unhealthy and why;
@@ -23,7 +24,6 @@ DEFAULT_TAIL_LINES = 500
 MAX_TAIL_LINES = 5000
 MAX_PODS = 50
 """Pods whose logs one nccl diagnosis reads (the most recently started first)."""
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
 
 class DiagnosticPathSchema(Schema):
@@ -34,7 +34,7 @@ class DiagnosticPathSchema(Schema):
 
 class DiagnosticQuerySchema(Schema):
     namespace = fields.String(
-        validate=Pattern(DNS_LABEL, error="not a Kubernetes namespace name"),
+        validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "nccl: read only this namespace's pods (default: every "
                                  "namespace but the system ones)"})
     job = Name("nccl: read only this training job's pods (the cluster's job list names "

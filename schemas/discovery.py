@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from marshmallow import Schema, fields
 
 from schemas.common import Pattern, Region
-
-ZONE_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$")
+from vocabulary import patterns
 
 
 class ZoneQuerySchema(Schema):
@@ -18,7 +15,7 @@ class ZoneQuerySchema(Schema):
 class InstanceTypeQuerySchema(Schema):
     availability_zone = fields.String(
         required=True,
-        validate=Pattern(ZONE_RE, error="not an availability zone name (e.g. us-west-2a)"),
+        validate=Pattern(patterns.ZONE, error="not an availability zone name (e.g. us-west-2a)"),
         metadata={"description": "availability zone name, e.g. us-west-2a"},
     )
     region = Region()

@@ -8,9 +8,8 @@ import re
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.clusters import ML_TYPE_RE
 from schemas.common import Name, Pattern, WaitingPodSchema
-from schemas.storage import DNS_LABEL_RE
+from vocabulary import patterns
 
 KINDS = ("managed", "vllm", "sglang", "custom")
 SERVICES = ("in_cluster", "load_balancer", "pool")
@@ -80,11 +79,11 @@ class EndpointCreateSchema(Schema):
                           metadata={"description": "GPUs per server (tensor parallel size): "
                                                    "the user states it"})
     namespace = fields.String(load_default="default",
-                              validate=Pattern(DNS_LABEL_RE, error="not a namespace"),
+                              validate=Pattern(patterns.DNS_LABEL, error="not a namespace"),
                               metadata={"description": "the namespace (it must exist)"})
     replicas = fields.Integer(load_default=1, validate=validate.Range(min=0, max=MAX_REPLICAS),
                               metadata={"description": "servers (a pool: its workers)"})
-    instance_type = fields.String(validate=Pattern(ML_TYPE_RE,
+    instance_type = fields.String(validate=Pattern(patterns.ML_INSTANCE_TYPE,
                                                    error="not a HyperPod instance type"),
                                   metadata={"description": "the nodes to run on (required for "
                                                            "managed)"})
@@ -118,7 +117,7 @@ class EndpointCreateSchema(Schema):
                                 metadata={"description": "managed: the operator's autoscaling; "
                                                          "sglang: KEDA on the servers' total load"})
     claim = fields.String(load_default="hypd-s3",
-                          validate=Pattern(DNS_LABEL_RE, error="not a claim name"),
+                          validate=Pattern(patterns.DNS_LABEL, error="not a claim name"),
                           metadata={"description": "the claim of the bucket mounted at /s3"})
 
     @validates_schema
@@ -178,7 +177,7 @@ class EndpointPatchSchema(Schema):
 
 class ReassignSchema(Schema):
     worker = fields.String(required=True, validate=Pattern(
-        DNS_LABEL_RE, error="not a pod name"), metadata={"description": "the worker (pod)"})
+        patterns.DNS_LABEL, error="not a pod name"), metadata={"description": "the worker (pod)"})
     model = fields.String(required=True, validate=Pattern(
         re.compile(f"{MODEL_RE.pattern}|^unassigned$"), error="not a model of the pool"),
         metadata={"description": "a model of the pool, or unassigned"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import NAME_RE, NAME_RULE
+from vocabulary import patterns
 
 STATES = ("on", "off", "partial", "settling", "failed")
 MAX_NODES = 1000
@@ -46,8 +46,8 @@ class GroupBoundsSchema(Schema):
 
 
 def _group_name(value: str) -> None:
-    if not NAME_RE.match(value):
-        raise ValidationError(f"invalid instance group name: {NAME_RULE}")
+    if not patterns.NAME.fullmatch(value):
+        raise ValidationError(f"invalid instance group name: {patterns.NAME_RULE}")
 
 
 def _one_to_a_hundred(groups: dict) -> None:

@@ -3,20 +3,13 @@ may change afterwards."""
 
 from __future__ import annotations
 
-import re
-
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.clusters import CAPACITY_TYPES, EFA_MODES, ML_TYPE_RE, SUBNET_RE, TRAINING_PLAN_RE
-from schemas.common import Name, Pattern
+from schemas.common import EfaMode, Matching, Name, Pattern
 from schemas.dependents import ForceQuerySchema
-from schemas.discovery import ZONE_RE
+from vocabulary import patterns
+from vocabulary.capacity import CAPACITY_TYPES, EFA_MODES, ON_DEMAND, TAINT_EFFECTS, TRAINING_PLAN
 
-LABEL_KEY_RE = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_COUNT = 500
 IMMUTABLE = ("instance_type", "capacity_type", "training_plan_arn", "efa_mode",
              "availability_zone", "subnet_id")
@@ -25,9 +18,9 @@ IMMUTABLE = ("instance_type", "capacity_type", "training_plan_arn", "efa_mode",
 
 class TaintSchema(Schema):
     key = fields.String(required=True, validate=[validate.Length(max=316),
-                                                 Pattern(LABEL_KEY_RE,
+                                                 Pattern(patterns.LABEL_KEY,
                                                          error="not a taint key")])
-    value = fields.String(validate=Pattern(LABEL_VALUE_RE, error="not a taint value"))
+    value = fields.String(validate=Pattern(patterns.LABEL_VALUE, error="not a taint value"))
     effect = fields.String(required=True, validate=validate.OneOf(TAINT_EFFECTS))
 
 
@@ -39,8 +32,8 @@ def _at_most_50(labels: dict) -> None:
 def _labels() -> fields.Dict:
     return fields.Dict(
         keys=fields.String(validate=[validate.Length(max=316),
-                                     Pattern(LABEL_KEY_RE, error="not a label key")]),
-        values=fields.String(validate=Pattern(LABEL_VALUE_RE,
+                                     Pattern(patterns.LABEL_KEY, error="not a label key")]),
+        values=fields.String(validate=Pattern(patterns.LABEL_VALUE,
                                               error="not a label value")),
         validate=_at_most_50,
         metadata={"description": "Kubernetes labels for the group's nodes, at most 50 (not "
@@ -79,29 +72,27 @@ def _on_create() -> fields.String:
 class InstanceGroupCreateSchema(Schema):
     name = Name(required=True)
     instance_type = fields.String(
-        required=True, validate=Pattern(ML_TYPE_RE, error="not a HyperPod instance type"),
+        required=True,
+        validate=Pattern(patterns.ML_INSTANCE_TYPE, error="not a HyperPod instance type"),
         metadata={"description": "HyperPod instance type offered in the group's zone, e.g. "
                                  "ml.p5.48xlarge"})
     instance_count = _count(required=True)
     capacity_type = fields.String(
-        load_default="on-demand", validate=validate.OneOf(CAPACITY_TYPES),
+        load_default=ON_DEMAND, validate=validate.OneOf(CAPACITY_TYPES),
         metadata={"description": "on-demand, spot, or training-plan (a reservation named by "
                                  "training_plan_arn); fixed for the group's life"})
     training_plan_arn = fields.String(
-        validate=Pattern(TRAINING_PLAN_RE, error="not a training plan ARN"),
+        validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan; the group is placed in "
                                  "the plan's availability zone"})
-    efa_mode = fields.String(
-        validate=validate.OneOf(EFA_MODES),
-        metadata={"description": "efa, or efa-only for types with several EFA interfaces; "
-                                 "default: efa where the type has it; fixed for the group's "
-                                 "life"})
+    efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
+                       "where the type has it, else none; fixed for the group's life")
     availability_zone = fields.String(
-        validate=Pattern(ZONE_RE, error="not an availability zone name"),
+        validate=Pattern(patterns.ZONE, error="not an availability zone name"),
         metadata={"description": "zone of the group's own /20 compute subnet, made by hypd "
                                  "(default: the cluster's zone, or the training plan's)"})
     subnet_id = fields.String(
-        validate=Pattern(SUBNET_RE, error="not a subnet id"),
+        validate=Pattern(patterns.SUBNET_ID, error="not a subnet id"),
         metadata={"description": "an existing subnet of the cluster's VPC to place the group "
                                  "in, instead of a new one"})
     threads_per_core = _threads()
@@ -115,10 +106,10 @@ class InstanceGroupCreateSchema(Schema):
     @validates_schema
     def _choices(self, data: dict, **_: object) -> None:
         plan = data.get("training_plan_arn")
-        if data.get("capacity_type") == "training-plan" and not plan:
+        if data.get("capacity_type") == TRAINING_PLAN and not plan:
             raise ValidationError("required when capacity_type is training-plan",
                                   "training_plan_arn")
-        if plan and data.get("capacity_type") != "training-plan":
+        if plan and data.get("capacity_type") != TRAINING_PLAN:
             raise ValidationError("only with capacity_type training-plan", "training_plan_arn")
         if data.get("availability_zone") and data.get("subnet_id"):
             raise ValidationError("give a zone (hypd makes the subnet) or an existing subnet, "
@@ -139,14 +130,14 @@ class InstanceGroupPatchSchema(Schema):
     taints = _taints()
     deep_health_checks = _deep()
     on_create = _on_create()
-    instance_type = fields.String(validate=Pattern(ML_TYPE_RE), metadata=_FIXED)
+    instance_type = fields.String(validate=Pattern(patterns.ML_INSTANCE_TYPE), metadata=_FIXED)
     capacity_type = fields.String(validate=validate.OneOf(CAPACITY_TYPES), metadata=_FIXED)
-    training_plan_arn = fields.String(validate=Pattern(TRAINING_PLAN_RE),
+    training_plan_arn = fields.String(validate=Matching(patterns.TRAINING_PLAN_ARN),
                                       metadata=_FIXED)
     efa_mode = fields.String(validate=validate.OneOf(EFA_MODES), allow_none=True,
                              metadata=_FIXED)
-    availability_zone = fields.String(validate=Pattern(ZONE_RE), metadata=_FIXED)
-    subnet_id = fields.String(validate=Pattern(SUBNET_RE), metadata=_FIXED)
+    availability_zone = fields.String(validate=Pattern(patterns.ZONE), metadata=_FIXED)
+    subnet_id = fields.String(validate=Pattern(patterns.SUBNET_ID), metadata=_FIXED)
 
 
 class InstanceGroupDeleteQuerySchema(ForceQuerySchema):

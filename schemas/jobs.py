@@ -6,7 +6,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from schemas.common import Name, Pattern, WaitingPodSchema
 from schemas.mlflow import JobMlflowSchema
-from schemas.storage import DNS_LABEL_RE
+from vocabulary import patterns
 
 RECIPES = ("torchrun", "llama-factory", "ms-swift", "verl", "pytorch", "ray")
 STATES = ("submitting", "pending", "running", "restarting", "succeeded", "failed",
@@ -55,7 +55,7 @@ class JobCreateSchema(Schema):
     name = Name(required=True)
     namespace = fields.String(
         load_default="default",
-        validate=Pattern(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
+        validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "made (and labelled as hypd's) when missing"})
     recipe = fields.String(required=True, validate=validate.OneOf(RECIPES), metadata={
         "description": "torchrun, llama-factory, ms-swift (HyperPodPyTorchJob), verl (RayJob), "
@@ -86,7 +86,7 @@ class JobCreateSchema(Schema):
                                    metadata={"description": "GPUs each pod requests"})
     efa_per_node = fields.Integer(load_default=0, validate=validate.Range(min=0, max=32),
                                   metadata={"description": "EFA devices each pod requests"})
-    instance_group = fields.String(validate=Pattern(DNS_LABEL_RE, error="not an "
+    instance_group = fields.String(validate=Pattern(patterns.DNS_LABEL, error="not an "
                                                     "instance group name"),
                                    metadata={"description": "run on this instance group's "
                                                             "nodes only"})
@@ -177,7 +177,7 @@ class JobLogsQuerySchema(Schema):
         r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$",
         error="an RFC 3339 UTC time, e.g. 2026-01-02T03:04:05.123456Z"),
         metadata={"description": "only lines at or after this time"})
-    pod = fields.String(validate=Pattern(DNS_LABEL_RE, error="not a pod name"),
+    pod = fields.String(validate=Pattern(patterns.DNS_LABEL, error="not a pod name"),
                         metadata={"description": "one pod's lines (default: every pod's)"})
     previous = fields.Boolean(load_default=False, metadata={
         "description": "a restarted container's previous run (its last words)"})

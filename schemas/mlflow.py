@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from schemas.common import Pattern
+from schemas.common import Matching
+from vocabulary import patterns
 
 SIZES = ("Small", "Medium", "Large")
 STATES = ("none", "creating", "attaching", "detaching", "ready", "settling", "failed",
           "unavailable")
-TRACKING_SERVER_RE = (r"^([a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}|arn:aws[a-z-]*:sagemaker:"
-                      r"[a-z0-9-]+:[0-9]{12}:mlflow-tracking-server/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255})$")
 
 
 class MlflowSetSchema(Schema):
@@ -20,9 +19,8 @@ class MlflowSetSchema(Schema):
 
     tracking_server = fields.String(
         load_default=None, allow_none=True,
-        validate=[validate.Length(min=1, max=2048),
-                  Pattern(TRACKING_SERVER_RE,
-                          error="a tracking server's name or its ARN")],
+        validate=Matching(patterns.TRACKING_SERVER,
+                          error="a tracking server's name or its ARN"),
         metadata={"description": "an existing tracking server (name or ARN, same region) to "
                                  "attach; hypd never deletes it. Leave unset for hypd to "
                                  "create one (artifacts under mlflow/ of the cluster's "

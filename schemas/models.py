@@ -9,18 +9,17 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from schemas.common import Pattern
 from schemas.endpoints import Model
-from schemas.storage import DNS_LABEL_RE
+from vocabulary import patterns
 
 SOURCES = ("huggingface", "s3")
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 REVISION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
-S3_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[A-Za-z0-9!_.*'()/-]{1,900}$")
 SECRET_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
 STATES = ("downloading", "available", "failed")
 
 
 class SecretRefSchema(Schema):
-    name = fields.String(required=True, validate=Pattern(DNS_LABEL_RE,
+    name = fields.String(required=True, validate=Pattern(patterns.DNS_LABEL,
                                                          error="not a Secret name"),
                          metadata={"description": "a Secret in the default namespace"})
     key = fields.String(required=True, validate=Pattern(SECRET_KEY_RE,
@@ -38,7 +37,7 @@ class ModelDownloadSchema(Schema):
     revision = fields.String(load_default="main",
                              validate=Pattern(REVISION_RE, error="not a revision"),
                              metadata={"description": "a branch, tag or commit"})
-    s3_uri = fields.String(validate=Pattern(S3_URI_RE, error="not s3://bucket/prefix"),
+    s3_uri = fields.String(validate=Pattern(patterns.S3_OBJECT_URI, error="not s3://bucket/prefix"),
                            metadata={"description": "the S3 prefix to copy"})
     hub_token_secret = fields.Nested(SecretRefSchema,
                                      metadata={"description": "the Secret holding a hub "

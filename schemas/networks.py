@@ -8,7 +8,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from schemas.common import Name, Pattern, Region
 from schemas.dependents import DestroyQuerySchema
-from schemas.discovery import ZONE_RE
+from vocabulary import patterns
 
 
 def _valid_cidr(value: str) -> None:
@@ -36,7 +36,7 @@ class NetworkCreateSchema(Schema):
     region = Region()
     cidr = Cidr(load_default="10.0.0.0/16")
     availability_zones = fields.List(
-        fields.String(validate=Pattern(ZONE_RE, error="not an availability zone name")),
+        fields.String(validate=Pattern(patterns.ZONE, error="not an availability zone name")),
         validate=validate.Length(min=2, max=6,
                                  error="give 2 to 6 availability zones (EKS needs two)"),
         metadata={"description": "default: the region's first two available zones"},

@@ -6,14 +6,14 @@ botocore's model's (the SageMaker API's own rules), read from it rather than re-
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from typing import Any
 
 import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
-from schemas.common import Pattern
+from schemas.common import Matching
+from vocabulary import patterns
 
 HEALTH_VALUES = ("Schedulable", "Unschedulable", "UnschedulablePendingReboot",
                  "UnschedulablePendingReplacement")
@@ -30,17 +30,11 @@ def _model() -> Any:
     return botocore.session.get_session().get_service_model("sagemaker")
 
 
-def _pattern(shape: str) -> re.Pattern[str]:
-    return re.compile(f"^(?:{_model().shape_for(shape).metadata['pattern']})$")
-
-
 def _node_ids_limit(operation: str) -> int:
     return int(_model().operation_model(operation).input_shape.members["NodeIds"]
                .metadata["max"])
 
 
-NODE_ID_RE = _pattern("ClusterNodeId")
-GROUP_NAME_RE = _pattern("ClusterInstanceGroupName")
 INSTANCE_STATUSES = tuple(_model().shape_for("ClusterInstanceStatus").enum)
 MAX_NODE_IDS = max(_node_ids_limit(op) for op in BATCH_OPERATIONS)
 """The most ids any node batch call takes (BatchDeleteClusterNodes'); hypd sends them in
@@ -52,14 +46,14 @@ split before sending it."""
 
 
 def NodeId(**kwargs: Any) -> fields.String:
-    return fields.String(validate=Pattern(NODE_ID_RE, error="not a HyperPod node id"),
+    return fields.String(validate=Matching(patterns.NODE_ID, error="not a HyperPod node id"),
                          metadata={"description": "HyperPod node (EC2 instance) id, i-…"},
                          **kwargs)
 
 
 class NodeListQuerySchema(Schema):
     instance_group = fields.String(
-        validate=[validate.Length(max=63), Pattern(GROUP_NAME_RE)],
+        validate=Matching(patterns.INSTANCE_GROUP_NAME),
         metadata={"description": "only nodes of this instance group"})
     health = fields.String(
         validate=validate.OneOf((*HEALTH_VALUES, UNKNOWN_HEALTH)),
@@ -71,7 +65,7 @@ class NodeListQuerySchema(Schema):
                            validate=validate.Range(min=1, max=MAX_PAGE),
                            metadata={"description": "at most this many nodes in the page"})
     cursor = fields.String(
-        validate=Pattern(NODE_ID_RE, error="not a cursor from next_cursor"),
+        validate=Matching(patterns.NODE_ID, error="not a cursor from next_cursor"),
         metadata={"description": "next_cursor of the previous page (pages are ordered by "
                                  "node id, so no node is repeated or skipped while nodes "
                                  "come and go)"})

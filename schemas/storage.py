@@ -6,19 +6,16 @@ PersistentVolumeClaim, in one namespace of the cluster.
 
 from __future__ import annotations
 
-import re
-
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
 from schemas.common import Name, Pattern
+from vocabulary import patterns
 
 KINDS = ("s3", "fsx")
 STATES = ("creating", "available", "deleting", "failed", "incomplete")
 FSX_DEPLOYMENT_TYPES = ("PERSISTENT_2", "SCRATCH_2")
 FSX_THROUGHPUT = (125, 250, 500, 1000)
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # S3's rules for a general-purpose bucket name (the rest are checked against S3 itself).
-BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 class FsxSchema(Schema):
@@ -55,7 +52,7 @@ class S3Schema(Schema):
     """An S3 bucket: a new one hypd makes, or an existing one the user names."""
 
     bucket = fields.String(
-        validate=[Pattern(BUCKET_RE, error="not an S3 bucket name"),
+        validate=[Pattern(patterns.S3_BUCKET, error="not an S3 bucket name"),
                   validate.Length(max=63)],
         metadata={"description": "an existing bucket to mount (hypd never deletes it); "
                                  "leave unset for a new bucket that hypd makes and owns"})
@@ -73,7 +70,7 @@ class StorageCreateSchema(Schema):
                          metadata={"description": "s3 (a bucket) or fsx (FSx for Lustre)"})
     namespace = fields.String(
         load_default="default",
-        validate=Pattern(DNS_LABEL_RE, error="not a Kubernetes namespace name"),
+        validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "where the claim (PVC) is made; default `default`"})
     s3 = fields.Nested(S3Schema, metadata={"description": "with kind s3"})
     fsx = fields.Nested(FsxSchema, metadata={"description": "with kind fsx"})

@@ -30,7 +30,7 @@ replaces the seven network steps with `existing_network`). Stages and steps:
   CSI, mounted at `/s3`); with `fsx`, also `fsx` and `fsx_volume` (tasks/storage.py).
 
 The create's dry run (`POST /clusters?dry_run=true`) changes nothing, and the route declares
-it open to viewers (`@access("operator", dry_run=True)`). The create runs
+it open to viewers (`@access(Role.OPERATOR, dry_run=True)`). The create runs
 `cloud.preflight.check` first (412 `precondition_failed` with the checks) and refuses a zone
 or an instance type AWS would refuse (422).
 
@@ -60,20 +60,18 @@ always verified) with a token made as `aws eks get-token` makes it (presigned ST
 GetCallerIdentity with `x-k8s-aws-id`), re-minted after 14 minutes; server-side apply and
 reads go through `cloud/kube.py`.
 
-Kubernetes versions are one table, `cloud/data/kubernetes_versions.yaml` (read by
-`cloud/kubernetes_versions.py`, sources in the file): the minor versions SageMaker HyperPod
-documents for EKS, each with the EKS release calendar's end of standard support (from then
-the cluster is billed for extended support) and end of extended support (from then EKS no
-longer creates or runs it). The API offers, as the create's and the upgrade's enum, the
-versions EKS still runs on the day the process starts, and defaults to the newest. It refuses
-one past its extended support (422, with the date) even if it ended while the process runs,
-before anything is made, since EKS would refuse it only after hypd had made the network. The
-plan shows the version's support (`support`: standard | extended, both dates) beside the EKS
-cluster and prices extended support when it applies; `GET /clusters/<c>` shows the running
-version's (`eks.support`), and the cluster page badges it (amber in extended support). When
-HyperPod documents a new version, one line is added there; the Kubernetes upgrade tests need
-three offered versions and say so.
-"""
+Kubernetes versions are one table in the vocabulary, `vocabulary/kubernetes_versions.py`
+(sources beside it): the minor versions SageMaker HyperPod documents for EKS, each with the EKS
+release calendar's end of standard support (from then the cluster is billed for extended
+support) and end of extended support (from then EKS no longer creates or runs it). The API
+offers, as the create's and the upgrade's enum, the versions EKS still runs on the day the
+process starts, and defaults to the newest. It refuses one past its extended support (422, with
+the date) even if it ended while the process runs, before anything is made, since EKS would
+refuse it only after hypd had made the network. The plan shows the version's support (`support`:
+standard | extended, both dates) beside the EKS cluster and prices extended support when it
+applies; `GET /clusters/<c>` shows the running version's (`eks.support`), and the cluster page
+badges it (amber in extended support). When HyperPod documents a new version, one line is added
+there; the Kubernetes upgrade tests need three offered versions and say so. """
 
 from __future__ import annotations
 
@@ -105,6 +103,7 @@ from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
 from tasks.outcomes import guarded, output
+from vocabulary.capacity import ON_DEMAND
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 GROUP_NAME = "workers"
@@ -289,7 +288,7 @@ def first_group_spec(params: dict[str, Any], outputs: dict[str, dict[str, Any]],
         on_create=outputs["lifecycle"]["on_create"],
         subnet_id=outputs["compute_subnet"]["subnet_id"],
         security_group_ids=[network["security_group_id"]],
-        capacity_type=params.get("capacity_type") or capacity.ON_DEMAND,
+        capacity_type=params.get("capacity_type") or ON_DEMAND,
         training_plan_arn=params.get("training_plan_arn"),
         interface_mode=params.get("efa_mode"),
         instance_info=instance_info,

@@ -67,6 +67,7 @@ from typing import Any
 from cloud import capacity, discovery, hyperpod
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed
 from tasks.outcomes import guarded, output
+from vocabulary.capacity import ON_DEMAND
 
 GROUP_POLL_S = 20.0
 DONE_STATUSES = ("InService", "Degraded")
@@ -131,7 +132,7 @@ def group_spec(params: dict[str, Any], subnet_id: str,
         on_create=params.get("on_create") or capacity.DEFAULT_ON_CREATE,
         subnet_id=subnet_id,
         security_group_ids=params["security_group_ids"],
-        capacity_type=params.get("capacity_type") or capacity.ON_DEMAND,
+        capacity_type=params.get("capacity_type") or ON_DEMAND,
         training_plan_arn=params.get("training_plan_arn"),
         interface_mode=params.get("efa_mode"),
         instance_info=instance_info,

@@ -7,6 +7,7 @@ from flask_smorest import Blueprint
 from app import audit, context
 from app.permissions import access
 from schemas.audit import AuditListSchema, AuditQuerySchema
+from vocabulary.roles import Role
 
 blp = Blueprint("audit", __name__, url_prefix="/api/v1/audit",
                 description="Every mutation and refusal: token name, role, route, target, "
@@ -14,7 +15,7 @@ blp = Blueprint("audit", __name__, url_prefix="/api/v1/audit",
 
 
 @blp.route("")
-@access("operator")
+@access(Role.OPERATOR)
 @blp.arguments(AuditQuerySchema, location="query")
 @blp.response(200, AuditListSchema)
 def audit_log(query):

@@ -7,12 +7,13 @@ from flask_smorest import Blueprint
 from app import auth
 from app.permissions import access
 from schemas.common import WhoamiSchema
+from vocabulary.roles import Role
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authentication")
 
 
 @blp.route("/whoami")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.response(200, WhoamiSchema)
 def whoami():
     """The name and role of the calling token."""

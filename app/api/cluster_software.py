@@ -15,13 +15,14 @@ from cloud.errors import Invalid
 from schemas.cluster_software import KubernetesUpgradeSchema, SoftwareUpdateSchema
 from schemas.common import MutationReplySchema, NoChangeSchema
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
+from vocabulary.roles import Role
 
 blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
                 description="Cluster software: HyperPod node software, Kubernetes version")
 
 
 @blp.route("/<string:name>/software-update", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.arguments(SoftwareUpdateSchema)
 @blp.response(202, MutationReplySchema)
 def software_update(body, name):
@@ -46,7 +47,7 @@ def software_update(body, name):
 
 
 @blp.route("/<string:name>/kubernetes-version", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.arguments(KubernetesUpgradeSchema)
 @blp.response(202, MutationReplySchema)
 @blp.alt_response(200, schema=NoChangeSchema, description="the cluster runs that version")

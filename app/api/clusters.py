@@ -35,6 +35,8 @@ from schemas.clusters import (
 )
 from schemas.common import DryRunQuerySchema, MutationReplySchema
 from tasks import active, clusters, registry
+from vocabulary.capacity import ON_DEMAND
+from vocabulary.roles import Role
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
                 description="EKS + HyperPod clusters: create in stages, inspect, delete")
@@ -60,7 +62,7 @@ def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
     return preflight.check(aws.client("service-quotas", region=region),
                            aws.client("sagemaker", region=region), region,
                            body["instance_type"], body["instance_count"],
-                           body.get("capacity_type") or "on-demand",
+                           body.get("capacity_type") or ON_DEMAND,
                            body.get("training_plan_arn"))
 
 
@@ -68,13 +70,13 @@ def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
 
 @blp.route("/clusters")
 class Clusters(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, ClusterListSchema)
     def get(self):
         """List clusters: those hypd created (by tags) and imported ones."""
         return {"items": readmodel.listing()}
 
-    @access("operator", dry_run=True)
+    @access(Role.OPERATOR, dry_run=True)
     @blp.arguments(ClusterCreateSchema)
     @blp.arguments(DryRunQuerySchema, location="query")
     @blp.response(202, MutationReplySchema)
@@ -116,7 +118,7 @@ class Clusters(MethodView):
 
 @blp.route("/clusters/<string:name>")
 class Cluster(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, ClusterSchema)
     def get(self, name):
         """A cluster: EKS and HyperPod state, stages, instance groups, nodes by health,
@@ -172,7 +174,7 @@ def _wants_yaml(query: dict[str, Any]) -> bool:
 
 
 @blp.route("/clusters/<string:name>/kubeconfig")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.arguments(KubeconfigQuerySchema, location="query")
 @blp.response(200, KubeconfigSchema, description=_KUBECONFIG_REPLY)
 @blp.alt_response(200, schema={"type": "string"}, content_type=KUBECONFIG_YAML, success=True,
@@ -195,7 +197,7 @@ def kubeconfig(query, name):
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.arguments(StagePathSchema, location="path")
 @blp.response(202, MutationReplySchema)
 def run_stage(path, name, stage):
@@ -208,7 +210,7 @@ def run_stage(path, name, stage):
 
 
 @blp.route("/clusters/import", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.arguments(ClusterImportSchema)
 @blp.response(201, ClusterSchema)
 def import_cluster(body):
@@ -230,13 +232,13 @@ def import_cluster(body):
 
 @blp.route("/active-cluster")
 class ActiveCluster(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, ActiveClusterReplySchema)
     def get(self):
         """The calling token's active cluster."""
         return {"name": active.get_active(context.redis_conn(), auth.current().name)}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(ActiveClusterSchema)
     @blp.response(200, ActiveClusterReplySchema)
     def put(self, body):
@@ -247,7 +249,7 @@ class ActiveCluster(MethodView):
 
 
 @blp.route("/preflight")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.arguments(PreflightQuerySchema, location="query")
 @blp.response(200, PreflightSchema)
 def run_preflight(query):

@@ -9,13 +9,14 @@ from flask_smorest import Blueprint
 from app.permissions import access
 from app.readmodels import diagnostics
 from schemas.diagnostics import DiagnosisSchema, DiagnosticPathSchema, DiagnosticQuerySchema
+from vocabulary.roles import Role
 
 blp = Blueprint("diagnostics", __name__, url_prefix="/api/v1/clusters",
                 description="Read-only diagnostics: failed creation, node health, NCCL")
 
 
 @blp.route("/<string:cluster>/diagnostics/<string:kind>")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.arguments(DiagnosticPathSchema, location="path")
 @blp.arguments(DiagnosticQuerySchema, location="query")
 @blp.response(200, DiagnosisSchema)

@@ -15,6 +15,7 @@ from schemas.discovery import (
     ZoneListSchema,
     ZoneQuerySchema,
 )
+from vocabulary.roles import Role
 
 blp = Blueprint("discovery", __name__, url_prefix="/api/v1/discovery",
                 description="Zones and instance types, read-only")
@@ -28,7 +29,7 @@ def zones_in(region: str) -> list[dict]:
 
 
 @blp.route("/availability-zones")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.arguments(ZoneQuerySchema, location="query")
 @blp.response(200, ZoneListSchema)
 def availability_zones(query):
@@ -38,7 +39,7 @@ def availability_zones(query):
 
 
 @blp.route("/instance-types")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.arguments(InstanceTypeQuerySchema, location="query")
 @blp.response(200, InstanceTypeListSchema)
 def instance_types(query):

@@ -44,6 +44,7 @@ from tasks.endpoints import (
     OPERATOR_FEATURE,
     target,
 )
+from vocabulary.roles import Role
 
 blp = Blueprint("endpoints", __name__, url_prefix="/api/v1/clusters",
                 description="Inference endpoints: managed (HyperPod inference operator) and "
@@ -131,7 +132,7 @@ def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
 
 @blp.route("/<string:cluster>/endpoints")
 class Endpoints(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, EndpointListSchema)
     def get(self, cluster):
         """List a cluster's inference endpoints: kind, model, replicas ready, Services and
@@ -141,7 +142,7 @@ class Endpoints(MethodView):
         return {"cluster": cluster, "items": sorted(items.values(), key=lambda i: i["name"]),
                 "note": why}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(EndpointCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a managed endpoint while the inference operator is "
@@ -170,13 +171,13 @@ class Endpoints(MethodView):
 
 @blp.route("/<string:cluster>/endpoints/<string:name>")
 class EndpointItem(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, EndpointSchema)
     def get(self, cluster, name):
         """One endpoint, read from the cluster."""
         return endpoints_model.one(readmodel.find(cluster), name)
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(EndpointPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
@@ -278,7 +279,7 @@ def _check_pool_scale_in(found: ClusterRef, before: Endpoint, after: Endpoint) -
 
 @blp.route("/<string:cluster>/endpoints/<string:name>/reassign")
 class Reassign(MethodView):
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(ReassignSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="the worker already serves it")
@@ -329,7 +330,7 @@ def _invoke_target(found: ClusterRef, api: Any, ep: Endpoint, model: str) -> tup
 
 @blp.route("/<string:cluster>/endpoints/<string:name>/invoke")
 class Invoke(MethodView):
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(InvokeSchema)
     @blp.response(200, InvokeReplySchema)
     @blp.alt_response(409, description="no server is ready behind the endpoint's Service")

@@ -16,6 +16,7 @@ from cloud import eks
 from schemas.common import NoChangeSchema
 from schemas.features import FeaturesPatchSchema, FeaturesSchema
 from tasks.features import FEATURE_UPDATE, target
+from vocabulary.roles import Role
 
 blp = Blueprint("features", __name__, url_prefix="/api/v1/clusters",
                 description="Managed features: training and inference operators, tiered "
@@ -30,7 +31,7 @@ def _url(cluster: str) -> str:
 
 @blp.route("/<string:cluster>/features")
 class Features(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, FeaturesSchema)
     def get(self, cluster):
         """Each managed feature as it actually is — add-ons and their status, IAM roles and

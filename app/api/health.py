@@ -9,12 +9,13 @@ from app import context
 from app.errors import ApiError
 from app.permissions import access
 from schemas.common import HealthSchema
+from vocabulary.roles import PUBLIC
 
 blp = Blueprint("health", __name__, description="Health")
 
 
 @blp.route("/healthz")
-@access("public")
+@access(PUBLIC)
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=None, description="Redis unreachable")
 def healthz():

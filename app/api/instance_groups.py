@@ -33,6 +33,8 @@ from tasks.instance_groups import (
     changed_spec,
     group_spec,
 )
+from vocabulary.capacity import ON_DEMAND
+from vocabulary.roles import Role
 
 blp = Blueprint("instance_groups", __name__, url_prefix="/api/v1/clusters",
                 description="Instance groups: capacity added to, changed in and removed from "
@@ -79,7 +81,7 @@ def _preflight(cluster: ClusterRef, body: dict[str, Any]) -> dict[str, Any]:
     checks = preflight.check(aws.client("service-quotas", region=cluster.region),
                              aws.client("sagemaker", region=cluster.region), cluster.region,
                              body["instance_type"], body["instance_count"],
-                             body.get("capacity_type") or capacity.ON_DEMAND,
+                             body.get("capacity_type") or ON_DEMAND,
                              body.get("training_plan_arn"))
     if not checks["ok"]:
         raise ApiError(412, "precondition_failed",
@@ -97,14 +99,14 @@ def _plan_zones(checks: dict[str, Any]) -> list[str]:
 
 @blp.route("/<string:cluster>/instance-groups")
 class InstanceGroups(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, InstanceGroupListSchema)
     def get(self, cluster):
         """A cluster's instance groups, read from AWS: type, counts, capacity type, EFA mode,
         zone, labels and taints, nodes by status, and the operation changing each."""
         return {"cluster": cluster, "items": groups_model.read(readmodel.find(cluster)).views}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(InstanceGroupCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a quota or the training plan does not cover it")
@@ -141,13 +143,13 @@ class InstanceGroups(MethodView):
 
 @blp.route("/<string:cluster>/instance-groups/<string:name>")
 class InstanceGroup(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, InstanceGroupSchema)
     def get(self, cluster, name):
         """One instance group, read from AWS."""
         return groups_model.read(readmodel.find(cluster)).view(name)
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(InstanceGroupPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")

@@ -45,6 +45,8 @@ from schemas.jobs import (
     TrainingLimitsSchema,
 )
 from tasks.jobs import JOB_CREATE, JOB_DELETE, kuberay_missing, no_claim, target
+from vocabulary.capacity import SPOT
+from vocabulary.roles import Role
 
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1",
                 description="Training jobs: HyperPodPyTorchJob and RayJob through recipes, "
@@ -95,7 +97,7 @@ def _operator_checks(ref: ClusterRef, body: dict[str, Any], spec: JobSpec) -> No
     groups = hyperpod.group_details(sm, ref.hyperpod_name) or []
     if spec.instance_group:
         groups = [g for g in groups if g.get("InstanceGroupName") == spec.instance_group]
-    present = {"spot": any(capacity.capacity_type_of(g) == capacity.SPOT for g in groups),
+    present = {"spot": any(capacity.capacity_type_of(g) == SPOT for g in groups),
                "tiered_checkpointing": view[TIERED]["state"] != "off",
                "checkpointless": body["checkpointless"]}
     why = training.elastic_refusal(present)
@@ -147,7 +149,7 @@ def _check_new(ref: ClusterRef, api: Any, body: dict[str, Any], built: recipes.B
 
 @blp.route("/clusters/<string:cluster>/jobs")
 class Jobs(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(JobListQuerySchema, location="query")
     @blp.response(200, JobListSchema)
     def get(self, query, cluster):
@@ -162,7 +164,7 @@ class Jobs(MethodView):
                  and query.get("recipe") in (None, i["recipe"])]
         return {"cluster": cluster, "items": items}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(JobCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a job of that name exists or is being submitted, or "
@@ -206,7 +208,7 @@ class Jobs(MethodView):
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>")
 class Job(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, JobSchema)
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
@@ -251,7 +253,7 @@ class Job(MethodView):
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>/logs")
 class JobLogs(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(JobLogsQuerySchema, location="query")
     @blp.response(200, JobLogsSchema)
     def get(self, query, cluster, job):
@@ -290,7 +292,7 @@ class JobLogs(MethodView):
 
 @blp.route("/training/limits")
 class TrainingLimits(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, TrainingLimitsSchema)
     def get(self):
         """What elastic training cannot be combined with (one table, with its source), and

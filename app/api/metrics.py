@@ -8,12 +8,13 @@ from flask_smorest import Blueprint
 from app import context
 from app.permissions import access
 from cloud import metrics
+from vocabulary.roles import Role
 
 blp = Blueprint("metrics", __name__, description="Prometheus metrics")
 
 
 @blp.route("/metrics")
-@access("viewer")
+@access(Role.VIEWER)
 @blp.doc(responses={"200": {
     "description": "Prometheus text exposition format",
     "content": {"text/plain": {"schema": {"type": "string"}}},

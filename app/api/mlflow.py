@@ -30,6 +30,7 @@ from cloud.errors import Invalid
 from schemas.common import MutationReplySchema, NoChangeSchema
 from schemas.mlflow import MlflowSchema, MlflowSetSchema, MlflowUiUrlSchema
 from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH, target
+from vocabulary.roles import Role
 
 blp = Blueprint("mlflow", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's MLflow tracking server (SageMaker managed MLflow), "
@@ -51,7 +52,7 @@ def _changeable(cluster: str) -> ClusterRef:
 
 @blp.route("/<string:cluster>/mlflow")
 class Mlflow(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, MlflowSchema)
     def get(self, cluster):
         """The cluster's MLflow tracking server: state (none, creating, attaching, ready,
@@ -59,7 +60,7 @@ class Mlflow(MethodView):
         whether hypd made it, and the role and service account jobs log as."""
         return mlflow_model.read(readmodel.find(cluster))
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(MlflowSetSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema,
@@ -136,7 +137,7 @@ class Mlflow(MethodView):
 
 @blp.route("/<string:cluster>/mlflow/ui-url")
 class MlflowUiUrl(MethodView):
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.response(200, MlflowUiUrlSchema)
     @blp.alt_response(404, description="no tracking server is attached")
     def get(self, cluster):

@@ -22,6 +22,7 @@ from cloud.errors import Invalid
 from schemas.common import MutationReplySchema
 from schemas.models import ModelDownloadSchema, ModelListSchema
 from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD, target
+from vocabulary.roles import Role
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
                 description="Models in a cluster's bucket, and their download as a Job")
@@ -29,14 +30,14 @@ blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
 
 @blp.route("/<string:cluster>/models")
 class Models(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, ModelListSchema)
     def get(self, cluster):
         """The models under models/ in the cluster's bucket (files and bytes), and the
         downloads running or failed, with their progress."""
         return models_model.listing(readmodel.find(cluster))
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(ModelDownloadSchema)
     @blp.response(202, MutationReplySchema)
     def post(self, body, cluster):

@@ -21,6 +21,7 @@ from schemas.networks import (
     NetworkSchema,
 )
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
+from vocabulary.roles import Role
 
 blp = Blueprint("networks", __name__, url_prefix="/api/v1/networks",
                 description="VPCs with subnets, gateways and routes for clusters")
@@ -32,14 +33,14 @@ def _region(query_or_body: dict) -> str:
 
 @blp.route("")
 class Networks(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkListSchema)
     def get(self, query):
         """List the networks hypd made (found by their tags)."""
         return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
 
-    @access("operator")
+    @access(Role.OPERATOR)
     @blp.arguments(NetworkCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a network of that name exists or is being changed")
@@ -72,7 +73,7 @@ class Networks(MethodView):
 
 @blp.route("/<string:name>")
 class Network(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkSchema)
     def get(self, query, name):

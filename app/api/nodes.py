@@ -26,6 +26,7 @@ from cloud.nodes import ACTIONS
 from schemas.common import MutationReplySchema
 from schemas.nodes import NodeActionSchema, NodeDetailSchema, NodeListQuerySchema, NodeListSchema
 from tasks.nodes import NODE_KINDS
+from vocabulary.roles import Role
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's nodes: read them, reboot, replace or delete them")
@@ -33,7 +34,7 @@ blp = Blueprint("nodes", __name__, url_prefix="/api/v1/clusters",
 
 @blp.route("/<string:cluster>/nodes")
 class Nodes(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     # an instance, not the class: webargs would build one per request on a paging route
     @blp.arguments(NodeListQuerySchema(), location="query")
     @blp.response(200, NodeListSchema)
@@ -51,7 +52,7 @@ class Nodes(MethodView):
 
 @blp.route("/<string:cluster>/nodes/<string:node_id>")
 class Node(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, NodeDetailSchema)
     def get(self, cluster, node_id):
         """One node, read now: HyperPod's description (status and message, zone, IP,
@@ -121,7 +122,7 @@ def _action_route(action: str, refused_state: str):
         else:
             view = blp.alt_response(409, description=conflict)(view)
             view = blp.response(202, MutationReplySchema)(view)
-            view = access("operator")(view)
+            view = access(Role.OPERATOR)(view)
         view = blp.arguments(NodeActionSchema)(view)
         return blp.route(f"/<string:cluster>/nodes/{action}", methods=["POST"])(view)
 

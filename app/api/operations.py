@@ -21,6 +21,7 @@ from schemas.common import (
     OperationSchema,
     OperationWaitSchema,
 )
+from vocabulary.roles import Role
 
 
 def rendered_json(body: str) -> Response:
@@ -43,7 +44,7 @@ blp = Blueprint("operations", __name__, url_prefix="/api/v1/operations",
 
 @blp.route("")
 class Operations(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.arguments(OperationQuerySchema, location="query")
     @blp.response(200, OperationListSchema)
     def get(self, query):
@@ -56,7 +57,7 @@ class Operations(MethodView):
 
 @blp.route("/<string:operation_id>")
 class Operation(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     # an instance, not the class: webargs would build one per request on the hottest route
     @blp.arguments(OperationWaitSchema(), location="query")
     @blp.response(200, OperationSchema)
@@ -74,7 +75,7 @@ class Operation(MethodView):
 
 
 @blp.route("/<string:operation_id>/cancel", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.response(202, OperationOnlySchema)
 def cancel(operation_id):
     """Cancel: at once if queued, otherwise at the next step boundary. A cluster's create
@@ -91,7 +92,7 @@ def cancel(operation_id):
 
 
 @blp.route("/<string:operation_id>/retry", methods=["POST"])
-@access("operator")
+@access(Role.OPERATOR)
 @blp.response(202, MutationReplySchema)
 def retry(operation_id):
     """Retry a failed or cancelled operation from its failed step (same id); the steps a

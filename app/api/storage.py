@@ -34,6 +34,7 @@ from schemas.storage import (
     StorageSchema,
 )
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
+from vocabulary.roles import Role
 
 blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
                 description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file "
@@ -85,7 +86,7 @@ def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
 
 @blp.route("/<string:cluster>/storage")
 class StorageItems(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, StorageListSchema)
     def get(self, cluster):
         """List a cluster's storage: what is mounted (hypd's PV + PVC) with its bucket or file
@@ -99,7 +100,7 @@ class StorageItems(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="the name is taken, or the cluster is busy or not "
                                        "ACTIVE")
-    @access("operator")
+    @access(Role.OPERATOR)
     def post(self, body, cluster):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx
         for Lustre file system, mounted as a PVC named after it."""
@@ -119,7 +120,7 @@ class StorageItems(MethodView):
 
 @blp.route("/<string:cluster>/storage/<string:name>")
 class StorageItem(MethodView):
-    @access("viewer")
+    @access(Role.VIEWER)
     @blp.response(200, StorageSchema)
     def get(self, cluster, name):
         """One storage item: its claim, bucket or file system, state and users."""

@@ -27,7 +27,6 @@ carries its stages and state.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +37,10 @@ from app import context
 from app.errors import ApiError
 from app.readmodels import features as features_model
 from app.readmodels import leftovers, lifecycle
-from cloud import aws, eks, features, hyperpod, kube, kubernetes_versions
+from cloud import aws, eks, features, hyperpod, kube
 from tasks import registry
+from vocabulary import kubernetes_versions, patterns
 
-EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
 """EKS's own rule: imported clusters' names follow it, and no other name is asked about."""
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
@@ -110,7 +109,7 @@ def region_of(name: str) -> str:
 
 def locate(name: str) -> ClusterRef:
     """Everything `find` decides by; never refuses (see `ClusterRef.known`)."""
-    if not EKS_NAME.match(name):
+    if not patterns.fits(patterns.EKS_CLUSTER_NAME, name):
         return ClusterRef(name, context.settings().region, None, None, ())
     record = registry.get(context.redis_conn(), name)
     life = lifecycle.current_life(name)

@@ -13,8 +13,10 @@ from typing import Any
 
 from app import context
 from app.cache import cached
-from cloud import eks, hyperpod, kubernetes_versions, networks, pricing
+from cloud import eks, hyperpod, networks, pricing
 from tasks import clusters
+from vocabulary import kubernetes_versions
+from vocabulary.capacity import ON_DEMAND
 
 PRICE_CACHE_S = 24 * 3600
 
@@ -67,7 +69,7 @@ def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
         "region": region,
         "instance_groups": [{"instance_type": body["instance_type"],
                              "count": body["instance_count"],
-                             "capacity_type": body.get("capacity_type") or "on-demand"}],
+                             "capacity_type": body.get("capacity_type") or ON_DEMAND}],
         "nat_gateways": 0 if body.get("existing_vpc") else 1,
         "kubernetes_version": body.get("kubernetes_version"),
     })

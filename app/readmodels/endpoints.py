@@ -13,6 +13,7 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import inference, kube
 from cloud.inference import Endpoint
+from vocabulary.operations import OpStatus
 
 RUNNING_STATE = {"endpoint.create": "creating", "endpoint.update": "updating",
                  "endpoint.reassign": "updating", "endpoint.delete": "deleting"}
@@ -120,10 +121,10 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
         items[name] = _view(cluster, ep, main, mine, api, pods.get(name))
     for name, op in ops.items():
         if name not in items and op["kind"] == "endpoint.create" and \
-                op["status"] != "succeeded":
+                op["status"] != OpStatus.SUCCEEDED:
             ep = Endpoint.from_params(op["params"]["endpoint"])
             items[name] = _view(cluster, ep, None, [], None)
-            items[name]["state"] = "failed" if op["status"] in ("failed", "cancelled") \
+            items[name]["state"] = "failed" if op["status"] in OpStatus.unsuccessful() \
                 else "creating"
             items[name]["message"] = (op.get("error") or {}).get("message")
     for name, item in items.items():
@@ -131,7 +132,7 @@ def collect(cluster: str, api: Any | None) -> dict[str, dict[str, Any]]:
         if op is None:
             continue
         item["operation_id"] = op["id"]
-        if op["status"] in ("queued", "running"):
+        if op["status"] in OpStatus.active():
             item["state"] = RUNNING_STATE[op["kind"]]
     return items
 

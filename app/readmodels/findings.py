@@ -16,6 +16,7 @@ from app.readmodels import calls, lifecycle
 from cloud import failure_patterns
 from cloud.nodes import HEALTH_LABEL
 from schemas.diagnostics import STEPS
+from vocabulary.operations import StageStatus, StepPhase
 
 FAILURE = "Failure"
 RUNNING = "Running"
@@ -56,13 +57,13 @@ def _failed_stages(life: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {op["id"]: op for op in life}
     found = []
     for stage in lifecycle.stage_view(life):
-        if stage["status"] != "failed":
+        if stage["status"] != StageStatus.FAILED:
             continue
         op = by_id[stage["operation_id"]]
         error = op.get("error") or {}
         evidence = [_evidence("operation", f"{op['id']} step {s['name']}",
                               s.get("detail") or error.get("message") or "failed")
-                    for s in stage["steps"] if s["phase"] == "failed"]
+                    for s in stage["steps"] if s["phase"] == StepPhase.FAILED]
         if error.get("message") and all(error["message"] != e["text"] for e in evidence):
             evidence.append(_evidence("operation", f"{op['id']} error {error.get('code')}",
                                       error["message"], op.get("updated_at")))

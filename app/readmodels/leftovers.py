@@ -16,6 +16,7 @@ from typing import Any
 from app.readmodels import dry_run, lifecycle
 from cloud import aws, inventory
 from tasks import clusters
+from vocabulary.capacity import ON_DEMAND
 
 BILLED_STATES: dict[str, frozenset[str] | None] = {
     inventory.EKS_CLUSTER: None,
@@ -83,7 +84,7 @@ def _nodes(hyperpod: dict[str, Any]) -> list[dict[str, Any]]:
     """Its instance groups' running instances: what HyperPod bills by the hour."""
     return [{"instance_group": g["name"], "instance_type": g["instance_type"],
              "count": g.get("current_count") or 0,
-             "capacity_type": g.get("capacity_type") or "on-demand"}
+             "capacity_type": g.get("capacity_type") or ON_DEMAND}
             for g in hyperpod.get("instance_groups") or ()]
 
 

@@ -68,7 +68,7 @@ from app import context
 from app.readmodels import calls
 from schemas.clusters import STAGES
 from tasks.clusters import CLUSTER_CREATE, CLUSTER_DELETE, CLUSTER_STAGE
-from tasks.engine.model import OpStatus, StepPhase
+from vocabulary.operations import OpStatus, StepPhase
 
 BUILDS = (CLUSTER_CREATE.name, CLUSTER_STAGE.name)
 """The kinds that make a cluster's pieces (and so give its stages their state)."""

@@ -11,6 +11,7 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, mlflow
 from tasks.mlflow import target
+from vocabulary.operations import OpStatus
 
 RUNNING_STATE = {"mlflow.attach": "attaching", "mlflow.detach": "detaching"}
 
@@ -37,7 +38,7 @@ def read(ref: ClusterRef) -> dict[str, Any]:
     if op is not None:
         out["operation_id"] = op["id"]
     kept = record(ref) if out["message"] is None else None
-    if op is not None and op["status"] in ("queued", "running"):
+    if op is not None and op["status"] in OpStatus.active():
         out["state"] = RUNNING_STATE.get(op["kind"], "attaching")
         if op["kind"] == "mlflow.attach" and not op["params"].get("tracking_server_name"):
             out["state"] = "creating"
@@ -60,7 +61,7 @@ def read(ref: ClusterRef) -> dict[str, Any]:
             elif out["state"] == "unavailable":
                 out["message"] = f"tracking server is {status}"
     elif out["state"] == "none" and op is not None and op["kind"] == "mlflow.attach" \
-            and op["status"] in ("failed", "cancelled"):
+            and op["status"] in OpStatus.unsuccessful():
         out["state"] = "failed"
         out["message"] = (op.get("error") or {}).get("message") or f"operation {op['status']}"
     return out

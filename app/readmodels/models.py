@@ -10,6 +10,7 @@ from app import context
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, iam, models, storage
 from tasks.models import MODEL_DOWNLOAD
+from vocabulary.operations import OpStatus
 
 
 def bucket(found: ClusterRef) -> str:
@@ -35,8 +36,8 @@ def listing(found: ClusterRef) -> dict[str, Any]:
     downloads = context.engine().store.newest_by_child(f"cluster/{found.name}/model",
                                                        kinds={MODEL_DOWNLOAD.name})
     for name, op in downloads.items():
-        running = op["status"] in ("queued", "running")
-        failed = op["status"] in ("failed", "cancelled")
+        running = op["status"] in OpStatus.active()
+        failed = op["status"] in OpStatus.unsuccessful()
         if not (running or failed or name in items):
             continue
         item = items.setdefault(name, {"name": name, "state": "available",

@@ -22,8 +22,9 @@ from app.readmodels import clusters as readmodel
 from app.readmodels.clusters import ClusterRef
 from cloud import aws, eks, kube
 from cloud import nodes as cloud_nodes
-from schemas.nodes import NODE_ID_RE, UNKNOWN_HEALTH
+from schemas.nodes import UNKNOWN_HEALTH
 from tasks.nodes import listing_cache_key
+from vocabulary import patterns
 
 CACHE_S = 5
 
@@ -138,7 +139,7 @@ def detail(cluster: str, node_id: str) -> dict[str, Any]:
     ref = readmodel.find(cluster)
     sm = aws.client("sagemaker", region=ref.region)
     described = cloud_nodes.describe_node(sm, ref.hyperpod_name, node_id) \
-        if NODE_ID_RE.match(node_id) else None
+        if patterns.fits(patterns.NODE_ID, node_id) else None
     if described is None:
         raise ApiError(404, "not_found", f"cluster {cluster!r} has no node {node_id!r}")
     return {**described, **_kubernetes(ref, node_id),

@@ -13,9 +13,10 @@ from app.readmodels.kubeapi import api_for, not_active, talking_to
 from cloud import aws, eks, storage
 from cloud.aws import CLUSTER_TAG, tag_dict, tags_for
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE, carries, storage_tags
+from vocabulary.operations import OpStatus
 
 STORAGE_TAG = "hypd:storage"
-RUNNING = ("queued", "running")
+RUNNING = OpStatus.active()
 
 
 def _blank(cluster: str, name: str, kind: str, namespace: str | None) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _collect(cluster: ClusterRef, api: Any | None) -> dict[str, dict[str, Any]]:
             items[owner] = _blank(name, owner, "fsx", None)
             items[owner]["fsx"] = {"file_system_id": fs["FileSystemId"]}
     for owner, op in ops.items():
-        if owner in items or op["kind"] != "storage.create" or op["status"] == "succeeded":
+        if owner in items or op["kind"] != "storage.create" or op["status"] == OpStatus.SUCCEEDED:
             continue
         params = op["params"]
         item = items[owner] = _blank(name, owner, params["kind"], params.get("namespace"))
@@ -115,7 +116,7 @@ def _state(item: dict[str, Any], op: dict[str, Any] | None) -> None:
         item["message"] = (item["fsx"] or {}).get("failure") or f"the file system is {lifecycle}"
     elif not item["mounted"]:
         failed = op is not None and op["kind"] == "storage.create" and \
-            op["status"] in ("failed", "cancelled")
+            op["status"] in OpStatus.unsuccessful()
         item["state"] = "failed" if failed else "incomplete"
         item["message"] = ((op or {}).get("error") or {}).get("message") if failed else \
             "its PersistentVolume or claim is missing; remove it, or add it again"

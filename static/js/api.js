@@ -1,6 +1,8 @@
 // REST client: bearer token from sessionStorage, the error envelope as ApiError,
 // and one place where a 401 sends the user back to sign-in.
 
+import { rules } from './rules.js';
+
 const TOKEN_KEY = 'hypd.token';
 
 export const session = {
@@ -21,7 +23,7 @@ export function clearSession() {
 }
 
 export function canMutate() {
-  return !!session.user && session.user.role === 'operator';
+  return !!session.user && session.user.role === rules.role.OPERATOR;
 }
 
 export class ApiError extends Error {

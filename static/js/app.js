@@ -1,6 +1,6 @@
 // Entry point: session, sign-in, header, hash router.
 
-import { api, session, saveSession, clearSession, onUnauthorized, isAbort } from './api.js';
+import { api, session, saveSession, clearSession, onUnauthorized, isAbort, canMutate } from './api.js';
 import { h, clear, toastError } from './ui.js';
 import { loadRules } from './rules.js';
 import * as operations from './views/operations.js';
@@ -107,8 +107,8 @@ function showUser(user) {
   role.textContent = user.role;
   role.className = `role role-${user.role}`;
   $('whoami').title = `Signed in as ${user.name} (${user.role})`;
-  $('readonly-hint').hidden = user.role === 'operator';
-  $('nav-audit').hidden = user.role !== 'operator'; // the audit log is an operator's read
+  $('readonly-hint').hidden = canMutate();
+  $('nav-audit').hidden = !canMutate(); // the audit log is an operator's read
   document.body.dataset.role = user.role;
 }
 

@@ -101,25 +101,46 @@ export function fillTypeInfo(el, t, efaTestid) {
       : badge('no EFA', { class: 'plain tone-amber', testid: efaTestid }));
 }
 
-/** Enable the EFA choices the type allows (EFA-only needs several EFA interfaces); answers
- * the hint to show and whether it is a warning. `requireEfa`: the form refuses types without
- * EFA (a cluster's first group); else such a type simply gets none. */
-export function updateEfaBox(box, t, { requireEfa = true } = {}) {
-  const efaOnly = box.querySelector('input[value="efa-only"]');
-  const efa = box.querySelector('input[value="efa"]');
-  const several = !!t && (t.max_efa_interfaces || 0) > 1;
-  if (efaOnly) efaOnly.disabled = !several;
-  if (efa) efa.disabled = !!t && !t.efa_supported;
-  if (efaOnly && efa && efaOnly.checked && !several) efa.checked = true;
+// The EFA rule is the API's (the efa_mode field's `x-hypd-min-efa-interfaces`: the EFA
+// interfaces a type needs for each mode; an unset mode means EFA where the type has it and
+// none where it has not). `minInterfaces` below is that map, from rules.js.
+
+/** How many EFA interfaces a type has (a type that supports EFA has at least one). */
+export function efaInterfaces(t) {
+  return t && t.efa_supported ? Math.max(t.max_efa_interfaces || 0, 1) : 0;
+}
+
+/** Why type `t` cannot take EFA mode `mode` by the API's rule; '' when it can. */
+export function efaProblem(mode, t, minInterfaces) {
+  if (!mode || !t) return '';
+  const need = minInterfaces[mode] || 0;
+  const have = efaInterfaces(t);
+  if (have >= need) return '';
+  return have ? `${efaLabel(mode)} needs a type with ${need} or more EFA interfaces; ${t.name} has ${have}.`
+    : `${t.name} has no EFA interface: leave the EFA mode unset.`;
+}
+
+/** The EFA mode to send for type `t`: the chosen one, or none for a type without EFA (the
+ * API then makes the group without EFA, as it does for an unset mode). */
+export function efaModeFor(box, t) {
+  return efaInterfaces(t) || !t ? radioValue(box) || undefined : undefined;
+}
+
+/** Enable the EFA choices the type allows; answers the hint to show (`warn` is never set: a
+ * type without EFA is accepted, its group made without EFA). */
+export function updateEfaBox(box, t, minInterfaces) {
+  const inputs = [...box.querySelectorAll('input[type=radio]')];
+  for (const input of inputs) input.disabled = !!t && !!efaProblem(input.value, t, minInterfaces);
+  const checked = inputs.find((i) => i.checked);
+  const allowed = inputs.find((i) => !i.disabled);
+  if (checked && checked.disabled && allowed) allowed.checked = true;
+  const have = efaInterfaces(t);
   let text;
   if (!t) text = 'EFA: Elastic Fabric Adapter networking for NCCL collectives. EFA-only needs a type with several EFA interfaces.';
-  else if (!t.efa_supported) {
-    text = requireEfa ? `${t.name} has no EFA interface; hypd creates instance groups with EFA, so choose a type marked EFA.`
-      : `${t.name} has no EFA interface: the group is made without EFA.`;
-  }
-  else if (several) text = `${t.name} has ${t.max_efa_interfaces} EFA interfaces: EFA-only makes every interface EFA.`;
-  else text = `${t.name} has one EFA interface, so EFA-only is not available for it.`;
-  return { text, warn: requireEfa && !!t && !t.efa_supported };
+  else if (!have) text = `${t.name} has no EFA interface: the group is made without EFA.`;
+  else if (inputs.every((i) => !i.disabled)) text = `${t.name} has ${have} EFA interfaces: EFA-only makes every interface EFA.`;
+  else text = `${t.name} has ${have} EFA interface${have === 1 ? '' : 's'}, so ${inputs.filter((i) => i.disabled).map((i) => efaLabel(i.value)).join(', ')} is not available for it.`;
+  return { text, warn: false };
 }
 
 /** "In total: 2 × ml.g5.8xlarge · 2 GPUs (A10G) · 64 vCPUs", or '' without a type and count. */

@@ -3,8 +3,7 @@
 // the WebSocket cannot be used.
 
 import { api, session, isAbort, signalUnauthorized, ApiError } from './api.js';
-
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+import { rules } from './rules.js';
 
 /** Compare Redis stream ids "ms-seq"; a missing id sorts first. */
 export function cmpId(a, b) {
@@ -35,7 +34,7 @@ export async function waitOperation(opId, { signal, onChange, retryMs = 1500 } =
     try {
       const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal });
       if (onChange) onChange(op);
-      if (TERMINAL.has(op.status)) return op;
+      if (rules.finished.has(op.status)) return op;
     } catch (e) {
       if (isAbort(e)) return null;
       await sleep(retryMs, signal);
@@ -95,7 +94,7 @@ export class OperationFeed {
     const sid = op.last_event_id || null;
     if (!force && sid && this.lastEventId && cmpId(sid, this.lastEventId) < 0) return;
     if (sid && cmpId(sid, this.lastEventId) > 0) this.lastEventId = sid;
-    this.terminal = TERMINAL.has(op.status);
+    this.terminal = rules.finished.has(op.status);
     this.h.onSnapshot(op);
   }
 
@@ -104,7 +103,7 @@ export class OperationFeed {
     const stale = !!(id && this.lastEventId && cmpId(id, this.lastEventId) <= 0);
     if (!stale && id) this.lastEventId = id;
     if (id && cmpId(id, this.lastStreamId) > 0) this.lastStreamId = id;
-    if (!stale && ev.type === 'operation' && TERMINAL.has(ev.status)) this.terminal = true;
+    if (!stale && ev.type === 'operation' && rules.finished.has(ev.status)) this.terminal = true;
     this.h.onEvent(id, ev, { stale });
   }
 

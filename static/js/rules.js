@@ -3,7 +3,10 @@
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
 // default CIDR, count bounds, an instance group's choices, node health values and statuses,
 // how many node ids one batch call takes, the managed features' option bounds, an endpoint's
-// kinds, services, routing per kind and bounds, a download's sources. Labels and
+// kinds, services, routing per kind and bounds, a download's sources; and the product's words
+// (hypd's vocabulary package): an operation's statuses (which are finished, which active), a
+// step's phases, a stage's statuses, the roles, the capacity types, and the EFA rule an instance type must meet.
+// Views name a word as `rules.status.SUCCEEDED`, never as a string of their own. Labels and
 // hints stay here; they are presentation.
 
 export let rules = null;
@@ -32,6 +35,20 @@ export function validateName(v) {
   if (v.endsWith('-')) return 'End with a letter or digit, not a hyphen.';
   if (!rules.name.re.test(v)) return "Use lowercase letters, digits and '-' only.";
   return '';
+}
+
+/** An enum's values as named words: ['not_run', 'efa-only'] → {NOT_RUN: 'not_run',
+ * EFA_ONLY: 'efa-only'}; naming a word the API does not have throws instead of comparing
+ * against undefined. */
+export function words(values) {
+  const named = Object.freeze(Object.fromEntries(
+    values.map((v) => [String(v).toUpperCase().replace(/-/g, '_'), v])));
+  return new Proxy(named, {
+    get(target, key) {
+      if (typeof key === 'string' && !(key in target)) throw new Error(`the API has no word ${key}`);
+      return target[key];
+    },
+  });
 }
 
 function resolver(doc) {
@@ -71,7 +88,17 @@ export function rulesFrom(doc) {
   const ep = (f) => field('EndpointCreate', f);
   const tokens = field('Invoke', 'max_tokens');
   const download = (f) => field('ModelDownload', f);
+  const opStatus = field('Operation', 'status');
+  const phase = field('Step', 'phase');
   return {
+    status: words(opStatus.enum),
+    finished: new Set(opStatus['x-hypd-finished']),
+    active: new Set(opStatus['x-hypd-active']),
+    phase: words(phase.enum),
+    phaseDone: new Set(phase['x-hypd-done']),
+    phaseInFlight: new Set(phase['x-hypd-in-flight']),
+    stage: words(field('Stage', 'status').enum),
+    role: words(field('Whoami', 'role').enum),
     endpoints: {
       kinds: ep('kind').enum,
       services: ep('service').enum,
@@ -95,8 +122,10 @@ export function rulesFrom(doc) {
     zonesPerNetwork: { min: field('NetworkCreate', 'availability_zones').minItems,
       max: field('NetworkCreate', 'availability_zones').maxItems },
     capacityTypes: field('ClusterCreate', 'capacity_type').enum,
+    capacity: words(field('ClusterCreate', 'capacity_type').enum), // rules.capacity.SPOT
     defaultCapacityType: field('ClusterCreate', 'capacity_type').default,
     efaModes: field('ClusterCreate', 'efa_mode').enum,
+    efaMinInterfaces: field('ClusterCreate', 'efa_mode')['x-hypd-min-efa-interfaces'],
     kubernetesVersions: version.enum,
     defaultKubernetesVersion: version.default,
     instanceCount: { min: count.minimum, max: count.maximum },
@@ -109,6 +138,7 @@ export function rulesFrom(doc) {
       capacityTypes: group('capacity_type').enum,
       defaultCapacityType: group('capacity_type').default,
       efaModes: group('efa_mode').enum,
+      efaMinInterfaces: group('efa_mode')['x-hypd-min-efa-interfaces'],
       threadsPerCore: group('threads_per_core').enum,
       volumeGb: { min: group('volume_size_gb').minimum, max: group('volume_size_gb').maximum },
       subnetId: new RegExp(group('subnet_id').pattern),

@@ -2,6 +2,8 @@
 // rule the API uses for GET /api/v1/clusters/<name> `stages[].status`). Which stages there
 // are, in order, is the API's: rules.stages.
 
+import { rules } from './rules.js';
+
 const TITLES = {
   network: 'Network',
   eks: 'EKS control plane',
@@ -35,16 +37,17 @@ export function stageBlurb(stage) {
  * is never counted as done — failed | skipped | cancelled | running | pending.
  */
 export function stageStatus(steps, opStatus) {
-  const phases = new Set((steps || []).map((s) => s.phase || 'pending'));
-  if (!phases.size) return 'pending';
+  const { phase: P, stage: S, status: O } = rules;
+  const phases = new Set((steps || []).map((s) => s.phase || P.PENDING));
+  if (!phases.size) return S.PENDING;
   const only = (p) => [...phases].every((x) => x === p);
-  if (phases.has('failed')) return 'failed';
-  if (only('succeeded')) return 'succeeded';
-  if (only('skipped')) return 'skipped';
-  if (opStatus === 'cancelled') return 'cancelled';
-  if (phases.has('applying') || phases.has('applied')) return 'running';
-  if (phases.has('succeeded') && (opStatus === 'running' || opStatus === 'queued')) return 'running';
-  return 'pending';
+  if (phases.has(P.FAILED)) return S.FAILED;
+  if (only(P.SUCCEEDED)) return S.SUCCEEDED;
+  if (only(P.SKIPPED)) return S.SKIPPED;
+  if (opStatus === O.CANCELLED) return S.CANCELLED;
+  if ([...phases].some((p) => rules.phaseInFlight.has(p))) return S.RUNNING;
+  if (phases.has(P.SUCCEEDED) && rules.active.has(opStatus)) return S.RUNNING;
+  return S.PENDING;
 }
 
 /** The mark in front of a stage: ✓ only for a stage that succeeded. */

@@ -1,6 +1,7 @@
 // DOM helpers, badges, toasts, time formatting. No framework: small functions that build nodes.
 
-import { session } from './api.js';
+import { session, canMutate } from './api.js';
+import { rules } from './rules.js';
 
 /**
  * h('div', {class: 'x', testid: 'y', onclick: fn, dataset: {phase: 'p'}}, child, [children], 'text')
@@ -70,7 +71,9 @@ const TONES = {
   // audit outcomes
   accepted: 'blue', done: 'green', refused: 'amber',
 };
-const LIVE = new Set(['running', 'applying', 'creating', 'deleting', 'updating']);
+// a resource's own states that mean work in progress (an operation's and a step's are the API's)
+const LIVE_STATES = new Set(['creating', 'deleting', 'updating']);
+const isLive = (v) => v === rules.status.RUNNING || rules.phaseInFlight.has(v) || LIVE_STATES.has(v);
 
 export function tone(value) {
   return TONES[String(value || '').toLowerCase()] || 'gray';
@@ -79,8 +82,8 @@ export function tone(value) {
 export function badge(value, attrs = {}) {
   const v = value == null || value === '' ? 'unknown' : String(value);
   const cls = ['badge', `tone-${tone(v)}`];
-  if (LIVE.has(v.toLowerCase())) cls.push('live');
-  if (v === 'skipped') cls.push('skipped');
+  if (isLive(v.toLowerCase())) cls.push('live');
+  if (v === rules.phase.SKIPPED) cls.push('skipped');
   if (attrs.class) cls.push(attrs.class);
   return h('span', { ...attrs, class: cls.join(' '), dataset: { value: v, ...(attrs.dataset || {}) } }, v);
 }
@@ -115,7 +118,7 @@ export function opHref(id) {
 /** Disable a mutating control for non-operators, with a hint saying why. */
 export function guard(el) {
   const user = session.user;
-  if (user && user.role === 'operator') return el;
+  if (canMutate()) return el;
   el.disabled = true;
   el.dataset.locked = 'role';
   el.setAttribute('aria-disabled', 'true');
@@ -125,7 +128,7 @@ export function guard(el) {
 
 export function roleHint(what, testid) {
   const user = session.user;
-  if (user && user.role === 'operator') return null;
+  if (canMutate()) return null;
   return h('div', { class: 'role-hint', testid },
     `Read-only: ${what} needs an operator token; you are signed in as `,
     h('b', null, user ? `${user.name} (${user.role})` : 'nobody'), '.');

@@ -1,6 +1,7 @@
-"""Statuses, phases and the shape of an operation record.
+"""The shape of an operation record: its id, its steps, its public view.
 
-Statuses and phases are enums with helpers, so "is it finished?" is asked one way only.
+Its statuses and phases are the vocabulary's (`vocabulary.operations`), shared with the
+schemas, the app and the MCP server.
 """
 
 from __future__ import annotations
@@ -8,44 +9,10 @@ from __future__ import annotations
 import os
 import time
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from tasks.engine.kinds import OperationKind
-
-
-class OpStatus(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @classmethod
-    def finished(cls) -> frozenset[OpStatus]:
-        return frozenset({cls.SUCCEEDED, cls.FAILED, cls.CANCELLED})
-
-    @classmethod
-    def active(cls) -> frozenset[OpStatus]:
-        return frozenset({cls.QUEUED, cls.RUNNING})
-
-    @property
-    def is_finished(self) -> bool:
-        return self in OpStatus.finished()
-
-
-class StepPhase(StrEnum):
-    PENDING = "pending"
-    APPLYING = "applying"
-    APPLIED = "applied"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-    @property
-    def is_done(self) -> bool:
-        return self in (StepPhase.SUCCEEDED, StepPhase.SKIPPED)
-
+from vocabulary.operations import OpStatus, StepPhase
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

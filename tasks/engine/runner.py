@@ -26,8 +26,9 @@ from cloud import logs
 from cloud.metrics import STEP_SECONDS
 from tasks.engine.heartbeat import Heartbeat
 from tasks.engine.kinds import KindTable, StepFailed, StepRetry
-from tasks.engine.model import OpStatus, StepPhase, current_step, now_iso
+from tasks.engine.model import current_step, now_iso
 from tasks.engine.store import OperationStore, StaleGeneration, lease_key, op_event, step_event
+from vocabulary.operations import OpStatus, StepPhase
 
 log = logging.getLogger(__name__)
 

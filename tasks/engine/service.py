@@ -12,8 +12,9 @@ from typing import Any
 
 from tasks.engine.errors import InvalidTransition, OperationNotFound, UnknownKind
 from tasks.engine.kinds import KindTable, OperationKind
-from tasks.engine.model import OpStatus, StepPhase, new_operation, public_view
+from tasks.engine.model import new_operation, public_view
 from tasks.engine.store import IdempotencyClaim, OperationStore, op_event, step_event
+from vocabulary.operations import OpStatus, StepPhase
 
 Enqueue = Callable[[str, int, float], None]
 

@@ -21,7 +21,8 @@ import redis
 from cloud.metrics import OPERATIONS
 from tasks.engine.errors import Conflict, IdempotencyKeyReused, OperationNotFound
 from tasks.engine.locks import LOCKS_KEY, conflicting_holders
-from tasks.engine.model import OpStatus, now_iso, public_view
+from tasks.engine.model import now_iso, public_view
+from vocabulary.operations import OpStatus
 
 OPS_INDEX = "hypd:ops"
 DUE_INDEX = "hypd:due"

@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable
 
 from cloud.metrics import SWEEPER_PICKUPS
-from tasks.engine.model import OpStatus
 from tasks.engine.store import DUE_INDEX, OperationStore, lease_key
+from vocabulary.operations import OpStatus
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ import uuid
 
 import pytest
 
-from cloud import kubernetes_versions
 from cloud.eks import next_minor
 from tests.app.test_clusters_api import _body, _calls, _client, _create, _last_seq
 from tests.mcp_server.test_mcp_e2e import _stdio
+from vocabulary import kubernetes_versions
 
 OFFERED = kubernetes_versions.offered()
-assert len(OFFERED) >= 3, ("the tests below upgrade twice: cloud/data/kubernetes_versions.yaml "
+assert len(OFFERED) >= 3, ("the tests below upgrade twice: vocabulary/kubernetes_versions.py "
                            f"needs the versions HyperPod documents now (offered: {OFFERED})")
 FIRST_VERSION = OFFERED[-3]  # room for the two upgrades below
 

@@ -38,6 +38,7 @@ from tasks.engine.store import OPS_INDEX
 from tasks.networks import NETWORK_CREATE
 from tests.app.wskit import connect, read_all
 from tests.stack import tls
+from vocabulary.roles import ACCESS_LEVELS, PUBLIC, Role
 
 EXAMPLES = 4
 VOLATILE = ("hypd:cache:", "hypd:lease:", "hypd:mutex:", "hypd:sweep", "hypd:kick:")
@@ -242,18 +243,18 @@ def test_every_operation_declares_a_role_and_only_reads_are_open(stack):
     seen = 0
     for method, path, op in _operations(doc):
         role = op.get(permissions.ROLE_EXTENSION)
-        assert role in permissions.LEVELS, (method, path)
+        assert role in ACCESS_LEVELS, (method, path)
         if (method, path) in OPERATOR_READS:
-            assert role == permissions.OPERATOR, (method, path)
+            assert role == Role.OPERATOR, (method, path)
         elif method == "GET":
-            assert role in (permissions.PUBLIC, permissions.VIEWER), (method, path)
+            assert role in (PUBLIC, Role.VIEWER), (method, path)
         else:
-            assert role == permissions.OPERATOR, (method, path)
+            assert role == Role.OPERATOR, (method, path)
         if op.get(permissions.DRY_RUN_EXTENSION):
             assert (method, path) in OPEN_DRY_RUNS
         seen += 1
     assert seen >= 25
-    public = {(m, p) for m, p, op in _operations(doc) if op["x-hypd-role"] == permissions.PUBLIC}
+    public = {(m, p) for m, p, op in _operations(doc) if op["x-hypd-role"] == PUBLIC}
     assert public == {("GET", "/healthz")}
 
 
@@ -424,7 +425,7 @@ def test_a_viewer_reads_every_read_route(stack):
     with httpx.Client(verify=tls(), base_url=stack.url, timeout=60,
                       headers={"Authorization": f"Bearer {stack.viewer_token}"}) as http:
         for method, path, op in _operations(doc):
-            if method != "GET" or "{" in path or op["x-hypd-role"] == permissions.PUBLIC:
+            if method != "GET" or "{" in path or op["x-hypd-role"] == PUBLIC:
                 continue
             reply = http.get(path, params={"availability_zone": "us-west-2a",
                                            "instance_type": "ml.g5.8xlarge", "count": 1})

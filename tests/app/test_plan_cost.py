@@ -8,9 +8,10 @@ import uuid
 
 import pytest
 
-from cloud import kubernetes_versions, pricing
+from cloud import pricing
 from sandbox.gaps.pricing import products
 from schemas.clusters import CostSchema
+from vocabulary import kubernetes_versions
 
 REGION = "us-west-2"
 TYPE = "ml.g5.8xlarge"

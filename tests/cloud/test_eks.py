@@ -14,9 +14,10 @@ import pytest
 from botocore.exceptions import ClientError
 from kubernetes.client import CoreV1Api
 
-from cloud import aws, eks, kubernetes_versions
+from cloud import aws, eks
 from tests.cloud.conftest import AWS_MODE, REGION
 from tests.cloud.test_kube import FakeKube
+from vocabulary import kubernetes_versions
 
 SUBNETS = ["subnet-aaaa", "subnet-bbbb"]
 GROUPS = ["sg-1111"]

@@ -8,9 +8,9 @@ from datetime import date, timedelta
 import pytest
 from marshmallow import ValidationError
 
-from cloud import kubernetes_versions as kv
 from schemas.cluster_software import KubernetesUpgradeSchema
 from schemas.clusters import KUBERNETES_VERSIONS, ClusterCreateSchema
+from vocabulary import kubernetes_versions as kv
 
 
 def test_the_table_is_hyperpods_versions_with_the_eks_calendars_dates_and_sources():

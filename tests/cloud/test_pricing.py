@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 
 from cloud import aws, pricing
 from cloud.settings import Settings
-from schemas.clusters import COST_KINDS, PRICE_BASES, CostSchema
+from schemas.clusters import CostSchema
 
 REGION = "us-west-2"
 NOW = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
@@ -263,7 +263,7 @@ def _eks_items(version: str, day: date, prices: dict[str, float] = LISTED) -> li
 
 def test_a_version_in_extended_support_adds_its_hour_to_the_control_planes():
     """1.33 left standard support on 2026-07-29 and leaves extended support on 2027-07-29
-    (cloud/data/kubernetes_versions.yaml, from the EKS release calendar)."""
+    (vocabulary/kubernetes_versions.py, from the EKS release calendar)."""
     prices = {**LISTED, "AmazonEKS-Hours:extendedSupport": 0.50}
     before = _eks_items("1.33", date(2026, 7, 28), prices)
     assert [i["kind"] for i in before] == ["eks_control_plane"]
@@ -290,8 +290,3 @@ def test_extended_support_without_a_listed_price_is_unknown_never_left_out():
 def test_an_ended_version_says_eks_will_not_create_it():
     [control_plane] = _eks_items("1.28", date(2026, 12, 3))
     assert "EKS ended support for Kubernetes 1.28 on 2025-11-26" in control_plane["note"]
-
-
-def test_the_schema_and_the_estimate_agree_on_their_words():
-    assert pricing.BASES == PRICE_BASES
-    assert pricing.KINDS == COST_KINDS

@@ -19,7 +19,6 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from cloud import kubernetes_versions
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
@@ -27,6 +26,7 @@ from tests.e2e.helpers import (
     base,
     sign_in,
 )
+from vocabulary import kubernetes_versions
 
 pytestmark = pytest.mark.browser
 FROM_VERSION, TO_VERSION = kubernetes_versions.offered()[-2:]

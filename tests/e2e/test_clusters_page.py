@@ -20,7 +20,6 @@ import yaml
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from cloud import kubernetes_versions
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
@@ -28,12 +27,14 @@ from tests.e2e.helpers import (
     base,
     sign_in,
 )
+from vocabulary import kubernetes_versions
 
 pytestmark = pytest.mark.browser
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 ZONE = "us-west-2a"
 TYPE = "ml.g5.8xlarge"
+NO_EFA_TYPE = "ml.g4dn.xlarge"  # offered in ZONE, no EFA interface
 OP_URL = re.compile(r"#/operations/([^/?#]+)$")
 
 
@@ -260,6 +261,23 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     page.get_by_test_id("nav-clusters").click()
     expect(page.get_by_test_id("clusters-table")).to_be_visible()
     expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
+
+
+def test_a_type_without_efa_is_planned_as_the_api_accepts_it(page, stack):
+    """The form applies the API's EFA rule (the efa_mode field's x-hypd-min-efa-interfaces),
+    so a type without EFA is not refused: no mode is sent and the API makes the group
+    without EFA (it used to say "choose a type marked EFA" for a body the API accepts)."""
+    sign_in(page, stack, stack.operator_token, "operator")
+    open_create_form(page)
+    fill_decisions(page, _name("noefa"), instance_type=NO_EFA_TYPE, count=1)
+    expect(page.get_by_test_id("cluster-type-efa")).to_have_text("no EFA")
+    expect(page.get_by_test_id("efa-mode-efa")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-efa-hint")).to_contain_text("made without EFA")
+    expect(page.get_by_test_id("cluster-efa-hint")).not_to_have_class(re.compile(r"\bwarn\b"))
+    planned = review_plan(page)
+    assert planned.status == 200, planned.text()
+    assert "efa_mode" not in planned.request.post_data_json
+    expect(page.get_by_test_id("error-instance_type")).to_be_empty()
 
 
 def test_form_shows_field_errors_preflight_failures_and_412(page, stack):

@@ -12,12 +12,15 @@ from playwright.sync_api import expect
 
 from cloud.nodes import batch_size, request_limit
 from schemas import endpoints
-from schemas.clusters import CAPACITY_TYPES, EFA_MODES, KUBERNETES_VERSIONS, STAGES
-from schemas.instance_groups import MAX_COUNT, TAINT_EFFECTS
+from schemas.clusters import KUBERNETES_VERSIONS, STAGES
+from schemas.instance_groups import MAX_COUNT
 from schemas.models import SOURCES
 from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
+from vocabulary.capacity import CAPACITY_TYPES, EFA_MIN_INTERFACES, EFA_MODES, TAINT_EFFECTS
+from vocabulary.operations import OpStatus, StageStatus, StepPhase
+from vocabulary.roles import Role
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +49,15 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
                             routing: r.endpoints.routingByKind,
                             gpus: [r.endpoints.gpus.min, r.endpoints.gpus.max],
                             tokens: r.endpoints.maxTokens.max, prompt: r.endpoints.promptMax},
-                sources: r.downloads.sources, s3: r.downloads.s3Uri.test('s3://b-1/p/q')};
+                sources: r.downloads.sources, s3: r.downloads.s3Uri.test('s3://b-1/p/q'),
+                words: {status: Object.values(r.status), finished: [...r.finished],
+                        active: [...r.active], phase: Object.values(r.phase),
+                        done: [...r.phaseDone], inFlight: [...r.phaseInFlight],
+                        stage: Object.values(r.stage), role: Object.values(r.role),
+                        notRun: r.stage.NOT_RUN, efa: r.efaMinInterfaces,
+                        groupEfa: r.group.efaMinInterfaces,
+                        unknown: (() => { try { return r.status.NOPE; }
+                                          catch (e) { return e.message; } })()}};
     }""")
     assert rules["capacity"] == list(CAPACITY_TYPES)
     assert rules["stages"] == list(STAGES)
@@ -71,6 +82,14 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
         "gpus": [1, endpoints.MAX_GPUS], "tokens": endpoints.MAX_TOKENS,
         "prompt": endpoints.MAX_PROMPT}
     assert rules["sources"] == list(SOURCES) and rules["s3"] is True
+    assert rules["words"] == {
+        "status": list(OpStatus), "finished": [s for s in OpStatus if s.is_finished],
+        "active": [s for s in OpStatus if s.is_active], "phase": list(StepPhase),
+        "done": [p for p in StepPhase if p.is_done],
+        "inFlight": [p for p in StepPhase if p in StepPhase.in_flight()],
+        "stage": list(StageStatus), "role": list(Role), "notRun": "not_run",
+        "efa": EFA_MIN_INTERFACES, "groupEfa": EFA_MIN_INTERFACES,
+        "unknown": "the API has no word NOPE"}
 
 
 def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):

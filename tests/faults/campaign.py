@@ -46,7 +46,6 @@ from typing import Any
 import httpx
 import redis
 
-from tasks.engine.model import OpStatus, StepPhase
 from tests.faults.redisproxy import RedisProxy
 from tests.faults.trace import (
     KUBERNETES,
@@ -58,6 +57,7 @@ from tests.faults.trace import (
     steps_of,
 )
 from tests.stack import Stack
+from vocabulary.operations import OpStatus, StepPhase
 
 GATE_TIMEOUT_S = 120.0
 FINISH_TIMEOUT_S = 300.0

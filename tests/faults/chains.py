@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cloud import kubernetes_versions
 from tests.app.test_clusters_api import TYPE as GPU_TYPE  # one GPU a node
 from tests.app.test_clusters_api import ZONE
 from tests.faults.campaign import Act, Chain, Request
 from tests.stack import Stack
+from vocabulary import kubernetes_versions
 
 SHARED_TYPE = "ml.g5.12xlarge"  # four GPUs a node: the shared cluster's endpoints fit
 POOL_LABEL = "hypd.io/model"

@@ -20,10 +20,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_server.server import build_server
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME
-from schemas.clusters import CAPACITY_TYPES, STAGES
-from schemas.common import NAME_RE
+from schemas.clusters import STAGES
 from tests.mcp_server.mcp_fake_api import OPERATOR_READS, REPO_ROOT
 from tests.stack import tls
+from vocabulary import patterns
+from vocabulary.capacity import CAPACITY_TYPES
 
 FOLLOW_LIMIT_S = 240
 ALL = {t.name for t in TOOLS}
@@ -213,7 +214,7 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
     assert compared > 100
     by_name = {t.name: t.input_schema["properties"] for t in tools}
     name_rule = by_name["create_network"]["name"]["pattern"]
-    assert name_rule == NAME_RE.pattern
+    assert name_rule == patterns.NAME.pattern
     assert re.fullmatch(name_rule, "lab-1") and not re.fullmatch(name_rule, "lab-")
     assert by_name["create_cluster"]["capacity_type"]["enum"] == list(CAPACITY_TYPES)
     assert (by_name["create_cluster"]["instance_count"]["minimum"],

@@ -12,7 +12,8 @@ import pytest
 from marshmallow import Schema, ValidationError, fields, validate
 
 import schemas
-from schemas.common import NAME_RE, Name, Pattern, Region, StreamId
+from schemas.common import Name, Pattern, Region, StreamId
+from vocabulary import patterns
 
 
 def _fields(field: fields.Field) -> Iterator[fields.Field]:
@@ -54,5 +55,5 @@ def test_a_trailing_newline_or_foreign_digit_fails(field, value):
 
 
 def test_the_document_keeps_the_pattern_as_written():
-    assert Name().validators[0].regex.pattern == NAME_RE.pattern
+    assert Name().validators[0].regex.pattern == patterns.NAME.pattern
     assert Name().deserialize("lab") == "lab"

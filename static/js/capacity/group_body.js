@@ -3,6 +3,7 @@
 // API checks again; its 422 lands on the same fields.
 
 import { rules } from '../rules.js';
+import { efaProblem } from '../capacity_fields.js';
 
 const lines = (text) => text.split('\n').map((l) => l.trim()).filter(Boolean);
 
@@ -53,7 +54,8 @@ export function groupBodyProblems(body, { type, existing, nameProblem }) {
   if ('training_plan_arn' in body && !rules.trainingPlanArn.test(body.training_plan_arn)) {
     p.training_plan_arn = body.training_plan_arn ? 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).' : 'Enter the training plan ARN.';
   }
-  if (body.efa_mode === 'efa-only' && !(type && (type.max_efa_interfaces || 0) > 1)) p.efa_mode = 'EFA-only needs a type with several EFA interfaces.';
+  const efaWhy = efaProblem(body.efa_mode, type, g.efaMinInterfaces);
+  if (efaWhy) p.efa_mode = efaWhy;
   if ('subnet_id' in body && !g.subnetId.test(body.subnet_id)) p.subnet_id = 'Not a subnet id (subnet-…).';
   if ('volume_size_gb' in body && (!Number.isInteger(body.volume_size_gb) || body.volume_size_gb < g.volumeGb.min || body.volume_size_gb > g.volumeGb.max)) {
     p.volume_size_gb = `A whole number of GB from ${g.volumeGb.min} to ${g.volumeGb.max}, or empty for none.`;

@@ -12,7 +12,7 @@ import { preview, usedBy, withForce } from '../in_use.js';
 
 const FIXED = [
   ['instance_type', 'Instance type', (g) => g.instance_type],
-  ['capacity_type', 'Capacity type', (g) => capacityLabel(g.capacity_type || 'on-demand')],
+  ['capacity_type', 'Capacity type', (g) => capacityLabel(g.capacity_type || rules.defaultCapacityType)],
   ['training_plan_arn', 'Training plan', (g) => g.training_plan_arn],
   ['efa_mode', 'EFA mode', (g) => (g.efa_mode ? efaLabel(g.efa_mode) : 'none')],
   ['availability_zone', 'Zone', (g) => g.availability_zone],

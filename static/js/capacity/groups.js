@@ -5,6 +5,7 @@
 import { api, isAbort, canMutate } from '../api.js';
 import { h, clear, badge, guard, opHref } from '../ui.js';
 import { capacityLabel, efaLabel } from '../capacity_fields.js';
+import { rules } from '../rules.js';
 import { openEditGroup, openDeleteGroup } from './group_dialogs.js';
 import { addGroupHref } from './links.js';
 
@@ -82,7 +83,7 @@ export function groupsCard({ cluster, signal }) {
       h('td', null, h('span', { class: 'id' }, g.instance_type || '—')),
       h('td', { class: 'num nowrap', testid: 'ig-count', dataset: { current: String(g.current_count ?? ''), target: String(g.target_count ?? '') } },
         `${g.current_count ?? '—'}`, h('span', { class: 'faint' }, ` / ${g.target_count ?? '—'}`)),
-      h('td', { testid: 'ig-capacity' }, badge(capacityLabel(g.capacity_type || 'on-demand'), { class: `plain ${capacityTone(g.capacity_type)}` }),
+      h('td', { testid: 'ig-capacity' }, badge(capacityLabel(g.capacity_type || rules.defaultCapacityType), { class: `plain ${capacityTone(g.capacity_type)}` }),
         plan ? h('span', { class: 'sub-id trunc', title: g.training_plan_arn }, plan) : null),
       h('td', { testid: 'ig-efa' }, g.efa_mode ? h('span', { class: 'id' }, efaLabel(g.efa_mode)) : h('span', { class: 'faint', title: 'The type has no EFA interface' }, 'none')),
       h('td', { testid: 'ig-zone' }, h('span', { class: 'id' }, g.availability_zone || '—'),
@@ -101,7 +102,7 @@ export function groupsCard({ cluster, signal }) {
 }
 
 function capacityTone(type) {
-  if (type === 'spot') return 'tone-amber';
-  if (type === 'training-plan') return 'tone-violet';
+  if (type === rules.capacity.SPOT) return 'tone-amber';
+  if (type === rules.capacity.TRAINING_PLAN) return 'tone-violet';
   return 'tone-gray';
 }

@@ -1,13 +1,13 @@
 // #/audit — the audit log (operators only): who changed what, who was refused. Read-only.
 
-import { api, isAbort, session } from '../api.js';
+import { api, isAbort, session, canMutate } from '../api.js';
 import { h, clear, badge, timeEl, toastError, replaceQuery, debounce, loading } from '../ui.js';
 
 const OUTCOMES = ['accepted', 'done', 'refused', 'failed'];
 const PAGE = 100;
 
 export function mount(root, ctx) {
-  if (!session.user || session.user.role !== 'operator') {
+  if (!canMutate()) {
     root.appendChild(h('div', { class: 'card' }, h('div', { class: 'empty', testid: 'audit-forbidden' },
       'The audit log is for operators: it says who did what. You are signed in as ',
       h('b', null, session.user ? `${session.user.name} (${session.user.role})` : 'nobody'), '.')));

@@ -5,11 +5,11 @@
 
 import { api, isAbort } from '../api.js';
 import { h, fill, clear, badge, toastError, roleHint, loading, opHref, whenVisible } from '../ui.js';
-import { TERMINAL } from '../feed.js';
 import { clusterHref } from '../stages.js';
 import { groupsCard } from '../capacity/groups.js';
 import { nodesCard } from '../capacity/nodes.js';
 import { softwareButtons } from '../capacity/software.js';
+import { rules } from '../rules.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 4000;
@@ -43,7 +43,7 @@ export function mount(root, ctx) {
           .catch((e) => { if (isAbort(e)) throw e; return null; }),
       ]);
       state.c = c;
-      if (ops) state.running = (ops.items || []).filter((op) => !TERMINAL.has(op.status) && inCluster(op.target));
+      if (ops) state.running = (ops.items || []).filter((op) => !rules.finished.has(op.status) && inCluster(op.target));
       const refused = c.imported ? 'Imported clusters are read, never changed.' : '';
       await groups.load(refused);
       nodes.setRefused(refused);

@@ -8,7 +8,6 @@ import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible,
 } from '../ui.js';
-import { TERMINAL } from '../feed.js';
 import { stageTitle, stageBlurb, stageMark } from '../stages.js';
 import { mountLeftovers } from './cluster_left.js';
 import { rules } from '../rules.js';
@@ -132,7 +131,7 @@ export function mount(root, ctx) {
     }
   }
 
-  const running = () => state.ops.find((op) => !TERMINAL.has(op.status)) || null;
+  const running = () => state.ops.find((op) => !rules.finished.has(op.status)) || null;
 
   // ---------- render ----------
 
@@ -219,9 +218,9 @@ export function mount(root, ctx) {
         'Imported read-only: hypd did not create this cluster, so it has no stages to re-run.'));
       return;
     }
-    const stages = (c.stages && c.stages.length ? c.stages : rules.stages.map((s) => ({ name: s, status: 'not_run', steps: [] })));
-    const done = stages.filter((s) => s.status === 'succeeded').length;
-    const skipped = stages.filter((s) => s.status === 'skipped').length;
+    const stages = (c.stages && c.stages.length ? c.stages : rules.stages.map((s) => ({ name: s, status: rules.stage.NOT_RUN, steps: [] })));
+    const done = stages.filter((s) => s.status === rules.stage.SUCCEEDED).length;
+    const skipped = stages.filter((s) => s.status === rules.stage.SKIPPED).length;
     stagesNote.textContent = `${done} of ${stages.length} succeeded${skipped ? ` · ${skipped} skipped` : ''}`;
     const busy = running();
     stages.forEach((s, i) => stagesBox.appendChild(stageRow(s, i, busy)));
@@ -229,12 +228,12 @@ export function mount(root, ctx) {
 
   function stageRow(s, i, busy) {
     const steps = s.steps || [];
-    const ok = steps.filter((x) => x.phase === 'succeeded').length;
-    const failedStep = steps.find((x) => x.phase === 'failed');
+    const ok = steps.filter((x) => x.phase === rules.phase.SUCCEEDED).length;
+    const failedStep = steps.find((x) => x.phase === rules.phase.FAILED);
     const error = s.error || (failedStep && failedStep.detail ? { step: failedStep.name, message: failedStep.detail } : null);
     const rerunBusy = state.rerunning === s.name;
     const btn = guard(h('button', {
-      type: 'button', class: s.status === 'failed' ? 'btn btn-sm btn-primary' : 'btn btn-sm', testid: `stage-rerun-${s.name}`,
+      type: 'button', class: s.status === rules.stage.FAILED ? 'btn btn-sm btn-primary' : 'btn btn-sm', testid: `stage-rerun-${s.name}`,
       disabled: !!busy || !!state.rerunning,
       title: busy ? `Wait for ${busy.kind} ${busy.id} to finish` : 'Run this stage again on its own: it adopts what exists and makes only what is missing',
     }, rerunBusy ? 'Starting…' : 'Re-run'));
@@ -250,7 +249,7 @@ export function mount(root, ctx) {
             h('span', { class: 'faint' }, ` ${ok}/${steps.length} steps`))
           : null,
         error ? h('div', { class: 'stage-error', testid: `stage-error-${s.name}` }, `${error.step}: ${error.message}`) : null,
-        s.status === 'skipped' ? h('div', { class: 'faint stage-skip' }, 'skipped: a cancel came before it; nothing of it ran') : null),
+        s.status === rules.stage.SKIPPED ? h('div', { class: 'faint stage-skip' }, 'skipped: a cancel came before it; nothing of it ran') : null),
       h('div', { class: 'stage-side' },
         s.operation_id
           ? h('a', { href: `#/operations/${encodeURIComponent(s.operation_id)}`, class: 'id faint', testid: `stage-op-${s.name}`, title: 'The operation that last ran this stage' }, shortId(s.operation_id))
@@ -298,7 +297,7 @@ export function mount(root, ctx) {
         h('td', { class: 'num nowrap', testid: 'group-count' },
           `${g.current_count ?? '—'}`, h('span', { class: 'faint' }, ` / ${g.target_count ?? '—'}`),
           g.min_count != null ? h('span', { class: 'sub-id' }, `min ${g.min_count}`) : null),
-        h('td', null, badge(g.capacity_type || 'on-demand', { class: 'plain' }),
+        h('td', null, badge(g.capacity_type || rules.defaultCapacityType, { class: 'plain' }),
           g.training_plan_arn ? h('span', { class: 'sub-id trunc', title: g.training_plan_arn }, g.training_plan_arn.split('/').pop()) : null),
         h('td', null, h('span', { class: 'id', testid: 'group-efa-mode' }, g.efa_mode || 'default'),
           (g.subnet_ids || []).length ? h('span', { class: 'sub-id', title: g.subnet_ids.join('\n') }, g.subnet_ids.join(', ')) : null),
@@ -342,7 +341,7 @@ export function mount(root, ctx) {
   }
 
   // EKS's support of the version: extended support is billed on top of the cluster hour,
-  // ended means EKS upgrades the cluster itself (cloud/data/kubernetes_versions.yaml).
+  // ended means EKS upgrades the cluster itself (vocabulary/kubernetes_versions.py).
   function supportBadge(support) {
     if (!support) return null;
     const [text, tone, title] = {
@@ -403,7 +402,7 @@ export function mount(root, ctx) {
     if (ctx.signal.aborted || (!state.c && !state.inflight && body.querySelector('[data-testid=cluster-missing]'))) return;
     const c = state.c;
     const busy = running()
-      || (c && c.stages || []).some((s) => s.status === 'running')
+      || (c && c.stages || []).some((s) => s.status === rules.stage.RUNNING)
       || (c && c.eks && TRANSITIONAL.test(c.eks.status || ''))
       || (c && c.hyperpod && TRANSITIONAL.test(c.hyperpod.status || ''));
     timer = setTimeout(() => { if (!document.hidden) load(); else schedule(); }, busy ? REFRESH_BUSY_MS : REFRESH_MS);

@@ -123,7 +123,7 @@ export function mountFeatures(box, ctx, name) {
       signal: ctx.signal,
       retryMs: FOLLOW_MS,
       onChange: (op) => {
-        state.results[f] = { op: opId, status: op.status, error: op.status === 'failed' ? (op.error && op.error.message) : null };
+        state.results[f] = { op: opId, status: op.status, error: op.status === rules.status.FAILED ? (op.error && op.error.message) : null };
         renderResult(f);
       },
     });

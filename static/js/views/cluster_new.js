@@ -11,7 +11,7 @@ import { rules, validateName } from '../rules.js';
 import { stageTitle, clusterHref } from '../stages.js';
 import {
   capacityChoices, capacityBox as makeCapacityBox, efaBox as makeEfaBox, radioValue, fillZoneSelect,
-  fillTypeSelect, fillTypeInfo, updateEfaBox, totalText,
+  fillTypeSelect, fillTypeInfo, updateEfaBox, efaModeFor, efaProblem, totalText,
 } from '../capacity_fields.js';
 import { preflightCard } from '../preflight.js';
 import { costBody, costSource } from '../cost.js';
@@ -205,7 +205,7 @@ export function mount(root, ctx) {
   }
 
   function updateEfa(t) {
-    const { text, warn } = updateEfaBox(efaBox, t);
+    const { text, warn } = updateEfaBox(efaBox, t, rules.efaMinInterfaces);
     efaHint.textContent = text;
     efaHint.classList.toggle('warn', warn);
   }
@@ -225,12 +225,13 @@ export function mount(root, ctx) {
       availability_zone: azSel.value,
       instance_type: typeSel.value,
       instance_count: Number(countIn.value),
-      capacity_type: radioValue(capacityBox) || 'on-demand',
-      efa_mode: radioValue(efaBox) || 'efa',
+      capacity_type: radioValue(capacityBox) || rules.defaultCapacityType,
       deep_health_checks: deepBox.checked,
     };
+    const efaMode = efaModeFor(efaBox, selectedType());
+    if (efaMode) body.efa_mode = efaMode; // a type without EFA gets none
     if (regionIn.value) body.region = regionIn.value;
-    if (body.capacity_type === 'training-plan') body.training_plan_arn = planArnIn.value.trim();
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) body.training_plan_arn = planArnIn.value.trim();
     if (useVpc.checked) body.existing_vpc = { vpc_id: vpcIn.value.trim(), subnet_ids: subnetList() };
     return body;
   }
@@ -262,15 +263,15 @@ export function mount(root, ctx) {
     if (!body.availability_zone) problems.availability_zone = 'Choose an availability zone.';
     const t = selectedType();
     if (!body.instance_type) problems.instance_type = body.availability_zone ? 'Choose an instance type.' : 'Choose a zone, then an instance type.';
-    else if (t && !t.efa_supported) problems.instance_type = `${t.name} has no EFA interface; hypd creates instance groups with EFA. Choose a type marked EFA.`;
     if (!Number.isInteger(body.instance_count) || body.instance_count < rules.instanceCount.min || body.instance_count > rules.instanceCount.max) {
       problems.instance_count = `A whole number from ${rules.instanceCount.min} to ${rules.instanceCount.max}.`;
     }
-    if (body.capacity_type === 'training-plan') {
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) {
       if (!body.training_plan_arn) problems.training_plan_arn = 'Enter the training plan ARN.';
       else if (!rules.trainingPlanArn.test(body.training_plan_arn)) problems.training_plan_arn = 'Not a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>).';
     }
-    if (body.efa_mode === 'efa-only' && !(t && (t.max_efa_interfaces || 0) > 1)) problems.efa_mode = 'EFA-only needs a type with several EFA interfaces.';
+    const efaWhy = efaProblem(body.efa_mode, t, rules.efaMinInterfaces);
+    if (efaWhy) problems.efa_mode = efaWhy;
     if (body.existing_vpc) {
       if (!rules.vpcId.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
       const bad = body.existing_vpc.subnet_ids.filter((s) => !rules.subnetId.test(s));
@@ -382,7 +383,7 @@ export function mount(root, ctx) {
             h('div', { class: 'muted' },
               `${body.instance_count} × ${body.instance_type}`,
               t && t.accelerator_count ? ` (${body.instance_count * t.accelerator_count} × ${t.accelerator_name || t.accelerator})` : '',
-              ` · ${body.capacity_type} · ${body.efa_mode} · ${body.availability_zone}`,
+              ` · ${body.capacity_type} · ${body.efa_mode || 'no EFA'} · ${body.availability_zone}`,
               body.deep_health_checks ? ' · deep health checks' : '',
               body.existing_vpc ? ` · existing ${body.existing_vpc.vpc_id}` : ' · new VPC')),
           h('span', { class: 'spacer' }),
@@ -456,7 +457,7 @@ export function mount(root, ctx) {
 
   function changed() {
     const cap = radioValue(capacityBox);
-    planArnField.hidden = cap !== 'training-plan';
+    planArnField.hidden = cap !== rules.capacity.TRAINING_PLAN;
     capacityHint.textContent = (capacity.find((c) => c.value === cap) || capacity[0]).hint;
     vpcFields.hidden = !useVpc.checked;
     updateTotal();

@@ -7,10 +7,10 @@ import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, toast, toastError, guard, roleHint, spinner, timeEl, whenVisible,
 } from '../ui.js';
-import { TERMINAL } from '../feed.js';
 import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
 import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { rules } from '../rules.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 4000;
@@ -89,8 +89,8 @@ export function mount(root, ctx) {
     for (const [name, ops] of byName) {
       if (listed.has(name)) continue;
       const latest = ops[0];
-      const unfinished = !TERMINAL.has(latest.status);
-      const failedCreate = latest.kind !== 'cluster.delete' && latest.status !== 'succeeded';
+      const unfinished = !rules.finished.has(latest.status);
+      const failedCreate = latest.kind !== 'cluster.delete' && latest.status !== rules.status.SUCCEEDED;
       if (unfinished || failedCreate) out.push({ name, region: latest.params && latest.params.region, imported: false, eks: null, ops });
     }
     out.sort((a, b) => a.name.localeCompare(b.name));
@@ -118,7 +118,7 @@ export function mount(root, ctx) {
   function row(c) {
     const isActive = state.active === c.name;
     const eksStatus = c.eks ? c.eks.status : null;
-    const running = c.ops.find((op) => !TERMINAL.has(op.status));
+    const running = c.ops.find((op) => !rules.finished.has(op.status));
     const latest = running || c.ops[0];
     const deleting = running && running.kind === 'cluster.delete';
     const href = clusterHref(c.name);
@@ -177,7 +177,7 @@ export function mount(root, ctx) {
   function schedule() {
     clearTimeout(timer);
     if (ctx.signal.aborted) return;
-    const busy = state.ops.some((op) => !TERMINAL.has(op.status));
+    const busy = state.ops.some((op) => !rules.finished.has(op.status));
     timer = setTimeout(() => { if (!document.hidden) load(); else schedule(); }, busy ? REFRESH_BUSY_MS : REFRESH_MS);
   }
 
@@ -196,7 +196,7 @@ export function opCell(op) {
       KIND_TEXT[op.kind] || op.kind,
       op.kind === 'cluster.stage' && op.params && op.params.stage ? ` ${op.params.stage}` : ''),
     badge(op.status, { testid: 'cluster-op-status' }),
-    TERMINAL.has(op.status) ? h('span', { class: 'faint nowrap' }, timeEl(op.updated_at)) : progress(op));
+    rules.finished.has(op.status) ? h('span', { class: 'faint nowrap' }, timeEl(op.updated_at)) : progress(op));
 }
 
 // ---------- shared cluster actions ----------

@@ -6,6 +6,7 @@ import { api, isAbort, mutator } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { endpointForm } from './endpoint_form.js';
 import { openInvoke, openDelete } from './endpoint_actions.js';
+import { rules } from '../rules.js';
 
 const REFRESH_MS = 5000;
 
@@ -132,8 +133,8 @@ export function mount(root, ctx) {
   async function follow(id) {
     for (;;) {
       const op = await api(`/api/v1/operations/${encodeURIComponent(id)}`, { signal: ctx.signal });
-      if (['succeeded', 'failed', 'cancelled'].includes(op.status)) {
-        if (op.status !== 'succeeded') toastError(new Error((op.error && op.error.message) || op.status));
+      if (rules.finished.has(op.status)) {
+        if (op.status !== rules.status.SUCCEEDED) toastError(new Error((op.error && op.error.message) || op.status));
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -9,7 +9,7 @@ import { h, fill, badge, toastError, guard, roleHint, spinner, section } from '.
 import { rules, validateName } from '../rules.js';
 import {
   capacityChoices, capacityBox, efaBox, radioGroup, radioValue, fillZoneSelect, fillTypeSelect, fillTypeInfo,
-  updateEfaBox, totalText,
+  updateEfaBox, efaModeFor, totalText,
 } from '../capacity_fields.js';
 import { preflightCard } from '../preflight.js';
 import { capacityHref } from '../capacity/links.js';
@@ -149,7 +149,7 @@ export function mount(root, ctx) {
   function renderType() {
     const t = selectedType();
     fillTypeInfo(typeInfo, t, 'ig-type-efa');
-    const { text, warn } = updateEfaBox(efa, t, { requireEfa: false });
+    const { text, warn } = updateEfaBox(efa, t, rules.group.efaMinInterfaces);
     efaHint.textContent = text;
     efaHint.classList.toggle('warn', warn);
   }
@@ -161,11 +161,11 @@ export function mount(root, ctx) {
       name: nameIn.value.trim(), instance_type: typeSel.value, instance_count: Number(countIn.value),
       capacity_type: radioValue(capBox), deep_health_checks: deepBox.checked,
     };
-    const t = selectedType();
-    if (!t || t.efa_supported) body.efa_mode = radioValue(efa); // a type without EFA gets none
+    const efaMode = efaModeFor(efa, selectedType());
+    if (efaMode) body.efa_mode = efaMode; // a type without EFA gets none
     if (radioValue(placement) === 'subnet') body.subnet_id = subnetIn.value.trim();
     else if (azSel.value) body.availability_zone = azSel.value;
-    if (body.capacity_type === 'training-plan') body.training_plan_arn = planIn.value.trim();
+    if (body.capacity_type === rules.capacity.TRAINING_PLAN) body.training_plan_arn = planIn.value.trim();
     if (threadsSel.value) body.threads_per_core = Number(threadsSel.value);
     if (volumeIn.value.trim()) body.volume_size_gb = Number(volumeIn.value);
     const labels = parseLabels(labelsIn.value);
@@ -290,7 +290,7 @@ export function mount(root, ctx) {
 
   function changed() {
     const cap = radioValue(capBox);
-    planField.hidden = cap !== 'training-plan';
+    planField.hidden = cap !== rules.capacity.TRAINING_PLAN;
     capHint.textContent = (choices.find((c) => c.value === cap) || choices[0]).hint;
     subnetField.hidden = radioValue(placement) !== 'subnet';
     totalNote.textContent = totalText(selectedType(), Number(countIn.value)) || `${rules.group.count.min}–${rules.group.count.max} instances.`;

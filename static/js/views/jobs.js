@@ -12,6 +12,7 @@ import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.j
 import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { openModal } from '../modal.js';
 import { waitOperation } from '../feed.js';
+import { rules } from '../rules.js';
 import { preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 
@@ -97,7 +98,7 @@ export function mount(root, ctx) {
         reload();
         const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
         if (!op) return;
-        if (op.status === 'succeeded') toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+        if (op.status === rules.status.SUCCEEDED) toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
         else toast(`Deleting job ${job.name} ${op.status}${op.error ? `: ${op.error.message}` : ''}`, { kind: 'error' });
         reload();
       },
@@ -225,7 +226,7 @@ export function mount(root, ctx) {
         const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
         if (!op) return;
         reload();
-        if (op.status !== 'succeeded') {
+        if (op.status !== rules.status.SUCCEEDED) {
           err.textContent = `Job ${body.name}: its submission ${op.status}${op.error ? `: ${op.error.message}` : ''}`;
           return;
         }

@@ -7,10 +7,10 @@ import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { openModal } from '../modal.js';
 import { preview, usedBy, withForce } from '../in_use.js';
+import { rules } from '../rules.js';
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
 const REFRESH_MS = 3000;
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 export async function openMlflowUi(cluster, signal) {
   try {
@@ -74,7 +74,7 @@ export function mountMlflow(card, ctx, cluster) {
       await load(false);
       try {
         const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
-        if (TERMINAL.has(op.status)) return load();
+        if (rules.finished.has(op.status)) return load();
       } catch (e) {
         if (isAbort(e)) return;
         toastError(e);

@@ -5,11 +5,12 @@ import {
   h, clear, fill, badge, timeEl, idEl, toastError, toast, guard, roleHint, duration, parseTime,
   clockTime, absTime, loading, debounce,
 } from '../ui.js';
-import { OperationFeed, TERMINAL } from '../feed.js';
+import { OperationFeed } from '../feed.js';
 import { progress } from './operations.js';
 import { groupByStage, stageStatus, stageMark, stageTitle, clusterHref } from '../stages.js';
 import { batchSpan } from '../batches.js';
 import { capacityHref } from '../capacity/links.js';
+import { rules } from '../rules.js';
 
 const MODE_TEXT = {
   connecting: 'connecting…',
@@ -63,16 +64,16 @@ export function mount(root, ctx) {
 
   function renderHead() {
     const status = op.status;
-    if (TERMINAL.has(status) || op.cancel_requested) confirmingCancel = false;
+    if (rules.finished.has(status) || op.cancel_requested) confirmingCancel = false;
     const cancelBtn = guard(h('button', {
       type: 'button', class: `btn btn-danger${confirmingCancel ? ' confirming' : ''}`, testid: 'op-cancel',
-      disabled: busy || TERMINAL.has(status) || !!op.cancel_requested || confirmingCancel,
+      disabled: busy || rules.finished.has(status) || !!op.cancel_requested || confirmingCancel,
       title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary (asks first)',
       onclick: () => { if (canMutate()) { confirmingCancel = true; renderHead(); } },
-    }, op.cancel_requested && !TERMINAL.has(status) ? 'Cancelling…' : 'Cancel'));
+    }, op.cancel_requested && !rules.finished.has(status) ? 'Cancelling…' : 'Cancel'));
     const retryBtn = guard(h('button', {
       type: 'button', class: 'btn btn-primary', testid: 'op-retry',
-      disabled: busy || !(status === 'failed' || status === 'cancelled'),
+      disabled: busy || !(status === rules.status.FAILED || status === rules.status.CANCELLED),
       title: 'Run again from the failed step (same operation id)',
       onclick: () => act('retry'),
     }, 'Retry'));
@@ -95,7 +96,7 @@ export function mount(root, ctx) {
         h('span', null, 'created ', timeEl(op.created_at)),
         h('span', null, 'updated ', timeEl(op.updated_at, 'op-updated')),
         h('span', null, progress(op))),
-      op.cancel_requested && !TERMINAL.has(status)
+      op.cancel_requested && !rules.finished.has(status)
         ? h('div', { class: 'banner info', testid: 'op-cancel-requested' },
           h('span', { class: 'msg' }, 'Cancel requested: the operation stops at the next step boundary; remaining steps become skipped.'))
         : null,
@@ -161,7 +162,7 @@ export function mount(root, ctx) {
       });
       syncChildren(stepsList, wanted);
     }
-    const done = steps.filter((s) => s.phase === 'succeeded').length;
+    const done = steps.filter((s) => s.phase === rules.phase.SUCCEEDED).length;
     const batched = steps.length && steps.every((s) => batchSpan(op, s));
     stepsCount.textContent = groups
       ? `${done} of ${steps.length} steps succeeded · ${groups.length} stage${groups.length === 1 ? '' : 's'}`
@@ -194,7 +195,7 @@ export function mount(root, ctx) {
 
   function updateStage(node, g, gi) {
     const st = stageStatus(g.steps, op.status);
-    const done = g.steps.filter((s) => s.phase === 'succeeded').length;
+    const done = g.steps.filter((s) => s.phase === rules.phase.SUCCEEDED).length;
     node.li.dataset.status = st;
     node.idx.textContent = stageMark(st, gi);
     node.count.textContent = `${done}/${g.steps.length}`;
@@ -210,14 +211,14 @@ export function mount(root, ctx) {
   }
 
   function stepEl(s, i, sig) {
-    const phase = s.phase || 'pending';
+    const phase = s.phase || rules.phase.PENDING;
     const res = resourceChips(s.resources);
     const span = batchSpan(op, s);
     return h('li', {
       class: 'step', testid: `step-${s.name}`,
       dataset: { step: s.name, phase, sig, start: s.started_at || '', end: s.finished_at || '' },
     },
-    h('span', { class: 'idx' }, phase === 'succeeded' ? '✓' : phase === 'failed' ? '!' : String(i + 1)),
+    h('span', { class: 'idx' }, phase === rules.phase.SUCCEEDED ? '✓' : phase === rules.phase.FAILED ? '!' : String(i + 1)),
     h('div', { class: 'title' }, s.title || s.name, h('span', { class: 'name' }, s.name)),
     h('div', { class: 'right' },
       s.attempts ? h('span', { testid: `step-attempts-${s.name}`, title: 'attempts' }, `×${s.attempts}`) : null,
@@ -255,7 +256,7 @@ export function mount(root, ctx) {
   function elapsedText() {
     const a = parseTime(op.created_at);
     if (a === null) return '—';
-    const b = TERMINAL.has(op.status) ? parseTime(op.updated_at) : Date.now();
+    const b = rules.finished.has(op.status) ? parseTime(op.updated_at) : Date.now();
     return duration((b || Date.now()) - a);
   }
 
@@ -274,7 +275,7 @@ export function mount(root, ctx) {
       const b = parseTime(li.dataset.end);
       if (!el) continue;
       el.textContent = a === null ? '' : b !== null ? duration(b - a)
-        : li.dataset.status === 'running' ? duration(now - a) : '';
+        : li.dataset.status === rules.stage.RUNNING ? duration(now - a) : '';
     }
     for (const li of stepsList.querySelectorAll('li.step')) {
       const el = li.querySelector('.dur');
@@ -282,7 +283,7 @@ export function mount(root, ctx) {
       const a = parseTime(li.dataset.start);
       const b = parseTime(li.dataset.end);
       if (a === null) { el.textContent = ''; continue; }
-      const running = b === null && (li.dataset.phase === 'applying' || li.dataset.phase === 'applied');
+      const running = b === null && rules.phaseInFlight.has(li.dataset.phase);
       el.textContent = b !== null ? duration(b - a) : running ? duration(now - a) : '';
     }
   }
@@ -317,12 +318,12 @@ export function mount(root, ctx) {
     } else if (ev.type === 'step') {
       const s = (op.steps || []).find((x) => x.name === ev.step);
       if (s && ev.phase) {
-        if (ev.phase === 'applying' && s.phase !== 'applying') {
+        if (ev.phase === rules.phase.APPLYING && s.phase !== rules.phase.APPLYING) {
           s.attempts = (s.attempts || 0) + 1;
           if (!s.started_at) s.started_at = ev.at;
           s.finished_at = null;
         }
-        if (ev.phase === 'succeeded' || ev.phase === 'failed' || ev.phase === 'skipped') s.finished_at = ev.at || s.finished_at;
+        if (ev.phase === rules.phase.FAILED || rules.phaseDone.has(ev.phase)) s.finished_at = ev.at || s.finished_at;
         s.phase = ev.phase;
       }
       if (s && typeof ev.attempts === 'number') s.attempts = ev.attempts;
@@ -413,7 +414,7 @@ export function mount(root, ctx) {
 
   const ticker = setInterval(() => {
     tick();
-    if (op && !TERMINAL.has(op.status)) {
+    if (op && !rules.finished.has(op.status)) {
       const el = info.querySelector('dd[data-k="elapsed"]');
       if (el) el.textContent = elapsedText();
     }

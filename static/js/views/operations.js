@@ -1,12 +1,11 @@
 // #/operations — the list, filtered by status and kind, refreshed every few seconds.
 
 import { api, isAbort } from '../api.js';
+import { rules } from '../rules.js';
 import { h, clear, badge, timeEl, toastError, replaceQuery, debounce, duration, parseTime, spinner } from '../ui.js';
 
 const REFRESH_MS = 4000;
-const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
 const KNOWN_KINDS = ['cluster.create', 'cluster.stage', 'cluster.delete', 'network.create', 'network.delete'];
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 export function mount(root, ctx) {
   const state = {
@@ -22,7 +21,7 @@ export function mount(root, ctx) {
 
   const statusSel = h('select', { testid: 'filter-status', 'aria-label': 'Status' },
     h('option', { value: '' }, 'All statuses'),
-    STATUSES.map((s) => h('option', { value: s }, s)));
+    Object.values(rules.status).map((s) => h('option', { value: s }, s)));
   statusSel.value = state.status;
   const kindList = h('datalist', { id: 'kinds-list' });
   const kindInput = h('input', {
@@ -111,7 +110,7 @@ export function mount(root, ctx) {
     h('td', null, h('span', { class: 'id' }, op.kind || '—')),
     h('td', null, h('span', { class: 'id trunc', title: op.target || '' }, op.target || '—')),
     h('td', null, badge(op.status, { testid: 'op-row-status' }),
-      op.cancel_requested && !TERMINAL.has(op.status) ? h('span', { class: 'faint' }, ' cancelling') : null),
+      op.cancel_requested && !rules.finished.has(op.status) ? h('span', { class: 'faint' }, ' cancelling') : null),
     h('td', null, progress(op)),
     h('td', null, op.actor ? h('span', { class: 'id' }, op.actor) : h('span', { class: 'faint' }, '—')),
     h('td', { class: 'nowrap' }, timeEl(op.created_at), ' ', h('span', { class: 'faint' }, elapsed(op))));
@@ -136,22 +135,23 @@ export function progress(op) {
   const steps = op.steps || [];
   const n = steps.length;
   if (!n) return h('span', { class: 'faint' }, '—');
-  const done = steps.filter((s) => s.phase === 'succeeded').length;
-  const run = steps.filter((s) => s.phase === 'applying' || s.phase === 'applied').length;
-  const bad = steps.filter((s) => s.phase === 'failed').length;
-  const skip = steps.filter((s) => s.phase === 'skipped').length;
+  const P = rules.phase;
+  const done = steps.filter((s) => s.phase === P.SUCCEEDED).length;
+  const run = steps.filter((s) => rules.phaseInFlight.has(s.phase)).length;
+  const bad = steps.filter((s) => s.phase === P.FAILED).length;
+  const skip = steps.filter((s) => s.phase === P.SKIPPED).length;
   const pct = (k) => `${(100 * k) / n}%`;
   const bar = h('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': n, 'aria-valuenow': done });
   const seg = (cls, k) => { if (k) { const s = h('span', { class: cls }); s.style.width = pct(k); bar.appendChild(s); } };
   seg('ok', done); seg('run', run); seg('bad', bad); seg('skip', skip);
-  const cur = steps.find((s) => s.phase === 'applying' || s.phase === 'applied' || s.phase === 'failed');
+  const cur = steps.find((s) => rules.phaseInFlight.has(s.phase) || s.phase === P.FAILED);
   return h('div', { class: 'progress-cell' }, bar,
     h('span', { class: 'faint nowrap', title: `${done} of ${n} steps succeeded${skip ? `, ${skip} skipped` : ''}` },
       `${done}/${n}`, cur ? ` · ${cur.name}` : ''));
 }
 
 function elapsed(op) {
-  if (!TERMINAL.has(op.status)) return '';
+  if (!rules.finished.has(op.status)) return '';
   const a = parseTime(op.created_at);
   const b = parseTime(op.updated_at);
   return a !== null && b !== null ? `(${duration(b - a)})` : '';

@@ -1,11 +1,19 @@
 """Which Kubernetes versions a cluster may run, and what EKS support each is in on a day.
 
-The table is data (`cloud/data/kubernetes_versions.yaml`, with its sources): the versions
-SageMaker HyperPod documents for EKS, each with the EKS release calendar's end of standard
-and of extended support. A version is offered while EKS still runs it; past its standard
-support a cluster costs more per hour (the plan prices it), past its extended support EKS
-refuses to create it — so hypd refuses it first, before a network is made for a cluster
-that cannot exist. Light on purpose (no boto3): the schemas read it at import.
+The table (`CALENDAR`, with its `SOURCES`) holds exactly the minor versions SageMaker
+HyperPod documents for EKS, each with the EKS release calendar's two dates: the end of
+standard support (from that day the cluster is billed at the extended-support hourly rate,
+the Price List's extendedSupport usage type) and the end of extended support (from that day
+EKS no longer runs the version: it refuses to create a cluster on it and auto-upgrades the
+ones that remain). When HyperPod documents a new version, add it with its calendar dates:
+the API's choices and refusals, the plan's cost, the cluster page and the tests read it.
+
+A version is offered while EKS still runs it; past its standard support a cluster costs
+more per hour (the plan prices it), past its extended support EKS refuses to create it —
+so hypd refuses it first, before a network is made for a cluster that cannot exist.
+
+In the vocabulary (a Python table, no file to parse) because the schemas read it at import,
+and the schemas import nothing but the vocabulary.
 """
 
 from __future__ import annotations
@@ -13,12 +21,27 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
-import yaml
+SOURCES = {
+    "hyperpod": "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                "sagemaker-hyperpod-eks-prerequisites.html",
+    "eks_calendar": "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html",
+    "eks_pricing": "https://aws.amazon.com/eks/pricing/",
+}
+READ_ON = date(2026, 12, 3)
+"""The day the sources were last read."""
 
-DATA_FILE = Path(__file__).parent / "data" / "kubernetes_versions.yaml"
+CALENDAR: dict[str, tuple[date, date]] = {
+    # version: (end of standard support, end of extended support)
+    "1.28": (date(2024, 11, 26), date(2025, 11, 26)),
+    "1.29": (date(2025, 3, 23), date(2026, 3, 23)),
+    "1.30": (date(2025, 7, 23), date(2026, 7, 23)),
+    "1.31": (date(2025, 11, 26), date(2026, 11, 26)),
+    "1.32": (date(2026, 3, 23), date(2027, 3, 23)),
+    "1.33": (date(2026, 7, 29), date(2027, 7, 29)),
+    "1.34": (date(2026, 12, 2), date(2027, 12, 2)),
+}
 
 STANDARD = "standard"
 EXTENDED = "extended"
@@ -53,18 +76,13 @@ def today() -> date:
 @functools.lru_cache(maxsize=1)
 def table() -> dict[str, Version]:
     """Every HyperPod-documented version, oldest first."""
-    with DATA_FILE.open(encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
-    versions = [Version(str(name), dates["end_of_standard_support"],
-                        dates["end_of_extended_support"])
-                for name, dates in data["versions"].items()]
+    versions = [Version(name, standard, extended)
+                for name, (standard, extended) in CALENDAR.items()]
     return {v.name: v for v in sorted(versions, key=lambda v: _key(v.name))}
 
 
-@functools.lru_cache(maxsize=1)
 def sources() -> dict[str, str]:
-    with DATA_FILE.open(encoding="utf-8") as handle:
-        return dict(yaml.safe_load(handle)["sources"])
+    return dict(SOURCES)
 
 
 def get(name: str | None) -> Version | None:
@@ -102,8 +120,8 @@ def ended_message(name: str) -> str | None:
     return (f"EKS ended support for Kubernetes {name} on "
             f"{version.end_of_extended_support.isoformat()}; "
             + (f"choose one of {', '.join(still)}" if still else
-               f"no version in {DATA_FILE.name} is still supported: add the versions "
-               "SageMaker HyperPod documents now"))
+               "no version in vocabulary/kubernetes_versions.py is still supported: add "
+               "the versions SageMaker HyperPod documents now"))
 
 
 def _key(name: str) -> tuple[int, ...]:
