@@ -43,6 +43,18 @@ def from_botocore(service: str, shape: str) -> re.Pattern[str]:
     return _bounded(re.compile(f"^(?:{meta['pattern']})$", re.ASCII), meta)
 
 
+def arn_from_botocore(service: str, arn_shape: str, name_shape: str) -> re.Pattern[str]:
+    """An ARN whose resource part is a name AWS takes. botocore's ARN patterns end in `.*`
+    where the name goes, so an ARN with no name (or one no resource could have) passes them
+    and is refused only by the call that reads it (a 502 instead of a 422); the name's own
+    pattern takes the place of the `.*`. Its length bounds are the ARN's."""
+    arn = _model(service).shape_for(arn_shape).metadata
+    name = _model(service).shape_for(name_shape).metadata["pattern"]
+    if not arn["pattern"].endswith(".*"):
+        raise ValueError(f"{service} {arn_shape}'s pattern does not end in a name: {arn}")
+    return _bounded(re.compile(f"^(?:{arn['pattern'][:-2]}(?:{name}))$", re.ASCII), arn)
+
+
 def bounds(pattern: re.Pattern[str]) -> tuple[int, int] | None:
     """(least, most) characters AWS allows beside `pattern`, when it states them."""
     return _BOUNDS.get(pattern)
@@ -65,7 +77,7 @@ def _here(source: str) -> re.Pattern[str]:
 INSTANCE_GROUP_NAME = from_botocore("sagemaker", "ClusterInstanceGroupName")
 HYPERPOD_CLUSTER_NAME = from_botocore("sagemaker", "ClusterName")
 ROLE_ARN = from_botocore("sagemaker", "RoleArn")
-TRAINING_PLAN_ARN = from_botocore("sagemaker", "TrainingPlanArn")
+TRAINING_PLAN_ARN = arn_from_botocore("sagemaker", "TrainingPlanArn", "TrainingPlanName")
 EKS_CLUSTER_ARN = from_botocore("sagemaker", "EksClusterArn")
 NODE_ID = from_botocore("sagemaker", "ClusterNodeId")
 IMAGE_ID = from_botocore("sagemaker", "ImageId")

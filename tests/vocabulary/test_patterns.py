@@ -28,7 +28,10 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
                   "arn:aws:iam::١٢٣٤٥٦٧٨٩٠١٢:role/r"]),
     "TRAINING_PLAN_ARN": ([f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:training-plan/p5-res-1"],
                           [f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/abcdefghijkl",
-                           f"arn:aws:eks:us-west-2:{ACCOUNT}:training-plan/p"]),
+                           f"arn:aws:eks:us-west-2:{ACCOUNT}:training-plan/p",
+                           # no name (the fuzzer's: 502 from DescribeTrainingPlan once)
+                           "arn:aws:sagemaker:0000:000000000000:training-plan/",
+                           f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:training-plan/-p5"]),
     "EKS_CLUSTER_ARN": ([f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/hypd-lab"],
                         [f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/-lab",
                          f"arn:aws:eks:us-west-2:{ACCOUNT}:nodegroup/hypd-lab"]),
@@ -96,10 +99,14 @@ def test_awss_patterns_are_botocores_own():
     """Read from the service model, not re-typed: the text botocore holds is in each."""
     model = botocore.session.get_session().get_service_model("sagemaker")
     for name, shape in (("INSTANCE_GROUP_NAME", "ClusterInstanceGroupName"),
-                        ("ROLE_ARN", "RoleArn"), ("TRAINING_PLAN_ARN", "TrainingPlanArn"),
+                        ("ROLE_ARN", "RoleArn"),
                         ("EKS_CLUSTER_ARN", "EksClusterArn"), ("NODE_ID", "ClusterNodeId"),
                         ("IMAGE_ID", "ImageId")):
         assert model.shape_for(shape).metadata["pattern"] in _all()[name].pattern, name
+    # an ARN's name part is its name's own pattern, in place of botocore's trailing `.*`
+    arn = model.shape_for("TrainingPlanArn").metadata["pattern"]
+    name = model.shape_for("TrainingPlanName").metadata["pattern"]
+    assert patterns.TRAINING_PLAN_ARN.pattern == f"^(?:{arn[:-2]}(?:{name}))$"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run ECMAScript")
