@@ -40,10 +40,13 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "IMAGE_ID": (["ami-0123456789abcdef0", "default"], ["ami-xyz", "latest"]),
     "TRACKING_SERVER": (["hypd-lab", f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:"
                          "mlflow-tracking-server/hypd-lab"],
-                        ["-lab", f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/x"]),
+                        ["-lab", f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/x",
+                         f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/"]),
     "TRACKING_SERVER_NAME": (["hypd-lab"], ["-lab", "a" * 257]),
     "TRACKING_SERVER_ARN": ([f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/x"],
-                            ["hypd-lab"]),
+                            ["hypd-lab",
+                             f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/",
+                             f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/-x"]),
     "EKS_CLUSTER_NAME": (["hypd-lab", "A_b-1", "a" * 100], ["-x", "_x", "a" * 101, "a.b"]),
     "VPC_ID": (["vpc-0123456789abcdef0", "vpc-01234567"], ["vpc-0123", "subnet-01234567"]),
     "SUBNET_ID": (["subnet-0123456789abcdef0"], ["subnet-XYZ01234", "sg-01234567"]),
@@ -107,6 +110,9 @@ def test_awss_patterns_are_botocores_own():
     arn = model.shape_for("TrainingPlanArn").metadata["pattern"]
     name = model.shape_for("TrainingPlanName").metadata["pattern"]
     assert patterns.TRAINING_PLAN_ARN.pattern == f"^(?:{arn[:-2]}(?:{name}))$"
+    arn = model.shape_for("TrackingServerArn").metadata["pattern"]
+    name = model.shape_for("TrackingServerName").metadata["pattern"]
+    assert patterns.TRACKING_SERVER_ARN.pattern == f"^(?:{arn[:-2]}(?:{name}))$"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run ECMAScript")
