@@ -111,11 +111,14 @@ def _ok(data: dict[str, Any]) -> CallToolResult:
 
 
 def _error(err: ApiError) -> CallToolResult:
-    """A tool error that keeps the REST code and message: `conflict: <message>`, then details."""
-    content = [TextContent(type="text", text=err.text)]
-    if err.details or err.status is not None:
-        content.append(TextContent(type="text", text=json.dumps(err.envelope(), default=str)))
-    return CallToolResult(content=content, structured_content=err.envelope(), is_error=True)
+    """A tool error that keeps the REST code and message: `conflict: <message>`, then the
+    envelope (code, message, details) as JSON, also in `_meta.hypd.error`. It carries no
+    structured content: that is the reply's, and its output schema is the reply's shape
+    (a client validating one against the other must not meet the error envelope there)."""
+    content = [TextContent(type="text", text=err.text),
+               TextContent(type="text", text=json.dumps(err.envelope(), default=str))]
+    return CallToolResult(content=content, is_error=True,
+                          meta={"hypd": {"error": err.envelope()["error"]}})
 
 
 def _dig(data: Any, dotted: str) -> Any:
@@ -341,12 +344,9 @@ class _RoleServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
         if name in TOOLS_BY_NAME and name not in self._published:
-            return CallToolResult(
-                content=[TextContent(type="text", text=(
-                    f"forbidden: {name} changes things and this session may only read "
-                    "(a viewer token or --read-only); use an operator token"))],
-                is_error=True,
-            )
+            return _error(ApiError("forbidden", (
+                f"{name} changes things and this session may only read "
+                "(a viewer token or --read-only); use an operator token")))
         return await super().call_tool(name, arguments, context)
 
 
