@@ -1,9 +1,10 @@
 """What the REST API's OpenAPI document says about the routes the tools call.
 
 The document is the rulebook: each tool's input schema (path and query parameters and the
-JSON body's fields — types, enums, patterns, bounds, required, defaults) and who may call it
-(`x-hypd-role`, and `x-hypd-dry-run-role` where a route's dry run is open to viewers) are
-read from it, never re-typed here. The server reads the document from the API it calls
+JSON body's fields — types, enums, patterns, bounds, required, defaults), its output schema
+(the route's 2xx reply schemas, `Route.replies`) and who may call it (`x-hypd-role`, and
+`x-hypd-dry-run-role` where a route's dry run is open to viewers) are read from it, never
+re-typed here. The server reads the document from the API it calls
 (`GET /api/v1/openapi.json`, public), so the two cannot drift.
 """
 

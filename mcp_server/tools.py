@@ -5,7 +5,8 @@ template it calls, a description written for an agent (and notes on arguments, f
 only an agent needs, such as "ask the user"), whether it is mutating, and for a mutating
 tool the status tool that tells when the change is done. What a tool's arguments may be is
 not here: their types, enums, patterns, bounds, defaults and which are required come from
-the API's OpenAPI document (mcp_server/routes.py), as does who may call each route.
+the API's OpenAPI document (mcp_server/routes.py), as do the replies' schemas (each tool's
+output schema, with what the MCP server adds to a reply) and who may call each route.
 
 Nothing here runs anything: `mcp_server/server.py` turns the rows into tools. Adding a
 resource adds rows here and nothing else in this package.
