@@ -292,14 +292,10 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
                keys: IdempotencyKeys) -> Tool:
     spec = tool.spec
     runner = _RUNNERS[spec.runner] if spec.runner else None
-    check = ArgumentCheck(tool.input_schema())
 
     async def call(ctx: Context, **kwargs: Any) -> CallToolResult:
+        # the arguments were checked against the schema by _RoleServer.call_tool
         args = {k: v for k, v in kwargs.items() if v is not None}
-        problems = check.problems(args)
-        if problems:
-            return _error(ApiError("validation_failed", summary(problems),
-                                   {"fields": problems}))
         api = ApiClient(api_url, token or _caller_token(ctx))
         if not api.token:
             return _error(ApiError("unauthorized", "no bearer token to call the hypd API with"))
@@ -335,11 +331,14 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
 
 class _RoleServer(MCPServer):
     """Answers a call to a tool this role may not use the way the REST API would (403
-    `forbidden`), instead of the SDK's bare "Unknown tool"."""
+    `forbidden`), instead of the SDK's bare "Unknown tool"; and checks a call's arguments
+    against the tool's published schema before the SDK's own model does, so any argument
+    the schema refuses (an unknown name too) is `validation_failed` naming each field."""
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._published = frozenset(tool.name for tool in tools)
+        self._checks = {tool.name: ArgumentCheck(tool.parameters) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
@@ -347,6 +346,13 @@ class _RoleServer(MCPServer):
             return _error(ApiError("forbidden", (
                 f"{name} changes things and this session may only read "
                 "(a viewer token or --read-only); use an operator token")))
+        check = self._checks.get(name)
+        if check is not None:
+            given = {k: v for k, v in (arguments or {}).items() if v is not None}
+            problems = check.problems(given)
+            if problems:
+                return _error(ApiError("validation_failed", summary(problems),
+                                       {"fields": problems}))
         return await super().call_tool(name, arguments, context)
 
 

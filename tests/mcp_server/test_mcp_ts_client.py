@@ -142,8 +142,13 @@ def test_the_servers_own_refusals_are_tool_errors(fake_api: FakeApi) -> None:
         {"name": "create_network", "arguments": {"name": "Bad Name!"}},  # the bug's call
         {"name": "create_network", "arguments": {"name": "busy"}},  # the fake's 409
         {"name": "get_network", "arguments": {"name": "nowhere"}},  # a read's 404
+        {"name": "create_network", "arguments": {"name": "lab1", "colour": "red"}},
     ])
-    invalid, conflict, missing = out["results"]
+    invalid, conflict, missing, unknown = out["results"]
+    assert _refusal(unknown)["error"] == {
+        "code": "validation_failed",
+        "message": "colour: unknown field: this tool takes no such argument",
+        "details": {"fields": {"colour": ["unknown field: this tool takes no such argument"]}}}
     assert _refusal(invalid)["error"]["code"] == "validation_failed"
     assert "name" in _refusal(invalid)["error"]["details"]["fields"]
     assert _refusal(conflict)["error"]["details"]["operation_id"] == "op_busy"
