@@ -6,8 +6,8 @@ TypeScript one does not). It drives `python -m mcp_server` over stdio from
 tests/mcp_server/ts_client/call_tools.mjs (its pinned dependency is installed by
 `./dev.sh test`, or `npm ci --prefix tests/mcp_server/ts_client`).
 
-- Every mutating tool, its change refused by the API, arrives as a tool error with the
-  API's code, message and details (never as a protocol error over structured content its
+- Every mutating tool, its change refused by the API (409, 422, 502), arrives as a tool
+  error with the API's code, message and details (never as a protocol error over structured content its
   output schema forbids); so do the MCP server's own refusals (an argument the schema
   refuses, a tool the session's role may not call).
 - Every read tool the fake API answers returns structured content its output schema admits
@@ -119,20 +119,28 @@ def _refusal(result: dict[str, Any]) -> dict[str, Any]:
     return envelope
 
 
-def test_every_mutating_tool_refused_by_the_api_is_a_tool_error(fake_api: FakeApi) -> None:
-    details = {"operation_id": "op_busy", "target": "lab1"}
-    fake_api.refusing = ApiFailure(409, "conflict", "lab1 is locked by operation op_busy",
-                                   details)
+REFUSALS = [
+    ApiFailure(409, "conflict", "lab1 is locked by operation op_busy",
+               {"operation_id": "op_busy", "target": "lab1"}),
+    ApiFailure(422, "validation_failed", "the request has invalid fields",
+               {"fields": {"name": ["already taken"]}}),
+    ApiFailure(502, "upstream_error", "AccessDeniedException: not allowed", {"step": "x"}),
+]
+
+
+@pytest.mark.parametrize("failure", REFUSALS, ids=lambda f: f.code)
+def test_every_mutating_tool_refused_by_the_api_is_a_tool_error(
+        fake_api: FakeApi, failure: ApiFailure) -> None:
+    fake_api.refusing = failure
     calls = [{"name": name, "arguments": _arguments(name)} for name in MUTATING]
     out = _drive(fake_api.url, OPERATOR_TOKEN, calls)
     assert set(MUTATING) <= set(out["tools"])
     assert [r["name"] for r in out["results"]] == MUTATING
     for result in out["results"]:
         envelope = _refusal(result)
-        assert envelope == {"error": {"code": "conflict",
-                                      "message": "lab1 is locked by operation op_busy",
-                                      "details": details},
-                            "http_status": 409}, result["name"]
+        assert envelope == {"error": {"code": failure.code, "message": failure.message,
+                                      "details": failure.details},
+                            "http_status": failure.status}, result["name"]
     sent = {(r.method, r.path) for r in fake_api.requests if r.method != "GET"}
     assert len(sent) == len({(BOUND[n].spec.method, BOUND[n].spec.path) for n in MUTATING})
 
