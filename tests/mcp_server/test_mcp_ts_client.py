@@ -7,9 +7,9 @@ tests/mcp_server/ts_client/call_tools.mjs (its pinned dependency is installed by
 `./dev.sh test`, or `npm ci --prefix tests/mcp_server/ts_client`).
 
 - Every mutating tool, its change refused by the API (409, 422, 502), arrives as a tool
-  error with the API's code, message and details (never as a protocol error over structured content its
-  output schema forbids); so do the MCP server's own refusals (an argument the schema
-  refuses, a tool the session's role may not call).
+  error with the API's code, message and details (never as a protocol error over
+  structured content its output schema forbids); so do the MCP server's own refusals (an
+  argument the schema refuses, an unknown argument, a tool the session's role may not call).
 - Every read tool the fake API answers returns structured content its output schema admits
   (checked by the TypeScript client, and again here with jsonschema).
 """
