@@ -21,7 +21,8 @@ from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted
 
 SKIPPABLE = frozenset({"get_storage", "get_endpoint"})
 """Reads of a resource kind this cluster has none of (storage, endpoints): their lists are
-checked, and their schemas the same way wherever the endpoint and storage tests read one."""
+checked here; a get_storage and a get_endpoint reply are checked against their output schema
+by the SDK's client in test_storage_api.py and test_endpoints_api.py."""
 
 
 def _first(reply: dict[str, Any], *keys: str) -> Any:
