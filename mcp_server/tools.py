@@ -5,7 +5,8 @@ template it calls, a description written for an agent (and notes on arguments, f
 only an agent needs, such as "ask the user"), whether it is mutating, and for a mutating
 tool the status tool that tells when the change is done. What a tool's arguments may be is
 not here: their types, enums, patterns, bounds, defaults and which are required come from
-the API's OpenAPI document (mcp_server/routes.py), as does who may call each route.
+the API's OpenAPI document (mcp_server/routes.py), as do the replies' schemas (each tool's
+output schema, with what the MCP server adds to a reply) and who may call each route.
 
 Nothing here runs anything: `mcp_server/server.py` turns the rows into tools. Adding a
 resource adds rows here and nothing else in this package.
@@ -126,31 +127,119 @@ class BoundTool:
                 "additionalProperties": False}
 
     def output_schema(self) -> dict[str, Any]:
-        if not self.spec.mutating:
-            return {"type": "object", "additionalProperties": True}
-        return {
-            "type": "object",
-            "properties": {
-                "operation": {"type": "object", "description": "The operation record."},
-                "changed": {"type": "boolean"},
-                "resource_url": {"type": ["string", "null"]},
-                "status_route": {"type": ["string", "null"],
-                                 "description": "The REST route status_tool calls."},
-                "status_tool": {
-                    "type": ["string", "null"],
-                    "description": "Call this tool with status_args until a terminal status "
-                    "(null when nothing needed doing). The MCP server's name for the REST "
-                    "reply's status_route.",
-                },
-                "status_args": {"type": "object"},
-                "poll_after_seconds": {"type": "number"},
-                "idempotency_key": {"type": "string"},
-                "replayed": {"type": "boolean"},
-                "note": {"type": "string"},
-            },
-            "required": ["status_tool", "status_args", "poll_after_seconds"],
-            "additionalProperties": True,
-        }
+        """The reply as this tool returns it: its route's 2xx reply schemas from the
+        document, with what the MCP server adds (the tools a reply's routes map to,
+        mcp_server/routemap.py; a mutation's status_tool/status_args/poll_after_seconds and
+        idempotency fields). Where the route answers more than one shape, any of them."""
+        replies = [_as_returned(reply) for reply in self.route.replies] or [_ANY_OBJECT]
+        if self.spec.runner == "wait_operation":
+            return _waited(replies)
+        if self.spec.mutating:
+            replies = [_with_status(reply) for reply in replies]
+        return _one_object(replies)
+
+
+_ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+_STATUS_PROPERTIES: dict[str, Any] = {
+    "status_tool": {
+        "type": ["string", "null"],
+        "description": "Call this tool with status_args until a terminal status (null when "
+        "nothing needed doing). The MCP server's name for the REST reply's status_route.",
+    },
+    "status_args": {"type": "object"},
+    "poll_after_seconds": {"type": "number"},
+    "idempotency_key": {"type": "string"},
+    "replayed": {"type": "boolean"},
+    "note": {"type": "string"},
+}
+_STATUS_REQUIRED = ("status_tool", "status_args", "poll_after_seconds")
+_ROUTE_SUFFIX = "_route"  # mcp_server/routemap.py's: a reply's path to read next
+_ROUTE_TOOL: dict[str, Any] = {"type": "string", "description": "The tool that reads it."}
+_ROUTE_ARGS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+_SUGGESTED = {"tool": {"type": "string", "description": "The tool that makes this call."},
+              "args": {"type": "object", "description": "Its arguments."}}
+
+
+def _is_object(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or (
+        kind is None and "properties" in schema)
+
+
+def _as_returned(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply schema as the tool returns it: a reply that is not an object is wrapped as
+    `{"result": ...}` (server.py's `_reply`), and beside each `<what>_route` a reply names
+    stand the `<what>_tool`/`<what>_args` the route map adds (and `tool`/`args` beside a
+    suggested `rest` call)."""
+    if not _is_object(reply) and not any(k in reply for k in ("oneOf", "anyOf")):
+        reply = {"type": "object", "properties": {"result": reply}, "required": ["result"],
+                 "additionalProperties": False}
+    return _routed(reply)
+
+
+def _routed(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_routed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: (_routed(value) if key not in ("properties", "enum", "required", "const",
+                                                 "default", "example", "examples")
+                 else value)
+           for key, value in schema.items()}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        props = {name: _routed(value) for name, value in properties.items()}
+        for name in list(properties):
+            if name.endswith(_ROUTE_SUFFIX):
+                what = name[:-len(_ROUTE_SUFFIX)]
+                props.setdefault(f"{what}_tool", dict(_ROUTE_TOOL))
+                props.setdefault(f"{what}_args", dict(_ROUTE_ARGS))
+        if "rest" in properties:
+            for name, extra in _SUGGESTED.items():
+                props.setdefault(name, dict(extra))
+        out["properties"] = props
+    return out
+
+
+def _with_status(reply: dict[str, Any]) -> dict[str, Any]:
+    """A mutation reply's schema with the fields server.py's `_mutation_reply` adds."""
+    for branches in ("oneOf", "anyOf"):
+        if isinstance(reply.get(branches), list):
+            return {**reply, branches: [_with_status(b) for b in reply[branches]]}
+    properties = {**(reply.get("properties") or {})}
+    for name, schema in _STATUS_PROPERTIES.items():
+        properties.setdefault(name, dict(schema))
+    required = [*(reply.get("required") or [])]
+    required += [name for name in _STATUS_REQUIRED if name not in required]
+    return {**reply, "type": "object", "properties": properties, "required": required}
+
+
+def _one_object(replies: list[dict[str, Any]]) -> dict[str, Any]:
+    """MCP wants an output schema to be an object's: one shape as it is, several as anyOf."""
+    if len(replies) == 1 and replies[0].get("type") == "object":
+        return replies[0]
+    return {"type": "object", "anyOf": replies}
+
+
+def _waited(operation: list[dict[str, Any]]) -> dict[str, Any]:
+    """wait_operation's reply (server.py's `_wait_operation`): the operation read last,
+    its status, whether it is final, and how to go on waiting if it is not."""
+    return {
+        "type": "object",
+        "properties": {
+            "operation": _one_object(operation),
+            "status": {"type": "string"},
+            "terminal": {"type": "boolean"},
+            "waited_seconds": {"type": "number"},
+            "status_tool": {"type": "string"},
+            "status_args": {"type": "object"},
+            "poll_after_seconds": {"type": "number"},
+            "note": {"type": "string"},
+        },
+        "required": ["operation", "status", "terminal", "waited_seconds"],
+        "additionalProperties": False,
+    }
 
 
 def bind(book: RouteBook, specs: tuple[ToolSpec, ...] | None = None) -> dict[str, BoundTool]:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted, wait_state
+from tests.mcp_server.refusals import refusal
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,7 @@ async def test_an_agent_is_refused_the_same_way_and_told_what_depends(stack, tra
         assert refused.is_error
         assert refused.content[0].text.startswith(f"in_use: network {cluster} is in use: "
                                                   f"cluster {cluster}")
-        details = refused.structured_content["error"]["details"]
+        details = refusal(refused)["error"]["details"]
         assert _named(details, "cluster", cluster)["forceable"] is False
         plan = await client.call_tool("delete_network", {"name": cluster, "dry_run": True})
         assert not plan.is_error, plan.content[0].text

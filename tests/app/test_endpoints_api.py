@@ -562,6 +562,9 @@ async def test_an_agent_reads_pools_reassigns_and_invokes_over_mcp(stack, cluste
         assert not listed.is_error, listed.content[0].text
         view = next(i for i in listed.structured_content["items"] if i["name"] == "pool")
         assert {w["name"] for w in view["workers"]} == set(_workers(stack, cluster))
+        got = await client.call_tool("get_endpoint", {"cluster": cluster, "name": "pool"})
+        assert not got.is_error, got.content[0].text  # within its output schema (the SDK's check)
+        assert got.structured_content["name"] == "pool"
         worker = _free_worker(stack, cluster)
         for other in _workers(stack, cluster):
             if other != worker and _workers(stack, cluster)[other]["metadata"]["labels"][

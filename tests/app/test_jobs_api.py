@@ -22,6 +22,7 @@ from tests.app.jobkit import (
     submitted,
     wait_state,
 )
+from tests.mcp_server.refusals import refusal
 from tests.stack import wait_until
 
 
@@ -351,9 +352,8 @@ async def test_an_agent_submits_follows_reads_logs_of_and_deletes_a_job_over_mcp
         assert huge.content[0].text.startswith(
             "exceeds_capacity: nodes: 99 nodes asked, each with 1 GPU; the cluster can hold "
             "at most 2")
-        refusal = huge.structured_content["error"]
-        assert refusal["details"]["can_hold"] == 2 and huge.structured_content[
-            "http_status"] == 422
+        refused = refusal(huge)
+        assert refused["error"]["details"]["can_hold"] == 2 and refused["http_status"] == 422
         gone = await client.call_tool("delete_job", job_args)
         assert not gone.is_error and gone.structured_content["status_tool"] == "wait_operation"
         ended = await client.call_tool("wait_operation", gone.structured_content["status_args"])

@@ -264,6 +264,9 @@ async def test_an_agent_adds_lists_and_removes_storage_through_mcp(stack, cluste
         assert (await follow(added.structured_content))["operation"]["status"] == "succeeded"
         listed = await client.call_tool("list_storage", {"cluster": name})
         assert "agent-data" in {i["name"] for i in listed.structured_content["items"]}
+        got = await client.call_tool("get_storage", {"cluster": name, "name": "agent-data"})
+        assert not got.is_error, got.content[0].text  # within its output schema (the SDK's check)
+        assert got.structured_content["name"] == "agent-data"
         removed = await client.call_tool("remove_storage", {"cluster": name,
                                                             "name": "agent-data"})
         assert not removed.is_error, removed.content[0].text

@@ -73,6 +73,8 @@ class FakeApi:
     networks: dict[str, dict[str, Any]] = field(default_factory=dict)
     idem: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
     url: str = ""
+    refusing: ApiFailure | None = None
+    """When set, every change (any method but GET) is answered with this refusal."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -97,6 +99,7 @@ class FakeApi:
             self.operations.clear()
             self.networks.clear()
             self.idem.clear()
+            self.refusing = None
 
     def seen(self, method: str | None = None, path: str | None = None) -> list[Seen]:
         return [r for r in list(self.requests)
@@ -135,6 +138,8 @@ class FakeApi:
             return 200, real_openapi(), {}  # public, like the real one
         who = self._who(request)
         m, p = request.method, request.path
+        if self.refusing is not None and m != "GET":
+            raise self.refusing
         if m == "GET" and p == "/api/v1/auth/whoami":
             return 200, who, {}
         if m == "GET" and p == "/api/v1/discovery/availability-zones":

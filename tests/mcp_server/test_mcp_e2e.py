@@ -22,6 +22,7 @@ from mcp_server.server import build_server
 from mcp_server.tools import TOOLS, TOOLS_BY_NAME
 from schemas.clusters import STAGES
 from tests.mcp_server.mcp_fake_api import OPERATOR_READS, REPO_ROOT
+from tests.mcp_server.refusals import refusal
 from tests.stack import tls
 from vocabulary import patterns
 from vocabulary.capacity import CAPACITY_TYPES
@@ -101,7 +102,7 @@ async def test_operator_network_lifecycle_over_stdio(stack: Any) -> None:
         missing = await client.call_tool("get_network", {"name": f"{name}-nope"})
         assert missing.is_error
         assert missing.content[0].text.startswith("not_found: ")
-        assert missing.structured_content["error"]["code"] == "not_found"
+        assert refusal(missing)["error"]["code"] == "not_found"
         first = await client.call_tool("create_network", {"name": other,
                                                           "idempotency_key": f"k-{other}"})
         assert not first.is_error, first.content[0].text

@@ -20,6 +20,7 @@ from tests.mcp_server.mcp_fake_api import (
     FakeApi,
     real_openapi,
 )
+from tests.mcp_server.refusals import refusal
 
 pytestmark = pytest.mark.asyncio
 
@@ -40,6 +41,14 @@ async def _call(server: Any, name: str, args: dict[str, Any] | None = None) -> A
 # --- publishing ------------------------------------------------------------------------------
 
 
+def _shapes(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object shapes an output schema admits (its anyOf/oneOf branches, or itself)."""
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return [shape for branch in schema[key] for shape in _shapes(branch)]
+    return [schema]
+
+
 async def test_operator_sees_every_tool_with_schemas(fake_api: FakeApi) -> None:
     server = build_server(fake_api.url, OPERATOR_TOKEN)
     async with Client(server) as client:
@@ -57,7 +66,8 @@ async def test_operator_sees_every_tool_with_schemas(fake_api: FakeApi) -> None:
         assert tool.description and tool.output_schema["type"] == "object"
         if spec.mutating:
             assert spec.status_tool in ALL_TOOLS
-            assert "status_tool" in tool.output_schema["required"]
+            for shape in _shapes(tool.output_schema):  # every reply the route answers
+                assert "status_tool" in shape["required"], (name, shape)
     net = tools["create_network"].input_schema["properties"]
     documented = BOUND["create_network"].route.param("availability_zones").schema
     assert net["availability_zones"] == documented
@@ -187,13 +197,13 @@ async def test_rest_errors_keep_code_message_and_details(fake_api: FakeApi) -> N
     assert conflict.is_error
     assert _text(conflict) == ("conflict: network/busy is locked by operation op_busy "
                                "(network.create, running); wait for it to finish")
-    assert conflict.structured_content["error"]["details"] == {
+    assert refusal(conflict)["error"]["details"] == {
         "operation_id": "op_busy", "target": "network/busy"}
-    assert conflict.structured_content["http_status"] == 409
+    assert refusal(conflict)["http_status"] == 409
     assert json.loads(conflict.content[1].text)["error"]["code"] == "conflict"
     assert invalid.is_error
     assert _text(invalid) == "validation_failed: the request has invalid fields"
-    assert invalid.structured_content["error"]["details"] == {
+    assert refusal(invalid)["error"]["details"] == {
         "fields": {"cidr": ["Not a valid IPv4 CIDR."]}}
 
 

@@ -16,6 +16,7 @@ from tests.mcp_server.mcp_fake_api import (
     VIEWER_TOKEN,
     FakeApi,
 )
+from tests.mcp_server.refusals import refusal
 
 
 def _params(api_url: str, token: str, *args: str) -> StdioServerParameters:
@@ -53,7 +54,7 @@ async def test_stdio_operator_session(fake_api: FakeApi, mode: str) -> None:
     assert len([o for o in fake_api.operations.values() if o["target"] == "network/lab"]) == 1
     assert conflict.is_error
     assert conflict.content[0].text.startswith("conflict: network/busy is locked")
-    assert conflict.structured_content["error"]["details"]["operation_id"] == "op_busy"
+    assert refusal(conflict)["error"]["details"]["operation_id"] == "op_busy"
     assert waited.structured_content["status"] == "succeeded"
     assert fake_api.seen("GET", "/api/v1/auth/whoami")  # asked at start
 

@@ -120,3 +120,67 @@ def test_a_reply_s_status_route_is_followed_with_the_tool_it_maps_to() -> None:
         "wait_operation", {"operation_id": "op_3"})
     at_once = _mutation_reply(spec, ApiResponse(200, {"name": "lab", "imported": True}))
     assert (at_once["status_tool"], at_once["status_args"]) == ("get_cluster", {"name": "lab"})
+
+
+def _shapes(schema: dict) -> list[dict]:
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return [shape for branch in schema[key] for shape in _shapes(branch)]
+    return [schema]
+
+
+def test_output_schemas_are_the_routes_replies_as_the_server_returns_them() -> None:
+    """Each tool's output schema is a valid JSON Schema of an object, one shape per 2xx
+    reply its route documents (anyOf where there are several), each with what the server
+    adds: a mutation's status fields, and a tool beside each route a reply names."""
+    from jsonschema import Draft202012Validator
+
+    for name, tool in BOUND.items():
+        schema = tool.output_schema()
+        Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object", name
+        assert tool.route.replies, f"{name}: its route documents no 2xx JSON reply"
+        if tool.spec.runner == "wait_operation":
+            assert schema["properties"]["operation"] == tool.route.replies[0]
+            continue
+        top = schema["anyOf"] if len(tool.route.replies) > 1 else [schema]
+        assert len(top) == len(tool.route.replies), name
+        for shape in _shapes(schema):
+            props = shape.get("properties") or {}
+            for prop in props:
+                if prop.endswith("_route"):
+                    assert f"{prop[:-6]}_tool" in props and f"{prop[:-6]}_args" in props
+            if tool.spec.mutating:
+                assert {"status_tool", "status_args", "poll_after_seconds"} <= set(
+                    shape["required"]), (name, shape)
+                assert "idempotency_key" in props, name
+
+
+def test_each_reply_shape_of_a_mutation_carries_the_status_fields() -> None:
+    """delete_network answers a dry run's plan (200) or an operation (202): both shapes are
+    admitted, each with the status fields the server always adds, so a reply lacking them
+    is refused. (Replies in each shape are validated end to end in tests/app, e.g. the plan
+    in test_dependents_api.py, by the SDK's client.)"""
+    from jsonschema import Draft202012Validator
+
+    schema = BOUND["delete_network"].output_schema()
+    assert len(BOUND["delete_network"].route.replies) == len(schema["anyOf"]) == 2
+    for shape in _shapes(schema):
+        assert "status_tool" in shape["required"]
+    assert not Draft202012Validator(schema).is_valid({"changed": False})
+
+
+def test_nullable_is_json_schema_null() -> None:
+    book = RouteBook({"paths": {}, "components": {"schemas": {
+        "Kind": {"type": "string", "enum": ["a", "b"]},
+        "Thing": {"type": "object", "properties": {"x": {"type": "integer"}}}}}})
+    assert book.inline({"type": "string", "enum": ["a"], "nullable": True}) == {
+        "type": ["string", "null"], "enum": ["a", None]}
+    wrapped = book.inline({"nullable": True, "description": "d",
+                           "allOf": [{"$ref": "#/components/schemas/Thing"}]})
+    from jsonschema import Draft202012Validator
+
+    assert Draft202012Validator(wrapped).is_valid(None)
+    assert Draft202012Validator(wrapped).is_valid({"x": 1})
+    assert not Draft202012Validator(wrapped).is_valid({"x": "one"})
+    assert wrapped["description"] == "d"
