@@ -44,11 +44,6 @@ TS_CLIENT = Path(__file__).resolve().parent / "ts_client"
 SDK = TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk"
 NODE = shutil.which("node")
 
-pytestmark = [
-    pytest.mark.skipif(NODE is None, reason="node is not installed: the TypeScript MCP SDK "
-                       "client needs Node.js 18+ (./dev.sh test installs it)"),
-]
-
 BOUND = bind(RouteBook(real_openapi()))
 MUTATING = sorted(t.name for t in TOOLS if t.mutating)
 
@@ -88,6 +83,9 @@ def _arguments(name: str) -> dict[str, Any]:
 
 
 def _drive(api_url: str, token: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    if NODE is None:
+        pytest.fail("node is not installed: the TypeScript MCP SDK client needs Node.js 18+ "
+                    "(./dev.sh test installs it)")
     if not (SDK / "package.json").exists():
         pytest.fail(f"the TypeScript MCP SDK is not installed in {TS_CLIENT}: run "
                     "`npm ci --prefix tests/mcp_server/ts_client` (./dev.sh test does)")
