@@ -6,6 +6,7 @@
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { openModal } from '../modal.js';
+import { waitOperation } from '../feed.js';
 import { preview, usedBy, withForce } from '../in_use.js';
 import { rules } from '../rules.js';
 
@@ -70,17 +71,12 @@ export function mountMlflow(card, ctx, cluster) {
   // the operation is long-polled (the API answers at its next change), the card re-read at
   // each change: no fixed timer stands between a step's end and what the card shows
   async function follow(opId) {
-    while (!ctx.signal.aborted) {
-      await load(false);
-      try {
-        const op = await api(`/api/v1/operations/${encodeURIComponent(opId)}?wait=10`, { signal: ctx.signal });
-        if (rules.finished.has(op.status)) return load();
-      } catch (e) {
-        if (isAbort(e)) return;
-        toastError(e);
-        return load();
-      }
-    }
+    await load(false);
+    const op = await waitOperation(opId, {
+      signal: ctx.signal,
+      onChange: (read) => { if (!rules.finished.has(read.status)) load(false); },
+    });
+    if (op) load();
   }
 
   function render(view, poll) {
