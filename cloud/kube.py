@@ -438,16 +438,20 @@ def merge_patch(api: ApiClient, api_version: str, kind: str, name: str,
 
 
 def service_proxy(api: ApiClient, namespace: str, service: str, port: str, path: str,
-                  body: Mapping[str, Any], limit: int) -> tuple[int, bytes]:
-    """POST `body` (JSON) to `path` of a Service through the API server's service proxy;
-    (status, at most `limit` bytes of the answer). Every part of the address is quoted, so
-    nothing the names hold can leave the Service's own proxy path."""
+                  body: Mapping[str, Any] | None, limit: int) -> tuple[int, bytes]:
+    """POST `body` (JSON) to `path` of a Service through the API server's service proxy —
+    or GET it when there is no body; (status, at most `limit` bytes of the answer). Every
+    part of the address is quoted, so nothing the names hold can leave the Service's own
+    proxy path."""
     resource = (f"/api/v1/namespaces/{quote(namespace, safe='')}/services/"
                 f"{quote(service, safe='')}:{quote(port, safe='')}/proxy/"
                 + "/".join(quote(part, safe="") for part in path.strip("/").split("/")))
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
     method, url, headers, payload, _ = api.param_serialize(
-        method="POST", resource_path=resource, header_params=headers, body=dict(body),
+        method="GET" if body is None else "POST", resource_path=resource,
+        header_params=headers, body=None if body is None else dict(body),
         auth_settings=["BearerToken"])
     response = api.call_api(method, url, header_params=headers, body=payload,
                             _request_timeout=REQUEST_TIMEOUT_S)

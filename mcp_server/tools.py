@@ -1032,6 +1032,78 @@ MODEL_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+SPACE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_spaces", method="GET", path="/api/v1/clusters/{cluster}/spaces",
+        title="List a cluster's Dev spaces",
+        description="The cluster's JupyterLab and Code Editor spaces: state, owner, editor, "
+        "size, instance group and URL. Read-only; get_space reads one in full.",
+        notes={"cluster": "Name of the cluster."},
+    ),
+    ToolSpec(
+        name="get_space", method="GET", path="/api/v1/clusters/{cluster}/spaces/{name}",
+        title="Read one Dev space",
+        description="One space: state, owner, the URL a person opens and the port-forward a "
+        "remote IDE uses, idle time, its pod and node (or why it waits), mounts (/s3 is the "
+        "bucket the jobs mount), recent events. Read-only; stop_space frees its compute.",
+        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+    ),
+    ToolSpec(
+        name="create_space", method="POST", path="/api/v1/clusters/{cluster}/spaces",
+        title="Create a Dev space",
+        description="A JupyterLab or Code Editor space for the user on one instance group, "
+        "with the cluster's bucket at /s3 and its own home volume; it stops itself after "
+        "idle_shutdown_minutes without activity (60 unless set). Needs the spaces feature. "
+        "Refused when one node of the group can never hold it (exceeds_capacity, with the "
+        "numbers). The operation ends when the editor runs; get_space then gives the URL."
+        + _FOLLOW,
+        notes={"cluster": "Name of the cluster.",
+               "instance_group": "Ask the user; see list_instance_groups.",
+               "gpus": "Only if the user asks for GPUs: a space holds them while it runs."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="update_space", method="PATCH", path="/api/v1/clusters/{cluster}/spaces/{name}",
+        title="Resize a Dev space or change its idle shutdown",
+        description="Change only the fields given (cpu, memory_gib, gpus, "
+        "idle_shutdown_minutes). A running space restarts its editor: tell the user unsaved "
+        "work in open kernels is lost. Only the space's owner may. Already as asked: changed "
+        "false, nothing done." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="stop_space", method="POST", path="/api/v1/clusters/{cluster}/spaces/{name}/stop",
+        title="Stop a Dev space",
+        description="Stop a space: its pod goes and its compute is freed; its home volume and "
+        "settings stay for start_space. Only the space's owner may." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="start_space", method="POST",
+        path="/api/v1/clusters/{cluster}/spaces/{name}/start",
+        title="Start a Dev space",
+        description="Start a stopped space (also one its idle shutdown stopped); the "
+        "operation ends when the editor runs. Only the space's owner may." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_space", method="DELETE",
+        path="/api/v1/clusters/{cluster}/spaces/{name}",
+        title="Delete a Dev space",
+        description="Delete a space with its home volume and every file on it (files under "
+        "/s3 stay in the bucket). Only its owner, or with force=true another operator's: "
+        "confirm with the user first." + _FOLLOW,
+        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces).",
+               **_DESTROY_NOTES},
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -1047,6 +1119,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
                                *JOB_TOOLS, *MLFLOW_TOOLS, *ENDPOINT_TOOLS, *MODEL_TOOLS,
-                               *AUDIT_TOOLS)
+                               *SPACE_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -21,8 +21,7 @@ MODEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 Service names (`<endpoint>-<model>`): a DNS label of at most 40 characters."""
 MODEL_RULE = ("lowercase letters, digits and hyphens, starting and ending with a letter or "
               "digit, at most 40 characters")
-IMAGE_RE = re.compile(r"^[a-z0-9]([a-z0-9._/-]{0,200})(:[A-Za-z0-9._-]{1,128})?"
-                      r"(@sha256:[a-f0-9]{64})?$")
+IMAGE_RE = patterns.CONTAINER_IMAGE
 ARG_RE = re.compile(r"^[A-Za-z0-9_./:=,+-]{1,200}$")
 MAX_GPUS = 8
 MAX_REPLICAS = 64

@@ -19,6 +19,7 @@ from tasks.mlflow import MLFLOW_ATTACH, MLFLOW_DETACH
 from tasks.models import MODEL_DELETE, MODEL_DOWNLOAD
 from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
+from tasks.spaces import SPACE_CREATE, SPACE_DELETE, SPACE_START, SPACE_STOP, SPACE_UPDATE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
 
 KINDS = kind_table(
@@ -48,4 +49,9 @@ KINDS = kind_table(
     ENDPOINT_DELETE,
     MODEL_DOWNLOAD,
     MODEL_DELETE,
+    SPACE_CREATE,
+    SPACE_UPDATE,
+    SPACE_STOP,
+    SPACE_START,
+    SPACE_DELETE,
 )

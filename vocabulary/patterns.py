@@ -118,6 +118,10 @@ LABEL_KEY = _here(
 """A label (or taint) key: an optional DNS-subdomain prefix and `/`, then a name of at most
 63 characters."""
 LABEL_VALUE = _here(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+CONTAINER_IMAGE = _here(r"^[a-z0-9]([a-z0-9._/-]{0,200})(:[A-Za-z0-9._-]{1,128})?"
+                        r"(@sha256:[a-f0-9]{64})?$")
+"""A container image reference: a lowercase repository path, an optional tag, an optional
+digest (an endpoint's or a space's image)."""
 
 # -- hypd ------------------------------------------------------------------------------------
 

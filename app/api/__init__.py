@@ -22,12 +22,14 @@ from app.api import (
     networks,
     nodes,
     operations,
+    spaces,
     storage,
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
-              diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, operations.blp,
+              diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, spaces.blp,
+              operations.blp,
               audit.blp, metrics.blp)
 
 

@@ -70,6 +70,7 @@ OPEN_DRY_RUNS = {
     ("DELETE", "/api/v1/clusters/{cluster}/endpoints/{name}"),
     ("DELETE", "/api/v1/clusters/{cluster}/jobs/{job}"),
     ("DELETE", "/api/v1/clusters/{cluster}/models/{name}"),
+    ("DELETE", "/api/v1/clusters/{cluster}/spaces/{name}"),
 }
 """The routes whose `?dry_run=true` a viewer may ask for (pinned: a route opening its dry run
 must be added here on purpose)."""
@@ -227,6 +228,11 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", "/api/v1/clusters/walk-c/models",
          {"name": "tiny", "source": "huggingface", "repo": "acme/tiny"}),
         ("DELETE", "/api/v1/clusters/walk-c/models/tiny", None),
+        ("POST", "/api/v1/clusters/walk-c/spaces", {"name": "lab", "instance_group": "workers"}),
+        ("PATCH", "/api/v1/clusters/walk-c/spaces/lab", {"cpu": 4}),
+        ("POST", "/api/v1/clusters/walk-c/spaces/lab/stop", None),
+        ("POST", "/api/v1/clusters/walk-c/spaces/lab/start", None),
+        ("DELETE", "/api/v1/clusters/walk-c/spaces/lab", None),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
         ("POST", "/api/v1/clusters/walk-c/jobs", JOB),
@@ -473,6 +479,11 @@ async def test_a_viewer_over_mcp_http_sees_and_changes_nothing_mutating(stack, m
         "download_model": {"cluster": "walk-c", "name": "tiny", "source": "huggingface",
                            "repo": "acme/tiny"},
         "remove_model": {"cluster": "walk-c", "name": "tiny"},
+        "create_space": {"cluster": "walk-c", "name": "lab", "instance_group": "workers"},
+        "update_space": {"cluster": "walk-c", "name": "lab", "cpu": 4},
+        "stop_space": {"cluster": "walk-c", "name": "lab"},
+        "start_space": {"cluster": "walk-c", "name": "lab"},
+        "delete_space": {"cluster": "walk-c", "name": "lab"},
         "cancel_operation": {"operation_id": targets["running"]},
         "retry_operation": {"operation_id": targets["failed"]},
         "submit_job": {"cluster": "walk-c", **JOB},

@@ -25,11 +25,11 @@ def test_each_config_says_which_tools_run_without_asking() -> None:
 
 
 def test_a_tool_the_configs_lack_or_one_they_name_that_is_gone_is_found() -> None:
-    added = dataclasses.replace(TOOLS_BY_NAME["get_network"], name="get_space")
+    added = dataclasses.replace(TOOLS_BY_NAME["get_network"], name="get_teapot")
     assert agent_configs.problems((*TOOLS, added)) == [
-        "skills/agents/hypd-inst-agent.json: lacks get_space",
-        "skills/agents/claude-code/.claude/settings.json: lacks get_space",
-        "skills/agents/claude-code/.claude/agents/hypd-inst-agent.md: lacks get_space"]
+        "skills/agents/hypd-inst-agent.json: lacks get_teapot",
+        "skills/agents/claude-code/.claude/settings.json: lacks get_teapot",
+        "skills/agents/claude-code/.claude/agents/hypd-inst-agent.md: lacks get_teapot"]
     gone = [t for t in TOOLS if t.name != "delete_network"]
     assert agent_configs.problems(gone) == [
         "skills/agents/claude-code/.claude/settings.json: names delete_network, which is no "

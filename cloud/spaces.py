@@ -1,0 +1,260 @@
+"""Dev spaces as the cluster holds them: one `workspace.jupyter.org/v1alpha1` Workspace per
+space, run by the Spaces add-on's operator (jupyter-k8s, the `spaces` managed feature).
+
+What hypd writes (`manifest`): the editor (`appType`), image, requests and limits, the
+instance group as a node selector, a home volume (`storage`, the operator's own PVC
+`workspace-<name>-pvc`, kept while the space is stopped), the cluster's bucket claim mounted
+at /s3 — the same claim every job mounts, so a job's output is in the space — idle shutdown
+read from the editor's `/api/status` (`last_activity`), and the access strategy the feature
+installs (`hypd-web` in `jupyter-k8s-system`). The owner (a hypd token's name) is the
+annotation `hypd.io/owner`: the operator's own `created-by` is the Kubernetes identity that
+wrote the object, which is hypd's role for every space. Ownership and access are `Public`
+because every person reaches the cluster through hypd's one identity: who may change a space
+is hypd's rule (app/api/spaces.py), not the operator's.
+
+What the operator does that we rely on (and the sandbox plays, sandbox/simulator/
+workspaces.py): a Deployment `workspace-<name>` of one pod (none while `desiredStatus` is
+Stopped), a Service `workspace-<name>-service` on 8888, conditions Available, Progressing,
+Degraded and Stopped, `status.accessURL` through the access strategy; idle shutdown sets
+`spec.desiredStatus: Stopped` itself. `state` reads hypd's words from those conditions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from cloud import kube, storage
+from cloud.errors import Refusal
+from vocabulary import spaces
+
+API_VERSION = "workspace.jupyter.org/v1alpha1"
+KIND = "Workspace"
+NAMESPACE = storage.DEFAULT_NAMESPACE
+"""Where spaces live: the namespace holding the cluster's bucket claim."""
+SPACE_LABEL = "hypd.io/space"
+OWNER_ANNOTATION = "hypd.io/owner"
+OPERATION_ANNOTATION = "hypd.io/operation"
+ACCESS_STRATEGY = {"name": "hypd-web", "namespace": "jupyter-k8s-system"}
+PORT = 8888
+HOME = "/home/sagemaker-user"
+"""The SageMaker Distribution's user home (the operator's default, /home/jovyan, is the
+Jupyter Docker stacks' user)."""
+S3_VOLUME = "s3"
+STATUS_PATH = "api/status"
+GPU = "nvidia.com/gpu"
+INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+GIB = 2**30
+
+
+class SpaceNotFound(Refusal):
+    default_code = "not_found"
+
+
+@dataclass(frozen=True)
+class Space:
+    """A space as asked (a create's body, an update applied to what is there)."""
+
+    name: str
+    app_type: str
+    image: str
+    instance_group: str
+    cpu: int
+    memory_gib: int
+    gpus: int
+    home_gib: int
+    idle_shutdown_minutes: int | None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Space:
+        return cls(**{k: params[k] for k in cls.__dataclass_fields__})
+
+    def resources(self) -> dict[str, Any]:
+        requests: dict[str, str] = {"cpu": str(self.cpu), "memory": f"{self.memory_gib}Gi"}
+        limits: dict[str, str] = {"memory": f"{self.memory_gib}Gi"}
+        if self.gpus:
+            requests[GPU] = limits[GPU] = str(self.gpus)
+        return {"requests": requests, "limits": limits}
+
+
+def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, Any]:
+    """The Workspace of a space (a whole object, applied server-side by name)."""
+    idle: dict[str, Any] = {
+        "enabled": space.idle_shutdown_minutes is not None,
+        "idleTimeoutInMinutes": space.idle_shutdown_minutes or 60,
+        "detection": {"httpGet": {
+            "path": f"/{STATUS_PATH}", "port": PORT,
+            "lastActivityTimestamp": {"responseBodyPath": "last_activity",
+                                      "format": "RFC3339"}}},
+    }
+    return kube.stamped({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": space.name, "namespace": NAMESPACE,
+                     "labels": kube.labels({SPACE_LABEL: space.name}),
+                     "annotations": {OWNER_ANNOTATION: owner, OPERATION_ANNOTATION: op_id}},
+        "spec": {
+            "displayName": space.name,
+            "appType": space.app_type,
+            "image": space.image,
+            "desiredStatus": desired,
+            "resources": space.resources(),
+            "nodeSelector": {INSTANCE_GROUP_LABEL: space.instance_group},
+            "storage": {"size": f"{space.home_gib}Gi", "mountPath": HOME},
+            "volumes": [{"name": S3_VOLUME, "persistentVolumeClaimName": storage.DEFAULT_CLAIM,
+                         "mountPath": storage.DEFAULT_MOUNT_PATH}],
+            "idleShutdown": idle,
+            "accessStrategy": dict(ACCESS_STRATEGY),
+            "accessType": "Public",
+            "ownershipType": "Public",
+        },
+    })
+
+
+def _md(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def find(api: ApiClient, name: str) -> dict[str, Any] | None:
+    """hypd's Workspace of that name, or None (none, or one hypd did not make)."""
+    found = kube.get_object(api, API_VERSION, KIND, name, NAMESPACE)
+    return found if found is not None and kube.managed_by_hypd(found) else None
+
+
+def require(api: ApiClient, cluster: str, name: str) -> dict[str, Any]:
+    found = find(api, name)
+    if found is None:
+        raise SpaceNotFound(f"cluster {cluster} has no space {name!r}")
+    return found
+
+
+def listing(api: ApiClient) -> list[dict[str, Any]]:
+    """hypd's Workspaces (an empty list where the operator is not installed)."""
+    found = kube.list_objects(api, API_VERSION, KIND, NAMESPACE,
+                              label_selector={kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE})
+    return sorted(found, key=lambda w: _md(w)["name"])
+
+
+def every_workspace(api: ApiClient) -> list[str]:
+    """`namespace/name` of every Workspace on the cluster, hypd's or not (what turning the
+    operator off would orphan)."""
+    return sorted(f"{_md(w).get('namespace')}/{_md(w)['name']}"
+                  for w in kube.list_objects(api, API_VERSION, KIND))
+
+
+def owner(ws: Mapping[str, Any]) -> str | None:
+    return (_md(ws).get("annotations") or {}).get(OWNER_ANNOTATION)
+
+
+def desired(ws: Mapping[str, Any]) -> str:
+    return (ws.get("spec") or {}).get("desiredStatus") or spaces.DESIRED_RUNNING
+
+
+def _condition(ws: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in (ws.get("status") or {}).get("conditions") or []
+                 if c.get("type") == kind), None)
+
+
+def _is(ws: Mapping[str, Any], kind: str) -> bool:
+    return (_condition(ws, kind) or {}).get("status") == "True"
+
+
+def state(ws: Mapping[str, Any]) -> tuple[str, str | None]:
+    """hypd's word for the Workspace's state, and the operator's message for it."""
+    if _md(ws).get("deletionTimestamp"):
+        return spaces.DELETING, None
+    degraded = _condition(ws, "Degraded")
+    if degraded and degraded.get("status") == "True":
+        return spaces.FAILED, degraded.get("message")
+    if desired(ws) == spaces.DESIRED_STOPPED:
+        if _is(ws, "Stopped"):
+            return spaces.STOPPED, (_condition(ws, "Stopped") or {}).get("message")
+        return spaces.STOPPING, (_condition(ws, "Progressing") or {}).get("message")
+    if _is(ws, "Available"):
+        return spaces.RUNNING, (_condition(ws, "Available") or {}).get("message")
+    return spaces.STARTING, ((_condition(ws, "Available") or {}).get("message")
+                             or (_condition(ws, "Progressing") or {}).get("message"))
+
+
+def pods(api: ApiClient, name: str) -> list[dict[str, Any]]:
+    """The space's pods (one while it runs; its predecessor too while a change rolls)."""
+    found = kube.list_objects(api, "v1", "Pod", NAMESPACE,
+                              label_selector={"workspace.jupyter.org/workspace-name": name})
+    return sorted(found, key=lambda p: _md(p)["name"])
+
+
+def service(ws: Mapping[str, Any]) -> str:
+    return (ws.get("status") or {}).get("serviceName") or f"workspace-{_md(ws)['name']}-service"
+
+
+def last_activity(api: ApiClient, ws: Mapping[str, Any]) -> datetime | None:
+    """The editor's last activity, asked of the editor itself (its `/api/status`, the path
+    idle shutdown reads) through the API server's service proxy; None when it does not run or
+    does not answer."""
+    try:
+        status, raw = kube.service_proxy(api, NAMESPACE, service(ws), str(PORT), STATUS_PATH,
+                                         None, 65536)
+    except (kube.KubeError, OSError, urllib3.exceptions.HTTPError, ApiException):
+        return None  # an editor that does not answer has no activity to show
+    if status != 200:
+        return None
+    try:
+        stamp = json.loads(raw).get("last_activity")
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def idle_minutes(at: datetime | None, now: datetime | None = None) -> int | None:
+    if at is None:
+        return None
+    now = now or datetime.now(UTC)
+    return max(0, int((now - at).total_seconds() // 60))
+
+
+def access(ws: Mapping[str, Any]) -> dict[str, Any]:
+    """How a person reaches the editor: the access strategy's URL (no token in it: the
+    router signs a person in), and the port-forward a remote IDE or a browser without the
+    router uses."""
+    svc = service(ws)
+    return {"url": (ws.get("status") or {}).get("accessURL"),
+            "port_forward": ["kubectl", "port-forward", "-n", NAMESPACE, f"service/{svc}",
+                             f"{PORT}:{PORT}"],
+            "service": f"{NAMESPACE}/{svc}:{PORT}"}
+
+
+def _quantity_gib(value: Any) -> int | None:
+    text = str(value or "")
+    if text.endswith("Gi") and text[:-2].isdigit():
+        return int(text[:-2])
+    return None
+
+
+def asked(ws: Mapping[str, Any]) -> Space:
+    """The space as its Workspace asks it (what an update changes from)."""
+    spec = ws.get("spec") or {}
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    idle = spec.get("idleShutdown") or {}
+    return Space(
+        name=_md(ws)["name"], app_type=spec.get("appType") or spaces.JUPYTERLAB,
+        image=spec.get("image") or "",
+        instance_group=(spec.get("nodeSelector") or {}).get(INSTANCE_GROUP_LABEL) or "",
+        cpu=int(str(requests.get("cpu") or "0").rstrip("m") or 0),
+        memory_gib=_quantity_gib(requests.get("memory")) or 0,
+        gpus=int(requests.get(GPU) or 0),
+        home_gib=_quantity_gib((spec.get("storage") or {}).get("size")) or 0,
+        idle_shutdown_minutes=int(idle.get("idleTimeoutInMinutes") or 0)
+        if idle.get("enabled") else None)
+
+
+def is_settled(ws: Mapping[str, Any] | None, want: str) -> bool:
+    """Whether a Workspace has reached what a lifecycle operation asked (`want`: running or
+    stopped)."""
+    return ws is not None and state(ws)[0] == want
