@@ -16,6 +16,7 @@ import * as audit from './views/audit.js';
 import * as jobs from './views/jobs.js';
 import * as endpoints from './views/endpoints.js';
 import * as models from './views/models.js';
+import * as spaces from './views/spaces.js';
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
@@ -27,6 +28,7 @@ const ROUTES = [
   { re: /^\/clusters\/([^/]+)\/jobs\/?$/, view: jobs, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/endpoints\/?$/, view: endpoints, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/models\/?$/, view: models, nav: 'clusters' },
+  { re: /^\/clusters\/([^/]+)\/spaces\/?$/, view: spaces, nav: 'clusters' },
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },

@@ -1,0 +1,247 @@
+// #/clusters/<name>/spaces — Dev spaces: JupyterLab and Code Editor on the cluster, each with
+// the cluster's bucket at /s3 (the claim the jobs mount) and its own home volume. Listed with
+// state, owner, size, node and idle time; created from a form whose bounds and choices come
+// from the API's document (rules.spaces); opened, stopped, started and deleted in place. Only
+// a space's owner may change it: the others' buttons are disabled and say whose it is.
+
+import { api, isAbort, mutator, fieldErrors, canMutate, session } from '../api.js';
+import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
+import { rules, validateName } from '../rules.js';
+import { openModal, openOperation } from '../modal.js';
+import { preview, usedBy, withForce } from '../in_use.js';
+
+const REFRESH_MS = 3000;
+const EDITORS = { jupyterlab: 'JupyterLab', 'code-editor': 'Code Editor' };
+
+export function mount(root, ctx) {
+  const cluster = ctx.params[0];
+  const base = `/api/v1/clusters/${encodeURIComponent(cluster)}/spaces`;
+  const send = mutator();
+  const S = rules.spaces;
+  const list = h('div', { testid: 'spaces-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
+
+  const number = (id, label, b, hint) => {
+    const input = h('input', { type: 'number', id: `space-${id}`, testid: `space-${id}`, min: b.min, max: b.max, value: b.default, step: 1 });
+    return [input, h('div', { class: 'field' }, h('label', { for: `space-${id}` }, label), input,
+      h('div', { class: 'hint' }, hint || `${b.min} to ${b.max}`),
+      h('div', { class: 'err', testid: `error-space-${id}`, role: 'alert' }))];
+  };
+  const nameIn = h('input', { type: 'text', id: 'space-name', testid: 'space-name', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. alice-lab' });
+  const nameField = h('div', { class: 'field' }, h('label', { for: 'space-name' }, 'Name'), nameIn,
+    h('div', { class: 'hint' }, rules.name.rule),
+    h('div', { class: 'err', testid: 'error-space-name', role: 'alert' }));
+  const editorSel = h('select', { id: 'space-app-type', testid: 'space-app-type' },
+    S.appTypes.map((v) => h('option', { value: v, selected: v === S.defaultAppType }, EDITORS[v] || v)));
+  const editorField = h('div', { class: 'field' }, h('label', { for: 'space-app-type' }, 'Editor'), editorSel,
+    h('div', { class: 'err', testid: 'error-space-app_type', role: 'alert' }));
+  const groupSel = h('select', { id: 'space-instance-group', testid: 'space-instance-group' }, h('option', { value: '' }, 'Reading the groups…'));
+  const groupField = h('div', { class: 'field' }, h('label', { for: 'space-instance-group' }, 'Instance group'), groupSel,
+    h('div', { class: 'hint', testid: 'space-group-hint' }, 'The space runs on one node of this group.'),
+    h('div', { class: 'err', testid: 'error-space-instance_group', role: 'alert' }));
+  const [cpuIn, cpuField] = number('cpu', 'vCPUs', S.cpu);
+  const [memIn, memField] = number('memory_gib', 'Memory (GiB)', S.memoryGib);
+  const [gpuIn, gpuField] = number('gpus', 'GPUs', S.gpus, 'Held for as long as the space runs.');
+  const [homeIn, homeField] = number('home_gib', 'Home volume (GiB)', S.homeGib, 'Its own EBS volume, kept while the space is stopped.');
+  const [idleIn, idleField] = number('idle_shutdown_minutes', 'Stop after idle (minutes)', S.idleMinutes);
+  const neverIn = h('input', { type: 'checkbox', id: 'space-idle-never', testid: 'space-idle-never' });
+  neverIn.addEventListener('change', () => { idleIn.disabled = neverIn.checked; });
+  const imageIn = h('input', { type: 'text', id: 'space-image', testid: 'space-image', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: the SageMaker Distribution' });
+  const imageField = h('div', { class: 'field' }, h('label', { for: 'space-image' }, 'Image (optional)'), imageIn,
+    h('div', { class: 'err', testid: 'error-space-image', role: 'alert' }));
+  const formErr = h('div', { class: 'form-error', testid: 'space-form-error', role: 'alert' });
+  const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'space-create' }, 'Create space'));
+  const form = h('form', { testid: 'space-form', novalidate: true }, formErr, nameField, editorField, groupField,
+    h('div', { class: 'grid-3' }, cpuField, memField, gpuField), homeField, idleField,
+    h('label', { class: 'check', for: 'space-idle-never' }, neverIn, ' Never stop it by itself'),
+    imageField,
+    h('div', { class: 'hint' }, 'The cluster\'s bucket is mounted at /s3 — the same files the jobs read and write.'),
+    h('div', { class: 'inline' }, submit), roleHint('creating a space', 'space-role-hint'));
+
+  root.append(
+    h('div', { class: 'page-head' },
+      h('h1', null, 'Dev spaces'),
+      h('span', { class: 'sub' }, cluster, ' · ', h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/jobs`, testid: 'spaces-jobs-link' }, 'Jobs →')),
+      h('span', { class: 'spacer' })),
+    h('div', { class: 'grid-2' },
+      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Spaces')), list),
+      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'New space')),
+        h('div', { class: 'card-body' }, form))));
+
+  async function loadGroups() {
+    try {
+      const data = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/instance-groups`, { signal: ctx.signal });
+      clear(groupSel);
+      const groups = data.items || [];
+      if (!groups.length) groupSel.append(h('option', { value: '' }, 'The cluster has no instance group'));
+      for (const g of groups) {
+        groupSel.append(h('option', { value: g.name }, `${g.name} · ${g.instance_type} × ${g.current_count ?? g.target_count ?? ''}`));
+      }
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+
+  async function load() {
+    try {
+      render(await api(base, { signal: ctx.signal }));
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+
+  function mine(s) {
+    return !!session.user && s.owner === session.user.name;
+  }
+
+  /** A lifecycle button: an operator's, and only the owner's. */
+  function ownerButton(s, label, testid, onClick, cls = 'btn btn-sm') {
+    const btn = guard(h('button', { type: 'button', class: cls, testid }, label));
+    if (canMutate() && !mine(s)) {
+      btn.disabled = true;
+      btn.dataset.locked = 'owner';
+      btn.title = `This space belongs to ${s.owner}; only its owner may change it.`;
+    }
+    btn.addEventListener('click', onClick);
+    return btn;
+  }
+
+  function render(data) {
+    clear(list);
+    const items = data.items || [];
+    if (!items.length) {
+      list.appendChild(h('div', { class: 'empty', testid: 'spaces-empty' }, 'No spaces yet. Create one with the form; the spaces feature must be on (cluster → Features).'));
+      return;
+    }
+    list.appendChild(h('table', { class: 'data', testid: 'spaces-table' },
+      h('thead', null, h('tr', null, ['Space', 'State', 'Owner', 'Size', 'Node · idle', ''].map((t) => h('th', null, t)))),
+      h('tbody', null, items.map((s) => row(s)))));
+  }
+
+  function row(s) {
+    const st = S.state;
+    const url = s.access && s.access.url;
+    const pod = (s.pods || [])[0];
+    const actions = [];
+    if (s.state === st.RUNNING && url) {
+      actions.push(h('a', { class: 'btn btn-sm btn-primary', href: url, target: '_blank', rel: 'noopener noreferrer', testid: `space-open-${s.name}` }, 'Open'));
+    }
+    if ([st.RUNNING, st.STARTING].includes(s.state)) {
+      actions.push(ownerButton(s, 'Stop', `space-stop-${s.name}`, () => lifecycle(s, 'stop')));
+    }
+    if (s.state === st.STOPPED) {
+      actions.push(ownerButton(s, 'Start', `space-start-${s.name}`, () => lifecycle(s, 'start')));
+    }
+    if (![st.CREATING, st.DELETING].includes(s.state)) {
+      actions.push(ownerButton(s, 'Delete', `space-delete-${s.name}`, () => openDelete(s), 'btn btn-sm btn-danger'));
+    }
+    const r = s.resources || {};
+    return h('tr', { testid: `space-row-${s.name}` },
+      h('td', null, h('b', { class: 'id' }, s.name), h('div', { class: 'sub-id' }, EDITORS[s.app_type] || s.app_type || '')),
+      h('td', null, badge(s.state, { testid: `space-state-${s.name}` }),
+        s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id' }, ' operation') : null,
+        s.message ? h('div', { class: 'sub-id', testid: `space-message-${s.name}` }, s.message) : null,
+        waitingNote(s.waiting, 'pod', `space-waiting-${s.name}`)),
+      h('td', { testid: `space-owner-${s.name}` }, s.owner || '—'),
+      h('td', null, `${r.cpu ?? '?'} vCPU · ${r.memory_gib ?? '?'} GiB`, r.gpus ? ` · ${r.gpus} GPU` : '',
+        h('div', { class: 'sub-id' }, `${s.instance_group || ''} · home ${s.home_gib ?? '?'} GiB`)),
+      h('td', null, pod && pod.node ? h('span', { class: 'id' }, pod.node) : '—',
+        h('div', { class: 'sub-id', testid: `space-idle-${s.name}` },
+          s.idle_shutdown_minutes ? `stops after ${s.idle_shutdown_minutes} min idle` : 'never stops by itself')),
+      h('td', { class: 'actions' }, actions));
+  }
+
+  async function lifecycle(s, action) {
+    if (!canMutate()) return;
+    try {
+      const reply = await send(`${base}/${encodeURIComponent(s.name)}/${action}`, { signal: ctx.signal });
+      if (reply && reply.operation) openOperation(reply);
+      load();
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+
+  function openDelete(s) {
+    if (!canMutate()) return;
+    const remove = mutator();
+    const used = usedBy('space-delete', { forceText: 'Delete anyway' });
+    const url = `${base}/${encodeURIComponent(s.name)}`;
+    openModal({
+      testid: 'space-delete-dialog', title: `Delete space ${s.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
+      content: h('div', null,
+        h('p', null, `Deletes the space, its editor and its home volume (${s.home_gib} GiB) with every file on it. Files under /s3 stay in the cluster's bucket.`),
+        used.el),
+      onSubmit: async ({ close }) => {
+        const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
+        close();
+        openOperation(reply);
+        load();
+      },
+      onError: (err, errorEl) => used.onError(err, errorEl),
+    });
+    preview(used, url, { signal: ctx.signal });
+  }
+
+  function checkNumber(input, id, b) {
+    const v = Number(input.value);
+    if (!Number.isInteger(v) || v < b.min || v > b.max) {
+      form.querySelector(`[data-testid=error-space-${id}]`).textContent = `A whole number from ${b.min} to ${b.max}.`;
+      return false;
+    }
+    return true;
+  }
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    formErr.textContent = '';
+    for (const el of form.querySelectorAll('.err')) el.textContent = '';
+    const name = nameIn.value.trim();
+    const why = validateName(name);
+    let ok = true;
+    if (why) { form.querySelector('[data-testid=error-space-name]').textContent = why; ok = false; }
+    ok = checkNumber(cpuIn, 'cpu', S.cpu) && ok;
+    ok = checkNumber(memIn, 'memory_gib', S.memoryGib) && ok;
+    ok = checkNumber(gpuIn, 'gpus', S.gpus) && ok;
+    ok = checkNumber(homeIn, 'home_gib', S.homeGib) && ok;
+    if (!neverIn.checked) ok = checkNumber(idleIn, 'idle_shutdown_minutes', S.idleMinutes) && ok;
+    const image = imageIn.value.trim();
+    if (image && !S.image.test(image)) {
+      form.querySelector('[data-testid=error-space-image]').textContent = 'Not a container image reference.';
+      ok = false;
+    }
+    if (!groupSel.value) {
+      form.querySelector('[data-testid=error-space-instance_group]').textContent = 'Choose an instance group.';
+      ok = false;
+    }
+    if (!ok) return;
+    const body = {
+      name, app_type: editorSel.value, instance_group: groupSel.value,
+      cpu: Number(cpuIn.value), memory_gib: Number(memIn.value), gpus: Number(gpuIn.value),
+      home_gib: Number(homeIn.value),
+      idle_shutdown_minutes: neverIn.checked ? null : Number(idleIn.value),
+    };
+    if (image) body.image = image;
+    submit.disabled = true;
+    try {
+      const reply = await send(base, { body, signal: ctx.signal });
+      nameIn.value = '';
+      if (reply && reply.operation) openOperation(reply);
+      load();
+    } catch (e) {
+      if (isAbort(e)) return;
+      const fields = fieldErrors(e.details);
+      for (const [field, msg] of Object.entries(fields)) {
+        const el = form.querySelector(`[data-testid=error-space-${field.split('.')[0]}]`);
+        if (el) el.textContent = msg; else formErr.textContent = `${field}: ${msg}`;
+      }
+      if (!Object.keys(fields).length) formErr.textContent = e.message;
+    } finally {
+      submit.disabled = !canMutate();
+    }
+  });
+
+  loadGroups();
+  load();
+  const timer = setInterval(load, REFRESH_MS);
+  return () => clearInterval(timer);
+}
