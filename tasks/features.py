@@ -84,9 +84,10 @@ pinned by tests:
   inference operator's CloudWatch triggers are read as KEDA's identity; no resource types);
 - observability: `aps:RemoteWrite`;
 - spaces: the Spaces controller (`jupyter-k8s-system/jupyter-k8s-controller-manager`, Pod
-  Identity): SSM activations tagged for this EKS cluster, their and sessions' reads
-  (AWS's AmazonSageMakerSpacesControllerPolicy less its KMS part, which only the web UI
-  router AWS's own access strategy uses needs); the EBS CSI driver
+  Identity): SSM activations only with the tags naming this EKS cluster, and the upkeep of
+  activations and sessions (AWS's AmazonSageMakerSpacesControllerPolicy without its KMS
+  part, which signs the tokens of AWS's web UI router: hypd's access strategy uses no
+  router); the EBS CSI driver
   (`kube-system/ebs-csi-controller-sa`, Pod Identity): volume create/attach/detach/resize/
   delete, only of volumes it tagged `ebs.csi.aws.com/cluster=true`;
 - tiered checkpointing: list/get/put/delete/abort-multipart on the shared bucket only.
