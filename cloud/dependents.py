@@ -55,7 +55,8 @@ Each request's dependents, and whether `force` overrides them:
   InferenceEndpointConfig; `tiered_checkpointing`: live pods running as its service account;
   `autoscaling`: pods that would not move off the autoscaled groups' nodes (Karpenter takes
   back a removed NodePool's nodes); `task_governance`: live pods admitted through a Kueue
-  queue; `observability`: none (no workload needs the metrics).
+  queue; `spaces`: every Workspace, in any namespace (the add-on takes its CRD, and so
+  every space, with it); `observability`: none (no workload needs the metrics).
 - `DELETE .../mlflow`: live pods whose `MLFLOW_TRACKING_URI` names the tracking server, one
   per training job. Force: yes.
 - `DELETE .../endpoints/<e>`: a model pool's models served now (each with its workers).
@@ -407,6 +408,24 @@ def in_network(ec2: Any, eks_client: Any, sm: Any, view: Mapping[str, Any], *,
 
 # -- a managed feature being turned off ---------------------------------------------------------
 
+WORKSPACE_API = "workspace.jupyter.org/v1alpha1"
+WORKSPACE_KIND = "Workspace"
+
+
+def workspaces(api: Any) -> list[dict[str, Any]]:
+    """Every Workspace on the cluster (any namespace, whoever made it), sorted by namespace
+    and name; none when the cluster does not serve the kind (the Spaces add-on is not
+    installed)."""
+    return sorted(kube.list_objects(api, WORKSPACE_API, WORKSPACE_KIND),
+                  key=lambda w: (_md(w).get("namespace") or "", _md(w).get("name") or ""))
+
+
+def _space(workspace: Mapping[str, Any]) -> Dependent:
+    hypds = kube.managed_by_hypd(workspace)
+    return _of(workspace, "a space: its Workspace goes with the Spaces add-on's CRD"
+                          + ("" if hypds else " (not made through hypd)"), kind="space")
+
+
 def _running_as(api: Any, subjects: set[tuple[str, str]], why: str) -> list[Dependent]:
     found = []
     for pod in kube.iter_objects(api, "v1", "Pod"):
@@ -426,6 +445,8 @@ def feature_users(api: Any, feature: str, autoscaled_groups: Iterable[str] = ()
     autoscaling — pods on the nodes of autoscaled groups (Karpenter takes back the nodes of
     a NodePool that is removed) that would not come back elsewhere;
     task_governance — pods submitted through a Kueue queue;
+    spaces — every Workspace (anyone's, in any namespace: the CRD goes with the add-on,
+    and each space with it);
     observability — nothing (metrics stop being collected; no workload needs them)."""
     if feature == "training_operator":
         return training_jobs(api, hypds_only=False)
@@ -446,6 +467,8 @@ def feature_users(api: Any, feature: str, autoscaled_groups: Iterable[str] = ()
     if feature == "autoscaling":
         groups = list(autoscaled_groups)
         return pods_on_nodes(api, group_nodes(api, groups))
+    if feature == "spaces":
+        return [_space(w) for w in workspaces(api)]
     if feature == "task_governance":
         return [_of(pod, f"admitted through Kueue queue {_labels(pod)[QUEUE_LABEL]}",
                     kind="pod")

@@ -205,7 +205,9 @@ def feature_view(name: str, src: Sources, snap: Snapshot) -> dict[str, Any]:
     own = dependencies.entries(name)
     parts = [p for dep in own for p in _entry_parts(dep, src, snap)]
     state = _state(parts)
-    consumer = next((d.identity for d in own if d.identity is not None), None)
+    # the feature's main consumer: the last entry with an identity (one that needs others
+    # of the feature is listed after them: the Spaces controller after the EBS CSI driver)
+    consumer = next((d.identity for d in reversed(own) if d.identity is not None), None)
     view: dict[str, Any] = {
         "name": name,
         "description": meta.description,

@@ -61,8 +61,17 @@ PURPOSE_TIERED_CHECKPOINTING = "ckpt"
 PURPOSE_MODEL_DOWNLOAD = "model-download"
 PURPOSE_LB_CONTROLLER = "lb-controller"
 PURPOSE_KEDA = "keda"
+PURPOSE_SPACES = "spaces"
+PURPOSE_EBS_CSI = "ebs-csi"
 PURPOSE_MLFLOW_SERVER = "mlflow-server"
 PURPOSE_MLFLOW = "mlflow"
+
+EBS_CSI_TAG = "ebs.csi.aws.com/cluster"
+"""The tag the EBS CSI driver puts on every volume it makes (its role may change only those)."""
+SPACES_ADDON = "amazon-sagemaker-spaces"
+SPACES_TAG_PREFIX = "sagemaker.amazonaws.com/"
+"""The Spaces controller tags the SSM activations it makes `<prefix>managed-by` and
+`<prefix>eks-cluster-arn` (AWS's policy for it allows no others)."""
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
@@ -96,6 +105,15 @@ STAR_RESOURCE_ACTIONS: dict[str, str] = {
     "cloudwatch:GetMetricData": "CloudWatch metric reads have no resource types",
     "cloudwatch:GetMetricStatistics": "CloudWatch metric reads have no resource types",
     "cloudwatch:ListMetrics": "CloudWatch metric reads have no resource types",
+    "ec2:DescribeAvailabilityZones": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeVolumes": "EC2 Describe* actions have no resource-level permissions",
+    "ec2:DescribeVolumesModifications": "EC2 Describe* actions have no resource-level "
+                                        "permissions",
+    "ssm:CreateActivation": "an activation has no ARN before it exists (scoped instead by the "
+                            "tags it must be created with)",
+    "ssm:DescribeActivations": "SSM's activation reads have no resource types",
+    "ssm:DescribeSessions": "SSM's session reads have no resource types",
+    "ssm:DeleteActivation": "SSM activations have no resource type in IAM",
 }
 
 
@@ -448,6 +466,45 @@ def _feature_policy(purpose: str, region: str, account: str, bucket: str | None,
             _statement("WriteModels", ["s3:AbortMultipartUpload", "s3:PutObject"],
                        [f"{bucket_arn}/models/*"]),
         ]
+    elif purpose == PURPOSE_EBS_CSI:
+        # the spaces' home volumes: dynamic provisioning, attach/detach, resize and delete of
+        # the volumes the driver itself made (it tags each ebs.csi.aws.com/cluster=true;
+        # AWS's AmazonEBSCSIDriverPolicy less snapshots, which hypd does not take)
+        ec2 = f"arn:{partition}:ec2:{region}:{account}"
+        volumes = f"{ec2}:volume/*"
+        made_by_driver = {"StringEquals": {f"aws:ResourceTag/{EBS_CSI_TAG}": "true"}}
+        statements = [
+            _statement("Describe", ["ec2:DescribeAvailabilityZones", "ec2:DescribeInstances",
+                                    "ec2:DescribeTags", "ec2:DescribeVolumes",
+                                    "ec2:DescribeVolumesModifications"], "*"),
+            {**_statement("CreateVolumes", ["ec2:CreateVolume"], [volumes]),
+             "Condition": {"StringEquals": {f"aws:RequestTag/{EBS_CSI_TAG}": "true"}}},
+            {**_statement("TagNewVolumes", ["ec2:CreateTags"], [volumes]),
+             "Condition": {"StringEquals": {"ec2:CreateAction": "CreateVolume"}}},
+            _statement("AttachToInstances", ["ec2:AttachVolume", "ec2:DetachVolume"],
+                       [f"{ec2}:instance/*"]),
+            {**_statement("ItsOwnVolumes", ["ec2:AttachVolume", "ec2:DeleteVolume",
+                                            "ec2:DetachVolume", "ec2:ModifyVolume"],
+                          [volumes]),
+             "Condition": made_by_driver},
+        ]
+    elif purpose == PURPOSE_SPACES:
+        # the Spaces controller (AWS's AmazonSageMakerSpacesControllerPolicy, less its KMS
+        # part: that signs the web UI router's tokens, and hypd's access strategy uses no
+        # router): SSM activations for a space's remote IDE session, only with the tags
+        # that tie them to this cluster, and the reads of activations and sessions
+        eks_cluster = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
+        statements = [
+            {**_statement("ActivationsOfThisCluster", ["ssm:CreateActivation"], "*"),
+             "Condition": {"StringEquals": {
+                 f"aws:RequestTag/{SPACES_TAG_PREFIX}managed-by": SPACES_ADDON,
+                 f"aws:RequestTag/{SPACES_TAG_PREFIX}eks-cluster-arn": eks_cluster}}},
+            _statement("ActivationsAndSessions", ["ssm:DeleteActivation",
+                                                  "ssm:DescribeActivations",
+                                                  "ssm:DescribeSessions"], "*"),
+            _statement("TagSpaceInstances", ["ssm:AddTagsToResource"],
+                       [f"arn:{partition}:ssm:{region}:{account}:managed-instance/*"]),
+        ]
     elif purpose == PURPOSE_LB_CONTROLLER:
         # NLBs for LoadBalancer Services: read the network, make and tag load balancers,
         # target groups, listeners and their security groups (none of these calls can be
@@ -497,7 +554,8 @@ sagemaker.amazonaws.com beside the OIDC provider)."""
 
 FEATURE_PURPOSES = (PURPOSE_TRAINING_OPERATOR, PURPOSE_INFERENCE_OPERATOR,
                     PURPOSE_OBSERVABILITY, PURPOSE_TIERED_CHECKPOINTING,
-                    PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER, PURPOSE_KEDA)
+                    PURPOSE_MODEL_DOWNLOAD, PURPOSE_LB_CONTROLLER, PURPOSE_KEDA,
+                    PURPOSE_SPACES, PURPOSE_EBS_CSI)
 NEEDS_BUCKET = (PURPOSE_INFERENCE_OPERATOR, PURPOSE_TIERED_CHECKPOINTING,
                 PURPOSE_MODEL_DOWNLOAD)
 

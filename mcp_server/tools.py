@@ -732,7 +732,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         name="get_features", method="GET", path="/api/v1/clusters/{cluster}/features",
         title="Get a cluster's managed features",
         description="The managed features (training_operator, inference_operator, "
-        "tiered_checkpointing, autoscaling, observability, task_governance) as they actually "
+        "tiered_checkpointing, autoscaling, observability, task_governance, spaces) as they "
+        "actually "
         "are: state on/off/partial/settling/failed, each part (add-on, IAM role and its trust, "
         "service account, Pod Identity association, HyperPod setting) present and as wanted "
         "or not, what each needs from other features (requires), its identity mechanism, and "
@@ -753,7 +754,8 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
         "Already as asked: changed false and no status tool. Turning one off is refused while "
         "work uses it (training_operator: jobs not finished; inference_operator: managed "
         "endpoints; tiered_checkpointing: pods writing checkpoints; autoscaling: pods on "
-        "autoscaled nodes; task_governance: pods admitted through a queue)." + _IN_USE
+        "autoscaled nodes; task_governance: pods admitted through a queue; spaces: every "
+        "space on the cluster)." + _IN_USE
         + _FORCEABLE + _FOLLOW,
         notes={"cluster": "Name of the cluster.", **_DESTROY_NOTES},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,

@@ -10,7 +10,7 @@ STATES = ("on", "off", "partial", "settling", "failed")
 MAX_NODES = 1000
 MAX_GROUPS = 100
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling",
-            "observability", "task_governance")
+            "observability", "task_governance", "spaces")
 """The managed features a PATCH may name: the `toggle: true` features of
 cloud/data/dependencies.yaml (a test keeps the two equal)."""
 
@@ -85,6 +85,9 @@ class FeaturesPatchSchema(Schema):
         "description": "HyperPod observability"})
     task_governance = fields.Nested(ToggleSchema, metadata={
         "description": "HyperPod task governance"})
+    spaces = fields.Nested(ToggleSchema, metadata={
+        "description": "SageMaker Spaces (JupyterLab and Code Editor workspaces): the Spaces "
+                       "add-on, the EBS CSI driver, their roles and hypd's access strategy"})
 
     @validates_schema
     def _something(self, data: dict, **_: object) -> None:

@@ -5,11 +5,12 @@ The graph is data. `cloud/data/dependencies.yaml` lists every entry a cluster ma
 add-ons, manifests, a service account hypd makes for a consumer of its own, a HyperPod
 cluster setting: `TieredStorageConfig`, `AutoScaling`), each in a feature, in install order,
 with `requires`. `enabled: true` marks the base set (the cluster create's dependencies stage);
-`toggle: true` marks the six managed features: `training_operator`, `inference_operator`,
-`tiered_checkpointing`, `autoscaling`, `observability`, `task_governance`. cert-manager is no
-longer in the base set: the operators pull it in, and it goes when the last feature needing
-it goes (DESIGN.md's "not removed while another enabled feature still needs it" needs a
-dependency that is not permanent; cert-manager is the one both operators share). The Pod
+`toggle: true` marks the seven managed features: `training_operator`, `inference_operator`,
+`tiered_checkpointing`, `autoscaling`, `observability`, `task_governance`, `spaces`.
+cert-manager is no longer in the base set: the operators (and Spaces) pull it in, and it
+goes when the last feature needing it goes (DESIGN.md's "not removed while another enabled
+feature still needs it" needs a dependency that is not permanent; cert-manager is the one
+the operators and Spaces share). The Pod
 Identity agent, the S3 CSI driver and HyperPod's agents stay base. The OIDC provider is the
 eks stage's; a feature finds it (makes it only if a cluster lacks it) and never deletes it.
 
@@ -38,7 +39,9 @@ order:
   crash never makes a second one), then a service account hypd makes, annotated with it;
 - `enable`: the add-ons installed bound to their roles, or an existing add-on bound;
   `UpdateCluster` with the HyperPod setting only when DescribeCluster does not already show
-  it; waits until HyperPod shows it;
+  it; waits until HyperPod shows it. A manifests entry that requires an add-on of its own
+  feature (spaces' WorkspaceAccessStrategy `hypd-web`, a kind the Spaces add-on serves) is
+  written by the wait once that add-on has settled;
 - for autoscaling, `node_pools` (each group's bounds).
 
 Turning off goes back:
@@ -80,6 +83,13 @@ pinned by tests:
 - KEDA's operator: `cloudwatch:GetMetricData`/`GetMetricStatistics`/`ListMetrics` (the
   inference operator's CloudWatch triggers are read as KEDA's identity; no resource types);
 - observability: `aps:RemoteWrite`;
+- spaces: the Spaces controller (`jupyter-k8s-system/jupyter-k8s-controller-manager`, Pod
+  Identity): SSM activations only with the tags naming this EKS cluster, and the upkeep of
+  activations and sessions (AWS's AmazonSageMakerSpacesControllerPolicy without its KMS
+  part, which signs the tokens of AWS's web UI router: hypd's access strategy uses no
+  router); the EBS CSI driver
+  (`kube-system/ebs-csi-controller-sa`, Pod Identity): volume create/attach/detach/resize/
+  delete, only of volumes it tagged `ebs.csi.aws.com/cluster=true`;
 - tiered checkpointing: list/get/put/delete/abort-multipart on the shared bucket only.
 
 The inference add-on, configured. `amazon-sagemaker-hyperpod-inference` checks at install for
@@ -360,6 +370,15 @@ def _bind_addon(ctx: StepContext, src: features.Sources, dep: Dependency,
     return None
 
 
+def _after_own_addon(ctx: StepContext, dep: Dependency) -> bool:
+    """A manifests entry that requires an add-on of its own feature: its objects are of a kind
+    that add-on serves (the Spaces add-on's WorkspaceAccessStrategy), so they are written
+    once the add-on has settled (`wait_enabled`), not with it."""
+    own = {d.name: d for d in _own(ctx)}
+    return dep.kind == MANIFESTS and any(
+        r in own and own[r].kind == ADDON for r in dep.requires)
+
+
 @guarded
 def enable(ctx: StepContext) -> dict[str, Any]:
     src = _sources(ctx)
@@ -375,7 +394,8 @@ def enable(ctx: StepContext) -> dict[str, Any]:
                     if change:
                         done.append({"name": dep.name, "action": change})
         elif dep.kind == MANIFESTS:
-            done += _install(ctx, src, [dep])
+            if not _after_own_addon(ctx, dep):
+                done += _install(ctx, src, [dep])
         elif dep.kind == HYPERPOD:
             members = _wanted_setting(ctx, dep, roles)
             if not _setting_holds(hyperpod.settings(src.sagemaker, src.hyperpod_name), dep,
@@ -418,6 +438,19 @@ def wait_enabled(ctx: StepContext) -> float | None:
                          + ", ".join(state["missing"]), "upstream_error")
     if state["pending"]:
         return SETTLE_POLL_S
+    later = [d for d in own if _after_own_addon(ctx, d)]
+    if later:
+        # the add-ons serve their kinds now: their objects are written (server-side apply,
+        # only what is missing: a wait run again after a crash changes nothing)
+        src = _sources(ctx)
+        try:
+            for dep in later:
+                _install(ctx, src, [dep])
+        except kube.KubeError as exc:
+            if exc.http_status != 404:
+                raise
+            ctx.detail(f"waiting for the cluster to serve the kinds of {dep.name}")
+            return SETTLE_POLL_S
     return _settings_settled(ctx, own, features.ENABLE)
 
 

@@ -20,7 +20,8 @@ from vocabulary.roles import Role
 
 blp = Blueprint("features", __name__, url_prefix="/api/v1/clusters",
                 description="Managed features: training and inference operators, tiered "
-                            "checkpointing, autoscaling, observability, task governance")
+                            "checkpointing, autoscaling, observability, task governance, "
+                            "spaces")
 
 NEEDS_HYPERPOD = ("tiered_checkpointing", "autoscaling")
 
@@ -52,8 +53,8 @@ class Features(MethodView):
         while work uses it — training_operator: HyperPodPyTorchJobs not finished;
         inference_operator: managed endpoints; tiered_checkpointing: pods writing checkpoints
         as its service account; autoscaling: pods on autoscaled groups' nodes that would not
-        come back; task_governance: pods admitted through a Kueue queue — unless
-        force=true."""
+        come back; task_governance: pods admitted through a Kueue queue; spaces: every
+        Workspace (a space) on the cluster — unless force=true."""
         if not query["dry_run"]:
             replayed = mutations.replayed()
             if replayed is not None:

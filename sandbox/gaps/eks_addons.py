@@ -1,11 +1,13 @@
 """The EKS add-ons the sandbox offers (DescribeAddonVersions), as data, and what each one
 puts into the cluster once ACTIVE: its namespace, its CRDs (so custom resources such as
-HyperPodPyTorchJob or InferenceEndpointConfig exist only after their add-on, as on EKS) and a
-workload object. A CRD is upstream's where it is public and stored under sandbox/data/crds/
-(the inference operator's), so its resources are validated against the real schema;
-otherwise (the training operator's, Kueue's ...) its schema is open. Versions are real
-add-on version strings; each lists the Kubernetes versions it supports, and the newest
-compatible one is the default.
+HyperPodPyTorchJob or InferenceEndpointConfig exist only after their add-on, as on EKS) and
+a workload object. A CRD is upstream's where it is public and stored under
+sandbox/data/crds/ (the inference operator's), so its resources are validated against the
+real schema; otherwise (the training operator's, Kueue's ...) its schema is open. The Spaces
+add-on's three (Workspace, WorkspaceTemplate, WorkspaceAccessStrategy) are jupyter-k8s's,
+upstream's. Versions are real add-on version strings (the Spaces add-on's is a stand-in);
+each lists the Kubernetes versions it supports, and the newest compatible one is the
+default.
 
 `needs_nodes`: the add-on stays DEGRADED until a Ready node exists (CoreDNS's pods need a
 node). `requires`: objects that must exist in the cluster for the add-on to be healthy (the
@@ -193,6 +195,12 @@ _INFERENCE_NEEDS = (
     ("apps/v1", "Deployment", "aws-load-balancer-controller", "kube-system"),
     ("apps/v1", "Deployment", "keda-operator", "keda"),
 )
+SPACES = "amazon-sagemaker-spaces"
+_SPACES_NEEDS = (
+    _CERT_MANAGER,
+    _POD_IDENTITY,
+    ("storage.k8s.io/v1", "CSIDriver", "ebs.csi.aws.com", None),
+)
 _ENABLED = {"type": "object", "properties": {"enabled": {"type": "boolean"}}}
 _INFERENCE_CONFIGURATION: dict[str, Any] = {
     "type": "object",
@@ -274,6 +282,33 @@ CATALOGUE: tuple[Addon, ...] = (
         iam=True,
         workload=("DaemonSet", "ebs-csi-node"),
         cluster_objects=(_csi_driver("ebs.csi.aws.com"),),
+    ),
+    Addon(
+        # SageMaker Spaces: the jupyter-k8s operator (its controller's service account
+        # jupyter-k8s-controller-manager gets the add-on execution role by Pod Identity), with
+        # upstream's three CRDs; healthy once cert-manager (its webhooks' certificates), the
+        # Pod Identity agent and the EBS CSI driver (the spaces' home volumes) are there
+        SPACES,
+        "machine-learning",
+        (("v1.0.0-eksbuild.1", "1.28", "1.34"),),
+        iam=True,
+        namespace="jupyter-k8s-system",
+        workload=("Deployment", "jupyter-k8s-controller-manager"),
+        crds=tuple(
+            Crd(
+                "workspace.jupyter.org",
+                kind,
+                plural,
+                versions=("v1alpha1",),
+                file=f"workspace.jupyter.org_{plural}.yaml",
+            )
+            for kind, plural in (
+                ("Workspace", "workspaces"),
+                ("WorkspaceTemplate", "workspacetemplates"),
+                ("WorkspaceAccessStrategy", "workspaceaccessstrategies"),
+            )
+        ),
+        requires=_SPACES_NEEDS,
     ),
     Addon(
         "metrics-server",

@@ -49,7 +49,7 @@ def test_every_feature_is_read_from_the_cluster_and_starts_off(stack, cluster):
     view = features(stack, cluster)
     assert set(view["features"]) == {"training_operator", "inference_operator",
                                      "tiered_checkpointing", "autoscaling", "observability",
-                                     "task_governance"}
+                                     "task_governance", "spaces"}
     assert {f["state"] for f in view["features"].values()} == {"off"}
     # the base set the create installed is there, read from EKS and Kubernetes
     assert view["dependencies"]["eks-pod-identity-agent"]["present"] is True
@@ -57,7 +57,8 @@ def test_every_feature_is_read_from_the_cluster_and_starts_off(stack, cluster):
     # cert-manager is pulled in by the operators only, and says so
     assert view["dependencies"]["cert-manager"]["present"] is False
     assert view["dependencies"]["cert-manager"]["needed_by"] == ["training_operator",
-                                                                 "inference_operator"]
+                                                                 "inference_operator",
+                                                                 "spaces"]
     assert view["oidc_provider"]["present"] is True
     training = view["features"]["training_operator"]
     assert training["identity"]["mechanism"] == "pod-identity"

@@ -74,7 +74,7 @@ def test_requirements_come_first_and_sharing_is_known():
         "keda-operator-account", "keda"]
     assert names(dependencies.requirements("tiered_checkpointing")) == []
     assert dependencies.needed_by("cert-manager") == ["training_operator",
-                                                      "inference_operator"]
+                                                      "inference_operator", "spaces"]
 
 
 def test_turning_off_releases_only_what_no_other_enabled_feature_needs():
@@ -89,6 +89,35 @@ def test_turning_off_releases_only_what_no_other_enabled_feature_needs():
         "cert-manager", "metrics-server"]
     assert names(dependencies.releasable("inference_operator", ["training_operator"])) == [
         "metrics-server"]
+    # spaces shares cert-manager with the operators: it stays while either is on
+    assert names(dependencies.releasable("spaces", [])) == ["cert-manager"]
+    assert names(dependencies.releasable("spaces", ["training_operator"])) == []
+    assert names(dependencies.releasable("training_operator", ["spaces"])) == []
+
+
+def test_spaces_is_the_add_on_its_ebs_driver_and_hypds_access_strategy():
+    """What AWS's Spaces permission setup asks (the add-on's execution role and the EBS CSI
+    driver's role, each by Pod Identity here), plus the access strategy every space names."""
+    assert "spaces" in dependencies.toggles()
+    assert names(dependencies.entries("spaces")) == [
+        "aws-ebs-csi-driver", "amazon-sagemaker-spaces", "spaces-access-strategy"]
+    assert names(dependencies.requirements("spaces")) == ["eks-pod-identity-agent",
+                                                          "cert-manager"]
+    by_name = dependencies.by_name()
+    addon = by_name["amazon-sagemaker-spaces"]
+    assert addon.kind == dependencies.ADDON and not addon.enabled
+    assert set(addon.requires) == {"eks-pod-identity-agent", "cert-manager",
+                                   "aws-ebs-csi-driver"}
+    assert (addon.identity.mechanism, addon.identity.role, addon.identity.subject) == (
+        dependencies.POD_IDENTITY, iam.PURPOSE_SPACES,
+        "jupyter-k8s-system/jupyter-k8s-controller-manager")
+    ebs = by_name["aws-ebs-csi-driver"]
+    assert (ebs.identity.mechanism, ebs.identity.role, ebs.identity.subject) == (
+        dependencies.POD_IDENTITY, iam.PURPOSE_EBS_CSI, "kube-system/ebs-csi-controller-sa")
+    assert not ebs.sticky and not ebs.enabled
+    strategy = by_name["spaces-access-strategy"]
+    assert strategy.kind == dependencies.MANIFESTS
+    assert strategy.requires == ("amazon-sagemaker-spaces",)
 
 
 def test_an_add_ons_configuration_is_filled_in_at_install():

@@ -194,6 +194,24 @@ def test_each_features_users(cluster):
     assert dependents.feature_users(None, "observability") == []
 
 
+def test_spaces_off_breaks_every_workspace_in_any_namespace(cluster):
+    def workspace(name: str, namespace: str, hypds: bool = False) -> dict[str, Any]:
+        labels = {kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE} if hypds else {}
+        return {"apiVersion": dependents.WORKSPACE_API, "kind": dependents.WORKSPACE_KIND,
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                "spec": {"displayName": name}}
+
+    assert dependents.feature_users(None, "spaces") == []
+    cluster.objects += [workspace("zoe", "team-b"), workspace("ana", "default", hypds=True),
+                        pod("not-a-space", "n1")]
+    found = dependents.feature_users(None, "spaces")
+    assert [(d.kind, d.namespace, d.name, d.forceable) for d in found] == [
+        ("space", "default", "ana", True), ("space", "team-b", "zoe", True)]
+    assert found[1].why.endswith("(not made through hypd)")
+    assert not found[0].why.endswith("(not made through hypd)")
+    assert [w["metadata"]["name"] for w in dependents.workspaces(None)] == ["ana", "zoe"]
+
+
 # -- MLflow, pools, storage -----------------------------------------------------------------------
 
 def test_the_jobs_logging_to_a_tracking_server_are_named_once_each(cluster):

@@ -268,7 +268,63 @@ def test_keda_may_only_read_cloudwatch_metrics():
     assert spec.managed_arns == ()
 
 
-@pytest.mark.parametrize("spec", [*feature_roles(), keda_role()], ids=lambda s: s.purpose)
+def spaces_roles() -> tuple[roles.RoleSpec, roles.RoleSpec]:
+    pod = roles.pod_identity_trust(ACCOUNT, EKS_ARN)
+    return (roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_SPACES, pod),
+            roles.feature_role("lab", REGION, ACCOUNT, roles.PURPOSE_EBS_CSI, pod))
+
+
+def test_the_spaces_controller_may_only_make_ssm_activations_tagged_for_its_cluster():
+    """AWS's AmazonSageMakerSpacesControllerPolicy less its KMS part (the web UI router's
+    token signing, which hypd's access strategy does not use): activations only with the
+    tags that name this EKS cluster, and their and the sessions' upkeep."""
+    spaces, _ = spaces_roles()
+    assert spaces.name == "hypd-lab-spaces" and spaces.managed_arns == ()
+    assert spaces.trust == roles.pod_identity_trust(ACCOUNT, EKS_ARN)
+    assert statements(spaces) == [
+        {"Sid": "ActivationsOfThisCluster", "Effect": "Allow",
+         "Action": ["ssm:CreateActivation"], "Resource": "*",
+         "Condition": {"StringEquals": {
+             "aws:RequestTag/sagemaker.amazonaws.com/managed-by": "amazon-sagemaker-spaces",
+             "aws:RequestTag/sagemaker.amazonaws.com/eks-cluster-arn": EKS_ARN}}},
+        {"Sid": "ActivationsAndSessions", "Effect": "Allow",
+         "Action": ["ssm:DeleteActivation", "ssm:DescribeActivations",
+                    "ssm:DescribeSessions"], "Resource": "*"},
+        {"Sid": "TagSpaceInstances", "Effect": "Allow", "Action": ["ssm:AddTagsToResource"],
+         "Resource": [f"arn:aws:ssm:{REGION}:{ACCOUNT}:managed-instance/*"]}]
+    assert not any(a.startswith("kms:") for s in statements(spaces) for a in s["Action"])
+    assert boundary_misses(list(spaces.inline.items())) == []
+
+
+def test_the_ebs_driver_may_only_change_volumes_it_made():
+    _, ebs = spaces_roles()
+    assert ebs.name == "hypd-lab-ebs-csi" and ebs.managed_arns == ()
+    volumes = [f"arn:aws:ec2:{REGION}:{ACCOUNT}:volume/*"]
+    assert statements(ebs) == [
+        {"Sid": "Describe", "Effect": "Allow",
+         "Action": ["ec2:DescribeAvailabilityZones", "ec2:DescribeInstances",
+                    "ec2:DescribeTags", "ec2:DescribeVolumes",
+                    "ec2:DescribeVolumesModifications"], "Resource": "*"},
+        {"Sid": "CreateVolumes", "Effect": "Allow", "Action": ["ec2:CreateVolume"],
+         "Resource": volumes,
+         "Condition": {"StringEquals": {"aws:RequestTag/ebs.csi.aws.com/cluster": "true"}}},
+        {"Sid": "TagNewVolumes", "Effect": "Allow", "Action": ["ec2:CreateTags"],
+         "Resource": volumes,
+         "Condition": {"StringEquals": {"ec2:CreateAction": "CreateVolume"}}},
+        {"Sid": "AttachToInstances", "Effect": "Allow",
+         "Action": ["ec2:AttachVolume", "ec2:DetachVolume"],
+         "Resource": [f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/*"]},
+        {"Sid": "ItsOwnVolumes", "Effect": "Allow",
+         "Action": ["ec2:AttachVolume", "ec2:DeleteVolume", "ec2:DetachVolume",
+                    "ec2:ModifyVolume"], "Resource": volumes,
+         "Condition": {"StringEquals": {"aws:ResourceTag/ebs.csi.aws.com/cluster": "true"}}}]
+    # no snapshots: hypd takes none of a space's home volume
+    assert not any("Snapshot" in a for s in statements(ebs) for a in s["Action"])
+    assert boundary_misses(list(ebs.inline.items())) == []
+
+
+@pytest.mark.parametrize("spec", [*feature_roles(), keda_role(), *spaces_roles()],
+                         ids=lambda s: s.purpose)
 def test_feature_roles_are_least_privilege(spec):
     for statement in statements(spec):
         assert statement["Effect"] == "Allow" and "NotAction" not in statement

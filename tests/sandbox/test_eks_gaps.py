@@ -505,6 +505,64 @@ def test_addons_install_their_crds_and_wait_for_what_they_need(
     assert caught.value.status == 404
 
 
+def test_the_spaces_add_on_serves_the_workspace_kinds_with_upstreams_schema(
+    eks: Any,
+    active: dict[str, Any],
+    control: SandboxControl,
+    clients: dict[str, Any],
+) -> None:
+    """The Spaces add-on puts jupyter-k8s's real CRDs into the cluster (a Workspace is
+    validated and pruned as on EKS), is DEGRADED until cert-manager, the Pod Identity agent and
+    the EBS CSI driver are there, and takes the kinds away when it goes."""
+    name = active["name"]
+    eks.create_access_entry(clusterName=name, principalArn=ME)
+    eks.associate_access_policy(
+        clusterName=name, principalArn=ME, policyArn=ADMIN, accessScope={"type": "cluster"}
+    )
+    custom = k8s.CustomObjectsApi(api_client(active, eks_token(clients["sts"], name)))
+    group, version = "workspace.jupyter.org", "v1alpha1"
+    for plural in ("workspaces", "workspacetemplates", "workspaceaccessstrategies"):
+        with pytest.raises(k8s.ApiException) as caught:  # no Workspace kinds before the add-on
+            custom.list_namespaced_custom_object(group, version, "default", plural)
+        assert caught.value.status == 404
+
+    eks.create_addon(clusterName=name, addonName="amazon-sagemaker-spaces")
+    control.advance_clock(90)
+    spaces = eks.describe_addon(clusterName=name, addonName="amazon-sagemaker-spaces")["addon"]
+    assert spaces["status"] == "DEGRADED"
+    assert {i["resourceIds"][0] for i in spaces["health"]["issues"]} == {
+        "certificates.cert-manager.io", "kube-system/eks-pod-identity-agent", "ebs.csi.aws.com"}
+    for plural in ("workspaces", "workspacetemplates", "workspaceaccessstrategies"):
+        assert custom.list_namespaced_custom_object(group, version, "default", plural)[
+            "items"] == []
+    for addon in ("cert-manager", "eks-pod-identity-agent", "aws-ebs-csi-driver"):
+        eks.create_addon(clusterName=name, addonName=addon)
+    control.advance_clock(90)
+    assert _status(eks, name, "amazon-sagemaker-spaces") == "ACTIVE"
+
+    # upstream's schema: the required displayName, a wrong type refused at its field
+    workspace = {
+        "apiVersion": f"{group}/{version}",
+        "kind": "Workspace",
+        "metadata": {"name": "nb", "namespace": "default"},
+        "spec": {"displayName": "nb", "accessStrategy": {"name": "hypd-web"}},
+    }
+    made = custom.create_namespaced_custom_object(group, version, "default", "workspaces",
+                                                  workspace)
+    assert made["spec"]["accessStrategy"] == {"name": "hypd-web"}
+    broken = {**workspace, "metadata": {"name": "nb2", "namespace": "default"},
+              "spec": {"displayName": "nb2", "idleShutdown": {"enabled": "yes"}}}
+    with pytest.raises(k8s.ApiException) as caught:
+        custom.create_namespaced_custom_object(group, version, "default", "workspaces", broken)
+    assert caught.value.status == 422
+
+    eks.delete_addon(clusterName=name, addonName="amazon-sagemaker-spaces")
+    control.advance_clock(60)
+    with pytest.raises(k8s.ApiException) as caught:
+        custom.list_namespaced_custom_object(group, version, "default", "workspaces")
+    assert caught.value.status == 404
+
+
 def test_the_inference_add_on_needs_its_configuration_and_what_it_names(
     eks: Any,
     active: dict[str, Any],

@@ -30,6 +30,9 @@ CASES = {
                                ("CreateRole", "RoleName", "hypd-{c}-ckpt")),
     "tiered-enable": ("tiered_checkpointing", "enable", "sagemaker", "UpdateCluster",
                       ("UpdateCluster", "ClusterName", "{c}")),
+    # spaces' first role (the EBS CSI driver's, then the Spaces controller's, each asked once)
+    "spaces-identity": ("spaces", "identity", "iam", "CreateRole",
+                        ("CreateRole", "RoleName", "hypd-{c}-ebs-csi")),
 }
 
 
@@ -48,8 +51,8 @@ def _asked(stack, since: int, action: str, field: str, value: str) -> int:
 
 # the default run kills each step of one enable (the training operator's: requirements,
 # identity, add-on); the long form (-m slow) also each step of tiered checkpointing's chain
-# (the role, its policy, the HyperPod setting)
-LONG_FORM = ("tiered-identity", "tiered-identity-policy", "tiered-enable")
+# (the role, its policy, the HyperPod setting) and spaces' identity step (two roles)
+LONG_FORM = ("tiered-identity", "tiered-identity-policy", "tiered-enable", "spaces-identity")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in LONG_FORM

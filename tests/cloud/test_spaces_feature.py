@@ -1,0 +1,64 @@
+"""The `spaces` feature's access strategy, `hypd-web` (cloud/manifests/
+spaces-access-strategy.yaml), as hypd applies it: valid against the Spaces add-on's real
+WorkspaceAccessStrategy CRD (jupyter-k8s's, sandbox/data/crds/) as a closed schema, and the
+object every space names (`spec.accessStrategy` in the contract: hypd-web in
+jupyter-k8s-system)."""
+
+from __future__ import annotations
+
+import copy
+
+import jsonschema
+import pytest
+
+from cloud import addons, dependencies
+from tests.crdkit import validate
+
+CRD = "workspace.jupyter.org_workspaceaccessstrategies.yaml"
+WORKSPACE_CRD = "workspace.jupyter.org_workspaces.yaml"
+
+
+def _rendered() -> dict:
+    [strategy] = addons.render(dependencies.by_name()["spaces-access-strategy"], "us-west-2")
+    return strategy
+
+
+def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
+    strategy = _rendered()
+    assert (strategy["apiVersion"], strategy["kind"]) == ("workspace.jupyter.org/v1alpha1",
+                                                          "WorkspaceAccessStrategy")
+    assert (strategy["metadata"]["name"], strategy["metadata"]["namespace"]) == (
+        "hypd-web", "jupyter-k8s-system")
+    # hypd's labels and the dependency's version, as on every manifest it applies
+    assert strategy["metadata"]["labels"]["hypd/dependency"] == "spaces-access-strategy"
+    assert strategy["metadata"]["annotations"]["hypd/dependency-version"] == "1"
+    validate(strategy, CRD, "v1alpha1")
+    # minimal: what the CRD requires, and the URL the controller writes to each space's status
+    assert set(strategy["spec"]) == {"displayName", "accessResourceTemplates",
+                                     "accessURLTemplate"}
+    assert strategy["spec"]["accessResourceTemplates"] == []
+    assert "{{ .Workspace.Name }}" in strategy["spec"]["accessURLTemplate"]
+
+
+@pytest.mark.parametrize("break_it", [
+    lambda s: s["spec"].pop("displayName"),
+    lambda s: s["spec"].pop("accessResourceTemplates"),
+    lambda s: s["spec"].update(accessUrlTemplate="http://x/"),  # misspelt: closed schema
+    lambda s: s["spec"].update(accessResourceTemplates=[{"kind": "Service"}]),
+], ids=["no-display-name", "no-templates", "misspelt-field", "incomplete-template"])
+def test_the_closed_schema_refuses_a_broken_strategy(break_it):
+    strategy = copy.deepcopy(_rendered())
+    break_it(strategy)
+    with pytest.raises(jsonschema.ValidationError):
+        validate(strategy, CRD, "v1alpha1")
+
+
+def test_a_space_naming_hypd_web_fits_the_workspace_crd():
+    """The reference the contract's Workspaces carry is the one the Workspace CRD takes."""
+    strategy = _rendered()
+    workspace = {"apiVersion": "workspace.jupyter.org/v1alpha1", "kind": "Workspace",
+                 "metadata": {"name": "nb", "namespace": "default"},
+                 "spec": {"displayName": "nb", "accessStrategy": {
+                     "name": strategy["metadata"]["name"],
+                     "namespace": strategy["metadata"]["namespace"]}}}
+    validate(workspace, WORKSPACE_CRD, "v1alpha1")
