@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -269,10 +270,11 @@ def test_an_idle_workspace_stops_itself_when_the_clock_passes_its_timeout(lab, n
     url = _available(lab, name)["status"]["accessURL"]
     lab.control.advance_clock(20_000)
     assert _get(url)[0] == 200  # activity: the timeout counts from here
-    lab.control.advance_clock(20_000)
+    lab.control.advance_clock(20_000)  # 40,000 s since it started, 20,000 since activity
+    time.sleep(0.5)  # the controller looks at once; nothing to stop yet
     assert lab.workspace(name)["spec"]["desiredStatus"] == "Running"
     assert lab.condition(name, "Available")["status"] == "True"
-    lab.control.advance_clock(20_000)
+    lab.control.advance_clock(20_000)  # 16,000 s of real time short: only the jump stops it
     wait_until(lambda: lab.workspace(name)["spec"]["desiredStatus"] == "Stopped", 5,
                what="the controller stopping the idle workspace")
     wait_until(lambda: lab.condition(name, "Stopped").get("status") == "True", 10,
@@ -342,15 +344,21 @@ def test_a_containers_script_writes_its_file_into_the_bucket(lab, name):
     assert _objects(lab, f"out/{name}/") == {f"out/{name}/a.txt": b"x\ny\n"}
 
 
-def test_a_hypd_ray_job_writes_under_s3_and_the_workspace_lists_it(lab, name):
-    """The data contract end to end: a job made by hypd's own recipe (`ray`, the body
-    {"recipe": "ray", "command": ["sh", "-c", "echo … > /s3/…"]}) writes a file; the
+@pytest.mark.parametrize("recipe", ["ray", "pytorch"])
+def test_a_hypd_job_writes_under_s3_and_the_workspace_lists_it(lab, name, recipe):
+    """The data contract end to end: a job made by hypd's own recipes — `ray` with the body
+    {"recipe": "ray", "command": ["sh", "-c", "echo … > $HYPD_OUTPUT_DIR/result.txt"]}, or
+    `pytorch` with `hyperpodrun … --no-python sh -c "…"` — writes a file under /s3; the
     workspace's URL lists it."""
     lab.kube.put_object(Crd("ray.io", "RayJob", "rayjobs").manifest())
-    spec = JobSpec(name=name, namespace="default", recipe="ray", image="rayproject/ray:2.9.0",
+    lab.kube.put_object(Crd("sagemaker.amazonaws.com", "HyperPodPyTorchJob",
+                            "hyperpodpytorchjobs").manifest())
+    script = ["sh", "-c", f"echo hello from {name} > $HYPD_OUTPUT_DIR/result.txt"]
+    command = script if recipe == "ray" else [
+        "hyperpodrun", "--nnodes=1", "--nproc-per-node=1", "--no-python", *script]
+    spec = JobSpec(name=name, namespace="default", recipe=recipe, image="rayproject/ray:2.9.0",
                    command=())
-    built = recipes.build("ray", spec, {"command": [
-        "sh", "-c", f"echo hello from {name} > $HYPD_OUTPUT_DIR/result.txt"]})
+    built = recipes.build(recipe, spec, {"command": command})
     lab.kube.put_object(built.manifest)
     key = f"jobs/{name}/output/result.txt"
     wait_until(lambda: _objects(lab, key), 15, what="the job's file in the bucket")
@@ -359,3 +367,23 @@ def test_a_hypd_ray_job_writes_under_s3_and_the_workspace_lists_it(lab, name):
     _create(lab, space)
     listing = json.loads(_get(_available(lab, space)["status"]["accessURL"])[2])
     assert key in [f["path"] for f in listing["files"]]
+
+
+def test_only_standard_output_to_a_file_is_written():
+    """The shell rule behind the writes: `>F`, `> F`, `1>F`, `>> F` send echo's line to the
+    file (not the log); `2>&1`, `2> F` and `<` do not; without a file sink nothing changes."""
+    from sandbox.simulator.programs import from_command_line
+
+    written: list[tuple[str, str, bool]] = []
+
+    def files(path: str, text: str, append: bool) -> None:
+        written.append((path, text, append))
+
+    script = ("echo a >/s3/a; echo -n b > /s3/b; echo c 1>/s3/c; echo d >> /s3/d; "
+              "echo e 2>&1; echo f 2> /s3/f; echo g < /s3/g")
+    program = from_command_line({"command": ["sh", "-c", script]}, files)
+    assert written == [("/s3/a", "a\n", False), ("/s3/b", "b", False), ("/s3/c", "c\n", False),
+                       ("/s3/d", "d\n", True)]
+    assert [line.text for line in program.lines if line.text] == ["e", "f", "g"]
+    plain = from_command_line({"command": ["sh", "-c", script]})
+    assert [line.text for line in plain.lines] == list("abcdefg")
