@@ -64,15 +64,19 @@ class LocalAwsApp:
         )
 
     def _simulator(self, kube: Any) -> ClusterSimulator:
-        """A cluster's controllers; its containers that upload reach this local AWS's S3."""
+        """A cluster's controllers; its containers that upload (and write under a bucket
+        mount) reach this local AWS's S3; its workspaces idle by this sandbox's clock."""
         simulator = ClusterSimulator(kube, self._speed, training=self.training)
 
         def has_secret_key(namespace: str, name: str, key: str) -> bool:
             secret = kube.get_object("v1", "Secret", name, namespace) or {}
             return key in (secret.get("data") or {})
 
-        simulator.programs.register(DownloadProgram(MotoObjects(), has_secret_key))
+        simulator.objects = MotoObjects()
+        simulator.programs.register(DownloadProgram(simulator.objects, has_secret_key))
         simulator.inference.aws = ManagedAws(lambda: self._inference_settings(kube.name))
+        simulator.workspaces.clock = self.clock  # idle time is the sandbox clock's
+        simulator.workspaces.timeline = self.transitions.timeline
         return simulator
 
     def _inference_settings(self, cluster: str) -> OperatorSettings | None:

@@ -14,6 +14,7 @@ the clock forward.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import json
@@ -67,6 +68,19 @@ class Timeline:
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         self._running_at: float | None = None  # the due time of the change running now
+        self._posted: collections.deque[tuple[float, Callable[[], None]]] = collections.deque()
+
+    def post(self, seconds: float, change: Callable[[], None]) -> None:
+        """`after`, for a thread that must never wait for the timeline's lock — a local
+        Kubernetes' event loop, which a running change (a cluster going with its EKS cluster)
+        may be waiting on. Queued without a lock (a deque's append is atomic) and taken in
+        at the next look at the clock; due `seconds` after now."""
+        self._posted.append((self.clock.now() + seconds, change))
+
+    def _take_posted(self) -> None:
+        while self._posted:
+            at, change = self._posted.popleft()
+            heapq.heappush(self._due, (at, next(self._order), change))
 
     def after(self, seconds: float, change: Callable[[], None]) -> None:
         """Run `change` once `seconds` of simulated time have passed."""
@@ -78,6 +92,7 @@ class Timeline:
         """Apply every change whose time has come; returns how many ran."""
         ran = 0
         with self._lock:
+            self._take_posted()
             now = self.clock.now()
             while self._due and self._due[0][0] <= now:
                 at, _, change = heapq.heappop(self._due)
@@ -93,10 +108,12 @@ class Timeline:
         """Drop every change not yet due (AWS state was reset: they would act on nothing)."""
         with self._lock:
             self._due.clear()
+            self._posted.clear()
 
     def pending(self) -> int:
         """Changes not yet due."""
         with self._lock:
+            self._take_posted()
             return len(self._due)
 
 

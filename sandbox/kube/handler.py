@@ -1,7 +1,8 @@
 """The HTTP front of a local Kubernetes: authentication, authorization, then the verb.
 
 One aiohttp request handler per cluster. Public paths (`/version`, `/healthz`, `/livez`,
-`/readyz`) answer anyone, as EKS lets `system:unauthenticated` read them. Everything else
+`/readyz`) answer anyone, as EKS lets `system:unauthenticated` read them; so does the
+workspaces' router under `/workspaces/` (not the API: see `WEB_PREFIX`). Everything else
 needs a cluster user: a request without a token is `system:anonymous` and gets 403, a token
 EKS would not accept (or whose principal no access entry names) gets 401. Then the access
 policies decide (403), and the request is served from the store.
@@ -51,6 +52,10 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS = "system:anonymous"
 _PUBLIC = ("/version", "/healthz", "/livez", "/readyz")
+WEB_PREFIX = "/workspaces/"
+"""Not the API: the router in front of the cluster's workspaces (the access strategy's,
+played by the simulator's workspace controller, `kube.web_router`), answered without a
+Kubernetes token, as a browser reaches a workspace."""
 _SCALABLE = frozenset(
     {
         ("apps", "deployments"),
@@ -178,6 +183,11 @@ class KubeHandler:
             if path == "/version":
                 return _json(discovery.version(self.kube.kubernetes_version))
             return web.Response(text="ok", content_type="text/plain")
+        router = self.kube.web_router
+        if router is not None and path.startswith(WEB_PREFIX):
+            status, content_type, body = router(request.method, request.path,
+                                                dict(request.headers))
+            return web.Response(status=status, body=body, content_type=content_type)
         who = self._authenticate(request)
         target = paths.parse(path)
         if target is None:
@@ -563,7 +573,7 @@ class KubeHandler:
                 "", "services") and self.kube.service_proxy is not None:
             status, content_type, body = self.kube.service_proxy(
                 namespace or "default", t.name or "", sub[len("proxy"):] or "/",
-                request.method, await request.read())
+                request.method, await request.read(), dict(request.headers))
             return web.Response(status=status, body=body, content_type=content_type)
         if sub in ("proxy",) or sub.startswith("proxy/"):
             raise KubeError(503, "ServiceUnavailable", "the sandbox runs no containers to proxy to")

@@ -60,8 +60,11 @@ class LocalKube:
         # what plays the cluster's controllers (the simulator): start()/stop() on the loop
         self.companions: list[Any] = []
         # the service proxy's far end, set by the simulator: (namespace, "[scheme:]svc:port",
-        # path, method, body) -> (status, content type, body)
-        self.service_proxy: Callable[[str, str, str, str, bytes], tuple[int, str, bytes]] | \
+        # path, method, body, headers) -> (status, content type, body)
+        self.service_proxy: Callable[..., tuple[int, str, bytes]] | None = None
+        # the router in front of the workspaces (handler.WEB_PREFIX), set by the simulator:
+        # (method, path, headers) -> (status, content type, body)
+        self.web_router: Callable[[str, str, dict[str, str]], tuple[int, str, bytes]] | \
             None = None
         # the local AWS's fault points (a write held before or after the store took it), its
         # injected faults (a write answered 429/5xx instead) and the write log (writes.py)

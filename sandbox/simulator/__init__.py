@@ -1,12 +1,17 @@
 """Plays what a live EKS cluster runs besides its API server, in each local Kubernetes.
 
 - `nodes`: HyperPod instances become Nodes (driven by the SageMaker gap);
-- `cluster`: per cluster, the controllers that react to objects — the volume binder
-  (`volumes`), the scheduler and the kubelets (`pods`), running containers as their
-  `programs` say (what a container prints, how long it runs, how it ends).
+- `cluster`: per cluster, the controllers that react to objects — the EBS provisioner
+  (`provisioner`) and the volume binder (`volumes`), the scheduler and the kubelets
+  (`pods`), running containers as their `programs` say (what a container prints, how long
+  it runs, how it ends, the files it writes into a mounted bucket: `s3files`).
 
-The Training and Inference simulators build on `cluster` (they create pods; the scheduler
-and kubelets run them) and on `programs` (a workload registers what its containers do).
+The Training, Inference and Workspace simulators build on `cluster` (they create pods or
+the workloads that make them; the scheduler and kubelets run them) and on `programs` (a
+workload registers what its containers do). The workspace controller (`workspaces`, the
+Spaces add-on's jupyter-k8s) also gives each workspace's server an HTTP face
+(`workspace_server`: its `/api/status` and a listing of the bucket at /s3, behind the
+cluster's `/workspaces/<namespace>/<name>/` router) and idles it by the sandbox clock.
 """
 
 from sandbox.simulator.nodes import (

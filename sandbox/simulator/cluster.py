@@ -4,7 +4,8 @@ One `ClusterSimulator` per cluster runs on the local Kubernetes' event loop. It 
 cluster's change feed (every write, through the API or in-process) and, whenever pods,
 nodes, volumes or claims change, reconciles:
 
-1. the binder (`volumes.plan`) binds claims to volumes;
+1. the EBS CSI provisioner (`provisioner.plan`) makes volumes for claims of its storage
+   classes, and the binder (`volumes.plan`) binds claims to volumes;
 2. the scheduler (`scheduling.place`) binds each unscheduled pod (`spec.nodeName`,
    condition PodScheduled, event `Scheduled`) or reports why it cannot (PodScheduled False
    `Unschedulable`, event `FailedScheduling`), trying again when the cluster changes;
@@ -35,7 +36,7 @@ from sandbox.kube.objects import now as stamp
 from sandbox.kube.patches import MERGE_PATCH
 from sandbox.kube.store import Event
 from sandbox.kube.streams import CLOSING
-from sandbox.simulator import scheduling, volumes
+from sandbox.simulator import provisioner, scheduling, volumes
 from sandbox.simulator.inference import InferenceOperator
 from sandbox.simulator.pods import (
     PULL_S,
@@ -47,18 +48,23 @@ from sandbox.simulator.pods import (
     qos_class,
 )
 from sandbox.simulator.programs import Line, Programs
+from sandbox.simulator.s3files import ScriptFiles
 from sandbox.simulator.training import TrainingBook, TrainingControllers
 from sandbox.simulator.workloads import PLURALS as WORKLOAD_PLURALS
 from sandbox.simulator.workloads import WORKLOAD_KINDS, Workloads
+from sandbox.simulator.workspaces import WorkspaceController
 
 log = logging.getLogger(__name__)
 
 WATCHED = frozenset({("", "pods"), ("", "nodes"), ("", "persistentvolumes"),
-                     ("", "persistentvolumeclaims")}) | WORKLOAD_KINDS
-VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
+                     ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
+                     ("storage.k8s.io", "csidrivers")}) | WORKLOAD_KINDS
+VOLUME_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims", "storageclasses",
+                          "csidrivers"})
 SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
 BINDER = "persistentvolume-controller"
+PROVISIONER = "ebs-csi-controller"
 MOUNT_RETRY_S = (0.5, 122.0)
 """The kubelet's volume manager tries a failed mount again after 0.5 s, doubling up to 2m2s."""
 
@@ -75,6 +81,11 @@ class ClusterSimulator:
         self.kube = kube
         self.speed = speed
         self.programs = programs or Programs()
+        self.objects: Any = None
+        """The local AWS's S3 (`downloads.ObjectStore`), set by the local AWS: where a
+        container's files under a bucket mount go (`s3files`); None keeps nothing."""
+        self.files = ScriptFiles(kube, lambda: self.objects)
+        self.programs.register(self.files)  # asked after every workload's own resolver
         self.training = TrainingControllers(self, training or TrainingBook())
         self.runs: dict[str, PodRun] = {}  # pod uid → its run
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
@@ -87,6 +98,7 @@ class ClusterSimulator:
         self._events: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
         self.workloads = Workloads(kube, self.programs)
         self.inference = InferenceOperator(self)
+        self.workspaces = WorkspaceController(self)
         kube.service_proxy = self.workloads.proxy
 
     # --- lifecycle (called on the cluster's event loop) ---------------------------------
@@ -129,6 +141,8 @@ class ClusterSimulator:
             return {"training-jobs"}
         if isinstance(item, Event) and self.inference.watches(item):
             return {"inference-endpoints"}
+        if isinstance(item, Event) and self.workspaces.watches(item):
+            return {"workspaces"}
         if not isinstance(item, Event) or (item.group, item.plural) not in WATCHED:
             return set()
         if item.plural == "pods" and item.type == "DELETED":
@@ -141,6 +155,8 @@ class ClusterSimulator:
         steps = []
         if changed & {"inference-endpoints", "deployments", "services"}:
             steps.append(self.inference.reconcile)
+        if changed & {"workspaces", "deployments", "services"}:
+            steps.append(self.workspaces.reconcile)
         if changed & WORKLOAD_PLURALS:
             steps.append(self.workloads.reconcile)
         if changed & VOLUME_KINDS:
@@ -229,7 +245,28 @@ class ClusterSimulator:
 
     # --- the binder -----------------------------------------------------------------------
 
+    def _provision(self) -> None:
+        """The EBS CSI provisioner and the default storage class (`provisioner.plan`)."""
+        kube = self.kube
+        drivers = {str(_md(d).get("name")) for d in kube.list_objects("storage.k8s.io/v1",
+                                                                      "CSIDriver")}
+        for action in provisioner.plan(self._list("persistentvolumeclaims"),
+                                       self._list("persistentvolumes"),
+                                       kube.list_objects("storage.k8s.io/v1", "StorageClass"),
+                                       drivers):
+            if action.verb == "claim":
+                self._patch("persistentvolumeclaims", action.namespace, action.name,
+                            action.body or {}, PROVISIONER)
+            elif action.verb == "create" and action.body is not None:
+                try:
+                    kube.store.put(action.body, PROVISIONER)
+                except (KubeError, ValueError):
+                    log.debug("simulator: volume %s not made", action.name)
+            else:
+                kube.store.remove(self._type("persistentvolumes"), None, action.name)
+
     def _bind_volumes(self) -> None:
+        self._provision()
         for change in volumes.plan(self._list("persistentvolumes"),
                                    self._list("persistentvolumeclaims")):
             plural = ("persistentvolumes" if change.kind == "PersistentVolume"

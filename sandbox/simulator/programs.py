@@ -11,7 +11,8 @@ with one small, deterministic rule:
   server that prints nothing and runs until stopped;
 - a shell (`sh`, `bash`, `ash`, `dash`, `zsh`) with `-c SCRIPT` runs the script's commands
   in order (`;`, `&&`, `||` and new lines separate them; `&&` stops at a failure, `||` runs
-  the next one only after a failure; redirections are dropped: `run_script`, which other
+  the next one only after a failure; redirections are dropped — except `echo … > FILE` (and
+  `>>`) into a mounted bucket, which puts the object (`s3files`): `run_script`, which other
   programs use too);
 - `echo [-n] [-e] WORDS...` prints the words joined by one space as one line;
 - `sleep N` (seconds; `s`, `m`, `h`, `d` suffixes) waits N simulated seconds;
@@ -36,6 +37,7 @@ from typing import Any
 SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
 _SLEEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)")
+_STDOUT = re.compile(r"^1?(>>?)([^&>].*)?$")  # standard output to a file: `>`, `>>`, `1>F`
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,8 @@ class Program:
     lines: tuple[Line, ...] = ()
     exit_code: int | None = 0
     tail_s: float = 0.0  # simulated seconds between the last line and the exit
-    serves: ModelServer | None = None
-    """An HTTP model server the container runs (what the service proxy reaches), if any."""
+    serves: ModelServer | HttpServer | None = None
+    """An HTTP server the container runs (what the service proxy reaches), if any."""
 
     @property
     def duration_s(self) -> float:
@@ -77,6 +79,15 @@ class ModelServer:
     kind: str
     model: str
     port: int
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    """Any other HTTP server a container runs: its port and what it answers —
+    `handle(path, method, body, headers)` → (status, content type, body)."""
+
+    port: int
+    handle: Callable[[str, str, bytes, dict[str, str]], tuple[int, str, bytes]]
 
 
 Resolver = Callable[[dict[str, Any], dict[str, Any]], Program | None]  # (pod, container)
@@ -157,44 +168,79 @@ def _simple(run: _Run, argv: list[str]) -> None:
         run.status = 0
 
 
+Redirected = Callable[[list[str], str, str], int]
+"""(argv, `>` or `>>`, the file) → status: a command whose output goes to a file."""
+
+
 def run_script(script: str, simple: Callable[[list[str]], int],
-               stopped: Callable[[], bool] = lambda: False) -> int:
+               stopped: Callable[[], bool] = lambda: False,
+               redirected: Redirected | None = None) -> int:
     """Run a `sh -c` script with the shell's list rules and answer its last status:
     `&&` runs the next command only after a success, `||` only after a failure (so
     `a && b || c && d` is `((a && b) || c) && d`). `simple(argv)` runs one command (words
     unquoted, `$VARIABLES` left as they are) and answers its status; `stopped()` ends the
-    script early (an `exit`, a command that never returns). Redirections (`>/dev/null`,
-    `2>&1`) are dropped: no file is written in the sandbox."""
+    script early (an `exit`, a command that never returns). A command whose standard output
+    goes to a file (`> FILE`, `>> FILE`, `1>FILE`) runs through `redirected` when one is
+    given (a file under a mounted bucket is an object: `s3files`); other redirections
+    (`2>&1`, `<`, `2> FILE`), and all of them without `redirected`, are dropped."""
     lexer = shlex.shlex(script.replace("\n", ";"), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     tokens = list(lexer)
     command: list[str] = []
     status, skip, target = 0, False, False
+    out: tuple[str, str] | None = None  # (operator, file) of the command's standard output
+    pending: str | None = None  # a bare stdout operator waiting for its file
     for token in [*tokens, ";"]:
         if token in (";", "&&", "||"):
             if not skip and command:
-                status = simple(command)
+                status = (redirected(command, *out) if redirected and out
+                          else simple(command))
             if stopped():
                 return status
-            command = []
+            command, out, pending = [], None, None
             skip = (token == "&&" and status != 0) or (token == "||" and status == 0)
         elif token in ("&", "|"):
             continue
         elif target:  # the file a bare `>` names
             target = False
+            if pending:
+                out, pending = (pending, token), None
         elif _REDIRECT.match(token):
             target = _REDIRECT.fullmatch(token) is not None
+            found = _STDOUT.fullmatch(token)
+            if found and target:
+                pending = found.group(1)
+            elif found and found.group(2):
+                out = (found.group(1), found.group(2))
         else:
             command.append(token)
     return status
 
 
-def _script(run: _Run, script: str) -> None:
+FileWrite = Callable[[str, str, bool], Callable[[], None] | None]
+"""(path, text, append) → what writing the text to that file does to the world (an object
+put in a mounted bucket), or None for a file nothing outside the container sees."""
+
+
+def _script(run: _Run, script: str, files: FileWrite | None = None) -> None:
     def simple(argv: list[str]) -> int:
         _simple(run, argv)
         return run.status
 
-    run_script(script, simple, lambda: run.forever or run.exited)
+    def redirected(argv: list[str], operator: str, path: str) -> int:
+        if not argv or os.path.basename(argv[0]) != "echo":
+            return simple(argv)  # what other commands write is not kept
+        args, newline = argv[1:], "\n"
+        while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
+            newline = "" if "n" in args[0] else newline
+            args = args[1:]
+        effect = files(path, " ".join(args) + newline, operator == ">>") if files else None
+        run.lines.append(Line(run.pending_s, None, effect))
+        run.pending_s, run.status = 0.0, 0
+        return 0
+
+    run_script(script, simple, lambda: run.forever or run.exited,
+               redirected if files is not None else None)
 
 
 DAEMONS = frozenset({"/controller", "/keda", "/keda-adapter", "/manager"})
@@ -212,8 +258,9 @@ def _daemon(argv: list[str], command: bool = True) -> bool:
         and argv[1].startswith(INCLUSTER_DIR))
 
 
-def from_command_line(container: dict[str, Any]) -> Program:
-    """The default rule (see the module's docstring)."""
+def from_command_line(container: dict[str, Any], files: FileWrite | None = None) -> Program:
+    """The default rule (see the module's docstring); `files`: where a script's `echo … >
+    FILE` goes (without it, redirections are dropped and echo prints)."""
     argv = [str(a) for a in (container.get("command") or [])] + [
         str(a) for a in (container.get("args") or [])
     ]
@@ -222,7 +269,7 @@ def from_command_line(container: dict[str, Any]) -> Program:
     run = _Run()
     if os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]:
         at = argv.index("-c")
-        _script(run, argv[at + 1] if at + 1 < len(argv) else "")
+        _script(run, argv[at + 1] if at + 1 < len(argv) else "", files)
     else:
         _simple(run, argv)
     return Program(

@@ -27,7 +27,10 @@ scheduler's FailedScheduling event, and a job's processes wait in their rendezvo
 its pods run (`_rendezvous`), so a job larger than the cluster waits — never Running, never
 Succeeded — instead of running its pods a few at a time.
 
-What a training container prints is this module's resolver in the cluster's `Programs` book:
+What a training container does is this module's resolver in the cluster's `Programs` book.
+Its own command is not run, except for the files its shell script writes into the bucket
+mounted at /s3 (`s3files`: a HyperPodPyTorchJob's `hyperpodrun … sh -c "echo … > /s3/…"`, a
+RayJob's entrypoint `sh -c "…"`), put once its rendezvous is complete. It prints
 a start line, then (once the rendezvous is complete) `steps` progress lines (step, loss,
 throughput), `lines_per_second` simulated, as the sandbox's training settings say
 (`/_sandbox/training`), then exit 0 — unless an armed pod
@@ -43,6 +46,7 @@ import copy
 import itertools
 import logging
 import math
+import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -258,11 +262,28 @@ class TrainingControllers:
             texts.append(f"{md.get('name')}: error: process exited with code "
                          f"{fault.exit_code} (sandbox fault {fault.id})")
         rate = settings.lines_per_second
-        work = self._timed(texts, rate) or (Line(0.0, None),)
+        work = (*self._writes(pod, container, job), *(self._timed(texts, rate)
+                                                      or (Line(0.0, None),)))
         gate = self._rendezvous(pod)
         work = (replace(work[0], gate=gate), *work[1:])
         return Program(lines=(*self._timed([f"{md.get('name')}: starting {job}"], rate), *work),
                        exit_code=fault.exit_code if fault else 0, tail_s=0.0)
+
+    def _writes(self, pod: dict[str, Any], container: dict[str, Any], job: str
+                ) -> tuple[Line, ...]:
+        """The files the job's own command writes under a bucket mount once it runs
+        (`s3files`): a HyperPodPyTorchJob's container command (`hyperpodrun … sh -c …`), a
+        RayJob's entrypoint (run on the head)."""
+        argv = [str(a) for a in (container.get("command") or [])] + [
+            str(a) for a in (container.get("args") or [])]
+        if _labels(pod).get(RAY_NODE_TYPE) == "head":
+            found = self.sim.kube.get_object(f"{RAYJOB[0]}/{RAYJOB[1]}", RAYJOB[3], job,
+                                             _md(pod).get("namespace")) or {}
+            try:
+                argv = shlex.split(str((found.get("spec") or {}).get("entrypoint") or ""))
+            except ValueError:
+                argv = []
+        return self.sim.files.effects(pod, container, argv)
 
     def _rendezvous(self, pod: dict[str, Any]) -> Callable[[], bool]:
         """Whether every pod of the pod's job runs: a distributed job's processes wait in

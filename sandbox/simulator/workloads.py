@@ -24,8 +24,9 @@ kube-controller-manager's controllers, as far as hypd's workloads need them:
 The service proxy (`/api/v1/namespaces/<ns>/services/[scheme:]<svc>:<port>/proxy/<path>`)
 sends a request to a ready endpoint of the Service, as the API server does; the container
 behind it answers as its program says: a model server (programs.model_server) answers
-OpenAI-compatible requests with a small deterministic completion; anything else refuses the
-connection.
+OpenAI-compatible requests with a small deterministic completion, another server
+(`programs.HttpServer`, e.g. a workspace's Jupyter server) as its handler says; anything else
+refuses the connection.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from sandbox.kube.objects import now as stamp
 from sandbox.kube.patches import MERGE_PATCH
 from sandbox.kube.selectors import matcher, parse_labels
 from sandbox.simulator import programs
-from sandbox.simulator.programs import ModelServer
+from sandbox.simulator.programs import HttpServer, ModelServer
 
 log = logging.getLogger(__name__)
 
@@ -515,7 +516,7 @@ class Workloads:
     # --- the service proxy ----------------------------------------------------------------
 
     def proxy(self, namespace: str, target: str, path: str, method: str,
-              body: bytes) -> tuple[int, str, bytes]:
+              body: bytes, headers: dict[str, str] | None = None) -> tuple[int, str, bytes]:
         """What the API server's service proxy answers: (status, content type, body)."""
         parts = target.split(":")
         if len(parts) == 3:
@@ -545,9 +546,11 @@ class Workloads:
             raise KubeError(503, "ServiceUnavailable",
                             f"error trying to reach service: dial tcp {ip}:{number}: "
                             "connect: connection refused")
+        if isinstance(server, HttpServer):
+            return server.handle(path, method, body, headers or {})
         return answer(server, str(_md(pod).get("name")), path, method, body)
 
-    def _server(self, pod: dict[str, Any], port: int | None) -> ModelServer | None:
+    def _server(self, pod: dict[str, Any], port: int | None) -> ModelServer | HttpServer | None:
         for container in (pod.get("spec") or {}).get("containers") or []:
             found = self.programs.program(pod, container).serves
             if found is not None and found.port == port:

@@ -1,0 +1,194 @@
+"""A workspace's Jupyter server as the sandbox plays it, and the router in front of it.
+
+The server (what the `workspace` container of a Workspace's pod runs, port 8888):
+
+- `GET …/api/status` answers as Jupyter Server does — `{"started", "last_activity",
+  "connections", "kernels"}`, times in RFC 3339 — and is not itself activity (the idle
+  detector polls it);
+- any other GET is activity, and answers a small page listing the files of the bucket
+  mounted at /s3 in that pod (`s3files`: the mount's claim → its volume → the Mountpoint
+  bucket and prefix → the objects in the local AWS's S3), as JSON when the request accepts
+  `application/json`; other methods are 405.
+
+Last activity starts when the server is first asked (the controller asks as soon as the
+workspace is Available) and is kept per pod: a restarted workspace is a new server. Times
+are the sandbox clock's (simulated seconds), written as wall-clock RFC 3339 from the moment
+the clock started.
+
+The router (`route`, served by the cluster's own HTTPS server under `/workspaces/`, see
+kube/handler.py `WEB_PREFIX`) plays an access strategy's reverse proxy:
+`/workspaces/<namespace>/<name>/<path>` goes to the Service `workspace-<name>-service`
+(its ready pod) with the whole path, as a router in front of a Jupyter server with that
+base URL does. An unknown workspace is 404; one that is not running (stopped, starting, no
+ready pod) is 503, as the router answers when no server is behind the route.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sandbox.kube.errors import KubeError
+from sandbox.simulator import s3files
+from sandbox.simulator.programs import HttpServer, Line, Program
+
+if TYPE_CHECKING:
+    from sandbox.simulator.cluster import ClusterSimulator
+
+PORT = 8888
+MOUNT = "/s3"
+ROUTE_PREFIX = "/workspaces/"
+NAME_LABEL = "workspace.jupyter.org/workspace-name"
+Answer = tuple[int, str, bytes]
+
+
+def _md(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _json(status: int, body: Any) -> Answer:
+    return status, "application/json", json.dumps(body).encode()
+
+
+def _text(status: int, text: str) -> Answer:
+    return status, "text/plain", text.encode()
+
+
+class WorkspaceServer:
+    """Every workspace server of one cluster, and its router."""
+
+    def __init__(self, sim: ClusterSimulator, now: Callable[[], float]) -> None:
+        self.sim = sim
+        self.now = now
+        self._epoch: float | None = None  # wall-clock seconds at simulated second 0
+        self._started: dict[str, float] = {}  # pod uid → when its server was first asked
+        self._activity: dict[str, float] = {}  # pod uid → its last activity
+
+    # --- time -----------------------------------------------------------------------------
+
+    def rfc3339(self, simulated: float) -> str:
+        if self._epoch is None:
+            self._epoch = time.time() - self.now()
+        moment = datetime.datetime.fromtimestamp(self._epoch + simulated, datetime.UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    def simulated(self, text: str, fmt: str = "RFC3339") -> float | None:
+        """Simulated seconds of a timestamp the server wrote (RFC 3339 or unix seconds)."""
+        if self._epoch is None:
+            self._epoch = time.time() - self.now()
+        try:
+            wall = float(text) if fmt == "unix" else datetime.datetime.fromisoformat(
+                text.replace("Z", "+00:00")).timestamp()
+        except (TypeError, ValueError):
+            return None
+        return wall - self._epoch
+
+    # --- the server -------------------------------------------------------------------------
+
+    @staticmethod
+    def workspace_of(pod: dict[str, Any]) -> str | None:
+        found = _md(pod).get("labels") or {}
+        if found.get("app") == "jupyter" and \
+                found.get("workspace.jupyter.org/component") == "workspace":
+            return found.get(NAME_LABEL)
+        return None
+
+    def program(self, pod: dict[str, Any]) -> Program:
+        name = _md(pod).get("name")
+        lines = (Line(0.0, "[I ServerApp] Jupyter Server is running at:"),
+                 Line(0.0, f"[I ServerApp] http://{name}:{PORT}/lab"))
+        return Program(lines=lines, exit_code=None, serves=HttpServer(
+            PORT, lambda path, method, body, headers: self.handle(pod, path, method, headers)))
+
+    def handle(self, pod: dict[str, Any], path: str, method: str,
+               headers: dict[str, str]) -> Answer:
+        uid = str(_md(pod).get("uid"))
+        now = self.now()
+        started = self._started.setdefault(uid, now)
+        last = self._activity.setdefault(uid, now)
+        if method != "GET":
+            return _json(405, {"message": "Method Not Allowed", "reason": None})
+        if path.rstrip("/").endswith("/api/status"):
+            return _json(200, {"started": self.rfc3339(started),
+                               "last_activity": self.rfc3339(last),
+                               "connections": 0, "kernels": 0})
+        self._activity[uid] = now
+        listing = self.listing(pod)
+        accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+        if "application/json" in accept:
+            return _json(200, listing)
+        return 200, "text/html", _page(listing).encode()
+
+    def listing(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """The files of the bucket mounted at /s3 in the pod's workspace container."""
+        workspace = self.workspace_of(pod)
+        container = next((c for c in (pod.get("spec") or {}).get("containers") or []
+                          if c.get("name") == "workspace"), {})
+        mount = s3files.mount_at(self.sim.kube, pod, container, MOUNT)
+        out: dict[str, Any] = {"workspace": workspace, "namespace": _md(pod).get("namespace"),
+                               "mount": MOUNT, "bucket": None, "prefix": "", "files": []}
+        if mount is None:
+            return out
+        out.update(bucket=mount.bucket, prefix=mount.prefix)
+        store = self.sim.objects
+        found = store.objects(mount.bucket, mount.prefix) if store is not None else None
+        out["files"] = sorted(({"path": key[len(mount.prefix):], "size": len(body)}
+                               for key, body in found or [] if key[len(mount.prefix):]),
+                              key=lambda f: f["path"])
+        return out
+
+    def last_activity_of(self, workspace: dict[str, Any], path: str,
+                         http_get: dict[str, Any]) -> float | None:
+        """What the controller's idle detector reads: GET the path on the workspace's
+        Service, the body's `lastActivityTimestamp.responseBodyPath` (simulated seconds;
+        None when the server does not answer or the field is missing)."""
+        md = _md(workspace)
+        stamp = http_get.get("lastActivityTimestamp") or {}
+        port = http_get.get("port") or PORT
+        try:
+            status, _, body = self.sim.workloads.proxy(
+                str(md.get("namespace")), f"workspace-{md['name']}-service:{port}", path,
+                "GET", b"")
+            value: Any = json.loads(body)
+        except (KubeError, ValueError):
+            return None
+        if status != 200:
+            return None
+        for part in str(stamp.get("responseBodyPath") or "last_activity").split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return None if value is None else self.simulated(str(value), stamp.get("format")
+                                                         or "RFC3339")
+
+    # --- the router -------------------------------------------------------------------------
+
+    def route(self, method: str, path: str, headers: dict[str, str]) -> Answer:
+        parts = path[len(ROUTE_PREFIX):].split("/") if path.startswith(ROUTE_PREFIX) else []
+        if len(parts) < 2 or not parts[0] or not parts[1]:
+            return _text(404, "404 page not found\n")
+        namespace, name = parts[0], parts[1]
+        workspace = self.sim.kube.get_object("workspace.jupyter.org/v1alpha1", "Workspace",
+                                             name, namespace)
+        if workspace is None:
+            return _text(404, "404 page not found\n")
+        try:
+            return self.sim.workloads.proxy(namespace, f"workspace-{name}-service:{PORT}",
+                                            path, method, b"", headers)
+        except KubeError:
+            return _text(503, "Service Unavailable\n")
+
+
+def _page(listing: dict[str, Any]) -> str:
+    title = html.escape(f"{listing['workspace']}: {listing['mount']}")
+    if listing["bucket"] is None:
+        body = f"<p>Nothing is mounted at {html.escape(listing['mount'])}.</p>"
+    else:
+        source = html.escape(f"s3://{listing['bucket']}/{listing['prefix']}")
+        items = "".join(f"<li>{html.escape(f['path'])} ({f['size']} bytes)</li>"
+                        for f in listing["files"]) or "<li>(empty)</li>"
+        body = f"<p>{source}</p><ul>{items}</ul>"
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
+            f"</head><body><h1>{title}</h1>{body}</body></html>")
