@@ -29,6 +29,9 @@ would crash a parser, is recorded like any refusal: a body 10,000 levels deep cr
 hook's own parse, and the attempt it refused went unrecorded. An entry whose target cannot be
 read is written with the target null rather than lost.
 
+`forced` says the request overrode a guard with `force=true` (it broke what depended on its
+target, or deleted another token's space), so an override is found without reading bodies.
+
 MCP calls reach the API with the caller's token and are audited like any request; a call the
 MCP server itself refuses (a hidden tool) never reaches the API and is not in the log.
 """
@@ -44,6 +47,7 @@ from typing import Any
 
 import redis
 from flask import Flask, Response, current_app, g, request
+from marshmallow import fields
 
 from app import intake, permissions
 from schemas.common import STREAM_ID_MAX
@@ -64,6 +68,8 @@ COLLECTIONS = {
     "features": "feature",
     "endpoints": "endpoint",
     "models": "model",
+    "jobs": "job",
+    "spaces": "space",
 }
 """URL collection → target path segment (DESIGN.md's targets)."""
 
@@ -119,7 +125,7 @@ def record_socket(path: str, principal: Any, status: int, outcome: str,
 
 def _entry(principal: Any, method: str, route: str, path: str, target: str | None,
            operation_id: str | None, outcome: str, status: int,
-           code: str | None) -> dict[str, Any]:
+           code: str | None, forced: bool = False) -> dict[str, Any]:
     return {
         "token": getattr(principal, "name", None),
         "role": getattr(principal, "role", None),
@@ -131,6 +137,7 @@ def _entry(principal: Any, method: str, route: str, path: str, target: str | Non
         "outcome": outcome,
         "status": status,
         "code": code,
+        "forced": forced,
     }
 
 
@@ -148,7 +155,8 @@ def _request_entry(response: Response) -> dict[str, Any]:
     outcome = ("refused" if 400 <= status < 500 else "failed" if status >= 500
                else "accepted" if operation else "done")
     return _entry(g.get("principal"), request.method, route, request.path, target,
-                  operation_id, outcome, status, error.get("code") if status >= 400 else None)
+                  operation_id, outcome, status, error.get("code") if status >= 400 else None,
+                  forced=str(request.args.get("force", "")).lower() in fields.Boolean.truthy)
 
 
 def _refused_target() -> str | None:
@@ -239,8 +247,8 @@ def _newest_first(conn: redis.Redis, before: str | None) -> Iterator[tuple[str, 
         return  # nothing is older than 0-0
     while True:
         page = conn.xrevrange(AUDIT_KEY, max=upper, min="-", count=PAGE)
-        for entry_id, fields in page:
-            yield entry_id, json.loads(fields["data"])
+        for entry_id, stored in page:
+            yield entry_id, json.loads(stored["data"])
         if len(page) < PAGE:
             return
         upper = f"({page[-1][0]}"

@@ -128,14 +128,37 @@ def _place(arg: str, cluster: str | None, region: str) -> str:
     return f"{flag}={placed}"
 
 
-def render(dep: Dependency, region: str, cluster: str | None = None) -> list[dict[str, Any]]:
+MANIFEST_VALUES = ("spaces_url",)
+"""The values a manifest's strings may name as `${name}` (a part of a string: the access
+strategy's URL template starts with the address people open spaces at), filled at install."""
+
+
+def _filled(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _filled(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, values) for v in value]
+    if isinstance(value, str) and "${" in value:
+        for name in MANIFEST_VALUES:
+            if "${" + name + "}" in value:
+                if name not in values:
+                    raise DependencyError(f"a manifest names ${{{name}}}, which the install "
+                                          "did not give")
+                value = value.replace("${" + name + "}", values[name])
+    return value
+
+
+def render(dep: Dependency, region: str, cluster: str | None = None,
+           values: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The dependency's manifests ready to apply: images resolved for the region, the
-    cluster's name and region placed in the arguments that ask for them, and each object
+    cluster's name and region placed in the arguments that ask for them, `${name}` values
+    filled (MANIFEST_VALUES; a delete needs none: names never hold them), and each object
     labelled with hypd's labels and the dependency, annotated with its version."""
     out = []
     for file in dep.manifests:
         for doc in _manifest_file(file):
-            obj = kube.stamped(copy.deepcopy(doc))
+            obj = kube.stamped(_filled(copy.deepcopy(doc), values) if values is not None
+                               else copy.deepcopy(doc))
             metadata = obj["metadata"]
             metadata["labels"][DEPENDENCY_LABEL] = dep.name
             metadata["annotations"] = {**(metadata.get("annotations") or {}),
@@ -339,7 +362,7 @@ def apply(action: Action, eks: Any, api: ApiClient | None, cluster: str, region:
         if api is None:
             raise ValueError("applying manifests needs a kubernetes ApiClient")
         applied, kept = [], []
-        for obj in render(dep, region, cluster):
+        for obj in render(dep, region, cluster, values or {}):
             name = f"{obj['kind']}/{obj['metadata']['name']}"
             if serving_certs.service_of(obj):
                 # made once, never applied again: a re-run must not rotate the certificate

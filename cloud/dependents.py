@@ -105,6 +105,7 @@ from cloud import (
     kube,
     models,
     networks,
+    spaces,
     storage,
     training,
 )
@@ -408,15 +409,11 @@ def in_network(ec2: Any, eks_client: Any, sm: Any, view: Mapping[str, Any], *,
 
 # -- a managed feature being turned off ---------------------------------------------------------
 
-WORKSPACE_API = "workspace.jupyter.org/v1alpha1"
-WORKSPACE_KIND = "Workspace"
-
-
 def workspaces(api: Any) -> list[dict[str, Any]]:
     """Every Workspace on the cluster (any namespace, whoever made it), sorted by namespace
     and name; none when the cluster does not serve the kind (the Spaces add-on is not
     installed)."""
-    return sorted(kube.list_objects(api, WORKSPACE_API, WORKSPACE_KIND),
+    return sorted(kube.list_objects(api, spaces.API_VERSION, spaces.KIND),
                   key=lambda w: (_md(w).get("namespace") or "", _md(w).get("name") or ""))
 
 

@@ -42,6 +42,7 @@ PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 """Where AWS serves the Price List API (GetProducts); any of them prices every region."""
 LOG_FORMATS = ("text", "json")
 _POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:policy/[\w+=,.@/-]+$")
+_HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
 DEFAULT_MODEL_DOWNLOAD_IMAGE = "python:3.12-slim"
 """A stock Python image: the download Job pip-installs its tools into it at every run."""
 _IMAGE = re.compile(
@@ -113,6 +114,10 @@ class Settings:
     """The image of the model download Job (cloud/models.py): one that already has the
     tools (deploy/images/model-download/Dockerfile) skips their install, and so the Job
     needs no way to PyPI."""
+    spaces_url: str | None = None
+    """Where people open Dev spaces: the base address of the router in front of the
+    clusters' workspaces (the access strategy renders `<base>/workspaces/<ns>/<name>/`);
+    unset: each cluster's own endpoint."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -150,6 +155,7 @@ class Settings:
             aws_read_timeout_s=_float(env, "HYPD_AWS_READ_TIMEOUT_S", 30.0),
             model_download_image=(env.get("HYPD_MODEL_DOWNLOAD_IMAGE")
                                   or DEFAULT_MODEL_DOWNLOAD_IMAGE),
+            spaces_url=(env.get("HYPD_SPACES_URL") or "").rstrip("/") or None,
         )
         settings.check()
         return settings
@@ -172,6 +178,9 @@ class Settings:
             raise SettingsError("HYPD_MODEL_DOWNLOAD_IMAGE must be a container image reference "
                                 "(registry/repository:tag or @sha256:digest), got "
                                 f"{self.model_download_image!r}")
+        if self.spaces_url and not _HTTPS_URL.match(self.spaces_url):
+            raise SettingsError("HYPD_SPACES_URL must be an https:// address (scheme, host, "
+                                f"optional port and path), got {self.spaces_url!r}")
         if self.aws_read_timeout_s <= 0:
             raise SettingsError("HYPD_AWS_READ_TIMEOUT_S must be above 0")
         if self.sandbox_speed <= 0:

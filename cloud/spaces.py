@@ -43,6 +43,9 @@ SPACE_LABEL = "hypd.io/space"
 OWNER_ANNOTATION = "hypd.io/owner"
 OPERATION_ANNOTATION = "hypd.io/operation"
 ACCESS_STRATEGY = {"name": "hypd-web", "namespace": "jupyter-k8s-system"}
+STORAGE_CLASS = "hypd-spaces-gp3"
+"""The home volume's class, which the spaces feature writes (EBS gp3): new EKS clusters have
+no default class."""
 PORT = 8888
 HOME = "/home/sagemaker-user"
 """The SageMaker Distribution's user home (the operator's default, /home/jovyan, is the
@@ -107,7 +110,8 @@ def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, An
             "desiredStatus": desired,
             "resources": space.resources(),
             "nodeSelector": {INSTANCE_GROUP_LABEL: space.instance_group},
-            "storage": {"size": f"{space.home_gib}Gi", "mountPath": HOME},
+            "storage": {"size": f"{space.home_gib}Gi", "mountPath": HOME,
+                        "storageClassName": STORAGE_CLASS},
             "volumes": [{"name": S3_VOLUME, "persistentVolumeClaimName": storage.DEFAULT_CLAIM,
                          "mountPath": storage.DEFAULT_MOUNT_PATH}],
             "idleShutdown": idle,
@@ -140,13 +144,6 @@ def listing(api: ApiClient) -> list[dict[str, Any]]:
     found = kube.list_objects(api, API_VERSION, KIND, NAMESPACE,
                               label_selector={kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE})
     return sorted(found, key=lambda w: _md(w)["name"])
-
-
-def every_workspace(api: ApiClient) -> list[str]:
-    """`namespace/name` of every Workspace on the cluster, hypd's or not (what turning the
-    operator off would orphan)."""
-    return sorted(f"{_md(w).get('namespace')}/{_md(w)['name']}"
-                  for w in kube.list_objects(api, API_VERSION, KIND))
 
 
 def owner(ws: Mapping[str, Any]) -> str | None:

@@ -31,6 +31,9 @@ class AuditEntrySchema(Schema):
                                                                     "its close code or 202)"})
     code = fields.String(allow_none=True, required=True,
                          metadata={"description": "the error code of a refusal or failure"})
+    forced = fields.Boolean(metadata={
+        "description": "the request overrode a guard with force=true: it broke what depended "
+                       "on its target, or deleted another token's space"})
 
 
 class AuditQuerySchema(Schema):

@@ -168,6 +168,7 @@ from cloud import (
 )
 from cloud.aws import CLUSTER_TAG, tags_for
 from cloud.dependencies import ADDON, AUTOSCALING, HYPERPOD, MANIFESTS, TIERED_STORAGE, Dependency
+from cloud.settings import Settings
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.engine.store import live_operations
 from tasks.outcomes import guarded, output
@@ -234,6 +235,15 @@ def _values(ctx: StepContext, src: features.Sources, dep: Dependency) -> dict[st
             raise StepFailed(f"HyperPod cluster {src.hyperpod_name} is gone", "not_found")
         values["hyperpod_cluster_arn"] = found["arn"]
     return values
+
+
+def _manifest_values(ctx: StepContext, src: features.Sources) -> dict[str, str]:
+    """What a manifest names (`${spaces_url}`: where people open spaces — the setting, or
+    the cluster's own endpoint)."""
+    base = Settings.from_env().spaces_url
+    if not base:
+        base = str((eks.describe(src.eks, _cluster(ctx)) or {}).get("endpoint") or "").rstrip("/")
+    return {"spaces_url": base}
 
 
 def _settled(ctx: StepContext, names: list[str]) -> dict[str, list[str]]:
@@ -445,7 +455,7 @@ def wait_enabled(ctx: StepContext) -> float | None:
         src = _sources(ctx)
         try:
             for dep in later:
-                _install(ctx, src, [dep])
+                _install(ctx, src, [dep], values=_manifest_values(ctx, src))
         except kube.KubeError as exc:
             if exc.http_status != 404:
                 raise

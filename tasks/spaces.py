@@ -89,6 +89,14 @@ def apply_workspace(ctx: StepContext) -> dict[str, Any]:
 
 @guarded
 def wait_running(ctx: StepContext) -> float | None:
+    """Until the editor runs — or until the operator itself stopped it for idleness (its
+    `desiredStatus` turned Stopped: it ran, and nobody used it within its idle time)."""
+    ws = _found(ctx)
+    if spaces.desired(ws) == words.DESIRED_STOPPED:
+        ctx.detail("stopped by its idle shutdown before anyone used it; start it again to "
+                   "use it")
+        ctx.record(idle_stopped=True)
+        return None
     left = _until(ctx, words.RUNNING)
     if left is None:
         ws = _found(ctx)

@@ -190,7 +190,7 @@ class Space(MethodView):
 
         def impact() -> mutations.Impact:
             ref, _, ws = _existing(cluster, name)
-            params["region"] = ref.region
+            params.update(region=ref.region, owner=spaces.owner(ws))
             if not query.get("dry_run"):
                 _own(ws, cluster, bool(query.get("force")))
             home = spaces.asked(ws).home_gib

@@ -54,7 +54,7 @@ def test_an_operation_and_a_viewers_refused_mutation_are_audited(stack, story):
         "id": accepted["id"], "at": accepted["at"], "token": "operator", "role": "operator",
         "method": "POST", "route": "POST /api/v1/networks", "path": "/api/v1/networks",
         "target": f"network/{name}", "operation_id": op["id"], "outcome": "accepted",
-        "status": 202, "code": None}
+        "status": 202, "code": None, "forced": False}
     assert (refused["role"], refused["route"], refused["status"], refused["code"],
             refused["operation_id"]) == ("viewer", "DELETE /api/v1/networks/<name>", 403,
                                          "forbidden", None)

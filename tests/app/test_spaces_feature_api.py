@@ -12,7 +12,7 @@ import uuid
 import pytest
 from kubernetes import client as k8s
 
-from cloud import dependents, kube
+from cloud import dependents, kube, spaces
 from tests.app.featurekit import features, get, kube_api, patch, role_names, state, toggle
 from tests.app.test_clusters_api import _body, _client, _create
 
@@ -49,7 +49,7 @@ def _association_role(stack, cluster: str, namespace: str, account: str) -> str 
 
 
 def _workspace(name: str, namespace: str = "default") -> dict:
-    return {"apiVersion": dependents.WORKSPACE_API, "kind": dependents.WORKSPACE_KIND,
+    return {"apiVersion": spaces.API_VERSION, "kind": spaces.KIND,
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"displayName": name, "desiredStatus": "Running",
                      "accessStrategy": {"name": "hypd-web",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cloud import dependents, inference, kube, storage, training
+from cloud import dependents, inference, kube, spaces, storage, training
 from cloud.dependents import Dependent, InUse
 
 JOB_LABEL = training.JOB_LABEL
@@ -197,7 +197,7 @@ def test_each_features_users(cluster):
 def test_spaces_off_breaks_every_workspace_in_any_namespace(cluster):
     def workspace(name: str, namespace: str, hypds: bool = False) -> dict[str, Any]:
         labels = {kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE} if hypds else {}
-        return {"apiVersion": dependents.WORKSPACE_API, "kind": dependents.WORKSPACE_KIND,
+        return {"apiVersion": spaces.API_VERSION, "kind": spaces.KIND,
                 "metadata": {"name": name, "namespace": namespace, "labels": labels},
                 "spec": {"displayName": name}}
 

@@ -39,6 +39,7 @@ SAMPLES = {
     "HYPD_AWS_READ_TIMEOUT_S": "120",
     "HYPD_MODEL_DOWNLOAD_IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/"
                                  "hypd-model-download:0.34.4",
+    "HYPD_SPACES_URL": "https://spaces.example.com",
 }
 """A valid value other than the default for every variable."""
 
@@ -97,6 +98,8 @@ def test_every_setting_is_documented_with_its_default():
     ("HYPD_ROLE_BOUNDARY_ARN", "arn:aws:iam::123456789012:role/hypd/x"),
     ("HYPD_MODEL_DOWNLOAD_IMAGE", "python:3.12-slim; curl x | sh"),
     ("HYPD_MODEL_DOWNLOAD_IMAGE", "Registry/Image:1"), ("HYPD_MODEL_DOWNLOAD_IMAGE", "img:"),
+    ("HYPD_SPACES_URL", "http://spaces.example.com"),
+    ("HYPD_SPACES_URL", "https://spaces.example.com/?token=x"),
 ])
 def test_new_settings_refuse_values_hypd_cannot_run_with(variable, value):
     with pytest.raises(SettingsError, match=variable):

@@ -11,16 +11,38 @@ import copy
 import jsonschema
 import pytest
 
-from cloud import addons, dependencies
+from cloud import addons, dependencies, spaces
 from tests.crdkit import validate
 
 CRD = "workspace.jupyter.org_workspaceaccessstrategies.yaml"
 WORKSPACE_CRD = "workspace.jupyter.org_workspaces.yaml"
 
 
+BASE = "https://spaces.example.com"
+
+
+def _objects() -> list[dict]:
+    return addons.render(dependencies.by_name()["spaces-access-strategy"], "us-west-2",
+                         values={"spaces_url": BASE})
+
+
 def _rendered() -> dict:
-    [strategy] = addons.render(dependencies.by_name()["spaces-access-strategy"], "us-west-2")
+    [strategy] = [o for o in _objects() if o["kind"] == "WorkspaceAccessStrategy"]
     return strategy
+
+
+def test_the_home_volumes_class_is_ebs_gp3_bound_where_the_pod_lands():
+    [cls] = [o for o in _objects() if o["kind"] == "StorageClass"]
+    assert cls["metadata"]["name"] == spaces.STORAGE_CLASS
+    assert (cls["provisioner"], cls["parameters"]["type"]) == ("ebs.csi.aws.com", "gp3")
+    assert cls["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_the_url_base_is_filled_at_install_and_never_left_as_a_placeholder():
+    assert _rendered()["spec"]["accessURLTemplate"].startswith(f"{BASE}/workspaces/")
+    dep = dependencies.by_name()["spaces-access-strategy"]
+    with pytest.raises(dependencies.DependencyError, match="spaces_url"):
+        addons.render(dep, "us-west-2", values={})
 
 
 def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
@@ -35,7 +57,7 @@ def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
     validate(strategy, CRD, "v1alpha1")
     # minimal: what the CRD requires, and the URL the controller writes to each space's status
     assert set(strategy["spec"]) == {"displayName", "accessResourceTemplates",
-                                     "accessURLTemplate"}
+                                     "accessURLTemplate", "applicationBasePathTemplate"}
     assert strategy["spec"]["accessResourceTemplates"] == []
     assert "{{ .Workspace.Name }}" in strategy["spec"]["accessURLTemplate"]
 

@@ -18,6 +18,7 @@ const LABELS = {
   autoscaling: 'Managed autoscaling',
   observability: 'Observability',
   task_governance: 'Task governance',
+  spaces: 'Spaces (JupyterLab, Code Editor)',
 };
 const MECHANISMS = { 'pod-identity': 'EKS Pod Identity', irsa: 'IRSA (OIDC)', hyperpod: 'the cluster\'s ClusterRole' };
 const FOLLOW_MS = 1500;
