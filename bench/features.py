@@ -31,7 +31,7 @@ from tests.app.test_clusters_api import _body, _create
 from tests.stack import Stack
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling",
-            "observability", "task_governance")
+            "observability", "task_governance", "spaces")
 
 
 def _stats(ms: list[float]) -> str:

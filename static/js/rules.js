@@ -3,12 +3,12 @@
 // that could drift: the name rule, capacity types, EFA modes, Kubernetes versions, stages,
 // default CIDR, count bounds, an instance group's choices, node health values and statuses,
 // how many node ids one batch call takes, the managed features' option bounds, an endpoint's
-// kinds, services, routing per kind and bounds, a download's sources, a space's editors and
-// bounds; and the product's words
+// kinds, services, routing per kind and bounds, a download's sources; and the product's words
 // (hypd's vocabulary package): an operation's statuses (which are finished, which active), a
 // step's phases, a stage's statuses, the roles, the capacity types, and the EFA rule an instance type must meet.
-// Views name a word as `rules.status.SUCCEEDED`, never as a string of their own. Labels and
-// hints stay here; they are presentation.
+// Views name a word as `rules.status.SUCCEEDED`, never as a string of their own; a view may
+// read its own resource's fields with `rules.field(schema, name)`. Labels and hints stay
+// here; they are presentation.
 
 export let rules = null;
 
@@ -89,11 +89,13 @@ export function rulesFrom(doc) {
   const ep = (f) => field('EndpointCreate', f);
   const tokens = field('Invoke', 'max_tokens');
   const download = (f) => field('ModelDownload', f);
-  const space = (f) => field('SpaceCreate', f);
-  const bounds = (f) => ({ min: space(f).minimum, max: space(f).maximum, default: space(f).default });
   const opStatus = field('Operation', 'status');
   const phase = field('Step', 'phase');
   return {
+    // a view reads the fields of its own resource through these (views/spaces.js does),
+    // so a new resource's page needs no block here
+    field,
+    pathParam,
     status: words(opStatus.enum),
     finished: new Set(opStatus['x-hypd-finished']),
     active: new Set(opStatus['x-hypd-active']),
@@ -119,17 +121,6 @@ export function rulesFrom(doc) {
       repo: new RegExp(download('repo').pattern),
       s3Uri: new RegExp(download('s3_uri').pattern),
       defaultRevision: download('revision').default,
-    },
-    spaces: {
-      appTypes: space('app_type').enum,
-      defaultAppType: space('app_type').default,
-      image: new RegExp(space('image').pattern),
-      cpu: bounds('cpu'),
-      memoryGib: bounds('memory_gib'),
-      gpus: bounds('gpus'),
-      homeGib: bounds('home_gib'),
-      idleMinutes: bounds('idle_shutdown_minutes'),
-      state: words(field('Space', 'state').enum),
     },
     name: { re: new RegExp(name.pattern), rule: name.description, maxLength: 32 },
     defaultCidr: field('NetworkCreate', 'cidr').default,

@@ -1,23 +1,40 @@
 // #/clusters/<name>/spaces — Dev spaces: JupyterLab and Code Editor on the cluster, each with
 // the cluster's bucket at /s3 (the claim the jobs mount) and its own home volume. Listed with
 // state, owner, size, node and idle time; created from a form whose bounds and choices come
-// from the API's document (rules.spaces); opened, stopped, started and deleted in place. Only
+// from the API's document (`spaceRules`, through rules.field); opened, stopped, started and deleted in place. Only
 // a space's owner may change it: the others' buttons are disabled and say whose it is.
 
 import { api, isAbort, mutator, fieldErrors, canMutate, session } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
-import { rules, validateName } from '../rules.js';
+import { rules, validateName, words } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { preview, usedBy, withForce } from '../in_use.js';
 
 const REFRESH_MS = 3000;
 const EDITORS = { jupyterlab: 'JupyterLab', 'code-editor': 'Code Editor' };
 
+/** The form's choices and bounds and the states, from the API's document. */
+function spaceRules() {
+  const f = (name) => rules.field('SpaceCreate', name);
+  const bounds = (name) => ({ min: f(name).minimum, max: f(name).maximum, default: f(name).default });
+  return {
+    appTypes: f('app_type').enum,
+    defaultAppType: f('app_type').default,
+    image: new RegExp(f('image').pattern),
+    cpu: bounds('cpu'),
+    memoryGib: bounds('memory_gib'),
+    gpus: bounds('gpus'),
+    homeGib: bounds('home_gib'),
+    idleMinutes: bounds('idle_shutdown_minutes'),
+    state: words(rules.field('Space', 'state').enum),
+  };
+}
+
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const base = `/api/v1/clusters/${encodeURIComponent(cluster)}/spaces`;
   const send = mutator();
-  const S = rules.spaces;
+  const S = spaceRules();
   const list = h('div', { testid: 'spaces-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
 
   const number = (id, label, b, hint) => {
