@@ -20,7 +20,8 @@ command -v redis-server >/dev/null || packages+=(redis-server)
 kubectl_from_pypi=""
 if [ "$what" = test ]; then
   [ -x /usr/bin/chromium ] || packages+=(chromium)
-  # Node.js for the MCP test whose client is the official TypeScript MCP SDK
+  # Node.js for the MCP test whose client is the official TypeScript MCP SDK, and for
+  # Spectral (the OpenAPI linter)
   command -v node >/dev/null || packages+=(nodejs)
   command -v npm >/dev/null || packages+=(npm)
   # kubectl for the tests of the user's own tools: Debian's apt sources do not carry it on
@@ -65,6 +66,14 @@ if [ "$what" = test ] && ! grep -qs '"version": "1.32.2"' \
     "$ts_client/node_modules/@modelcontextprotocol/sdk/package.json"; then
   echo "dev.sh: installing the TypeScript MCP SDK (npm ci) into $ts_client" >&2
   npm ci --prefix "$ts_client" --no-audit --no-fund --loglevel=error
+fi
+# Spectral, the OpenAPI linter tests/app/test_openapi_lint.py runs on the live document,
+# pinned by tests/app/openapi_lint/package-lock.json
+openapi_lint=tests/app/openapi_lint
+if [ "$what" = test ] && ! grep -qs '"version": "6.16.3"' \
+    "$openapi_lint/node_modules/@stoplight/spectral-cli/package.json"; then
+  echo "dev.sh: installing Spectral (npm ci) into $openapi_lint" >&2
+  npm ci --prefix "$openapi_lint" --no-audit --no-fund --loglevel=error
 fi
 
 if [ "$what" = run ]; then

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Flask, g, send_from_directory
 
-from app import audit, auth, errors, intake
+from app import audit, auth, errors, intake, openapi
 from app.api import register_blueprints
 from app.permissions import access
 from app.ws import install as install_ws
@@ -39,16 +39,7 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
     app.extensions["hypd.engine"] = engine(settings)
     app.extensions["hypd.redis"] = redis_client(settings.redis)
 
-    api = errors.EnvelopeApi(
-        app,
-        spec_kwargs={
-            "info": {"description": "Control panel for EKS + SageMaker HyperPod clusters."},
-            "components": {
-                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
-            },
-            "security": [{"bearer": []}],
-        },
-    )
+    api = errors.EnvelopeApi(app, spec_kwargs=openapi.spec_kwargs())
     errors.register(app)
     register_blueprints(api)
     install_ws(app)

@@ -132,6 +132,10 @@ class EnvelopeApi(Api):
 
     ERROR_SCHEMA = ErrorSchema
 
+    def _register_pagination_header(self) -> None:
+        """None: hypd pages with its own cursors (`next_cursor`, `next_before`), never
+        flask-smorest's page header, whose schema would stand unused in the document."""
+
     def handle_http_exception(self, error: HTTPException):
         status = error.code or 500
         data = getattr(error, "data", None) or {}

@@ -79,7 +79,8 @@ def audit_entry(req: Any, status: int, code: str) -> dict[str, Any]:
     path = (getattr(req, "path", None) or "-")[:PATH_KEPT]
     return {"token": None, "role": None, "method": method,
             "route": f"{method} (refused before routing)", "path": path, "target": None,
-            "operation_id": None, "outcome": "refused", "status": status, "code": code}
+            "operation_id": None, "outcome": "refused", "status": status, "code": code,
+            "forced": False}
 
 
 class EnvelopeWorker(ThreadWorker):

@@ -18,6 +18,7 @@ blp = Blueprint("audit", __name__, url_prefix="/api/v1/audit",
 @access(Role.OPERATOR)
 @blp.arguments(AuditQuerySchema, location="query")
 @blp.response(200, AuditListSchema)
+@blp.doc(operationId="list_audit")
 def audit_log(query):
     """List audit entries, newest first (filter by target, token name, outcome). Operators
     only: the log says who did what."""

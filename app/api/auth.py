@@ -15,6 +15,7 @@ blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authen
 @blp.route("/whoami")
 @access(Role.VIEWER)
 @blp.response(200, WhoamiSchema)
+@blp.doc(operationId="whoami")
 def whoami():
     """The name and role of the calling token."""
     principal = auth.current()

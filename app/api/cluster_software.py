@@ -25,6 +25,7 @@ blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
 @access(Role.OPERATOR)
 @blp.arguments(SoftwareUpdateSchema)
 @blp.response(202, MutationReplySchema)
+@blp.doc(operationId="update_cluster_software")
 def software_update(body, name):
     """Update the HyperPod software (AMI, drivers, agents) of the cluster's nodes, group by
     group and node by node as AWS rolls it out; running pods on a node being updated are
@@ -51,6 +52,7 @@ def software_update(body, name):
 @blp.arguments(KubernetesUpgradeSchema)
 @blp.response(202, MutationReplySchema)
 @blp.alt_response(200, schema=NoChangeSchema, description="the cluster runs that version")
+@blp.doc(operationId="upgrade_kubernetes")
 def kubernetes_upgrade(body, name):
     """Upgrade the cluster's EKS Kubernetes version one minor version (EKS allows no
     bigger step), then move its EKS add-ons to the new version's defaults. The control

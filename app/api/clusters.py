@@ -72,6 +72,7 @@ def _preflight(body: dict[str, Any], region: str) -> dict[str, Any]:
 class Clusters(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, ClusterListSchema)
+    @blp.doc(operationId="list_clusters")
     def get(self):
         """List clusters: those hypd created (by tags) and imported ones."""
         return {"items": readmodel.listing()}
@@ -82,6 +83,7 @@ class Clusters(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=PlanSchema, description="the plan, with ?dry_run=true")
     @blp.alt_response(412, description="a quota or reservation does not cover the request")
+    @blp.doc(operationId="create_cluster")
     def post(self, body, query):
         """Create a cluster in stages: network, EKS, activate, dependencies, HyperPod,
         storage. With `?dry_run=true`, answer the plan and an hourly cost estimate."""
@@ -120,6 +122,7 @@ class Clusters(MethodView):
 class Cluster(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, ClusterSchema)
+    @blp.doc(operationId="get_cluster")
     def get(self, name):
         """A cluster: EKS and HyperPod state, stages, instance groups, nodes by health,
         features, recent HyperPod events."""
@@ -128,6 +131,7 @@ class Cluster(MethodView):
     @mutations.destructive(blp, ClusterDeleteQuerySchema, own_200=(
         ForgottenSchema, "an imported cluster: forgotten, AWS untouched"),
         conflict="an EKS cluster hypd did not make")
+    @blp.doc(operationId="delete_cluster")
     def delete(self, query, name):
         """Delete what hypd made for the cluster, in reverse order (load balancers and
         volumes first). Refused (409 in_use, naming each) while work runs on it — training
@@ -179,6 +183,7 @@ def _wants_yaml(query: dict[str, Any]) -> bool:
 @blp.response(200, KubeconfigSchema, description=_KUBECONFIG_REPLY)
 @blp.alt_response(200, schema={"type": "string"}, content_type=KUBECONFIG_YAML, success=True,
                   description=_KUBECONFIG_REPLY)
+@blp.doc(operationId="get_kubeconfig")
 def kubeconfig(query, name):
     """A kubeconfig for the cluster (authenticates with `aws eks get-token`): JSON, or the
     file itself with `?format=yaml`."""
@@ -200,6 +205,7 @@ def kubeconfig(query, name):
 @access(Role.OPERATOR)
 @blp.arguments(StagePathSchema, location="path")
 @blp.response(202, MutationReplySchema)
+@blp.doc(operationId="run_cluster_stage")
 def run_stage(path, name, stage):
     """Re-run one stage of a cluster's create on its own (it adopts what exists)."""
     found = readmodel.find(name)
@@ -213,6 +219,7 @@ def run_stage(path, name, stage):
 @access(Role.OPERATOR)
 @blp.arguments(ClusterImportSchema)
 @blp.response(201, ClusterSchema)
+@blp.doc(operationId="import_cluster")
 def import_cluster(body):
     """Adopt an existing EKS (and HyperPod) cluster read-only: listable and usable; deleting
     it in hypd never deletes its AWS resources."""
@@ -234,6 +241,7 @@ def import_cluster(body):
 class ActiveCluster(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, ActiveClusterReplySchema)
+    @blp.doc(operationId="get_active_cluster")
     def get(self):
         """The calling token's active cluster."""
         return {"name": active.get_active(context.redis_conn(), auth.current().name)}
@@ -241,6 +249,7 @@ class ActiveCluster(MethodView):
     @access(Role.OPERATOR)
     @blp.arguments(ActiveClusterSchema)
     @blp.response(200, ActiveClusterReplySchema)
+    @blp.doc(operationId="set_active_cluster")
     def put(self, body):
         """Choose the calling token's active cluster (a per-token default)."""
         name = readmodel.find(body["name"]).name
@@ -252,6 +261,7 @@ class ActiveCluster(MethodView):
 @access(Role.VIEWER)
 @blp.arguments(PreflightQuerySchema, location="query")
 @blp.response(200, PreflightSchema)
+@blp.doc(operationId="preflight")
 def run_preflight(query):
     """Read-only checks of service quotas and training-plan reservations for a capacity
     request, with what is missing and how to ask for it."""

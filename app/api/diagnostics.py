@@ -20,6 +20,7 @@ blp = Blueprint("diagnostics", __name__, url_prefix="/api/v1/clusters",
 @blp.arguments(DiagnosticPathSchema, location="path")
 @blp.arguments(DiagnosticQuerySchema, location="query")
 @blp.response(200, DiagnosisSchema)
+@blp.doc(operationId="diagnose_cluster")
 def diagnose(path, query, cluster, kind):
     """Diagnose a cluster, changing nothing: `creation` (failed stages with their step
     and AWS's message, HyperPod's failure and error events, nodes in Failure),

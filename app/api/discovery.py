@@ -32,6 +32,7 @@ def zones_in(region: str) -> list[dict]:
 @access(Role.VIEWER)
 @blp.arguments(ZoneQuerySchema, location="query")
 @blp.response(200, ZoneListSchema)
+@blp.doc(operationId="list_availability_zones")
 def availability_zones(query):
     """Availability zones of a region."""
     region = query.get("region") or context.settings().region
@@ -42,6 +43,7 @@ def availability_zones(query):
 @access(Role.VIEWER)
 @blp.arguments(InstanceTypeQuerySchema, location="query")
 @blp.response(200, InstanceTypeListSchema)
+@blp.doc(operationId="list_instance_types")
 def instance_types(query):
     """Accelerator instance types offered in an availability zone (GPU, EFA, memory)."""
     region = query.get("region") or context.settings().region

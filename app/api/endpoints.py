@@ -134,6 +134,7 @@ def _check_new(found: ClusterRef, ep: Endpoint, bucket: str) -> None:
 class Endpoints(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, EndpointListSchema)
+    @blp.doc(operationId="list_endpoints")
     def get(self, cluster):
         """List a cluster's inference endpoints: kind, model, replicas ready, Services and
         load balancer address, a pool's workers and their models, and any operation
@@ -151,6 +152,7 @@ class Endpoints(MethodView):
         "exceeds_capacity: more replicas times GPUs (or an autoscaling max) than the cluster "
         "can ever hold, with the numbers; validation_failed: an instance type none of its "
         "groups has"))
+    @blp.doc(operationId="create_endpoint")
     def post(self, body, cluster):
         """Create an inference endpoint: managed (an InferenceEndpointConfig for the HyperPod
         inference operator: tiered KV cache, intelligent routing, autoscaling) or a vLLM,
@@ -173,6 +175,7 @@ class Endpoints(MethodView):
 class EndpointItem(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, EndpointSchema)
+    @blp.doc(operationId="get_endpoint")
     def get(self, cluster, name):
         """One endpoint, read from the cluster."""
         return endpoints_model.one(readmodel.find(cluster), name)
@@ -184,6 +187,7 @@ class EndpointItem(MethodView):
     @blp.alt_response(422, schema=ErrorSchema, description=(
         "exceeds_capacity: replicas or an autoscaling max the cluster can never hold, with "
         "the numbers"))
+    @blp.doc(operationId="update_endpoint")
     def patch(self, body, cluster, name):
         """Change an endpoint: only the fields present — replicas, autoscaling bounds,
         routing — each compared with the endpoint as the cluster holds it. Already as asked:
@@ -209,6 +213,7 @@ class EndpointItem(MethodView):
         return mutations.submit(ENDPOINT_UPDATE, target(cluster, name), params)
 
     @mutations.destructive(blp)
+    @blp.doc(operationId="delete_endpoint")
     def delete(self, query, cluster, name):
         """Delete an endpoint: every object hypd made for it (the Deployment and its pods,
         Services and load balancer, router, ScaledObject, InferenceEndpointConfig). A model
@@ -283,6 +288,7 @@ class Reassign(MethodView):
     @blp.arguments(ReassignSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="the worker already serves it")
+    @blp.doc(operationId="reassign_endpoint_worker")
     def post(self, body, cluster, name):
         """Reassign a pool worker to another model (or to unassigned): only the worker's
         model label changes, so the pod is kept and its binding Service follows the label."""
@@ -334,6 +340,7 @@ class Invoke(MethodView):
     @blp.arguments(InvokeSchema)
     @blp.response(200, InvokeReplySchema)
     @blp.alt_response(409, description="no server is ready behind the endpoint's Service")
+    @blp.doc(operationId="invoke_endpoint")
     def post(self, body, cluster, name):
         """Send one test completion (OpenAI-compatible, `POST /v1/completions`) to the
         endpoint's own Service through the Kubernetes API server's service proxy (for a

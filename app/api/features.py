@@ -34,6 +34,7 @@ def _url(cluster: str) -> str:
 class Features(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, FeaturesSchema)
+    @blp.doc(operationId="get_features")
     def get(self, cluster):
         """Each managed feature as it actually is — add-ons and their status, IAM roles and
         their trust, service accounts, Pod Identity associations, HyperPod's
@@ -44,6 +45,7 @@ class Features(MethodView):
     @blp.arguments(FeaturesPatchSchema)
     @mutations.destructive(blp, own_200=(
         NoChangeSchema, "already as asked: nothing sent to AWS or Kubernetes"))
+    @blp.doc(operationId="update_features")
     def patch(self, body, query, cluster):
         """Turn managed features on or off, or change their options: only the fields
         present are acted on, each compared with the actual state. Already as asked: 200

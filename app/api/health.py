@@ -18,6 +18,7 @@ blp = Blueprint("health", __name__, description="Health")
 @access(PUBLIC)
 @blp.response(200, HealthSchema)
 @blp.alt_response(503, schema=None, description="Redis unreachable")
+@blp.doc(operationId="get_health")
 def healthz():
     """Is the panel up (and can it reach Redis)?"""
     try:

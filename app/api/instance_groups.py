@@ -101,6 +101,7 @@ def _plan_zones(checks: dict[str, Any]) -> list[str]:
 class InstanceGroups(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, InstanceGroupListSchema)
+    @blp.doc(operationId="list_instance_groups")
     def get(self, cluster):
         """A cluster's instance groups, read from AWS: type, counts, capacity type, EFA mode,
         zone, labels and taints, nodes by status, and the operation changing each."""
@@ -110,6 +111,7 @@ class InstanceGroups(MethodView):
     @blp.arguments(InstanceGroupCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a quota or the training plan does not cover it")
+    @blp.doc(operationId="add_instance_group")
     def post(self, body, cluster):
         """Add an instance group: type and count, capacity type (on-demand, spot or a
         training plan), EFA mode and subnet placement fixed now for its life; labels,
@@ -145,6 +147,7 @@ class InstanceGroups(MethodView):
 class InstanceGroup(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, InstanceGroupSchema)
+    @blp.doc(operationId="get_instance_group")
     def get(self, cluster, name):
         """One instance group, read from AWS."""
         return groups_model.read(readmodel.find(cluster)).view(name)
@@ -153,6 +156,7 @@ class InstanceGroup(MethodView):
     @blp.arguments(InstanceGroupPatchSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
+    @blp.doc(operationId="update_instance_group")
     def patch(self, body, cluster, name):
         """Change an instance group: only the fields present are acted on. Count, threads
         per core, labels, taints, deep health checks and the lifecycle script may change;
@@ -185,6 +189,7 @@ class InstanceGroup(MethodView):
 
     @mutations.destructive(blp, InstanceGroupDeleteQuerySchema,
                            conflict="the cluster's last group (conflict)")
+    @blp.doc(operationId="delete_instance_group")
     def delete(self, query, cluster, name):
         """Delete an instance group and its own compute subnet. Refused while it is the
         cluster's last group, and (409 in_use, naming them) while pods that would not come

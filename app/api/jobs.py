@@ -152,6 +152,7 @@ class Jobs(MethodView):
     @access(Role.VIEWER)
     @blp.arguments(JobListQuerySchema, location="query")
     @blp.response(200, JobListSchema)
+    @blp.doc(operationId="list_jobs")
     def get(self, query, cluster):
         """List a cluster's training jobs (hypd's HyperPodPyTorchJobs and RayJobs, and those
         being submitted), newest state first read from the cluster; filter by state or
@@ -176,6 +177,7 @@ class Jobs(MethodView):
         "autoscaling maxima times GPUs and EFA per node; the message and details give the "
         "numbers); validation_failed: an instance group it does not have (named with those "
         "it has), elastic limits"))
+    @blp.doc(operationId="submit_job")
     def post(self, body, cluster):
         """Submit a training job from a recipe: torchrun, llama-factory, ms-swift
         (HyperPodPyTorchJob, needs the training_operator feature), verl (RayJob; KubeRay is
@@ -210,6 +212,7 @@ class Jobs(MethodView):
 class Job(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, JobSchema)
+    @blp.doc(operationId="get_job")
     def get(self, cluster, job):
         """One job: state, pods with their nodes, restarts, recovery budget (restarts used
         of allowed), recent events, and the MLflow tracking server and experiment it logs
@@ -225,6 +228,7 @@ class Job(MethodView):
         return found
 
     @mutations.destructive(blp)
+    @blp.doc(operationId="delete_job")
     def delete(self, query, cluster, job):
         """Delete a job: its operator stops it and its pods go with it (an operation that
         waits until they are gone). A job that has not finished is live work: refused (409
@@ -256,6 +260,7 @@ class JobLogs(MethodView):
     @access(Role.VIEWER)
     @blp.arguments(JobLogsQuerySchema, location="query")
     @blp.response(200, JobLogsSchema)
+    @blp.doc(operationId="get_job_logs")
     def get(self, query, cluster, job):
         """A job's log lines, each tagged with its pod, oldest first: the last `tail` lines
         of each pod (or one `pod`), from `since` (RFC 3339) on; `previous=true` reads a
@@ -294,6 +299,7 @@ class JobLogs(MethodView):
 class TrainingLimits(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, TrainingLimitsSchema)
+    @blp.doc(operationId="get_training_limits")
     def get(self):
         """What elastic training cannot be combined with (one table, with its source), and
         the recipes a job can be submitted with."""

@@ -19,6 +19,7 @@ blp = Blueprint("metrics", __name__, description="Prometheus metrics")
     "description": "Prometheus text exposition format",
     "content": {"text/plain": {"schema": {"type": "string"}}},
 }})
+@blp.doc(operationId="get_metrics")
 def prometheus():
     """Prometheus metrics: operations by kind and status, step durations, AWS calls and
     errors by service and API, open WebSockets, sweeper pickups. A viewer token's: scrape

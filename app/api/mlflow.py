@@ -54,6 +54,7 @@ def _changeable(cluster: str) -> ClusterRef:
 class Mlflow(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, MlflowSchema)
+    @blp.doc(operationId="get_mlflow")
     def get(self, cluster):
         """The cluster's MLflow tracking server: state (none, creating, attaching, ready,
         settling, detaching, failed, unavailable), its ARN, URL and status in SageMaker,
@@ -67,6 +68,7 @@ class Mlflow(MethodView):
                       description="that tracking server is attached already: nothing sent")
     @blp.alt_response(409, description="another tracking server is attached (detach it "
                                        "first), or the cluster is busy or not ACTIVE")
+    @blp.doc(operationId="set_mlflow")
     def put(self, body, cluster):
         """Create hypd's MLflow tracking server for the cluster (no tracking_server: named
         hypd-<cluster>, artifacts under mlflow/ of the cluster's bucket, about 20 minutes on
@@ -109,6 +111,7 @@ class Mlflow(MethodView):
 
     @mutations.destructive(blp)
     @blp.alt_response(404, description="no tracking server is attached")
+    @blp.doc(operationId="detach_mlflow")
     def delete(self, query, cluster):
         """Detach the cluster's tracking server: new jobs stop logging to it, the jobs' role,
         service accounts and Pod Identity associations go, and the tracking server itself
@@ -140,6 +143,7 @@ class MlflowUiUrl(MethodView):
     @access(Role.OPERATOR)
     @blp.response(200, MlflowUiUrlSchema)
     @blp.alt_response(404, description="no tracking server is attached")
+    @blp.doc(operationId="get_mlflow_ui_url")
     def get(self, cluster):
         """A presigned URL of the attached tracking server's MLflow UI (experiments, runs
         and their metrics), to open within 5 minutes. It is a credential: made on request,

@@ -32,6 +32,7 @@ blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
 class Models(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, ModelListSchema)
+    @blp.doc(operationId="list_models")
     def get(self, cluster):
         """The models under models/ in the cluster's bucket (files and bytes), and the
         downloads running or failed, with their progress."""
@@ -40,6 +41,7 @@ class Models(MethodView):
     @access(Role.OPERATOR)
     @blp.arguments(ModelDownloadSchema)
     @blp.response(202, MutationReplySchema)
+    @blp.doc(operationId="download_model")
     def post(self, body, cluster):
         """Download a model into the cluster's bucket under models/<name>/: a Hugging Face
         model (id and revision; a hub token only by the Secret holding it) or an S3 prefix,
@@ -74,6 +76,7 @@ class Models(MethodView):
 class Model(MethodView):
     @mutations.destructive(blp)
     @blp.alt_response(404, description="nothing under models/<name>/ in the bucket")
+    @blp.doc(operationId="remove_model")
     def delete(self, query, cluster, name):
         """Remove a model from the cluster's bucket: every file under models/<name>/ (an
         operation on the model, so not while it downloads). Refused (409 in_use, naming

@@ -36,6 +36,7 @@ class Networks(MethodView):
     @access(Role.VIEWER)
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkListSchema)
+    @blp.doc(operationId="list_networks")
     def get(self, query):
         """List the networks hypd made (found by their tags)."""
         return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
@@ -44,6 +45,7 @@ class Networks(MethodView):
     @blp.arguments(NetworkCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a network of that name exists or is being changed")
+    @blp.doc(operationId="create_network")
     def post(self, body):
         """Create a network: VPC, public and private subnets in two or more zones, gateways,
         routes, a security group and an S3 endpoint."""
@@ -76,6 +78,7 @@ class Network(MethodView):
     @access(Role.VIEWER)
     @blp.arguments(NetworkQuerySchema, location="query")
     @blp.response(200, NetworkSchema)
+    @blp.doc(operationId="get_network")
     def get(self, query, name):
         """One network hypd made, with its subnets and gateways."""
         found = networks.get_network(aws.client("ec2", region=_region(query)), name)
@@ -84,6 +87,7 @@ class Network(MethodView):
         return found
 
     @mutations.destructive(blp, NetworkDeleteQuerySchema)
+    @blp.doc(operationId="delete_network")
     def delete(self, query, name):
         """Delete a network: every resource tagged with it, in reverse order. Refused (409
         in_use, naming each) while a cluster — made by hypd, imported or anyone's — or any

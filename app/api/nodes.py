@@ -38,6 +38,7 @@ class Nodes(MethodView):
     # an instance, not the class: webargs would build one per request on a paging route
     @blp.arguments(NodeListQuerySchema(), location="query")
     @blp.response(200, NodeListSchema)
+    @blp.doc(operationId="list_nodes")
     def get(self, query, cluster):
         """A cluster's nodes, a page at a time, ordered by node id: each HyperPod instance
         (group, type, status and its message) with its Kubernetes Node (Ready, HyperPod's
@@ -54,6 +55,7 @@ class Nodes(MethodView):
 class Node(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, NodeDetailSchema)
+    @blp.doc(operationId="get_node")
     def get(self, cluster, node_id):
         """One node, read now: HyperPod's description (status and message, zone, IP,
         capacity type, labels, taints), its Kubernetes Node's conditions, the pods on it
@@ -130,6 +132,7 @@ def _action_route(action: str, refused_state: str):
 
 
 @_action_route("reboot", "a node is not Running")
+@blp.doc(operationId="reboot_nodes")
 def reboot(body, cluster):
     """Reboot nodes (BatchRebootClusterNodes, a soft recovery: the OS restarts, the instance
     and its local disks stay). Pods on them are disrupted: their controllers reschedule
@@ -140,6 +143,7 @@ def reboot(body, cluster):
 
 
 @_action_route("replace", "a node is neither Running nor in Failure")
+@blp.doc(operationId="replace_nodes")
 def replace(body, query, cluster):
     """Replace nodes (BatchReplaceClusterNodes): each instance is terminated and a new one
     (a new node id) takes its place in the same group. Data on the instance's local disks
@@ -152,6 +156,7 @@ def replace(body, query, cluster):
 
 
 @_action_route("delete", "a node is already shutting down")
+@blp.doc(operationId="delete_nodes")
 def delete(body, query, cluster):
     """Delete nodes (BatchDeleteClusterNodes): the instances are terminated and not
     replaced, and each one's instance group shrinks by one (its target count drops). Pods

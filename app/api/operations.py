@@ -47,6 +47,7 @@ class Operations(MethodView):
     @access(Role.VIEWER)
     @blp.arguments(OperationQuerySchema, location="query")
     @blp.response(200, OperationListSchema)
+    @blp.doc(operationId="list_operations")
     def get(self, query):
         """List operations, newest first (filter by status, kind, target)."""
         engine = context.engine()
@@ -62,6 +63,7 @@ class Operation(MethodView):
     @blp.arguments(OperationWaitSchema(), location="query")
     @blp.response(200, OperationSchema)
     @blp.alt_response(304, description="not changed since the ETag sent as If-None-Match")
+    @blp.doc(operationId="get_operation")
     def get(self, query, operation_id):
         """Read an operation; with `wait`, long-poll for its next change. The reply carries
         an ETag: a poller that sends it back as If-None-Match gets 304 while nothing
@@ -77,6 +79,7 @@ class Operation(MethodView):
 @blp.route("/<string:operation_id>/cancel", methods=["POST"])
 @access(Role.OPERATOR)
 @blp.response(202, OperationOnlySchema)
+@blp.doc(operationId="cancel_operation")
 def cancel(operation_id):
     """Cancel: at once if queued, otherwise at the next step boundary. A cluster's create
     (or stage re-run) answers its next actions too: read the cluster — what it left in AWS
@@ -94,6 +97,7 @@ def cancel(operation_id):
 @blp.route("/<string:operation_id>/retry", methods=["POST"])
 @access(Role.OPERATOR)
 @blp.response(202, MutationReplySchema)
+@blp.doc(operationId="retry_operation")
 def retry(operation_id):
     """Retry a failed or cancelled operation from its failed step (same id); the steps a
     cancel skipped run. A cluster's operation is refused (409) once the cluster was deleted

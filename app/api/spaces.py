@@ -94,6 +94,7 @@ def _existing(cluster: str, name: str) -> tuple[ClusterRef, Any, dict[str, Any]]
 class Spaces(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, SpaceListSchema)
+    @blp.doc(operationId="list_spaces")
     def get(self, cluster):
         """The cluster's spaces: state, owner, editor, size, instance group, URL (and those
         being created)."""
@@ -112,6 +113,7 @@ class Spaces(MethodView):
     @blp.alt_response(422, schema=ErrorSchema, description=(
         "exceeds_capacity: more than one node of the instance group can ever offer; "
         "validation_failed: an instance group the cluster does not have"))
+    @blp.doc(operationId="create_space")
     def post(self, body, cluster):
         """Create a space: JupyterLab or Code Editor (image: the SageMaker Distribution
         unless named), its vCPUs, memory and GPUs on one instance group, a home volume, the
@@ -148,6 +150,7 @@ class Spaces(MethodView):
 class Space(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, SpaceSchema)
+    @blp.doc(operationId="get_space")
     def get(self, cluster, name):
         """One space: state, owner, URL and the port-forward a remote IDE uses, idle time,
         its pod and node (or why it waits), resources, mounts, recent events."""
@@ -161,6 +164,7 @@ class Space(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
+    @blp.doc(operationId="update_space")
     def patch(self, body, cluster, name):
         """Change a space's vCPUs, memory, GPUs or idle shutdown (only the fields present).
         A running space restarts its editor with them (its home volume and /s3 stay). Already
@@ -183,6 +187,7 @@ class Space(MethodView):
     @mutations.destructive(blp)
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's "
                                                            "(force=true deletes it anyway)")
+    @blp.doc(operationId="delete_space")
     def delete(self, query, cluster, name):
         """Delete a space: its editor, its pod and its home volume (files under /s3 stay in
         the bucket). Only its owner, or any operator with force=true."""
@@ -224,6 +229,7 @@ class SpaceStop(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already stopped: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
+    @blp.doc(operationId="stop_space")
     def post(self, cluster, name):
         """Stop a space: its pod goes (no compute used), its home volume and settings stay;
         start it again with …/start."""
@@ -236,6 +242,7 @@ class SpaceStart(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=NoChangeSchema, description="already running: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
+    @blp.doc(operationId="start_space")
     def post(self, cluster, name):
         """Start a stopped space (also one its idle shutdown stopped): the operation ends when
         the editor runs again."""

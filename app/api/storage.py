@@ -88,6 +88,7 @@ def _check_new(cluster: ClusterRef, body: dict[str, Any]) -> None:
 class StorageItems(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, StorageListSchema)
+    @blp.doc(operationId="list_storage")
     def get(self, cluster):
         """List a cluster's storage: what is mounted (hypd's PV + PVC) with its bucket or file
         system and state, the workloads using each, and items being created or deleted."""
@@ -101,6 +102,7 @@ class StorageItems(MethodView):
     @blp.alt_response(409, description="the name is taken, or the cluster is busy or not "
                                        "ACTIVE")
     @access(Role.OPERATOR)
+    @blp.doc(operationId="add_storage")
     def post(self, body, cluster):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx
         for Lustre file system, mounted as a PVC named after it."""
@@ -122,6 +124,7 @@ class StorageItems(MethodView):
 class StorageItem(MethodView):
     @access(Role.VIEWER)
     @blp.response(200, StorageSchema)
+    @blp.doc(operationId="get_storage")
     def get(self, cluster, name):
         """One storage item: its claim, bucket or file system, state and users."""
         items, _ = storage_model.items(readmodel.find(cluster))
@@ -130,6 +133,7 @@ class StorageItem(MethodView):
         return items[name]
 
     @mutations.destructive(blp, DestroyQuerySchema)
+    @blp.doc(operationId="remove_storage")
     def delete(self, query, cluster, name):
         """Remove storage: its PVC and PV, and the bucket or file system only if hypd made it
         for this item. Refused (409 in_use, naming each) while a running pod, job,

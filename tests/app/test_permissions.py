@@ -268,6 +268,7 @@ def test_a_route_without_a_declaration_refuses_the_start(monkeypatch):
     undeclared = Blueprint("stray", __name__)
 
     @undeclared.route("/api/v1/stray", methods=["POST"])
+    @undeclared.doc(operationId="stray")  # named (app/openapi.py), only its role is missing
     def stray():
         return {"ok": True}
 
@@ -304,6 +305,7 @@ def test_a_change_declared_open_to_a_viewer_refuses_the_start(monkeypatch):
 
     @stray.route("/api/v1/stray", methods=["POST"])
     @access("viewer")
+    @stray.doc(operationId="open_change")
     def open_change():
         return {"ok": True}
 
@@ -320,6 +322,7 @@ def test_a_dry_run_that_reaches_submit_records_nothing(monkeypatch, redis_url, r
 
     @stray.route("/api/v1/stray", methods=["POST"])
     @access("operator", dry_run=True)
+    @stray.doc(operationId="forgetful")
     def forgetful():
         return mutations.submit(NETWORK_CREATE, "network/stray", {"name": "stray"})
 

@@ -92,3 +92,22 @@ def test_every_description_points_to_another_tool_and_names_only_real_ones() -> 
         named = {w for w in words if w.split("_")[0] in verbs and not w.startswith("status_")}
         assert named <= names, (tool.name, sorted(named - names))
         assert named - {tool.name}, f"{tool.name}: its description names no other tool"
+
+
+def test_each_tool_is_named_by_its_route_s_operation_id() -> None:
+    """One vocabulary: a route's operationId (declared by the route, app/openapi.py) is the
+    name of the tool that calls it. The tools that are not their route's own call — a
+    planning tool always sending dry_run=true, a waiting tool following a route another tool
+    reads — are the MCP server's alone and name no operation (tests/test_faces.py)."""
+    operation_ids = {(m.upper(), p): op["operationId"]
+                     for p, item in real_openapi()["paths"].items()
+                     for m, op in item.items() if m != "parameters"}
+    own = [t for t in TOOLS if not (t.fixed_query or t.follows)]
+    mismatched = sorted(f"{t.name}: {t.method} {t.path} is {operation_ids[(t.method, t.path)]}"
+                        for t in own if operation_ids[(t.method, t.path)] != t.name)
+    assert not mismatched, "tools not named as their routes' operationIds: " + \
+        "; ".join(mismatched)
+    routes = [(t.method, t.path) for t in own]
+    assert len(routes) == len(set(routes)), "a route has two tools of its own"
+    extras = {t.name for t in TOOLS} - {t.name for t in own}
+    assert extras and not extras & set(operation_ids.values())
