@@ -35,3 +35,114 @@ def test_every_route_is_in_the_openapi_document(stack):
             if method in ("get", "post", "put", "patch", "delete"):
                 assert op.get("summary"), (path, method)
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+# -- the document's conventions (app/openapi.py), read from the app itself -------------------
+
+CHANGES = ("post", "put", "patch", "delete")
+
+
+def _document() -> dict:
+    from tests.mcp_server.mcp_fake_api import real_openapi
+
+    return real_openapi()
+
+
+def _operations(document: dict):
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method != "parameters":
+                yield method, path, operation
+
+
+def _resolve(document: dict, node: dict) -> dict:
+    while "$ref" in node:
+        target = document
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def test_every_operation_has_a_snake_case_name_and_a_description() -> None:
+    document = _document()
+    names = []
+    for method, path, op in _operations(document):
+        assert re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", op.get("operationId", "")), \
+            (method, path)
+        names.append(op["operationId"])
+        assert op.get("description"), (method, path)
+        assert op["description"].startswith(op["summary"]), (method, path)
+    assert len(names) == len(set(names)) >= 70
+    networks = document["paths"]["/api/v1/networks"]
+    assert (networks["get"]["operationId"], networks["post"]["operationId"]) == (
+        "list_networks", "create_network")
+
+
+def test_every_change_documents_the_idempotency_headers_as_the_api_honours_them() -> None:
+    from app.mutations import MAX_KEY_LEN
+    from tasks.engine.store import IDEMPOTENCY_TTL_S
+
+    document = _document()
+    key = document["components"]["parameters"]["IdempotencyKey"]
+    ttl = document["components"]["parameters"]["IdempotencyTTL"]
+    assert (key["in"], key["name"], key["schema"]["maxLength"]) == (
+        "header", "Idempotency-Key", MAX_KEY_LEN)
+    assert (ttl["in"], ttl["name"], ttl["schema"]["maximum"]) == (
+        "header", "Idempotency-TTL", IDEMPOTENCY_TTL_S)
+    refs = {"#/components/parameters/IdempotencyKey", "#/components/parameters/IdempotencyTTL"}
+    for method, path, op in _operations(document):
+        used = {p.get("$ref") for p in op.get("parameters", [])}
+        assert (refs <= used) == (method in CHANGES), (method, path)
+
+
+def test_every_error_reply_is_the_envelope_and_keeps_the_route_s_words() -> None:
+    document = _document()
+    for method, path, op in _operations(document):
+        role = op["x-hypd-role"]
+        assert ("401" in op["responses"]) == (role != "public"), (method, path)
+        assert ("403" in op["responses"]) == (role == "operator"), (method, path)
+        for status, response in op["responses"].items():
+            if status[0] not in "45" and status != "default":
+                continue
+            response = _resolve(document, response)
+            schema = _resolve(document, response["content"]["application/json"]["schema"])
+            body = _resolve(document, schema["properties"]["error"])
+            assert schema["required"] == ["error"], (method, path, status)
+            assert {"code", "message"} <= set(body["required"]), (method, path, status)
+            assert response["description"], (method, path, status)
+    conflict = document["paths"]["/api/v1/networks"]["post"]["responses"]["409"]
+    assert conflict["description"] == "a network of that name exists or is being changed"
+
+
+def test_a_route_without_a_name_or_with_another_s_refuses_the_start(monkeypatch) -> None:
+    """As a route without a role does (app/permissions.py): the name is the route's to
+    declare, and a generated client's function or a tool would otherwise have none."""
+    import pytest
+    from flask_smorest import Blueprint
+
+    import app as app_module
+    from app import create_app, openapi
+    from app.auth import TokenTable
+    from app.permissions import access
+    from cloud.settings import Settings
+
+    real = app_module.register_blueprints
+    for name, error in ((None, "no operationId"), ("Stray-Name", "no operationId"),
+                        ("create_network", "both named 'create_network'")):
+        stray = Blueprint(f"stray{abs(hash(name))}", __name__)
+
+        def view():
+            return {}
+
+        if name is not None:
+            view = stray.doc(operationId=name)(view)
+        stray.route("/api/v1/stray", methods=["POST"])(access("operator")(view))
+
+        def with_stray(api, blueprint=stray):
+            real(api)
+            api.register_blueprint(blueprint)
+
+        monkeypatch.setattr(app_module, "register_blueprints", with_stray)
+        with pytest.raises(openapi.UnnamedOperation, match=error):
+            create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))

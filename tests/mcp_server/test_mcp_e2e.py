@@ -184,7 +184,9 @@ async def test_tool_inputs_are_the_openapi_request_schemas(stack: Any) -> None:
         item = doc["paths"][path]
         op = item[method.lower()]
         inputs: dict[str, tuple[dict[str, Any], bool]] = {}
-        for raw in (*item.get("parameters", ()), *op.get("parameters", ())):
+        for raw in map(resolve, (*item.get("parameters", ()), *op.get("parameters", ()))):
+            if raw["in"] == "header":  # Idempotency-Key: the server's to send, not an input
+                continue
             inputs[raw["name"]] = (resolve(raw["schema"]), raw.get("required", False))
         body = op.get("requestBody")
         if body:
