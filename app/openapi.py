@@ -49,11 +49,11 @@ CHANGES = frozenset({"post", "put", "patch", "delete"})
 
 _DOCUMENT: dict[str, Any] = {
     "info": {
-        "description": "Control panel for EKS + SageMaker HyperPod clusters. Every change "
-                       "answers 202 with the operation that carries it out (follow it at "
-                       "its status_route), or 200 when nothing needed doing; every failure "
-                       "is the one error envelope {\"error\": {\"code\", \"message\", "
-                       "\"details\"}}.",
+        "description": "Control panel for EKS + SageMaker HyperPod clusters. A change that "
+                       "takes time answers 202 with the operation carrying it out (read its "
+                       "status_route until the operation is finished), one already true 200 "
+                       "with changed false; every failure is the one error envelope "
+                       "{\"error\": {\"code\", \"message\", \"details\"}}.",
         "contact": {"name": "hypd maintainers"},
         "license": {"name": "Apache-2.0"},
     },
@@ -81,7 +81,10 @@ _HEADERS: dict[str, dict[str, Any]] = {
             "hours, or as long as Idempotency-TTL says. A change made at once rather than by "
             "an operation (a 200 or 201 reply), and a cancel or retry of an operation by its "
             "id, take the header and keep no record of it."),
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LEN},
+        # printable ASCII: what a header carries everywhere (the API takes any printable
+        # character, and refuses others with 422)
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LEN,
+                   "pattern": "^[ -~]+$"},
     },
     IDEMPOTENCY_TTL: {
         "name": "Idempotency-TTL",
