@@ -45,7 +45,7 @@ from tests.mcp_server.mcp_fake_api import real_openapi
 REPO = Path(__file__).resolve().parents[1]
 PARTS = ("app", "tasks", "cloud", "schemas", "vocabulary")
 """The parts that may not know MCP (DESIGN.md: the folder table): the vocabulary holds the
-words every face shares, and a tool's name is MCP's alone."""
+words every face shares, and a tool's name is MCP's but where it is a route's own name."""
 
 
 OPERATION_ID = "operationId"
@@ -111,9 +111,10 @@ def _strings_of(source: str) -> Iterator[tuple[ast.Constant, bool]]:
 def tool_names_in(source: str) -> list[tuple[int, str]]:
     """(line, tool) of each tool name a module's string literals spell, other than as a
     route's operationId — and of each MCP-only word, even there."""
-    mcp_only = _words(set(MCP_ONLY_TOOLS) | {"status_tool", "status_args"})
-    return sorted((node.lineno, found.group(1)) for node, named in _strings_of(source)
-                  for found in (mcp_only if named else TOOL_WORDS).finditer(node.value))
+    mcp_only = mcp_only_words(real_openapi())
+    return sorted({(node.lineno, found.group(1)) for node, named in _strings_of(source)
+                   for words in ((mcp_only,) if named else (mcp_only, TOOL_WORDS))
+                   for found in words.finditer(node.value)})
 
 
 def _strings(data: Any, skip: str | None = None) -> Iterator[str]:
@@ -160,7 +161,8 @@ def test_the_check_finds_a_tool_name_and_lets_the_look_alikes_pass() -> None:
     caught = tool_names_in('REPLY = {"status_tool": "wait_operation"}\n'
                            'MESSAGE = f"see {x} (list_jobs names them)"\n'
                            'name = fields.String(metadata={"description": "as get_job says"})\n')
-    assert caught == [(1, "wait_operation"), (2, "list_jobs"), (3, "get_job")]
+    assert caught == [(1, "status_tool"), (1, "wait_operation"), (2, "list_jobs"),
+                      (3, "get_job")]
     assert tool_names_in('"""Faces: MCP `get_network`; as `networks.get_network` answers."""\n'
                          'pages = eks.get_paginator("list_clusters")\n'
                          'BODY = {"preflight": [], "who": "/auth/whoami"}\n'
@@ -170,5 +172,6 @@ def test_the_check_finds_a_tool_name_and_lets_the_look_alikes_pass() -> None:
     # and an MCP-only word is one even as an operationId
     assert tool_names_in('view = blp.doc(summary="see get_job")(view)\n'
                          'view = blp.doc(operationId="wait_operation")(view)\n'
-                         'X = dict(operationId="status_tool")\n') == [
-        (1, "get_job"), (2, "wait_operation"), (3, "status_tool")]
+                         'X = dict(operationId="status_tool")\n'
+                         'Y = {"hint": "read ui_url_tool"}\n') == [
+        (1, "get_job"), (2, "wait_operation"), (3, "status_tool"), (4, "ui_url_tool")]
