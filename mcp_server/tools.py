@@ -14,7 +14,7 @@ resource adds rows here and nothing else in this package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -257,12 +257,14 @@ def bind(book: RouteBook, specs: tuple[ToolSpec, ...] | None = None) -> dict[str
     return bound
 
 
-def published(tools: Mapping[str, BoundTool], role: str, read_only: bool = False
-              ) -> list[BoundTool]:
+def published(tools: Mapping[str, BoundTool], role: str, read_only: bool = False,
+              only: Collection[str] | None = None) -> list[BoundTool]:
     """The tools a session publishes: those its role may call (by the routes' declarations),
-    and with `read_only` only the ones that change nothing."""
+    with `read_only` only the ones that change nothing, and with `only` (the tools of the
+    session's toolsets, mcp_server/toolsets.py) only those."""
     return [t for t in tools.values()
-            if t.visible_to(role) and not (read_only and t.spec.mutating)]
+            if t.visible_to(role) and not (read_only and t.spec.mutating)
+            and (only is None or t.spec.name in only)]
 
 
 _FOLLOW = (
