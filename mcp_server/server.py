@@ -78,12 +78,20 @@ instance type, count, capacity type); CIDRs, route tables and security groups ar
 - Something wrong (a failed create, an unhealthy node, NCCL errors)? diagnose_cluster reads and \
 changes nothing: present its findings and evidence, then its suggestions in their order \
 (investigate, reboot, replace); run a change only when the user agrees.
-- Every change returns an operation. Follow it with wait_operation until its status is \
-succeeded, failed or cancelled, and report that outcome, not the submission.
+- Every change returns an operation and names its status tool (status_tool, status_args). \
+Follow it with wait_operation until its status is succeeded, failed or cancelled, and report \
+that outcome, not the submission.
 - Errors read `<code>: <message>`; the message states the cause. A conflict names the \
 operation that holds the target: wait for it rather than retrying at once.
-- Repeating a change with the same arguments within 10 minutes returns the same operation \
-(idempotency); pass a new idempotency_key only to repeat a change on purpose."""
+- Deletes, detaches, removals and turning a feature off read what depends on the target \
+first: refused, the error is in_use and details.dependents names each (kind, name, \
+namespace, why); nothing was done. Tell the user what would break. dry_run=true answers \
+what would be removed and what would break, changing nothing: call it first. force=true \
+goes ahead and breaks them: the user's decision, asked after showing them, never yours.
+- Leave idempotency_key unset: the server derives one from the tool and arguments that \
+stays the same for 10 minutes, so repeating a call (after a lost reply) returns the same \
+operation instead of starting a second. Pass a new value only to repeat a change on purpose \
+within 10 minutes (re-creating something you deleted)."""
 
 TERMINAL = OpStatus.finished()
 
@@ -316,19 +324,22 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
         description=spec.description,
         parameters=tool.input_schema(),
         fn_metadata=FuncMetadata(arg_model=_argument_model(tool),
-                                 output_schema=tool.output_schema()),
+                                 output_schema=tool.published_output_schema()),
         is_async=True,
         context_kwarg="ctx",
-        annotations=ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive if spec.mutating else None,
-            idempotent_hint=True,
-            open_world_hint=True,
-        ),
-        meta={"hypd": {"method": spec.method, "path": spec.path, "role": tool.needs,
-                       "status_tool": spec.status_tool}},
+        annotations=_annotations(spec),
     )
+
+
+def _annotations(spec: ToolSpec) -> ToolAnnotations:
+    """The hints a client acts on, without what the specification already presumes (the
+    title is the tool's own; openWorldHint defaults to true; a read's destructive and
+    idempotent hints mean nothing). A mutation is idempotent: repeated, its derived
+    Idempotency-Key answers the first call's operation."""
+    if spec.read_only:
+        return ToolAnnotations(read_only_hint=True)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=spec.destructive,
+                           idempotent_hint=True)
 
 
 class _RoleServer(MCPServer):

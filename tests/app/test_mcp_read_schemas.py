@@ -19,10 +19,10 @@ from mcp import Client
 from mcp_server.tools import TOOLS
 from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted
 
-SKIPPABLE = frozenset({"get_storage", "get_endpoint"})
-"""Reads of a resource kind this cluster has none of (storage, endpoints): their lists are
-checked here; a get_storage and a get_endpoint reply are checked against their output schema
-by the SDK's client in test_storage_api.py and test_endpoints_api.py."""
+SKIPPABLE = frozenset({"get_storage", "get_endpoint", "get_space"})
+"""Reads of a resource kind this cluster has none of (storage, endpoints, Dev spaces): their
+lists are checked here; a get_storage and a get_endpoint reply are checked against their
+output schema by the SDK's client in test_storage_api.py and test_endpoints_api.py."""
 
 
 def _first(reply: dict[str, Any], *keys: str) -> Any:
@@ -106,5 +106,8 @@ async def _read_everything(stack, cluster: str, job: str) -> dict[str, dict[str,
         if _first(endpoints, "name"):
             await read("get_endpoint", {"cluster": cluster, "name": _first(endpoints, "name")})
         await read("list_models", {"cluster": cluster})
+        spaces = await read("list_spaces", {"cluster": cluster})
+        if _first(spaces, "name"):
+            await read("get_space", {"cluster": cluster, "name": _first(spaces, "name")})
         await read("list_audit", {})
     return seen
