@@ -327,9 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--api-url", dest="api_url", help="HYPD_API_URL")
     mcp.add_argument("--read-only", action="store_true", help="publish read tools only")
     mcp.add_argument("--toolsets", default=None,
-                     help="comma-separated toolsets to publish (default: all): operations "
-                     "(always), clusters, capacity, training, inference, spaces, diagnostics;"
-                     " an unknown name is refused at start")
+                     help="comma-separated toolsets to publish (default: all): clusters, "
+                     "capacity, training, inference, spaces, operations (get_operation and "
+                     "wait_operation always); an unknown name is refused at start")
     mcp.set_defaults(func=cmd_mcp)
 
     sandbox = sub.add_parser("sandbox", help="the local AWS alone; prints its environment")

@@ -45,8 +45,8 @@ _TOOLS_LINE = re.compile(r"^tools: .*$", re.MULTILINE)
 _PLAYBOOK_TOOLS = re.compile(r"^Version \d+\. Tools:(.*?)(?:\n\n|\Z)", re.M | re.S)
 
 AGENT_TOOLSETS: tuple[str, ...] = ("clusters", "capacity", "training", "inference",
-                                   "diagnostics")
-"""The toolsets the agent's server publishes (`operations` comes always)."""
+                                   "operations")
+"""The toolsets the agent's server publishes: every one but Dev spaces."""
 
 
 def server_args() -> list[str]:

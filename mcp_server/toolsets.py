@@ -8,10 +8,10 @@ here. The grouping lives in this one table, by tool name, so the rows of tools.p
 what they are and one glance shows what each toolset holds; `TOOLSETS` must name every row
 exactly once (checked at import).
 
-`operations` is always published: every change answers with an operation, followed with
-wait_operation, cancelled or resumed with the operation tools; a session without them could
-start a change it cannot follow. Toolsets choose *which* tools; the token's role and
-`--read-only` still filter what a session may call (tools.published).
+The operation-following tools (ALWAYS: get_operation, wait_operation) are published
+whichever toolsets a session names: every change answers with an operation to follow, and a
+session without them could start a change it cannot see end. Toolsets choose *which* tools;
+the token's role and `--read-only` still filter what a session may call (tools.published).
 """
 
 from __future__ import annotations
@@ -29,26 +29,21 @@ class Toolset:
     name: str
     summary: str
     tools: tuple[str, ...]
-    always: bool = False
 
 
 TOOLSETS: tuple[Toolset, ...] = (
-    Toolset("operations", "follow, cancel and resume every change's operation; who you are "
-            "(always published)",
-            ("whoami", "list_operations", "get_operation", "wait_operation",
-             "cancel_operation", "retry_operation"), always=True),
-    Toolset("clusters", "zones, instance types and preflight; networks; clusters from plan "
-            "to delete, their stages, import, kubeconfig, the active cluster, node software "
-            "and Kubernetes upgrades",
-            ("list_availability_zones", "list_instance_types", "preflight",
-             "list_networks", "get_network", "create_network", "delete_network",
+    Toolset("clusters", "networks; clusters from plan to delete, their stages, import, "
+            "kubeconfig, the active cluster, node software and Kubernetes upgrades",
+            ("list_networks", "get_network", "create_network", "delete_network",
              "list_clusters", "get_cluster", "plan_cluster", "create_cluster",
              "delete_cluster", "run_cluster_stage", "import_cluster", "get_kubeconfig",
              "get_active_cluster", "set_active_cluster",
              "update_cluster_software", "upgrade_kubernetes")),
-    Toolset("capacity", "instance groups, nodes (reboot, replace, delete), storage and "
+    Toolset("capacity", "what a zone offers and quotas allow (zones, instance types, "
+            "preflight), instance groups, nodes (reboot, replace, delete), storage and "
             "managed features",
-            ("list_instance_groups", "get_instance_group", "add_instance_group",
+            ("list_availability_zones", "list_instance_types", "preflight",
+             "list_instance_groups", "get_instance_group", "add_instance_group",
              "update_instance_group", "delete_instance_group",
              "list_nodes", "get_node", "reboot_nodes", "replace_nodes", "delete_nodes",
              "list_storage", "get_storage", "add_storage", "remove_storage",
@@ -64,10 +59,14 @@ TOOLSETS: tuple[Toolset, ...] = (
     Toolset("spaces", "Dev spaces (JupyterLab, Code Editor)",
             ("list_spaces", "get_space", "create_space", "update_space", "stop_space",
              "start_space", "delete_space")),
-    Toolset("diagnostics", "read-only diagnosis (a failed create, node health, NCCL) and "
-            "the audit log",
-            ("diagnose_cluster", "list_audit")),
+    Toolset("operations", "who you are; list, cancel and retry operations; read-only "
+            "diagnosis (a failed create, node health, NCCL); the audit log",
+            ("whoami", "list_operations", "get_operation", "wait_operation",
+             "cancel_operation", "retry_operation", "diagnose_cluster", "list_audit")),
 )
+
+ALWAYS: tuple[str, ...] = ("get_operation", "wait_operation")
+"""Published whatever the toolsets: the tools every change's reply names to follow it."""
 
 TOOLSETS_BY_NAME: dict[str, Toolset] = {t.name: t for t in TOOLSETS}
 NAMES: tuple[str, ...] = tuple(TOOLSETS_BY_NAME)
@@ -88,13 +87,13 @@ def _check(table: Iterable[ToolSpec] = TOOLS) -> list[str]:
     problems += [f"{n}: in more than one toolset" for n in sorted(set(named))
                  if named.count(n) > 1]
     problems += [f"{n}: named in a toolset but no tool" for n in named if n not in rows]
+    problems += [f"{n}: always published but no tool" for n in ALWAYS if n not in rows]
     return problems
 
 
 def parse(text: str | Iterable[str] | None) -> frozenset[str]:
     """The toolsets a session publishes, from `--toolsets` (comma-separated, or a list):
-    none given or `all` is every toolset; the always-published ones are added. Raises
-    UnknownToolset naming the valid names."""
+    none given or `all` is every toolset. Raises UnknownToolset naming the valid names."""
     if text is None:
         return frozenset(NAMES)
     given = text.split(",") if isinstance(text, str) else list(text)
@@ -105,24 +104,26 @@ def parse(text: str | Iterable[str] | None) -> frozenset[str]:
     if unknown:
         raise UnknownToolset(f"unknown toolset {', '.join(unknown)}; valid: "
                              f"{', '.join((ALL, *NAMES))}")
-    return frozenset(names | {ts.name for ts in TOOLSETS if ts.always})
+    return frozenset(names)
 
 
 def selects(toolsets: Iterable[str], tool: str) -> bool:
     """Whether a session publishing these toolsets publishes this tool."""
-    return TOOLSET_OF.get(tool) in set(toolsets)
+    return tool in ALWAYS or TOOLSET_OF.get(tool) in set(toolsets)
 
 
 def tools_of(toolsets: Iterable[str], table: Iterable[ToolSpec] = TOOLS) -> list[ToolSpec]:
-    """The table's rows these toolsets hold, in the table's order."""
+    """The table's rows a session publishing these toolsets offers (theirs and ALWAYS), in
+    the table's order."""
     chosen = set(toolsets)
-    return [t for t in table if TOOLSET_OF.get(t.name) in chosen]
+    return [t for t in table if selects(chosen, t.name)]
 
 
 def help_text() -> str:
     """What `--toolsets` accepts, for the command line's help."""
-    return ("comma-separated toolsets to publish (default: all): " + "; ".join(
-        f"{ts.name}: {ts.summary}" for ts in TOOLSETS))
+    return ("comma-separated toolsets to publish (default: all; "
+            f"{' and '.join(ALWAYS)} always): " + "; ".join(
+                f"{ts.name}: {ts.summary}" for ts in TOOLSETS))
 
 
 _PROBLEMS = _check()

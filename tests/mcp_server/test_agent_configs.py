@@ -36,12 +36,13 @@ def test_the_agent_s_server_publishes_its_toolsets_and_every_playbook_s_tools() 
     claude = json.loads(agent_configs.CLAUDE_MCP.read_text())["mcpServers"]["hypd"]
     for server in (kiro, claude):
         assert server["args"] == ["mcp", "--toolsets",
-                                  "clusters,capacity,training,inference,diagnostics"]
+                                  "clusters,capacity,training,inference,operations"]
     ours = {t.name for t in agent_configs.agent_table()}
     used = {n for names in agent_configs.playbook_tools().values() for n in names}
     assert used and used <= ours, sorted(used - ours)
     assert not ours & set(toolsets.TOOLSETS_BY_NAME["spaces"].tools)
     assert set(toolsets.TOOLSETS_BY_NAME["operations"].tools) <= ours
+    assert len(ours) == len(TOOLS) - len(toolsets.TOOLSETS_BY_NAME["spaces"].tools)
 
 
 def test_a_tool_the_configs_lack_or_one_they_name_that_is_gone_is_found(
@@ -72,9 +73,9 @@ def test_a_playbook_tool_outside_the_agent_s_toolsets_is_found(
     """A playbook naming a tool the agent's server would not publish (here: submit_job, were
     training left out) names the tool and its toolset; so do the lists naming it."""
     monkeypatch.setattr(agent_configs, "AGENT_TOOLSETS",
-                        ("clusters", "capacity", "inference", "diagnostics"))
+                        ("clusters", "capacity", "inference", "operations"))
     found = agent_configs.problems()
     assert ("skills/submit-training.md: uses submit_job (training), outside the agent's "
             "toolsets: add that toolset to AGENT_TOOLSETS") in found
     assert ("skills/agents/hypd-inst-agent.json: names get_job, outside its toolsets "
-            "(clusters, capacity, inference, diagnostics)") in found
+            "(clusters, capacity, inference, operations)") in found

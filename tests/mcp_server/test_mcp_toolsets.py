@@ -1,5 +1,6 @@
 """Toolsets (mcp_server/toolsets.py): `hypd mcp --toolsets clusters,training` publishes only
-those toolsets' tools and the always-published operation tools; the token's role and
+those toolsets' tools and the operation-following ones (get_operation, wait_operation),
+always; the token's role and
 `--read-only` still filter them; an unknown name is refused at start, naming the valid ones;
 and a tool outside the session's toolsets, called anyway, is refused naming its toolset."""
 
@@ -27,7 +28,7 @@ from tests.mcp_server.mcp_fake_api import (
 from tests.mcp_server.refusals import refusal
 from tests.mcp_server.test_mcp_http import _free_port, _wait_for
 
-OPERATIONS = set(toolsets.TOOLSETS_BY_NAME["operations"].tools)
+ALWAYS = set(toolsets.ALWAYS)
 
 
 def _of(*names: str) -> set[str]:
@@ -52,20 +53,23 @@ def test_names_are_parsed_and_an_unknown_one_is_refused_naming_the_valid_ones() 
     everything = frozenset(toolsets.NAMES)
     assert toolsets.parse(None) == toolsets.parse("all") == toolsets.parse("") == everything
     assert toolsets.parse("clusters,all") == everything
-    assert toolsets.parse(" Clusters , training ") == {"clusters", "training", "operations"}
-    assert toolsets.parse(["spaces"]) == {"spaces", "operations"}
+    assert toolsets.parse(" Clusters , training ") == {"clusters", "training"}
+    assert toolsets.parse(["spaces"]) == {"spaces"}
     with pytest.raises(toolsets.UnknownToolset) as caught:
         toolsets.parse("clusters,gpus")
     assert str(caught.value) == (
-        "unknown toolset gpus; valid: all, operations, clusters, capacity, training, "
-        "inference, spaces, diagnostics")
+        "unknown toolset gpus; valid: all, clusters, capacity, training, inference, "
+        "spaces, operations")
 
 
 @pytest.mark.asyncio
 async def test_a_session_publishes_only_its_toolsets(fake_api: FakeApi) -> None:
     chosen = await _listed(build_server(fake_api.url, OPERATOR_TOKEN,
                                         toolsets="clusters,training"))
-    assert chosen == _of("clusters", "training") | OPERATIONS
+    assert chosen == _of("clusters", "training") | ALWAYS
+    assert set(toolsets.ALWAYS) == {"get_operation", "wait_operation"}
+    assert await _listed(build_server(fake_api.url, OPERATOR_TOKEN, toolsets="spaces")) == (
+        _of("spaces") | ALWAYS)
     assert await _listed(build_server(fake_api.url, OPERATOR_TOKEN, toolsets="all")) == {
         t.name for t in TOOLS}
     assert await _listed(build_server(fake_api.url, OPERATOR_TOKEN)) == {
@@ -75,13 +79,13 @@ async def test_a_session_publishes_only_its_toolsets(fake_api: FakeApi) -> None:
 @pytest.mark.asyncio
 async def test_the_role_and_read_only_still_filter_the_toolsets(fake_api: FakeApi) -> None:
     reads = {t.name for t in TOOLS if t.read_only}
-    mine = _of("training", "diagnostics") | OPERATIONS
+    mine = _of("training", "operations")
     viewer = await _listed(build_server(fake_api.url, VIEWER_TOKEN,
-                                        toolsets="training,diagnostics"))
+                                        toolsets="training,operations"))
     assert viewer == (mine & reads) - OPERATOR_READS
     assert "get_mlflow_ui_url" not in viewer and "list_audit" not in viewer
     read_only = await _listed(build_server(fake_api.url, OPERATOR_TOKEN, read_only=True,
-                                           toolsets="training,diagnostics"))
+                                           toolsets="training,operations"))
     assert read_only == (mine & reads) - OPERATOR_READS  # a token's read-only is a viewer's
 
 
@@ -96,7 +100,7 @@ async def test_a_tool_outside_the_session_s_toolsets_is_refused_naming_it(
     assert error["code"] == "not_found"
     assert error["message"] == (
         "create_network is in the clusters toolset, which this session does not publish; "
-        "start hypd mcp with --toolsets clusters,operations,training")
+        "start hypd mcp with --toolsets clusters,training")
     assert error["details"] == {"toolset": "clusters"}
     assert refusal(viewer_only)["error"]["details"] == {"toolset": "spaces"}
     assert fake_api.seen("POST") == []
@@ -107,8 +111,8 @@ def test_an_unknown_toolset_is_refused_at_start(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as caught:
         main(["--toolsets", "clusters,gpus"])
     assert caught.value.code == 2
-    assert ("argument --toolsets: unknown toolset gpus; valid: all, operations, clusters, "
-            "capacity, training, inference, spaces, diagnostics") in capsys.readouterr().err
+    assert ("argument --toolsets: unknown toolset gpus; valid: all, clusters, capacity, "
+            "training, inference, spaces, operations") in capsys.readouterr().err
     # `hypd mcp` (the launcher's parser) refuses it before reading a token or the API
     hypd = subprocess.run(
         [sys.executable, "-c", "import sys; from launcher.cli import main; sys.exit(main())",
@@ -117,7 +121,7 @@ def test_an_unknown_toolset_is_refused_at_start(capsys: pytest.CaptureFixture[st
              "HYPD_TOKEN": "x", "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert hypd.returncode != 0
-    assert "unknown toolset gpus; valid: all, operations, clusters" in hypd.stderr
+    assert "unknown toolset gpus; valid: all, clusters, capacity" in hypd.stderr
     assert hypd.stdout == ""
 
 
@@ -146,6 +150,6 @@ async def test_the_http_mode_takes_the_same_flag(fake_api: FakeApi) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    mine = _of("inference") | OPERATIONS
+    mine = _of("inference") | ALWAYS
     assert lists[OPERATOR_TOKEN] == mine
     assert lists[VIEWER_TOKEN] == {n for n in mine if TOOLS_BY_NAME[n].read_only}
