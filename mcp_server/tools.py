@@ -145,7 +145,7 @@ class BoundTool:
 def _sentences(*parts: str | None) -> str:
     """The document's description and the row's note as one text, each a sentence."""
     said = [p.strip() for p in parts if p and p.strip()]
-    return " ".join(p if p[-1] in ".!?)" or p is said[-1] else p + "." for p in said)
+    return " ".join(p if p[-1] in ".!?" or p is said[-1] else p + "." for p in said)
 
 
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}

@@ -107,6 +107,19 @@ async def test_a_tool_outside_the_session_s_toolsets_is_refused_naming_it(
     assert not fake_api.seen("GET", "/api/v1/clusters/lab1/spaces")
 
 
+def test_hypd_mcp_s_help_names_every_toolset() -> None:
+    """The launcher's `hypd mcp --toolsets` help is written there (the launcher imports the
+    MCP server only to run it); it must name what toolsets.py holds."""
+    from launcher.cli import build_parser
+
+    parser = build_parser()
+    mcp = next(a for a in parser._subparsers._group_actions[0].choices.values()
+               if a.prog.endswith(" mcp"))
+    said = next(a.help for a in mcp._actions if "--toolsets" in a.option_strings)
+    for name in (*toolsets.NAMES, *toolsets.ALWAYS):
+        assert name in said, name
+
+
 def test_an_unknown_toolset_is_refused_at_start(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         main(["--toolsets", "clusters,gpus"])
