@@ -31,18 +31,18 @@ def test_each_config_says_which_tools_run_without_asking() -> None:
 
 def test_the_agent_s_server_publishes_its_toolsets_and_every_playbook_s_tools() -> None:
     """Both configs start the server with the agent's toolsets; every tool a playbook uses is
-    among them; the Dev spaces tools (a person's editors, in no playbook) are not."""
+    among them (the Dev spaces playbook's too, so every toolset is named)."""
     kiro = json.loads(agent_configs.KIRO.read_text())["mcpServers"]["hypd"]
     claude = json.loads(agent_configs.CLAUDE_MCP.read_text())["mcpServers"]["hypd"]
     for server in (kiro, claude):
         assert server["args"] == ["mcp", "--toolsets",
-                                  "clusters,capacity,training,inference,operations"]
+                                  "clusters,capacity,training,inference,spaces,operations"]
     ours = {t.name for t in agent_configs.agent_table()}
     used = {n for names in agent_configs.playbook_tools().values() for n in names}
     assert used and used <= ours, sorted(used - ours)
-    assert not ours & set(toolsets.TOOLSETS_BY_NAME["spaces"].tools)
+    assert set(toolsets.TOOLSETS_BY_NAME["spaces"].tools) <= ours
     assert set(toolsets.TOOLSETS_BY_NAME["operations"].tools) <= ours
-    assert len(ours) == len(TOOLS) - len(toolsets.TOOLSETS_BY_NAME["spaces"].tools)
+    assert len(ours) == len(TOOLS)
 
 
 def test_a_tool_the_configs_lack_or_one_they_name_that_is_gone_is_found(
