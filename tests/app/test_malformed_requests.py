@@ -30,7 +30,7 @@ from tests.stack import tls, wait_until
 
 JSON = "application/json"
 ENTRY_KEYS = {"at", "token", "role", "method", "route", "path", "target", "operation_id",
-              "outcome", "status", "code"}
+              "outcome", "status", "code", "forced"}
 ABSENT = "zz-absent"
 PATH_VALUES = {"operation_id": "op_" + "0" * 26, "stage": "network", "kind": "creation",
                "node_id": "i-0123456789abcdef0"}
