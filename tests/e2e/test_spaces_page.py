@@ -18,7 +18,7 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
 from cloud import kube, spaces
-from tests.app.featurekit import toggle
+from tests.app.featurekit import state, toggle
 from tests.app.test_clusters_api import _body, _create
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
@@ -43,6 +43,10 @@ def cluster(stack):
     assert _create(stack, _body(name, instance_count=1))["status"] == "succeeded"
     op = toggle(stack, name, {"spaces": {"enabled": True}}, timeout=180)
     assert op is None or op["status"] == "succeeded", op
+    # read once before the browser's parallel first reads: the web process makes its AWS-call
+    # counters on first use without a lock, and two threads doing so at once answer 500
+    # (cloud/metrics.py _Metric.made: prometheus_client's DuplicateTimeseries)
+    assert state(stack, name, "spaces") == "on"
     return name
 
 
