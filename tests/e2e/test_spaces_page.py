@@ -333,3 +333,10 @@ def test_an_operator_sees_anothers_space_but_cannot_change_it(page, stack, clust
         expect(control).to_have_attribute("data-locked", "owner")
         expect(control).to_have_attribute("title", re.compile(r"\balice\b"))
     _accessible(page)
+    # the list refreshes every few seconds; a refresh that changes nothing keeps the focus
+    page.get_by_test_id(f"space-open-{theirs}").focus()
+    with page.expect_response(lambda r: r.request.method == "GET"
+                              and r.url.endswith(_url(cluster)), timeout=10_000):
+        pass
+    page.wait_for_timeout(200)
+    expect(page.get_by_test_id(f"space-open-{theirs}")).to_be_focused()

@@ -126,7 +126,15 @@ export function mount(root, ctx) {
     return btn;
   }
 
+  // What the list shows, without what moves on its own (activity times, events): a refresh
+  // that changes none of it leaves the rows alone, so focus and a hovered title stay put.
+  let shown = null;
+  const MOVING = new Set(['last_activity', 'idle_minutes', 'events']);
+
   function render(data) {
+    const now = JSON.stringify(data, (k, v) => (MOVING.has(k) ? undefined : v));
+    if (now === shown) return;
+    shown = now;
     clear(list);
     const items = data.items || [];
     if (!items.length) {
@@ -159,7 +167,7 @@ export function mount(root, ctx) {
     return h('tr', { testid: `space-row-${s.name}` },
       h('td', null, h('b', { class: 'id' }, s.name), h('div', { class: 'sub-id' }, EDITORS[s.app_type] || s.app_type || '')),
       h('td', null, badge(s.state, { testid: `space-state-${s.name}` }),
-        s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id' }, ' operation') : null,
+        s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id', 'aria-label': `last operation of space ${s.name}` }, ' operation') : null,
         s.message ? h('div', { class: 'sub-id', testid: `space-message-${s.name}` }, s.message) : null,
         waitingNote(s.waiting, 'pod', `space-waiting-${s.name}`)),
       h('td', { testid: `space-owner-${s.name}` }, s.owner || '—'),
