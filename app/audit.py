@@ -116,14 +116,14 @@ def record_socket(path: str, principal: Any, status: int, outcome: str,
     """A WebSocket's cancel or refusal (the socket has no reply to hook)."""
     rule = request.url_rule
     try:
-        record(_entry(principal, "WS", f"WS {_template(rule.rule) if rule else path}", path,
+        record(entry(principal, "WS", f"WS {_template(rule.rule) if rule else path}", path,
                       operation.get("target") if operation else None,
                       operation.get("id") if operation else None, outcome, status, code))
     except Exception:
         log.exception("could not write the audit entry of a WebSocket on %s", path)
 
 
-def _entry(principal: Any, method: str, route: str, path: str, target: str | None,
+def entry(principal: Any, method: str, route: str, path: str, target: str | None,
            operation_id: str | None, outcome: str, status: int,
            code: str | None, forced: bool = False) -> dict[str, Any]:
     return {
@@ -154,7 +154,7 @@ def _request_entry(response: Response) -> dict[str, Any]:
         target, operation_id = _refused_target(), None
     outcome = ("refused" if 400 <= status < 500 else "failed" if status >= 500
                else "accepted" if operation else "done")
-    return _entry(g.get("principal"), request.method, route, request.path, target,
+    return entry(g.get("principal"), request.method, route, request.path, target,
                   operation_id, outcome, status, error.get("code") if status >= 400 else None,
                   forced=str(request.args.get("force", "")).lower() in fields.Boolean.truthy)
 

@@ -77,10 +77,8 @@ def reply(status: int, code: str, message: str) -> bytes:
 def audit_entry(req: Any, status: int, code: str) -> dict[str, Any]:
     method = getattr(req, "method", None) or "-"
     path = (getattr(req, "path", None) or "-")[:PATH_KEPT]
-    return {"token": None, "role": None, "method": method,
-            "route": f"{method} (refused before routing)", "path": path, "target": None,
-            "operation_id": None, "outcome": "refused", "status": status, "code": code,
-            "forced": False}
+    return audit.entry(None, method, f"{method} (refused before routing)", path, None, None,
+                       "refused", status, code)
 
 
 class EnvelopeWorker(ThreadWorker):

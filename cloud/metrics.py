@@ -44,11 +44,14 @@ from __future__ import annotations
 import glob
 import importlib
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from cloud.metrics_dir import MULTIPROC_ENV
 from cloud.settings import Settings
+
+_MAKING = threading.Lock()
 
 
 class _Metric:
@@ -61,10 +64,15 @@ class _Metric:
         self._made: Any = None
 
     def made(self) -> Any:
+        """Made once per process under a lock: two threads of a web process making their first
+        call at once each registered the metric, and the second's DuplicateTimeseries answered
+        its request 500 (found by the spaces page's browser test on a fresh stack)."""
         if self._made is None:
-            kind, name, documentation, labels, options = self._spec
-            self._made = getattr(importlib.import_module("prometheus_client"), kind)(
-                name, documentation, labels, **options)
+            with _MAKING:
+                if self._made is None:
+                    kind, name, documentation, labels, options = self._spec
+                    self._made = getattr(importlib.import_module("prometheus_client"), kind)(
+                        name, documentation, labels, **options)
         return self._made
 
     def __getattr__(self, attribute: str) -> Any:

@@ -239,7 +239,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     run(api_url=args.api_url or settings.api_url, token=settings.token, http=args.http,
-        host=args.mcp_host, port=args.mcp_port, read_only=args.read_only)
+        host=args.mcp_host, port=args.mcp_port, read_only=args.read_only,
+        toolsets=args.toolsets)
     return 0
 
 
@@ -325,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", dest="mcp_port", type=int, default=3098)
     mcp.add_argument("--api-url", dest="api_url", help="HYPD_API_URL")
     mcp.add_argument("--read-only", action="store_true", help="publish read tools only")
+    mcp.add_argument("--toolsets", default=None,
+                     help="comma-separated toolsets to publish (default: all): clusters, "
+                     "capacity, training, inference, spaces, operations (get_operation and "
+                     "wait_operation always); an unknown name is refused at start")
     mcp.set_defaults(func=cmd_mcp)
 
     sandbox = sub.add_parser("sandbox", help="the local AWS alone; prints its environment")

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -53,6 +53,8 @@ from mcp_server.tools import (
     bind,
     published,
 )
+from mcp_server.toolsets import TOOLSET_OF, UnknownToolset, help_text, tools_of
+from mcp_server.toolsets import parse as parse_toolsets
 from vocabulary.operations import OpStatus
 from vocabulary.roles import Role
 
@@ -76,12 +78,20 @@ instance type, count, capacity type); CIDRs, route tables and security groups ar
 - Something wrong (a failed create, an unhealthy node, NCCL errors)? diagnose_cluster reads and \
 changes nothing: present its findings and evidence, then its suggestions in their order \
 (investigate, reboot, replace); run a change only when the user agrees.
-- Every change returns an operation. Follow it with wait_operation until its status is \
-succeeded, failed or cancelled, and report that outcome, not the submission.
+- Every change returns an operation and names its status tool (status_tool, status_args). \
+Follow it with wait_operation until its status is succeeded, failed or cancelled, and report \
+that outcome, not the submission.
 - Errors read `<code>: <message>`; the message states the cause. A conflict names the \
 operation that holds the target: wait for it rather than retrying at once.
-- Repeating a change with the same arguments within 10 minutes returns the same operation \
-(idempotency); pass a new idempotency_key only to repeat a change on purpose."""
+- Deletes, detaches, removals and turning a feature off read what depends on the target \
+first: refused, the error is in_use and details.dependents names each (kind, name, \
+namespace, why); nothing was done. Tell the user what would break. dry_run=true answers \
+what would be removed and what would break, changing nothing: call it first. force=true \
+goes ahead and breaks them: the user's decision, asked after showing them, never yours.
+- Leave idempotency_key unset: the server derives one from the tool and arguments that \
+stays the same for 10 minutes, so repeating a call (after a lost reply) returns the same \
+operation instead of starting a second. Pass a new value only to repeat a change on purpose \
+within 10 minutes (re-creating something you deleted)."""
 
 TERMINAL = OpStatus.finished()
 
@@ -314,19 +324,22 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
         description=spec.description,
         parameters=tool.input_schema(),
         fn_metadata=FuncMetadata(arg_model=_argument_model(tool),
-                                 output_schema=tool.output_schema()),
+                                 output_schema=tool.published_output_schema()),
         is_async=True,
         context_kwarg="ctx",
-        annotations=ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive if spec.mutating else None,
-            idempotent_hint=True,
-            open_world_hint=True,
-        ),
-        meta={"hypd": {"method": spec.method, "path": spec.path, "role": tool.needs,
-                       "status_tool": spec.status_tool}},
+        annotations=_annotations(spec),
     )
+
+
+def _annotations(spec: ToolSpec) -> ToolAnnotations:
+    """The hints a client acts on, without what the specification already presumes (the
+    title is the tool's own; openWorldHint defaults to true; a read's destructive and
+    idempotent hints mean nothing). A mutation is idempotent: repeated, its derived
+    Idempotency-Key answers the first call's operation."""
+    if spec.read_only:
+        return ToolAnnotations(read_only_hint=True)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=spec.destructive,
+                           idempotent_hint=True)
 
 
 class _RoleServer(MCPServer):
@@ -335,14 +348,23 @@ class _RoleServer(MCPServer):
     against the tool's published schema before the SDK's own model does, so any argument
     the schema refuses (an unknown name too) is `validation_failed` naming each field."""
 
-    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tools: list[Tool], toolsets: frozenset[str],
+                 **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._published = frozenset(tool.name for tool in tools)
+        self._toolsets = toolsets
         self._checks = {tool.name: ArgumentCheck(tool.parameters) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
         if name in TOOLS_BY_NAME and name not in self._published:
+            toolset = TOOLSET_OF.get(name)
+            if toolset not in self._toolsets:
+                return _error(ApiError("not_found", (
+                    f"{name} is in the {toolset} toolset, which this session does not "
+                    f"publish; start hypd mcp with --toolsets "
+                    f"{','.join(sorted(self._toolsets | {str(toolset)}))}"),
+                    {"toolset": toolset}, 404))
             return _error(ApiError("forbidden", (
                 f"{name} changes things and this session may only read "
                 "(a viewer token or --read-only); use an operator token")))
@@ -364,12 +386,15 @@ def load_routes(api_url: str) -> RouteBook:
 def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
                  read_only: bool = False, *, role: str | None = None,
                  keys: IdempotencyKeys | None = None,
-                 routes: RouteBook | None = None) -> MCPServer:
+                 routes: RouteBook | None = None,
+                 toolsets: str | Iterable[str] | None = None) -> MCPServer:
     """An MCPServer whose tools are the table's rows, bound to the API's OpenAPI document
     (`routes`, else read from the API now).
 
-    The published tools are those `role` may call by the routes' declarations, and with
-    `read_only` only the ones that change nothing. With a `token`, every call uses it and
+    The published tools are those of `toolsets` (mcp_server/toolsets.py; default all,
+    raises UnknownToolset for a name it lacks) that `role` may call by the routes'
+    declarations, and with `read_only` only the ones that change nothing. With a `token`,
+    every call uses it and
     `role` defaults to the token's own (`GET /api/v1/auth/whoami`, asked now; raises ApiError
     if the API refuses or cannot be reached). Without a token (HTTP mode), each call uses the
     bearer token of the HTTP request it arrived on, and `role` defaults to operator.
@@ -380,18 +405,25 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
         else:
             role = VIEWER if token else OPERATOR
     role = OPERATOR if role == OPERATOR else VIEWER
+    chosen = parse_toolsets(toolsets)
     keys = keys or IdempotencyKeys()
     bound = bind(routes or load_routes(api_url))
     tools = [_make_tool(tool, api_url, token, keys)
-             for tool in published(bound, role, read_only)]
+             for tool in _publishes(bound, role, read_only, chosen)]
     return _RoleServer(
         name="hypd",
         title="hypd",
         instructions=INSTRUCTIONS,
         version="0.1.0",
         tools=tools,
+        toolsets=chosen,
         log_level="WARNING",
     )
+
+
+def _publishes(bound: dict[str, BoundTool], role: str, read_only: bool,
+               toolsets: frozenset[str]) -> list[BoundTool]:
+    return published(bound, role, read_only, only={t.name for t in tools_of(toolsets)})
 
 
 # --- streamable HTTP: per-caller token and role ------------------------------------------------
@@ -401,15 +433,15 @@ class HttpGateway:
     """ASGI app for `hypd mcp --http`: bearer check, then the server built for the role."""
 
     def __init__(self, api_url: str = DEFAULT_API_URL, *, read_only: bool = False,
-                 host: str = DEFAULT_HTTP_HOST, whoami_ttl_s: float = WHOAMI_CACHE_S) -> None:
+                 host: str = DEFAULT_HTTP_HOST, whoami_ttl_s: float = WHOAMI_CACHE_S,
+                 toolsets: str | Iterable[str] | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         keys = IdempotencyKeys()
         routes = load_routes(api_url)
         self.servers = {
-            OPERATOR: build_server(api_url, None, read_only, role=OPERATOR, keys=keys,
-                                   routes=routes),
-            VIEWER: build_server(api_url, None, read_only, role=VIEWER, keys=keys,
-                                 routes=routes),
+            role: build_server(api_url, None, read_only, role=role, keys=keys,
+                               routes=routes, toolsets=toolsets)
+            for role in (OPERATOR, VIEWER)
         }
         self.apps = {
             role: server.streamable_http_app(streamable_http_path=HTTP_PATH,
@@ -498,8 +530,9 @@ async def _json(send: Any, status: int, body: dict[str, Any], auth: bool = False
 
 
 def build_http_app(api_url: str = DEFAULT_API_URL, *, read_only: bool = False,
-                   host: str = DEFAULT_HTTP_HOST) -> HttpGateway:
-    return HttpGateway(api_url, read_only=read_only, host=host)
+                   host: str = DEFAULT_HTTP_HOST,
+                   toolsets: str | Iterable[str] | None = None) -> HttpGateway:
+    return HttpGateway(api_url, read_only=read_only, host=host, toolsets=toolsets)
 
 
 # --- entry points for `hypd mcp` ---------------------------------------------------------------
@@ -507,21 +540,27 @@ def build_http_app(api_url: str = DEFAULT_API_URL, *, read_only: bool = False,
 
 def run(api_url: str | None = None, token: str | None = None, http: bool = False,
         host: str = DEFAULT_HTTP_HOST, port: int = DEFAULT_HTTP_PORT,
-        read_only: bool = False) -> None:
+        read_only: bool = False, toolsets: str | Iterable[str] | None = None) -> None:
     """Serve MCP until stopped. stdio by default; `http=True` serves streamable HTTP.
 
     `api_url` defaults to HYPD_API_URL (else http://127.0.0.1:3099); in stdio mode `token`
-    defaults to HYPD_TOKEN. Exits with a message naming the cause when the token is missing
-    or refused, or the API cannot be reached.
+    defaults to HYPD_TOKEN. `toolsets` (names, or one comma-separated string) defaults to
+    all. Exits with a message naming the cause when a toolset is unknown, the token is
+    missing or refused, or the API cannot be reached.
     """
+    try:
+        chosen = parse_toolsets(toolsets)
+    except UnknownToolset as err:
+        raise SystemExit(f"hypd mcp: {err}") from None
     api_url = (api_url or os.environ.get("HYPD_API_URL") or DEFAULT_API_URL).rstrip("/")
     if http:
         import uvicorn
 
-        app = _when_the_api_answers(lambda: build_http_app(api_url, read_only=read_only,
-                                                            host=host), api_url)
+        app = _when_the_api_answers(lambda: build_http_app(
+            api_url, read_only=read_only, host=host, toolsets=chosen), api_url)
         print(f"hypd mcp: streamable HTTP on http://{host}:{port}{HTTP_PATH} for {api_url}"
-              + (" (read-only)" if read_only else ""), file=sys.stderr, flush=True)
+              + (" (read-only)" if read_only else "") + _toolsets_said(chosen),
+              file=sys.stderr, flush=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
         return
     token = token or os.environ.get("HYPD_TOKEN")
@@ -537,11 +576,17 @@ def run(api_url: str | None = None, token: str | None = None, http: bool = False
         routes = load_routes(api_url)
     except ApiError as err:
         raise SystemExit(f"hypd mcp: {err.text}") from None
-    server = build_server(api_url, token, read_only, role=role, routes=routes)
-    n = len(published(bind(routes), OPERATOR if role == OPERATOR else VIEWER, read_only))
-    print(f"hypd mcp: {n} tools for {who.get('name')} ({role}) on {api_url}, over stdio",
-          file=sys.stderr, flush=True)
+    server = build_server(api_url, token, read_only, role=role, routes=routes,
+                          toolsets=chosen)
+    n = len(_publishes(bind(routes), OPERATOR if role == OPERATOR else VIEWER, read_only,
+                       chosen))
+    print(f"hypd mcp: {n} tools for {who.get('name')} ({role}) on {api_url}, over stdio"
+          + _toolsets_said(chosen), file=sys.stderr, flush=True)
     server.run("stdio")
+
+
+def _toolsets_said(chosen: frozenset[str]) -> str:
+    return "" if chosen == parse_toolsets(None) else f" (toolsets {','.join(sorted(chosen))})"
 
 
 API_WAIT_S = 60.0
@@ -572,8 +617,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="HTTP mode: port")
     parser.add_argument("--read-only", action="store_true",
                         help="publish only the read-only tools")
+    add_toolsets_argument(parser)
     ns = parser.parse_args(argv)
-    run(ns.api_url, None, ns.http, ns.host, ns.port, ns.read_only)
+    run(ns.api_url, None, ns.http, ns.host, ns.port, ns.read_only, ns.toolsets)
+
+
+def add_toolsets_argument(parser: argparse.ArgumentParser) -> None:
+    """`--toolsets a,b`: refused by the parser, naming the valid names, when one is unknown
+    (launcher/cli.py's `hypd mcp` adds the same argument)."""
+
+    def toolsets(text: str) -> frozenset[str]:
+        try:
+            return parse_toolsets(text)
+        except UnknownToolset as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parser.add_argument("--toolsets", type=toolsets, default=None, help=help_text())
 
 
 __all__ = [

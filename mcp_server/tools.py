@@ -14,10 +14,11 @@ resource adds rows here and nothing else in this package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcp_server import lean
 from mcp_server.routes import Param, Route, RouteBook, RouteBookError, may
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -30,13 +31,11 @@ IDEMPOTENCY_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": 255,
-    "description": "Optional. Leave unset: the server derives a key from the tool name and "
-    "arguments that stays the same for 10 minutes, so repeating this exact call (for example "
-    "after a lost reply) returns the same operation instead of starting a second one. Pass a "
-    "new value only to deliberately repeat a change you already made in the last 10 minutes "
-    "(for example re-creating something you deleted).",
+    "description": "Leave unset; a new one repeats a change on purpose.",
 }
-"""Sent as the Idempotency-Key header of a mutating tool's call (its bounds are the API's)."""
+"""Sent as the Idempotency-Key header of a mutating tool's call (its bounds are the API's).
+Written once for every mutating tool, so its description is short; the server's
+instructions say the rest (server.py's INSTRUCTIONS: derived, the same for 10 minutes)."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,7 @@ class BoundTool:
             schema = dict(param.schema)
             note = self.spec.notes.get(param.name)
             if note:
-                schema["description"] = " ".join(
-                    part for part in (schema.get("description"), note) if part)
+                schema["description"] = _sentences(schema.get("description"), note)
             properties[param.name] = schema
             if param.required:
                 required.append(param.name)
@@ -137,6 +135,17 @@ class BoundTool:
         if self.spec.mutating:
             replies = [_with_status(reply) for reply in replies]
         return _one_object(replies)
+
+    def published_output_schema(self) -> dict[str, Any]:
+        """What `tools/list` carries: the reply's top level (mcp_server/lean.py), which
+        admits every reply `output_schema()` admits."""
+        return lean.output(self.output_schema())
+
+
+def _sentences(*parts: str | None) -> str:
+    """The document's description and the row's note as one text, each a sentence."""
+    said = [p.strip() for p in parts if p and p.strip()]
+    return " ".join(p if p[-1] in ".!?" or p is said[-1] else p + "." for p in said)
 
 
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}
@@ -257,34 +266,30 @@ def bind(book: RouteBook, specs: tuple[ToolSpec, ...] | None = None) -> dict[str
     return bound
 
 
-def published(tools: Mapping[str, BoundTool], role: str, read_only: bool = False
-              ) -> list[BoundTool]:
+def published(tools: Mapping[str, BoundTool], role: str, read_only: bool = False,
+              only: Collection[str] | None = None) -> list[BoundTool]:
     """The tools a session publishes: those its role may call (by the routes' declarations),
-    and with `read_only` only the ones that change nothing."""
+    with `read_only` only the ones that change nothing, and with `only` (the tools of the
+    session's toolsets, mcp_server/toolsets.py) only those."""
     return [t for t in tools.values()
-            if t.visible_to(role) and not (read_only and t.spec.mutating)]
+            if t.visible_to(role) and not (read_only and t.spec.mutating)
+            and (only is None or t.spec.name in only)]
 
 
-_FOLLOW = (
-    " Returns at once with an operation; call wait_operation with status_args until the "
-    "status is succeeded, failed or cancelled, and report that outcome, not the submission."
-)
+# The sentences below end many descriptions; each says once, shortly, what the server's
+# instructions (server.py's INSTRUCTIONS, read once per session) explain in full, so
+# tools/list does not carry the explanation thirty times.
+_FOLLOW = " Follow its operation with wait_operation to a terminal status."
 _BY_OPERATION = {"operation_id": "operation.id"}
 
 _IN_USE = (
-    " Before anything is recorded or changed it reads what depends on the target: a tool "
-    "error in_use names each dependent (details.dependents: kind, name, namespace, why) — "
-    "tell the user what would break; nothing was done."
+    " Refused first with in_use naming each dependent (details.dependents): show the user "
+    "what would break."
 )
-_FORCEABLE = (
-    " force=true goes ahead and breaks them: that is the user's decision, asked after showing "
-    "them, never yours."
-)
+_FORCEABLE = " force=true breaks them: only when the user says so."
 _DESTROY_NOTES = {
-    "dry_run": "Call with dry_run true first and show the user what would be removed and what "
-    "would break (dependents); it changes nothing.",
-    "force": "Only after the user, shown the dependents in_use named, explicitly says to go "
-    "ahead and break them. Never on your own.",
+    "dry_run": "Call it first; show the user the plan.",
+    "force": "Only when the user says so, having seen them.",
 }
 
 _CLUSTER_NOTES = {

@@ -107,6 +107,8 @@ async def _read_everything(stack, cluster: str, job: str) -> dict[str, dict[str,
         if _first(endpoints, "name"):
             await read("get_endpoint", {"cluster": cluster, "name": _first(endpoints, "name")})
         await read("list_models", {"cluster": cluster})
-        await read("list_spaces", {"cluster": cluster})
+        spaces = await read("list_spaces", {"cluster": cluster})
+        if _first(spaces, "name"):
+            await read("get_space", {"cluster": cluster, "name": _first(spaces, "name")})
         await read("list_audit", {})
     return seen

@@ -56,3 +56,37 @@ def test_importing_the_cli_does_not_import_prometheus_client():
                           "print('prometheus_client' in sys.modules)"], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert run.stdout.strip() == "False", run.stderr
+
+
+def test_threads_making_a_metric_at_once_make_it_once(monkeypatch):
+    """Two threads of a web process meeting a metric first at once: each registering it gave
+    the second a DuplicateTimeseries, and its request a 500."""
+    import threading
+    import time
+    import types
+
+    from cloud import metrics
+
+    made = []
+
+    def slow_counter(*args, **kwargs):
+        made.append(args)
+        time.sleep(0.05)  # the window two threads met in
+        return object()
+
+    monkeypatch.setattr(metrics.importlib, "import_module",
+                        lambda name: types.SimpleNamespace(Counter=slow_counter))
+    metric = metrics._Metric("Counter", "hypd_test_once", "a test metric", ("kind",))
+    start = threading.Barrier(8)
+    results = []
+
+    def first_use():
+        start.wait()
+        results.append(metric.made())
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len({id(r) for r in results}) == 1

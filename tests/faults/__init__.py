@@ -11,8 +11,9 @@ updated, its first RayJob submitted (KubeRay installed by the operation), delete
 shared cluster storage items, an instance group with a reboot, replace and delete of its
 nodes, feature toggles, MLflow (made and attached; a RayJob submitted in a namespace of its
 own and deleted meanwhile), a model downloaded and removed, endpoints
-(routed with KEDA, a model pool reassigned and scaled in). A default-suite test fails when a
-kind is in no chain.
+(routed with KEDA, a model pool reassigned and scaled in), a dev space made, resized, stopped,
+started and deleted (the spaces feature turned on by its arrange). A default-suite test fails
+when a kind is in no chain.
 
 Baseline. Each chain runs clean once (after a warm-up round where its first run installs what
 stays), which is its baseline: each step's calls (the operation's event stream gives each

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.app.featurekit import toggle
 from tests.app.test_clusters_api import TYPE as GPU_TYPE  # one GPU a node
 from tests.app.test_clusters_api import ZONE
 from tests.faults.campaign import Act, Chain, Request
@@ -265,4 +266,31 @@ ENDPOINT = Chain(
     warmup=True,  # the first routed endpoint installs KEDA, which stays
 )
 
-ALL = (NETWORK, CLUSTER, STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT)
+SPACES = "/api/v1/clusters/{cluster}/spaces"
+
+
+def _spaces_on(stack: Stack, n: dict[str, str]) -> None:
+    """The spaces feature on (the first round turns it on; later rounds find it on)."""
+    op = toggle(stack, n["cluster"], {"spaces": {"enabled": True}}, timeout=300)
+    assert op is None or op["status"] == "succeeded", op
+
+
+# A space's whole life, each of its kinds' one step (apply, then its wait): made, resized
+# while it runs, stopped, started again, deleted with its home volume. No idle shutdown: the
+# sandbox's clock runs 1000x, and a space stopping itself would make the rounds unalike.
+SPACE = Chain(
+    "space",
+    acts=(
+        Act("space.create", post(SPACES, {
+            "name": "{space}", "instance_group": "workers", "cpu": 2, "memory_gib": 8,
+            "home_gib": 20, "idle_shutdown_minutes": None})),
+        Act("space.update", patch(SPACES + "/{space}", {"cpu": 4, "memory_gib": 16})),
+        Act("space.stop", post(SPACES + "/{space}/stop")),
+        Act("space.start", post(SPACES + "/{space}/start")),
+        Act("space.delete", delete(SPACES + "/{space}")),
+    ),
+    names=lambda token: {"space": f"sp-{token}"},
+    arrange=_spaces_on,
+)
+
+ALL = (NETWORK, CLUSTER, STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE)

@@ -1,6 +1,6 @@
 """The fault campaign (tests/faults/campaign.py) over what runs on a cluster, on one shared
 cluster: storage items, an instance group and its nodes' actions, managed features, MLflow,
-a model downloaded and removed, and inference endpoints."""
+a model downloaded and removed, inference endpoints, and a dev space's whole life."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from tests.faults.chains import (
     MLFLOW_CHAIN,
     MODEL,
     SHARED_TYPE,
+    SPACE,
     STORAGE,
 )
 
-CHAINS = (STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT)
+CHAINS = (STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE)
 
 # a round of a chain strikes every step of several operations: minutes, not the suite's 300 s
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

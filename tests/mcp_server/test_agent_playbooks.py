@@ -17,6 +17,8 @@ in tests/conftest.py, made once per test process), with a model put in its bucke
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import sys
 import time
@@ -52,8 +54,15 @@ def playbook_steps(name: str) -> list[tuple[str, list[str]]]:
 
 
 def stdio_agent(url: str, token: str) -> Client:
-    params = StdioServerParameters(command=str(HYPD), args=["mcp"], cwd=str(REPO_ROOT),
-                                   env={"HYPD_API_URL": url, "HYPD_TOKEN": token})
+    """`hypd mcp` started as the agent configs start it (their args: the agent's toolsets),
+    so a playbook tool outside them fails here as it would for the agent. PYTHONPATH, when
+    the tests run from a checkout, passes on so the server is this checkout's."""
+    config = json.loads((REPO_ROOT / "skills" / "agents" / "hypd-inst-agent.json").read_text())
+    env = {"HYPD_API_URL": url, "HYPD_TOKEN": token}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = StdioServerParameters(command=str(HYPD), args=config["mcpServers"]["hypd"]["args"],
+                                   cwd=str(REPO_ROOT), env=env)
     return Client(params, read_timeout_seconds=90, mode="legacy")
 
 

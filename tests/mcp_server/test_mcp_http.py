@@ -41,16 +41,7 @@ def mcp_http(fake_api_server: FakeApi) -> Iterator[str]:
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", verify=tls(), timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"MCP HTTP server did not start: {proc.communicate()}")
-            time.sleep(0.1)
+        _wait_for(proc, base)
         yield base
     finally:
         proc.terminate()
@@ -59,6 +50,20 @@ def mcp_http(fake_api_server: FakeApi) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _wait_for(proc: subprocess.Popen[str], base: str) -> None:
+    """Until the server answers /healthz (it reads the API's document first)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(base + "/healthz", verify=tls(), timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"MCP HTTP server did not start: {proc.communicate()}")
+        time.sleep(0.1)
 
 
 def _client(base: str, token: str, mode: str = "auto") -> Client:

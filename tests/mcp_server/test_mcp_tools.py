@@ -184,3 +184,43 @@ def test_nullable_is_json_schema_null() -> None:
     assert Draft202012Validator(wrapped).is_valid({"x": 1})
     assert not Draft202012Validator(wrapped).is_valid({"x": "one"})
     assert wrapped["description"] == "d"
+
+
+def test_a_published_output_schema_admits_every_reply_its_route_documents() -> None:
+    """What tools/list carries (mcp_server/lean.py) is the reply's top level: every field of
+    every shape the full schema admits, with at least its JSON types, and only what every
+    shape requires — so a reply that meets the document meets it. Checked shape by shape,
+    and on an example of each shape's top level."""
+    from jsonschema import Draft202012Validator
+
+    from mcp_server import lean
+
+    for name, tool in BOUND.items():
+        full, published_schema = tool.output_schema(), tool.published_output_schema()
+        Draft202012Validator.check_schema(published_schema)
+        props = published_schema["properties"]
+        assert published_schema["type"] == "object", name
+        for shape in _shapes(full):
+            assert set(published_schema.get("required", ())) <= set(
+                shape.get("required") or ()), name
+            for field, sub in (shape.get("properties") or {}).items():
+                wanted, given = lean.types(sub), lean.types(props[field])
+                assert given is None or (wanted is not None and {
+                    "number" if t == "integer" and "number" in given else t
+                    for t in wanted} <= given), (name, field, wanted, given)
+            example = {f: _value(s) for f, s in (shape.get("properties") or {}).items()}
+            assert Draft202012Validator(published_schema).is_valid(example), (name, example)
+        assert not any(isinstance(v, dict) and set(v) - {"type"} for v in props.values()), name
+        if tool.spec.mutating:
+            assert {"status_tool", "status_args", "poll_after_seconds"} <= set(
+                published_schema["required"]), name
+
+
+def _value(schema: dict) -> object:
+    """A value of the schema's first JSON type (enough to test the published top level)."""
+    from mcp_server import lean
+
+    kinds = lean.types(schema)
+    kind = sorted(kinds)[0] if kinds else "string"
+    return {"object": {}, "array": [], "string": "x", "integer": 1, "number": 1.5,
+            "boolean": True, "null": None}[kind]

@@ -57,6 +57,9 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "S3_BUCKET": (["sagemaker-hypd-lab", "a.b-c"], ["ab", "Bucket", "-ab", "ab-"]),
     "S3_OBJECT_URI": (["s3://my-models/llama/", "s3://b-1/p/q"],
                       ["s3://my-models", "https://b-1/p", "s3://B/p"]),
+    "CONTAINER_IMAGE": (["python:3.12-slim", "public.ecr.aws/sagemaker/sagemaker-distribution:"
+                         "latest-cpu", "nginx@sha256:" + "a" * 64, "repo/img"],
+                        ["Registry/Image:1", "img:", "img;rm", "", "-img"]),
     "DNS_LABEL": (["hypd", "a-1", "a" * 63], ["A", "-a", "a-", "a" * 64, "a.b"]),
     "LABEL_KEY": (["team", "team.example.com/tier", "a_b.c"],
                   ["-x", "Team.example.com/x", "a/b/c", "x" * 64]),

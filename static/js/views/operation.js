@@ -91,7 +91,8 @@ export function mount(root, ctx) {
         h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
         h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—'),
           clusterOf(op) ? [' ', h('a', { href: clusterHref(clusterOf(op)), testid: 'op-cluster-link' }, 'open cluster →')] : null,
-          capacityOf(op) ? [' ', h('a', { href: capacityHref(capacityOf(op)), testid: 'op-capacity-link' }, 'open instance groups and nodes →')] : null),
+          capacityOf(op) ? [' ', h('a', { href: capacityHref(capacityOf(op)), testid: 'op-capacity-link' }, 'open instance groups and nodes →')] : null,
+          spacesOf(op) ? [' ', h('a', { href: spacesHref(spacesOf(op)), testid: 'op-spaces-link' }, 'open dev spaces →')] : null),
         h('span', null, 'by ', h('b', { class: 'id' }, op.actor || '—')),
         h('span', null, 'created ', timeEl(op.created_at)),
         h('span', null, 'updated ', timeEl(op.updated_at, 'op-updated')),
@@ -471,6 +472,8 @@ function resourceLink(url) {
   if (m) return h('a', { href: '#/networks', class: 'id', title: url }, `network ${decodeURIComponent(m[1])}`);
   const cap = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)\/(nodes|instance-groups)/);
   if (cap) return h('a', { href: capacityHref(decodeURIComponent(cap[1])), class: 'id', title: url, testid: 'op-resource-link' }, `${cap[2].replace('-', ' ')} of ${decodeURIComponent(cap[1])}`);
+  const sp = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)\/spaces\/([^/?#]+)/);
+  if (sp) return h('a', { href: spacesHref(decodeURIComponent(sp[1])), class: 'id', title: url, testid: 'op-resource-link' }, `space ${decodeURIComponent(sp[2])} of ${decodeURIComponent(sp[1])}`);
   const c = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)/);
   if (c) return h('a', { href: clusterHref(decodeURIComponent(c[1])), class: 'id', title: url, testid: 'op-resource-link' }, `cluster ${decodeURIComponent(c[1])}`);
   return h('span', { class: 'id' }, url);
@@ -488,6 +491,16 @@ function syncChildren(container, wanted) {
 function clusterOf(op) {
   const m = String(op.target || '').match(/^cluster\/([^/]+)$/);
   return m ? m[1] : null;
+}
+
+/** The cluster of a dev space's operation (target `cluster/<name>/space/<space>`), or null. */
+function spacesOf(op) {
+  const m = String(op.target || '').match(/^cluster\/([^/]+)\/space\/[^/]+$/);
+  return m ? m[1] : null;
+}
+
+function spacesHref(cluster) {
+  return `#/clusters/${encodeURIComponent(cluster)}/spaces`;
 }
 
 /** The cluster whose capacity an operation changes (target `cluster/<name>/nodes` or

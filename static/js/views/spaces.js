@@ -5,7 +5,7 @@
 // a space's owner may change it: the others' buttons are disabled and say whose it is.
 
 import { api, isAbort, mutator, fieldErrors, canMutate, session } from '../api.js';
-import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
+import { h, clear, fill, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { rules, validateName, words } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { preview, usedBy, withForce } from '../in_use.js';
@@ -37,24 +37,29 @@ export function mount(root, ctx) {
   const S = spaceRules();
   const list = h('div', { testid: 'spaces-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
 
+  // Each field's input, by the API's field name: its error line is `error-space-<field>`
+  // (described by it, and aria-invalid while it shows a refusal).
+  const inputs = {};
+  const errorLine = (field) => h('div', { class: 'err', id: `space-${field}-error`, testid: `error-space-${field}`, role: 'alert' });
+  const described = (field, hint) => (hint ? `space-${field}-hint space-${field}-error` : `space-${field}-error`);
+  const field = (key, label, input, hint, hintAttrs = {}) => {
+    inputs[key] = input;
+    input.setAttribute('aria-describedby', described(key, hint));
+    return h('div', { class: 'field' }, h('label', { for: input.id }, label), input,
+      hint ? h('div', { class: 'hint', id: `space-${key}-hint`, ...hintAttrs }, hint) : null,
+      errorLine(key));
+  };
   const number = (id, label, b, hint) => {
-    const input = h('input', { type: 'number', id: `space-${id}`, testid: `space-${id}`, min: b.min, max: b.max, value: b.default, step: 1 });
-    return [input, h('div', { class: 'field' }, h('label', { for: `space-${id}` }, label), input,
-      h('div', { class: 'hint' }, hint || `${b.min} to ${b.max}`),
-      h('div', { class: 'err', testid: `error-space-${id}`, role: 'alert' }))];
+    const input = h('input', { type: 'number', id: `space-${id}`, testid: `space-${id}`, min: b.min, max: b.max, value: b.default, step: 1, inputmode: 'numeric' });
+    return [input, field(id, label, input, hint || `${b.min} to ${b.max}`)];
   };
   const nameIn = h('input', { type: 'text', id: 'space-name', testid: 'space-name', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. alice-lab' });
-  const nameField = h('div', { class: 'field' }, h('label', { for: 'space-name' }, 'Name'), nameIn,
-    h('div', { class: 'hint' }, rules.name.rule),
-    h('div', { class: 'err', testid: 'error-space-name', role: 'alert' }));
+  const nameField = field('name', 'Name', nameIn, rules.name.rule);
   const editorSel = h('select', { id: 'space-app-type', testid: 'space-app-type' },
     S.appTypes.map((v) => h('option', { value: v, selected: v === S.defaultAppType }, EDITORS[v] || v)));
-  const editorField = h('div', { class: 'field' }, h('label', { for: 'space-app-type' }, 'Editor'), editorSel,
-    h('div', { class: 'err', testid: 'error-space-app_type', role: 'alert' }));
+  const editorField = field('app_type', 'Editor', editorSel);
   const groupSel = h('select', { id: 'space-instance-group', testid: 'space-instance-group' }, h('option', { value: '' }, 'Reading the groups…'));
-  const groupField = h('div', { class: 'field' }, h('label', { for: 'space-instance-group' }, 'Instance group'), groupSel,
-    h('div', { class: 'hint', testid: 'space-group-hint' }, 'The space runs on one node of this group.'),
-    h('div', { class: 'err', testid: 'error-space-instance_group', role: 'alert' }));
+  const groupField = field('instance_group', 'Instance group', groupSel, 'The space runs on one node of this group.', { testid: 'space-group-hint' });
   const [cpuIn, cpuField] = number('cpu', 'vCPUs', S.cpu);
   const [memIn, memField] = number('memory_gib', 'Memory (GiB)', S.memoryGib);
   const [gpuIn, gpuField] = number('gpus', 'GPUs', S.gpus, 'Held for as long as the space runs.');
@@ -63,15 +68,14 @@ export function mount(root, ctx) {
   const neverIn = h('input', { type: 'checkbox', id: 'space-idle-never', testid: 'space-idle-never' });
   neverIn.addEventListener('change', () => { idleIn.disabled = neverIn.checked; });
   const imageIn = h('input', { type: 'text', id: 'space-image', testid: 'space-image', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: the SageMaker Distribution' });
-  const imageField = h('div', { class: 'field' }, h('label', { for: 'space-image' }, 'Image (optional)'), imageIn,
-    h('div', { class: 'err', testid: 'error-space-image', role: 'alert' }));
+  const imageField = field('image', 'Image (optional)', imageIn);
   const formErr = h('div', { class: 'form-error', testid: 'space-form-error', role: 'alert' });
   const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'space-create' }, 'Create space'));
-  const form = h('form', { testid: 'space-form', novalidate: true }, formErr, nameField, editorField, groupField,
+  idleField.insertBefore(h('label', { class: 'check', for: 'space-idle-never' }, neverIn, ' Never stop it by itself'), idleField.lastChild);
+  const form = h('form', { class: 'space-form', testid: 'space-form', novalidate: true }, formErr, nameField, editorField, groupField,
     h('div', { class: 'grid-3' }, cpuField, memField, gpuField), homeField, idleField,
-    h('label', { class: 'check', for: 'space-idle-never' }, neverIn, ' Never stop it by itself'),
     imageField,
-    h('div', { class: 'hint' }, 'The cluster\'s bucket is mounted at /s3 — the same files the jobs read and write.'),
+    h('p', { class: 'field-note' }, 'The cluster\'s bucket is mounted at /s3 — the same files the jobs read and write.'),
     h('div', { class: 'inline' }, submit), roleHint('creating a space', 'space-role-hint'));
 
   root.append(
@@ -122,7 +126,15 @@ export function mount(root, ctx) {
     return btn;
   }
 
+  // What the list shows, without what moves on its own (activity times, events): a refresh
+  // that changes none of it leaves the rows alone, so focus and a hovered title stay put.
+  let shown = null;
+  const MOVING = new Set(['last_activity', 'idle_minutes', 'events']);
+
   function render(data) {
+    const now = JSON.stringify(data, (k, v) => (MOVING.has(k) ? undefined : v));
+    if (now === shown) return;
+    shown = now;
     clear(list);
     const items = data.items || [];
     if (!items.length) {
@@ -155,16 +167,16 @@ export function mount(root, ctx) {
     return h('tr', { testid: `space-row-${s.name}` },
       h('td', null, h('b', { class: 'id' }, s.name), h('div', { class: 'sub-id' }, EDITORS[s.app_type] || s.app_type || '')),
       h('td', null, badge(s.state, { testid: `space-state-${s.name}` }),
-        s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id' }, ' operation') : null,
+        s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id', 'aria-label': `last operation of space ${s.name}` }, ' operation') : null,
         s.message ? h('div', { class: 'sub-id', testid: `space-message-${s.name}` }, s.message) : null,
         waitingNote(s.waiting, 'pod', `space-waiting-${s.name}`)),
       h('td', { testid: `space-owner-${s.name}` }, s.owner || '—'),
-      h('td', null, `${r.cpu ?? '?'} vCPU · ${r.memory_gib ?? '?'} GiB`, r.gpus ? ` · ${r.gpus} GPU` : '',
+      h('td', { testid: `space-size-${s.name}` }, `${r.cpu ?? '?'} vCPU · ${r.memory_gib ?? '?'} GiB`, r.gpus ? ` · ${r.gpus} GPU` : '',
         h('div', { class: 'sub-id' }, `${s.instance_group || ''} · home ${s.home_gib ?? '?'} GiB`)),
       h('td', null, pod && pod.node ? h('span', { class: 'id' }, pod.node) : '—',
         h('div', { class: 'sub-id', testid: `space-idle-${s.name}` },
           s.idle_shutdown_minutes ? `stops after ${s.idle_shutdown_minutes} min idle` : 'never stops by itself')),
-      h('td', { class: 'actions' }, actions));
+      h('td', { class: 'actions' }, actions.flatMap((a, i) => (i ? [' ', a] : [a]))));
   }
 
   async function lifecycle(s, action) {
@@ -183,10 +195,14 @@ export function mount(root, ctx) {
     const remove = mutator();
     const used = usedBy('space-delete', { forceText: 'Delete anyway' });
     const url = `${base}/${encodeURIComponent(s.name)}`;
+    // what the dry run says the delete removes, in the API's words, once it answers
+    const removes = h('ul', { class: 'plain-list', testid: 'space-delete-removes', 'aria-live': 'polite' },
+      h('li', { class: 'faint' }, spinner(), ' Asking what the delete removes…'));
     openModal({
       testid: 'space-delete-dialog', title: `Delete space ${s.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
       content: h('div', null,
-        h('p', null, `Deletes the space, its editor and its home volume (${s.home_gib} GiB) with every file on it. Files under /s3 stay in the cluster's bucket.`),
+        h('p', null, 'Removes:'), removes,
+        h('p', { class: 'field-note space-removes-note' }, 'Files under /s3 stay in the cluster\'s bucket.'),
         used.el),
       onSubmit: async ({ close }) => {
         const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
@@ -196,13 +212,37 @@ export function mount(root, ctx) {
       },
       onError: (err, errorEl) => used.onError(err, errorEl),
     });
-    preview(used, url, { signal: ctx.signal });
+    preview(used, url, { signal: ctx.signal }).then((plan) => {
+      const items = (plan && plan.removes) || [];
+      fill(removes, items.length
+        ? items.map((r) => h('li', null, r))
+        : h('li', null, `The space, its editor and its home volume (${s.home_gib ?? '?'} GiB) with every file on it.`));
+    });
+  }
+
+  /** Show `msg` on a field (its error line, aria-invalid); an empty msg clears it. */
+  function setError(key, msg) {
+    const line = form.querySelector(`[data-testid=error-space-${key}]`);
+    if (line) line.textContent = msg || '';
+    if (inputs[key]) inputs[key].setAttribute('aria-invalid', msg ? 'true' : 'false');
+    return Boolean(line);
+  }
+
+  function clearErrors() {
+    formErr.textContent = '';
+    for (const key of Object.keys(inputs)) setError(key, '');
+  }
+
+  /** Move the focus to the first field that shows an error (or the form's own line). */
+  function focusError() {
+    const bad = Object.values(inputs).find((el) => el.getAttribute('aria-invalid') === 'true');
+    if (bad) bad.focus();
   }
 
   function checkNumber(input, id, b) {
     const v = Number(input.value);
-    if (!Number.isInteger(v) || v < b.min || v > b.max) {
-      form.querySelector(`[data-testid=error-space-${id}]`).textContent = `A whole number from ${b.min} to ${b.max}.`;
+    if (input.value.trim() === '' || !Number.isInteger(v) || v < b.min || v > b.max) {
+      setError(id, `A whole number from ${b.min} to ${b.max}.`);
       return false;
     }
     return true;
@@ -210,12 +250,12 @@ export function mount(root, ctx) {
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    formErr.textContent = '';
-    for (const el of form.querySelectorAll('.err')) el.textContent = '';
+    if (!canMutate()) return;
+    clearErrors();
     const name = nameIn.value.trim();
     const why = validateName(name);
     let ok = true;
-    if (why) { form.querySelector('[data-testid=error-space-name]').textContent = why; ok = false; }
+    if (why) { setError('name', why); ok = false; }
     ok = checkNumber(cpuIn, 'cpu', S.cpu) && ok;
     ok = checkNumber(memIn, 'memory_gib', S.memoryGib) && ok;
     ok = checkNumber(gpuIn, 'gpus', S.gpus) && ok;
@@ -223,14 +263,14 @@ export function mount(root, ctx) {
     if (!neverIn.checked) ok = checkNumber(idleIn, 'idle_shutdown_minutes', S.idleMinutes) && ok;
     const image = imageIn.value.trim();
     if (image && !S.image.test(image)) {
-      form.querySelector('[data-testid=error-space-image]').textContent = 'Not a container image reference.';
+      setError('image', 'Not a container image reference (e.g. repo/name:tag).');
       ok = false;
     }
     if (!groupSel.value) {
-      form.querySelector('[data-testid=error-space-instance_group]').textContent = 'Choose an instance group.';
+      setError('instance_group', 'Choose an instance group.');
       ok = false;
     }
-    if (!ok) return;
+    if (!ok) { focusError(); return; }
     const body = {
       name, app_type: editorSel.value, instance_group: groupSel.value,
       cpu: Number(cpuIn.value), memory_gib: Number(memIn.value), gpus: Number(gpuIn.value),
@@ -246,12 +286,17 @@ export function mount(root, ctx) {
       load();
     } catch (e) {
       if (isAbort(e)) return;
-      const fields = fieldErrors(e.details);
-      for (const [field, msg] of Object.entries(fields)) {
-        const el = form.querySelector(`[data-testid=error-space-${field.split('.')[0]}]`);
-        if (el) el.textContent = msg; else formErr.textContent = `${field}: ${msg}`;
+      // a refusal with the numbers (exceeds_capacity) names its fields in details.fields;
+      // the rest of its details are numbers, not words for a field
+      const details = e.details && e.details.fields ? { fields: e.details.fields } : e.details;
+      const other = [];
+      for (const [key, msg] of Object.entries(fieldErrors(details))) {
+        const top = key.split('.')[0];
+        const words = msg.startsWith(`${top}: `) ? msg.slice(top.length + 2) : msg;
+        if (!setError(top, words)) other.push(`${key}: ${msg}`);
       }
-      if (!Object.keys(fields).length) formErr.textContent = e.message;
+      if (other.length || !form.querySelector('[aria-invalid=true]')) formErr.textContent = other.length ? other.join(' ') : e.message;
+      focusError();
     } finally {
       submit.disabled = !canMutate();
     }
