@@ -46,6 +46,7 @@ NOT_CLIENTS = {
     "jobs": "cloud/jobs.py's own functions (list_jobs: training jobs in a cluster)",
     "_VERSION": "a compiled regular expression (search)",
     "p.regex": "cloud/failure_patterns.py: a pattern's compiled regular expression (search)",
+    "_SENTENCE_END": "app/openapi.py: a compiled regular expression (search)",
 }
 """Receivers whose attributes share a name with an AWS operation but are not AWS clients."""
 
