@@ -249,9 +249,3 @@ def asked(ws: Mapping[str, Any]) -> Space:
         home_gib=_quantity_gib((spec.get("storage") or {}).get("size")) or 0,
         idle_shutdown_minutes=int(idle.get("idleTimeoutInMinutes") or 0)
         if idle.get("enabled") else None)
-
-
-def is_settled(ws: Mapping[str, Any] | None, want: str) -> bool:
-    """Whether a Workspace has reached what a lifecycle operation asked (`want`: running or
-    stopped)."""
-    return ws is not None and state(ws)[0] == want
