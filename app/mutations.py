@@ -22,6 +22,7 @@ Idempotency, as a client sees it:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -36,7 +37,7 @@ from app import auth, context
 from app.permissions import access
 from cloud import dependents, logs
 from cloud.errors import Invalid
-from schemas.common import MutationReplySchema, NoChangeSchema
+from schemas.common import DryRunQuerySchema, MutationReplySchema, NoChangeSchema
 from schemas.dependents import (
     IN_USE_DESCRIPTION,
     DestroyPlanSchema,
@@ -44,6 +45,7 @@ from schemas.dependents import (
     InUseErrorSchema,
     or_plan,
 )
+from schemas.rehearsal import REHEARSAL_DESCRIPTION, RehearsalSchema
 from tasks.engine.kinds import OperationKind
 from tasks.engine.store import IDEMPOTENCY_TTL_S, IdempotencyClaim
 from vocabulary.roles import Role
@@ -52,10 +54,6 @@ log = logging.getLogger(__name__)
 
 POLL_AFTER_S = 5
 MAX_KEY_LEN = 255
-
-
-class DryRunSubmitted(RuntimeError):
-    """A route submitted an operation for a dry run (500: the route's bug)."""
 
 
 def idempotency_claim(body: Any) -> IdempotencyClaim | None:
@@ -91,8 +89,8 @@ def replayed() -> tuple[dict[str, Any], int, dict[str, str]] | None:
     diff that may answer "no change"), so a replay still answers the first request's
     operation."""
     claim = idempotency_claim(request.get_json(silent=True))
-    if claim is None:
-        return None
+    if claim is None or auth.dry_run():
+        return None  # a dry run records nothing, so it never answers a recorded operation
     op = context.engine().store.replay(claim)
     return None if op is None else operation_reply(context.engine().view(op))
 
@@ -122,12 +120,14 @@ def submit(
     `precheck` (e.g. "does this network exist already?") runs only for a new request: a
     replay answers the operation the key first made, whatever has happened since.
     """
-    if auth.dry_run():
-        # Not a role check (the declaration made that): a dry run was let in because it
-        # changes nothing, so one reaching here is a route's bug, never an operation.
-        raise DryRunSubmitted(f"{request.method} {request.path}: a dry run reached submit; "
-                              "it must answer its plan instead")
     engine = context.engine()
+    if auth.dry_run():
+        # let in because it changes nothing: the operation is rehearsed, never recorded
+        engine.store.ensure_target_free(target)
+        if precheck is not None:
+            precheck()
+        return alt_reply(RehearsalSchema, engine.rehearse(
+            kind, target, params, auth.current().name, context.settings().region, inputs))
     claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:
         replayed = engine.store.replay(claim)
@@ -158,6 +158,28 @@ def no_change(resource_url: str | None, message: str) -> Response:
     `@blp.alt_response(200, schema=NoChangeSchema, ...)`."""
     return alt_reply(NoChangeSchema, {"changed": False, "resource_url": resource_url,
                                       "message": message})
+
+
+def changing(blp: Blueprint, *, own_200: tuple[type[Schema], str] | None = None
+             ) -> Callable[[Any], Any]:
+    """What every route declares that changes AWS or Kubernetes through an operation (a
+    destructive one declares `destructive`): an operator's, its `?dry_run=true` open to
+    viewers and answered by `submit` with the operation rehearsed (RehearsalSchema) — or
+    the route's own 200 (`own_200`, e.g. "no change") where it has one."""
+    def decorate(view: Any) -> Any:
+        @functools.wraps(view)
+        def run(*args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
+            return view(*args, **kwargs)  # `submit` reads it as the role check did
+
+        run = blp.arguments(DryRunQuerySchema, location="query", as_kwargs=True)(run)
+        if own_200 is not None:
+            run = blp.doc(**or_plan(*own_200, plan=RehearsalSchema))(run)
+        else:
+            run = blp.alt_response(200, schema=RehearsalSchema,
+                                   description=REHEARSAL_DESCRIPTION)(run)
+        return access(Role.OPERATOR, dry_run=True)(run)
+
+    return decorate
 
 
 # -- destructive requests --------------------------------------------------------------------------

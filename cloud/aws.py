@@ -37,7 +37,7 @@ from botocore.exceptions import (
     ResponseStreamingError,
 )
 
-from cloud import metrics
+from cloud import metrics, rehearsal
 from cloud.settings import Settings, SettingsError
 
 # ---------------------------------------------------------------------------------------
@@ -177,6 +177,7 @@ def _session(mode: str) -> boto3.session.Session:
             session = boto3.session.Session()
         # before any client is made from it: clients copy the session's event hooks
         metrics.register_aws_hooks(session.events)
+        rehearsal.register_aws_hooks(session.events)
         _sessions[mode] = session
     return session
 

@@ -27,6 +27,7 @@ from urllib.parse import quote
 import urllib3
 from kubernetes.client import ApiClient
 
+from cloud import rehearsal
 from cloud.errors import Refusal
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -206,7 +207,27 @@ def object_path(api: ApiClient, api_version: str, kind: str, name: str | None = 
 def _call(api: ApiClient, method: str, path: str, query: list[tuple[str, str]] | None = None,
           body: Any = None, content_type: str | None = None, text: bool = False,
           accept: str | None = None) -> Any:
-    """One request; the reply's JSON (None when empty), or with `text` its body as text."""
+    """One request; the reply's JSON (None when empty), or with `text` its body as text.
+
+    In a rehearsal (cloud/rehearsal.py) a change is written down and sent with `dryRun=All`
+    (the API server checks it and keeps nothing), or not sent at all when it would reach a
+    pod; the answer is then the object as sent."""
+    if method not in ("GET", "HEAD") and rehearsal.current() is not None:
+        if not rehearsal.kube_change(method, path, body):
+            return body if not text else ""
+        query = [*(query or []), ("dryRun", "All")]
+        try:
+            return _send(api, method, path, query, body, content_type, text, accept)
+        except KubeError as exc:
+            if exc.http_status != 404:
+                raise
+            # its namespace (or owner) is one the rehearsal did not make: answer as sent
+            return body if not text else ""
+    return _send(api, method, path, query, body, content_type, text, accept)
+
+
+def _send(api: ApiClient, method: str, path: str, query: list[tuple[str, str]] | None,
+          body: Any, content_type: str | None, text: bool, accept: str | None) -> Any:
     headers = {"Accept": accept or ("text/plain" if text else "application/json")}
     if content_type:
         headers["Content-Type"] = content_type

@@ -155,7 +155,10 @@ def process_died(pid: int) -> None:
 # -- AWS calls, counted from botocore's events -------------------------------------------------
 
 def count_aws_call(event_name: str, http_response=None, parsed=None, **_: object) -> None:
-    """`after-call.<service>.<Operation>`: every call that got an answer."""
+    """`after-call.<service>.<Operation>`: every call that got an answer (not one a
+    rehearsal held back: cloud/rehearsal.py answered it, AWS never saw it)."""
+    if getattr(http_response, "rehearsed", False):
+        return
     _, service, api = event_name.split(".", 2)
     AWS_CALLS.labels(service, api).inc()
     if http_response is not None and http_response.status_code >= 300:

@@ -212,6 +212,10 @@ async def _call_rest(tool: BoundTool, args: dict[str, Any], api: ApiClient,
     if not spec.mutating:
         resp = await api.request(spec.method, path, params=query, json_body=send_body)
         return _reply(resp.body)
+    if args.get("dry_run") is True:
+        # a plan records nothing: no key to derive or remember, no earlier call to replay
+        resp = await api.request(spec.method, path, params=query, json_body=send_body)
+        return _mutation_reply(spec, resp)
 
     explicit = args.get(IDEMPOTENCY_KEY)
     principal = principal_of(api.token)

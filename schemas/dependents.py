@@ -76,9 +76,11 @@ class DestroyPlanSchema(Schema):
     message = fields.String(required=True)
 
 
-def or_plan(schema: type[Schema], description: str) -> dict:
-    """The documented 200 of a destructive route whose own 200 is `schema`: with
-    `?dry_run=true` it answers a DestroyPlan instead (for `blp.doc`)."""
+def or_plan(schema: type[Schema], description: str,
+            plan: type[Schema] = DestroyPlanSchema) -> dict:
+    """The documented 200 of a route whose own 200 is `schema`: with `?dry_run=true` it
+    answers its plan instead (DestroyPlan, or the rehearsal of a change; for `blp.doc`)."""
+    named = plan.__name__.removesuffix("Schema")
     return {"responses": {"200": {
-        "description": f"{description}; with ?dry_run=true, the plan (DestroyPlan)",
-        "content": {"application/json": {"schema": {"oneOf": [schema, DestroyPlanSchema]}}}}}}
+        "description": f"{description}; with ?dry_run=true, the plan ({named})",
+        "content": {"application/json": {"schema": {"oneOf": [schema, plan]}}}}}}

@@ -7,7 +7,6 @@ from flask_smorest import Blueprint
 
 from app import mutations
 from app.errors import ApiError
-from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import instance_groups as groups_model
 from cloud.eks import next_minor
@@ -15,14 +14,13 @@ from cloud.errors import Invalid
 from schemas.cluster_software import KubernetesUpgradeSchema, SoftwareUpdateSchema
 from schemas.common import MutationReplySchema, NoChangeSchema
 from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
-from vocabulary.roles import Role
 
 blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
                 description="Cluster software: HyperPod node software, Kubernetes version")
 
 
 @blp.route("/<string:name>/software-update", methods=["POST"])
-@access(Role.OPERATOR)
+@mutations.changing(blp)
 @blp.arguments(SoftwareUpdateSchema)
 @blp.response(202, MutationReplySchema)
 @blp.doc(operationId="update_cluster_software")
@@ -48,10 +46,9 @@ def software_update(body, name):
 
 
 @blp.route("/<string:name>/kubernetes-version", methods=["POST"])
-@access(Role.OPERATOR)
+@mutations.changing(blp, own_200=(NoChangeSchema, "the cluster runs that version"))
 @blp.arguments(KubernetesUpgradeSchema)
 @blp.response(202, MutationReplySchema)
-@blp.alt_response(200, schema=NoChangeSchema, description="the cluster runs that version")
 @blp.doc(operationId="upgrade_kubernetes")
 def kubernetes_upgrade(body, name):
     """Upgrade the cluster's EKS Kubernetes version one minor version (EKS allows no

@@ -202,7 +202,7 @@ def kubeconfig(query, name):
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])
-@access(Role.OPERATOR)
+@mutations.changing(blp)
 @blp.arguments(StagePathSchema, location="path")
 @blp.response(202, MutationReplySchema)
 @blp.doc(operationId="run_cluster_stage")

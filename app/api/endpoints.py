@@ -143,7 +143,7 @@ class Endpoints(MethodView):
         return {"cluster": cluster, "items": sorted(items.values(), key=lambda i: i["name"]),
                 "note": why}
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(EndpointCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a managed endpoint while the inference operator is "
@@ -180,10 +180,9 @@ class EndpointItem(MethodView):
         """One endpoint, read from the cluster."""
         return endpoints_model.one(readmodel.find(cluster), name)
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already as asked: nothing sent"))
     @blp.arguments(EndpointPatchSchema)
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
     @blp.alt_response(422, schema=ErrorSchema, description=(
         "exceeds_capacity: replicas or an autoscaling max the cluster can never hold, with "
         "the numbers"))
@@ -284,10 +283,9 @@ def _check_pool_scale_in(found: ClusterRef, before: Endpoint, after: Endpoint) -
 
 @blp.route("/<string:cluster>/endpoints/<string:name>/reassign")
 class Reassign(MethodView):
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "the worker already serves it"))
     @blp.arguments(ReassignSchema)
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="the worker already serves it")
     @blp.doc(operationId="reassign_endpoint_worker")
     def post(self, body, cluster, name):
         """Reassign a pool worker to another model (or to unassigned): only the worker's

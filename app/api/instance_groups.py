@@ -107,7 +107,7 @@ class InstanceGroups(MethodView):
         zone, labels and taints, nodes by status, and the operation changing each."""
         return {"cluster": cluster, "items": groups_model.read(readmodel.find(cluster)).views}
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(InstanceGroupCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(412, description="a quota or the training plan does not cover it")
@@ -152,10 +152,9 @@ class InstanceGroup(MethodView):
         """One instance group, read from AWS."""
         return groups_model.read(readmodel.find(cluster)).view(name)
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already as asked: nothing sent"))
     @blp.arguments(InstanceGroupPatchSchema)
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
     @blp.doc(operationId="update_instance_group")
     def patch(self, body, cluster, name):
         """Change an instance group: only the fields present are acted on. Count, threads

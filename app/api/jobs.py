@@ -165,7 +165,7 @@ class Jobs(MethodView):
                  and query.get("recipe") in (None, i["recipe"])]
         return {"cluster": cluster, "items": items}
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(JobCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a job of that name exists or is being submitted, or "

@@ -61,11 +61,10 @@ class Mlflow(MethodView):
         whether hypd made it, and the role and service account jobs log as."""
         return mlflow_model.read(readmodel.find(cluster))
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(
+        NoChangeSchema, "that tracking server is attached already: nothing sent"))
     @blp.arguments(MlflowSetSchema)
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema,
-                      description="that tracking server is attached already: nothing sent")
     @blp.alt_response(409, description="another tracking server is attached (detach it "
                                        "first), or the cluster is busy or not ACTIVE")
     @blp.doc(operationId="set_mlflow")

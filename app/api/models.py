@@ -38,7 +38,7 @@ class Models(MethodView):
         downloads running or failed, with their progress."""
         return models_model.listing(readmodel.find(cluster))
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(ModelDownloadSchema)
     @blp.response(202, MutationReplySchema)
     @blp.doc(operationId="download_model")

@@ -41,7 +41,7 @@ class Networks(MethodView):
         """List the networks hypd made (found by their tags)."""
         return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(NetworkCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a network of that name exists or is being changed")

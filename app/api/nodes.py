@@ -112,7 +112,7 @@ def _act(cluster: str, action_name: str, body: dict[str, Any],
 
 def _action_route(action: str, refused_state: str):
     """What every node action route declares; each one's docstring says what it does.
-    Replace and delete also take `force` and `dry_run` (they end instances)."""
+    Each takes `dry_run`; replace and delete also `force` (they end instances)."""
     disruptive = action in DISRUPTIVE
 
     def register(view):
@@ -124,7 +124,7 @@ def _action_route(action: str, refused_state: str):
         else:
             view = blp.alt_response(409, description=conflict)(view)
             view = blp.response(202, MutationReplySchema)(view)
-            view = access(Role.OPERATOR)(view)
+            view = mutations.changing(blp)(view)
         view = blp.arguments(NodeActionSchema)(view)
         return blp.route(f"/<string:cluster>/nodes/{action}", methods=["POST"])(view)
 

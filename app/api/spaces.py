@@ -103,7 +103,7 @@ class Spaces(MethodView):
         with talking_to(ref):
             return {"cluster": cluster, "items": spaces_readmodel.listing(ref, api)}
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.arguments(SpaceCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a space of that name exists or is being created, or "
@@ -159,10 +159,9 @@ class Space(MethodView):
         with talking_to(ref):
             return spaces_readmodel.one(ref, api, name)
 
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already as asked: nothing sent"))
     @blp.arguments(SpaceUpdateSchema)
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="already as asked: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
     @blp.doc(operationId="update_space")
     def patch(self, body, cluster, name):
@@ -225,9 +224,8 @@ def _lifecycle(cluster: str, name: str, want: str) -> Any:
 
 @blp.route("/<string:cluster>/spaces/<string:name>/stop")
 class SpaceStop(MethodView):
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already stopped: nothing sent"))
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="already stopped: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
     @blp.doc(operationId="stop_space")
     def post(self, cluster, name):
@@ -238,9 +236,8 @@ class SpaceStop(MethodView):
 
 @blp.route("/<string:cluster>/spaces/<string:name>/start")
 class SpaceStart(MethodView):
-    @access(Role.OPERATOR)
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already running: nothing sent"))
     @blp.response(202, MutationReplySchema)
-    @blp.alt_response(200, schema=NoChangeSchema, description="already running: nothing sent")
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
     @blp.doc(operationId="start_space")
     def post(self, cluster, name):

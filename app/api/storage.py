@@ -101,7 +101,7 @@ class StorageItems(MethodView):
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="the name is taken, or the cluster is busy or not "
                                        "ACTIVE")
-    @access(Role.OPERATOR)
+    @mutations.changing(blp)
     @blp.doc(operationId="add_storage")
     def post(self, body, cluster):
         """Add storage to a cluster: an S3 bucket (new, or an existing one by name) or an FSx

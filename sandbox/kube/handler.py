@@ -268,14 +268,14 @@ class KubeHandler:
             answer = await self._verb(request, rt, namespace, t, verb)
         except KubeError as exc:
             self._record_write(verb, resource, namespace, await self._named(request, t),
-                               exc.code, None)
+                               exc.code, None, dry_run=request.query.get("dryRun") == "All")
             raise
         made = None
         if answer.status == 201 and request.query.get("dryRun") != "All":
             made = (json.loads(answer.body or b"{}").get("metadata") or {})
         self._record_write(verb, resource, namespace,
                            (made or {}).get("name") or await self._named(request, t),
-                           answer.status, made)
+                           answer.status, made, dry_run=request.query.get("dryRun") == "All")
         await self._hold(action, HoldWhen.AFTER)
         return answer
 
@@ -313,11 +313,11 @@ class KubeHandler:
 
     def _record_write(self, verb: str, resource: str, namespace: str | None, name: str | None,
                       status: int, made: dict[str, Any] | None,
-                      fault: str | None = None) -> None:
+                      fault: str | None = None, dry_run: bool = False) -> None:
         if self.kube.writes is not None:
             self.kube.writes.record(self.kube.name, verb, resource,
                                     (made or {}).get("namespace") or namespace, name, status,
-                                    made is not None, fault)
+                                    made is not None, fault, dry_run)
 
     async def _verb(self, request: web.BaseRequest, rt: ResourceType, namespace: str | None,
                     t: paths.Target, verb: str) -> web.StreamResponse:

@@ -31,7 +31,8 @@ class KubeWrites:
         self._creates: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
 
     def record(self, cluster: str, verb: str, resource: str, namespace: str | None,
-               name: str | None, status: int, created: bool, fault: str | None = None) -> int:
+               name: str | None, status: int, created: bool, fault: str | None = None,
+               dry_run: bool = False) -> int:
         """Log one write (`resource` is `<group>/<plural>`, or `<plural>` for the core group)
         and count it if it created the object; returns its sequence number."""
         with self._lock:
@@ -39,7 +40,7 @@ class KubeWrites:
             self._writes.append({
                 "seq": self._seq, "cluster": cluster, "verb": verb, "resource": resource,
                 "namespace": namespace, "name": name, "status": status, "created": created,
-                "fault": fault,
+                "fault": fault, "dry_run": dry_run,
                 "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             })
             if created:

@@ -9,6 +9,7 @@ engine re-schedules instead of sleeping.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ class StepContext(Protocol):
     def lock(self, name: str) -> AbstractContextManager[None]:
         """A short lock shared by every worker (e.g. `vpc/<id>` while a subnet block is
         chosen and created); a step that cannot get it is retried later."""
+
+
+def step_token(op_id: str, step: str, *parts: str) -> str:
+    """`StepContext.token`: the same for every attempt of this step of this operation."""
+    seed = "\n".join((op_id, step, *parts))
+    return "hypd-" + hashlib.sha256(seed.encode()).hexdigest()[:58]
 
 
 class StepFailed(Exception):

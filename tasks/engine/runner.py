@@ -12,7 +12,6 @@ message unacknowledged, so the broker brings it back and nothing is lost.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import secrets
 import time
@@ -25,7 +24,7 @@ import redis
 from cloud import logs
 from cloud.metrics import STEP_SECONDS
 from tasks.engine.heartbeat import Heartbeat
-from tasks.engine.kinds import KindTable, StepFailed, StepRetry
+from tasks.engine.kinds import KindTable, StepFailed, StepRetry, step_token
 from tasks.engine.model import current_step, now_iso
 from tasks.engine.store import OperationStore, StaleGeneration, lease_key, op_event, step_event
 from vocabulary.operations import OpStatus, StepPhase
@@ -91,8 +90,7 @@ class StepRuntime:
         return aws.client(service, region=self.region)
 
     def token(self, *parts: str) -> str:
-        seed = "\n".join((self.op_id, self.step, *parts))
-        return "hypd-" + hashlib.sha256(seed.encode()).hexdigest()[:58]
+        return step_token(self.op_id, self.step, *parts)
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tasks.engine import rehearsal
 from tasks.engine.errors import InvalidTransition, OperationNotFound, UnknownKind
 from tasks.engine.kinds import KindTable, OperationKind
 from tasks.engine.model import new_operation, public_view
@@ -43,6 +44,15 @@ class Engine:
         if created:
             self.enqueue(op["id"], op["generation"], 0)
         return op, created
+
+    def rehearse(self, kind: OperationKind, target: str, params: dict[str, Any], actor: str,
+                 region: str, inputs: dict[str, dict[str, Any]] | None = None
+                 ) -> dict[str, Any]:
+        """What `submit` would set going, as a dry run (tasks/engine/rehearsal.py): the
+        kind's steps run once with every change held back; nothing is recorded."""
+        if self.kinds.get(kind.name) is not kind:
+            raise UnknownKind(f"operation kind {kind.name!r} is not in the engine's table")
+        return rehearsal.rehearse(kind, target, params, actor, region, self.store.redis, inputs)
 
     def cancel(self, op_id: str) -> dict[str, Any]:
         """Queued: cancelled now. Running: at its next step boundary."""

@@ -47,6 +47,9 @@ NOT_CLIENTS = {
     "_VERSION": "a compiled regular expression (search)",
     "p.regex": "cloud/failure_patterns.py: a pattern's compiled regular expression (search)",
     "_SENTENCE_END": "app/openapi.py: a compiled regular expression (search)",
+    "SECRET_KEY": "cloud/rehearsal.py: a compiled regular expression (search)",
+    "NAME_KEY": "cloud/rehearsal.py: a compiled regular expression (search)",
+    "NOT_DRY_RUNNABLE": "cloud/rehearsal.py: a compiled regular expression (search)",
 }
 """Receivers whose attributes share a name with an AWS operation but are not AWS clients."""
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -121,6 +122,36 @@ async def test_operator_network_lifecycle_over_stdio(stack: Any) -> None:
             assert gone["status"] == "succeeded", gone["operation"].get("error")
             after = await client.call_tool("get_network", {"name": net})
             assert after.is_error and after.content[0].text.startswith("not_found: ")
+
+
+@pytest.mark.asyncio
+async def test_an_agent_plans_a_change_before_making_it(stack: Any) -> None:
+    """`dry_run` on a mutating tool answers the rehearsed operation (as its output schema
+    says), with no key remembered and nothing recorded: the real call that follows is the
+    first, not a replay of the plan."""
+    name = f"mcp-plan-{uuid.uuid4().hex[:6]}"
+    async with _stdio(stack, stack.operator_token) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        planned = await client.call_tool("create_network", {"name": name, "dry_run": True})
+        assert not planned.is_error, planned.content[0].text
+        plan = planned.structured_content
+        problems = list(Draft202012Validator(listed["create_network"].output_schema)
+                        .iter_errors(plan))
+        assert not problems, problems[0]
+        assert plan["dry_run"] is True and plan["kind"] == "network.create"
+        assert plan["steps"][0]["calls"][0]["operation"] == "CreateVpc"
+        assert plan["status_tool"] is None and "idempotency_key" not in plan
+        again = await client.call_tool("create_network", {"name": name, "dry_run": True})
+        assert "replayed" not in again.structured_content
+        ops = await client.call_tool("list_operations", {"target": f"network/{name}"})
+        assert ops.structured_content["items"] == []
+        made = await client.call_tool("create_network", {"name": name})
+        assert not made.is_error, made.content[0].text
+        assert "replayed" not in made.structured_content
+        done = await _follow(client, made.structured_content)
+        assert done["status"] == "succeeded", done["operation"].get("error")
+        gone = await client.call_tool("delete_network", {"name": name})
+        assert (await _follow(client, gone.structured_content))["status"] == "succeeded"
 
 
 @pytest.mark.asyncio

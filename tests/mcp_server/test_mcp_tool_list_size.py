@@ -32,14 +32,15 @@ pytestmark = pytest.mark.asyncio
 ALL = "all"
 AGENT = ",".join(AGENT_TOOLSETS)
 BUDGETS: dict[str, int] = {
-    ALL: 134_000,           # 70 tools; 316,573 bytes before the lean list
+    ALL: 137_000,           # 70 tools; 316,573 bytes before the lean list; +5.6 KB: dry_run
+                            # on the 18 changes that lacked it (issue 22 item 4)
     "clusters": 32_500,     # the cluster lifecycle: networks, clusters, stages, software
-    "capacity": 44_000,
+    "capacity": 45_000,
     "training": 22_000,
-    "inference": 24_000,
-    "spaces": 14_500,
+    "inference": 24_600,
+    "spaces": 15_300,
     "operations": 11_500,
-    AGENT: 134_000,         # the agent configs' (skills/agents): every toolset, named
+    AGENT: 137_000,         # the agent configs' (skills/agents): every toolset, named
 }
 GOALS: dict[str, int] = {ALL: 60_000, "clusters": 20_000}
 
