@@ -2,28 +2,29 @@
 
 Every byte of `tools/list` is context an agent pays before its first question, and the
 routes' full reply schemas (every nested field, its description, the dashboard's `x-hypd-*`
-words) were three fifths of it (docs/benchmarks.md, "The tool list"). An agent reads a
-reply's top level — which fields come back and of what JSON type — and the reply itself
-for the rest; a client that validates structured content (as the TypeScript SDK's does)
-needs a schema every real reply meets. So a tool publishes, from `BoundTool.output_schema()`
-(every 2xx reply the route documents, as the server returns it):
+words) were three fifths of it (docs/benchmarks.md, "The tool list"). An agent reads which
+fields a reply has from here and everything else — the values, their types, what is nested —
+from the reply itself, which comes back as structured content and as text; a client that
+validates structured content (as the TypeScript SDK's does) needs a schema every real reply
+meets. So a tool publishes, from `BoundTool.output_schema()` (every 2xx reply the route
+documents, as the server returns it):
 
 - one object whose properties are the union of every reply shape's top-level fields (a
-  dry run's plan, a `{"changed": false}` and a 202 operation side by side), each with the
-  JSON types it may take there (all of them where any shape leaves it open);
+  dry run's plan, a `{"changed": false}` and a 202 operation side by side), each as `{}`:
+  the name, not the type (the types were 12 KB of the list; a typed client reads the
+  OpenAPI document, whose reply schemas are whole);
 - `required`: the fields every shape requires (a mutation's status_tool, status_args,
   poll_after_seconds among them);
 - nothing below the top level, no descriptions, no extensions.
 
 Whatever the full schema admits, this admits (it only forgets), so a real reply that meets
 the document meets it; tests/mcp_server/test_mcp_tools.py checks that, shape by shape.
+`types()` says which JSON types a schema admits (the tests' measure of "admits").
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 
 Types = frozenset[str] | None
 """The JSON types a value may take; None: any."""
@@ -31,23 +32,15 @@ Types = frozenset[str] | None
 
 def output(schema: dict[str, Any]) -> dict[str, Any]:
     """The published form of a full output schema (an object's, as MCP wants)."""
-    fields: dict[str, Types] = {}
+    names: dict[str, None] = {}  # every shape's fields, in order, once
     required: set[str] | None = None
-    every = shapes(schema)
-    for shape in every:
-        properties = shape.get("properties") or {}
+    for shape in shapes(schema):
+        names.update(dict.fromkeys(shape.get("properties") or {}))
         required = set(shape.get("required") or ()) if required is None else (
             required & set(shape.get("required") or ()))
-        for name, sub in properties.items():
-            fields[name] = _union(fields[name], types(sub)) if name in fields else types(sub)
-    for shape in every:  # a shape open to other fields may carry any of them as anything
-        if shape.get("additionalProperties", True) is not False:
-            for name in set(fields) - set(shape.get("properties") or {}):
-                fields[name] = None
-    out: dict[str, Any] = {"type": "object",
-                           "properties": {name: _schema(t) for name, t in fields.items()}}
+    out: dict[str, Any] = {"type": "object", "properties": {name: {} for name in names}}
     if required:
-        out["required"] = [name for name in fields if name in required]
+        out["required"] = [name for name in names if name in required]
     return out
 
 
@@ -92,13 +85,6 @@ def _union(a: Types, b: Types) -> Types:
         return None
     both = a | b
     return both - {"integer"} if "number" in both else both
-
-
-def _schema(kinds: Types) -> dict[str, Any]:
-    if kinds is None:
-        return {}
-    ordered = [k for k in JSON_TYPES if k in kinds]
-    return {"type": ordered[0] if len(ordered) == 1 else ordered}
 
 
 def _type_of(value: Any) -> str:

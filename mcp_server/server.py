@@ -82,7 +82,12 @@ changes nothing: present its findings and evidence, then its suggestions in thei
 Follow it with wait_operation until its status is succeeded, failed or cancelled, and report \
 that outcome, not the submission.
 - Errors read `<code>: <message>`; the message states the cause. A conflict names the \
-operation that holds the target: wait for it rather than retrying at once.
+operation that holds the target: wait for it rather than retrying at once. exceeds_capacity: \
+the request can never fit, its details give the numbers: propose less (or more capacity), \
+never resend it unchanged. precondition_failed: a quota, reservation or feature is missing: \
+report it and stop.
+- A change already as asked answers changed: false with status_tool null: nothing to follow.
+- Prices: an unknown price stays unknown; say so, never fill in a figure.
 - Deletes, detaches, removals and turning a feature off read what depends on the target \
 first: refused, the error is in_use and details.dependents names each (kind, name, \
 namespace, why); nothing was done. Tell the user what would break. dry_run=true answers \
@@ -324,7 +329,6 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
     return Tool(
         fn=call,
         name=spec.name,
-        title=spec.title,
         description=spec.description,
         parameters=tool.input_schema(),
         fn_metadata=FuncMetadata(arg_model=_argument_model(tool),
@@ -353,11 +357,13 @@ class _RoleServer(MCPServer):
     the schema refuses (an unknown name too) is `validation_failed` naming each field."""
 
     def __init__(self, *args: Any, tools: list[Tool], toolsets: frozenset[str],
-                 **kwargs: Any) -> None:
+                 checks: dict[str, dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._published = frozenset(tool.name for tool in tools)
         self._toolsets = toolsets
-        self._checks = {tool.name: ArgumentCheck(tool.parameters) for tool in tools}
+        # the published schema's rules, in the document's words (a refused name quotes the
+        # name rule, which tools/list leaves to the pattern)
+        self._checks = {name: ArgumentCheck(schema) for name, schema in checks.items()}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
@@ -412,8 +418,8 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
     chosen = parse_toolsets(toolsets)
     keys = keys or IdempotencyKeys()
     bound = bind(routes or load_routes(api_url))
-    tools = [_make_tool(tool, api_url, token, keys)
-             for tool in _publishes(bound, role, read_only, chosen)]
+    publishes = _publishes(bound, role, read_only, chosen)
+    tools = [_make_tool(tool, api_url, token, keys) for tool in publishes]
     return _RoleServer(
         name="hypd",
         title="hypd",
@@ -421,6 +427,7 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
         version="0.1.0",
         tools=tools,
         toolsets=chosen,
+        checks={tool.spec.name: tool.input_schema(published=False) for tool in publishes},
         log_level="WARNING",
     )
 

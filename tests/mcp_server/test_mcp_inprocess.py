@@ -21,6 +21,7 @@ from tests.mcp_server.mcp_fake_api import (
     real_openapi,
 )
 from tests.mcp_server.refusals import refusal
+from vocabulary import patterns
 
 pytestmark = pytest.mark.asyncio
 
@@ -211,10 +212,18 @@ async def test_arguments_are_checked_against_the_schema(fake_api: FakeApi) -> No
     server = build_server(fake_api.url, OPERATOR_TOKEN)
     async with Client(server) as client:
         bad_name = await client.call_tool("create_network", {"name": "Lab_1"})
+        bad_cluster = await client.call_tool("create_cluster", {
+            "name": "Lab_1", "availability_zone": "us-west-2a", "instance_type": "ml.g5.8xlarge",
+            "instance_count": 1})
         unknown = await client.call_tool("create_network", {"name": "lab", "vpc": "x"})
         too_long = await client.call_tool("wait_operation",
                                           {"operation_id": "op_1", "timeout_seconds": 600})
     assert bad_name.is_error and "name" in _text(bad_name)
+    # explained in the document's words, which tools/list leaves to the pattern (SHARED_WORDING)
+    # or to another tool (create_cluster's arguments are described on plan_cluster's)
+    for refused in (bad_name, bad_cluster):
+        assert _text(refused).startswith("validation_failed: name: 'Lab_1' does not follow the "
+                                         "rule: ") and patterns.NAME_RULE in _text(refused)
     assert unknown.is_error and "vpc" in _text(unknown)
     assert too_long.is_error and "timeout_seconds" in _text(too_long)
     assert fake_api.seen("POST") == []

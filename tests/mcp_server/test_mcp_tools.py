@@ -58,6 +58,26 @@ def test_descriptions_are_written_for_an_agent() -> None:
             assert tool.spec.status_tool in tool.spec.description, name
 
 
+def test_a_row_taking_another_tools_arguments_is_published_only_beside_it() -> None:
+    """create_cluster's arguments are described once, on plan_cluster's (the same route's
+    inputs): each of them is there, described, and any session publishing the one — by
+    its toolset and its role — publishes the other."""
+    from mcp_server.toolsets import TOOLSET_OF
+
+    sharing = {n: t for n, t in BOUND.items() if t.spec.inputs_as}
+    assert set(sharing) == {"create_cluster"}
+    for name, tool in sharing.items():
+        other = BOUND[str(tool.spec.inputs_as)]
+        assert TOOLSET_OF[name] == TOOLSET_OF[other.spec.name]
+        assert all(other.visible_to(role) for role in ("viewer", "operator")
+                   if tool.visible_to(role))
+        theirs = other.input_schema()["properties"]
+        for param in tool.params:
+            assert theirs[param.name]["description"], (name, param.name)
+            assert tool.input_schema()["properties"][param.name]["description"] == (
+                f"As in {other.spec.name}.")
+
+
 def test_publication_follows_the_routes_declarations() -> None:
     everything = {t.spec.name for t in published(BOUND, "operator")}
     viewer = {t.spec.name for t in published(BOUND, "viewer")}
