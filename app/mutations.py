@@ -218,8 +218,9 @@ def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
     return decorate
 
 
-def plan(impact: Impact, force: bool) -> Response:
-    """The dry run's 200 (DestroyPlanSchema): what would be removed and what would break."""
+def plan(impact: Impact, force: bool, rehearsal: Mapping[str, Any] | None = None) -> Response:
+    """The dry run's 200 (DestroyPlanSchema): what would be removed and what would break —
+    and, for an operation, its steps rehearsed (the calls each would make, in order)."""
     stopping = dependents.blocking(impact.found, force)
     forceable = all(d.forceable for d in impact.found)
     if stopping:
@@ -234,7 +235,9 @@ def plan(impact: Impact, force: bool) -> Response:
     return alt_reply(DestroyPlanSchema, {
         "dry_run": True, "target": impact.what, "removes": impact.removes,
         "dependents": dependents.views(impact.found), "total": len(impact.found),
-        "refused": bool(stopping), "force_allowed": forceable, "message": message})
+        "refused": bool(stopping), "force_allowed": forceable, "message": message,
+        **({k: rehearsal[k] for k in ("kind", "steps", "changes", "would_fail")}
+           if rehearsal is not None else {})})
 
 
 def guard(impact: Callable[[], Impact], query: Mapping[str, Any]) -> Response | None:
@@ -256,7 +259,9 @@ def destroy(kind: OperationKind, target: str, params: dict[str, Any],
     target's lock, only for a new request), and any that live refuse it with 409 in_use —
     before anything is recorded or sent to AWS — unless `force` overrides them."""
     if query.get("dry_run"):
-        return plan(impact(), bool(query.get("force")))
+        found = impact()  # first: it may fill params in (a node action's region)
+        return plan(found, bool(query.get("force")), context.engine().rehearse(
+            kind, target, params, auth.current().name, context.settings().region, inputs))
 
     def precheck() -> None:
         found = impact()

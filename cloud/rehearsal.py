@@ -293,11 +293,26 @@ def kube_change(method: str, path: str, body: Any) -> bool:
     False when it must not be sent at all (a pod's or service's own endpoint)."""
     found = _active.get()
     assert found is not None
-    params: dict[str, Any] = {"path": path}
-    if isinstance(body, Mapping):
+    params: dict[str, Any] = {"path": path, **_object_of(path)}
+    if isinstance(body, Mapping) and method != "DELETE":  # a DELETE's body: DeleteOptions
         meta = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
         params.update({k: v for k, v in (("kind", body.get("kind")),
                                          ("name", meta.get("name")),
                                          ("namespace", meta.get("namespace"))) if v})
     found.calls.append(Call("kubernetes", method, params))
     return not NOT_DRY_RUNNABLE.search(path)
+
+
+def _object_of(path: str) -> dict[str, str]:
+    """{resource, namespace, name} of a Kubernetes API path (`/api/v1/namespaces/x/pods/y`,
+    `/apis/<group>/<version>/<plural>/<name>`), as far as it names them."""
+    parts = path.split("?")[0].strip("/").split("/")
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    found: dict[str, str] = {}
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        found["namespace"], rest = rest[1], rest[2:]
+    if rest:
+        found["resource"] = rest[0]
+    if len(rest) > 1:
+        found["name"] = rest[1]
+    return found

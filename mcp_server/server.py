@@ -87,6 +87,9 @@ the request can never fit, its details give the numbers: propose less (or more c
 never resend it unchanged. precondition_failed: a quota, reservation or feature is missing: \
 report it and stop.
 - A change already as asked answers changed: false with status_tool null: nothing to follow.
+- Every mutating tool takes dry_run=true: the operation rehearsed (its steps, the AWS and \
+Kubernetes calls each would make, what exists and would be adopted, would_fail), nothing \
+recorded or changed. Show it when the user asks what a change would do.
 - Prices: an unknown price stays unknown; say so, never fill in a figure.
 - Deletes, detaches, removals and turning a feature off read what depends on the target \
 first: refused, the error is in_use and details.dependents names each (kind, name, \

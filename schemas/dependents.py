@@ -7,6 +7,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields
 
 from schemas.common import DryRunQuerySchema
+from schemas.rehearsal import StepPlanSchema, WouldFailSchema
 
 DRY_RUN_DESCRIPTION = ("answer what the request would remove and what would break (its "
                        "dependents), changing nothing (open to viewers)")
@@ -74,6 +75,13 @@ class DestroyPlanSchema(Schema):
         "description": "the same request without dry_run would be refused (409 in_use)"})
     force_allowed = fields.Boolean(required=True)
     message = fields.String(required=True)
+    kind = fields.String(metadata={"description": "the operation it would run"})
+    steps = fields.List(fields.Nested(StepPlanSchema), metadata={
+        "description": "that operation's steps rehearsed: the calls each would make, in "
+                       "order (as if forced, where it would be refused)"})
+    changes = fields.Integer(metadata={"description": "calls that change"})
+    would_fail = fields.Nested(WouldFailSchema, allow_none=True, metadata={
+        "description": "the step the operation would stop at, and why"})
 
 
 def or_plan(schema: type[Schema], description: str,

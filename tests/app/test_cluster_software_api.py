@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from cloud.eks import next_minor
+from tests.app.dryrunkit import calls_in_order, rehearsed
 from tests.app.test_clusters_api import _body, _calls, _client, _create, _last_seq
 from tests.mcp_server.test_mcp_e2e import _stdio
 from vocabulary import kubernetes_versions
@@ -111,6 +112,11 @@ def test_kubernetes_goes_one_minor_version_up_and_the_addons_follow(stack, clust
     assert "kube-proxy" in addons
     old_versions = {a: eks.describe_addon(clusterName=cluster, addonName=a)["addon"][
         "addonVersion"] for a in addons}
+    # the plan first: the version update, then each add-on's, nothing sent
+    plan = rehearsed(stack, "POST", f"/api/v1/clusters/{cluster}/kubernetes-version",
+                     {"version": wanted}, kind="cluster.kubernetes_upgrade")
+    assert calls_in_order(plan, [("eks", "UpdateClusterVersion")]), plan
+    assert _running(stack, cluster) == before
     since = _last_seq(stack)
     reply = _upgrade(stack, cluster, wanted)
     assert reply.status_code == 202, reply.text

@@ -144,3 +144,33 @@ def test_a_dry_run_is_refused_as_the_change_would_be(stack, training):
         plain = c.patch(f"/api/v1/clusters/{training['name']}/instance-groups/workers",
                         json={"instance_count": 2})
         assert plain.status_code == 403  # without dry_run, a change is an operator's
+
+
+def test_a_destroy_plan_lists_its_calls_and_removes_nothing(stack, training):
+    """A destructive route's plan: what it would remove, what would break, and its
+    operation rehearsed — every delete written down, none sent (the cluster is whole after:
+    the kit checks the local AWS's counters and that every Kubernetes write was a dry run)."""
+    stack.wait_idle()
+    cluster = training["name"]
+    base = f"/api/v1/clusters/{cluster}"
+    with stack.client() as c:
+        nodes = c.get(f"{base}/nodes").json()["items"]
+    node = nodes[0]["id"]
+    plan = rehearsed(stack, "DELETE", base, kind="cluster.delete")
+    assert "Delete the HyperPod cluster" in plan["removes"]
+    assert calls_in_order(plan, [
+        ("kubernetes", "persistentvolumeclaims"), ("kubernetes", "persistentvolumes"),
+        ("sagemaker", "DeleteCluster"), ("eks", "DeleteCluster"), ("iam", "DeleteRole"),
+        ("ec2", "DeleteNatGateway"), ("ec2", "DeleteVpc")]), plan
+    steps = steps_of(plan)
+    assert steps["in_use"]["plan"] == "exists" and steps["hyperpod_cluster"]["plan"] == "changes"
+    for action, call in (("replace", "BatchReplaceClusterNodes"),
+                         ("reboot", "BatchRebootClusterNodes")):
+        plan = rehearsed(stack, "POST", f"{base}/nodes/{action}", {"node_ids": [node]},
+                         kind=f"nodes.{action}")
+        sent = [c for s in plan["steps"] for c in s["calls"]]
+        assert [c["operation"] for c in sent if c["service"] == "sagemaker"] == [call], sent
+    with stack.client() as c:
+        assert c.get(base).json()["eks"]["status"] == "ACTIVE"
+        assert [n["id"] for n in c.get(f"{base}/nodes").json()["items"]] == [
+            n["id"] for n in nodes]

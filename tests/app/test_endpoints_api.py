@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from tests.app.dryrunkit import calls_in_order, rehearsed
 from tests.app.test_clusters_api import _body, _create, _name
 
 GPU_TYPE = "ml.g5.12xlarge"  # 4 GPUs a node
@@ -251,6 +252,27 @@ def test_a_change_already_true_sends_nothing_and_a_new_count_rolls_out(stack, cl
     deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", served, "default")
     assert deployment["spec"]["replicas"] == 1
     assert _get(stack, cluster, served)["replicas"] == 1
+
+
+def test_each_endpoint_change_is_planned_first_and_nothing_changes(stack, cluster, served,
+                                                                   pool):
+    """create, update and reassign answer their operation rehearsed (tests/app/dryrunkit.py
+    checks nothing was recorded, sent to AWS or kept by Kubernetes)."""
+    base = f"/api/v1/clusters/{cluster}/endpoints"
+    plan = rehearsed(stack, "POST", base, _vllm(_name("plan")), kind="endpoint.create")
+    assert calls_in_order(plan, [("kubernetes", "Deployment"), ("kubernetes", "Service")]), plan
+    assert plan["would_fail"] is None
+    replicas = _get(stack, cluster, served)["replicas"]
+    plan = rehearsed(stack, "PATCH", f"{base}/{served}", {"replicas": replicas + 1},
+                     kind="endpoint.update")
+    assert calls_in_order(plan, [("kubernetes", "Deployment")]), plan
+    deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", served, "default")
+    assert deployment["spec"]["replicas"] == replicas  # the plan kept nothing
+    worker = _free_worker(stack, cluster)
+    plan = rehearsed(stack, "POST", f"{base}/{pool}/reassign",
+                     {"worker": worker, "model": "qwen"}, kind="endpoint.reassign")
+    assert plan["changes"] >= 1 and plan["would_fail"] is None, plan
+    assert _workers(stack, cluster)[worker]["metadata"]["labels"][POOL_LABEL] == "unassigned"
 
 
 def test_an_endpoint_larger_than_the_cluster_is_refused_with_the_numbers(stack, cluster,

@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 
 from cloud import kube, spaces, storage
+from tests.app.dryrunkit import calls_in_order, rehearsed
 from tests.app.featurekit import toggle
 from tests.app.test_clusters_api import _body, _client, _create
 from tests.crdkit import validate
@@ -58,9 +59,12 @@ def _follow(stack, reply: httpx.Response, timeout: float = 120) -> dict[str, Any
     return op
 
 
+SPACE = {"instance_group": "workers", "cpu": 2, "memory_gib": 8, "home_gib": 20,
+         "idle_shutdown_minutes": None}  # the sandbox runs 1000x
+
+
 def _create_space(stack, cluster: str, name: str, **extra: Any) -> dict[str, Any]:
-    body = {"name": name, "instance_group": "workers", "cpu": 2, "memory_gib": 8,
-            "home_gib": 20, "idle_shutdown_minutes": None, **extra}  # the sandbox runs 1000x
+    body = {"name": name, **SPACE, **extra}
     with stack.client() as c:
         reply = c.post(_url(cluster), json=body)
     return _follow(stack, reply)
@@ -101,6 +105,10 @@ def test_a_space_is_refused_while_the_cluster_runs_no_spaces_operator(stack, bar
 
 def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, cluster,
                                                                            tmp_path):
+    # each change is planned first (a viewer may ask): nothing recorded, sent or kept
+    plan = rehearsed(stack, "POST", _url(cluster), {**SPACE, "name": "lab"}, kind="space.create")
+    assert calls_in_order(plan, [("kubernetes", "Workspace")]), plan
+    assert plan["would_fail"] is None and _workspace(stack, cluster, "lab") is None
     op = _create_space(stack, cluster, "lab")
     assert op["resource_url"] == _url(cluster, "lab")
     # what hypd wrote: valid against the add-on's real CRD as a closed schema
@@ -144,6 +152,10 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     assert after["idle_minutes"] == 0 and after["last_activity"]
 
     # stop: the pod goes, the URL stops answering; a second stop changes nothing
+    plan = rehearsed(stack, "POST", _url(cluster, "lab") + "/stop", kind="space.stop",
+                     token="operator")  # the owner's plan: another token's is refused
+    assert calls_in_order(plan, [("kubernetes", "workspaces")]), plan
+    assert _read(stack, cluster, "lab")["state"] == "running"
     with stack.client() as c:
         _follow(stack, c.post(_url(cluster, "lab") + "/stop"))
         again = c.post(_url(cluster, "lab") + "/stop")
@@ -152,11 +164,17 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     assert (stopped["state"], stopped["pods"]) == ("stopped", [])
     assert _listing(url, ca).status_code == 503
     # start: the same home volume, running again
+    plan = rehearsed(stack, "POST", _url(cluster, "lab") + "/start", kind="space.start",
+                     token="operator")
+    assert plan["changes"] >= 1 and _read(stack, cluster, "lab")["state"] == "stopped"
     with stack.client() as c:
         _follow(stack, c.post(_url(cluster, "lab") + "/start"))
     assert _read(stack, cluster, "lab")["state"] == "running"
     assert _listing(url, ca).status_code == 200
     # resize: the running pod asks for the new size
+    plan = rehearsed(stack, "PATCH", _url(cluster, "lab"), {"cpu": 4, "memory_gib": 16},
+                     kind="space.update", token="operator")
+    assert plan["changes"] >= 1, plan
     with stack.client() as c:
         _follow(stack, c.patch(_url(cluster, "lab"), json={"cpu": 4, "memory_gib": 16}))
         same = c.patch(_url(cluster, "lab"), json={"cpu": 4})
