@@ -16,6 +16,9 @@ import pytest
 from tests.stack import REPO, RUNNING, Stack, free_port, tls
 
 SHARED_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["']module["']""")
+GROUPED_SESSION_FIXTURES = ("spaces_cluster",)
+"""Session-scoped clusters whose modules go to one worker together: spread over both, each
+worker would make its own (the spaces feature's is among the dearest to make)."""
 
 
 def _shares_a_module_fixture(test_file: Path) -> bool:
@@ -25,25 +28,41 @@ def _shares_a_module_fixture(test_file: Path) -> bool:
     return any(f.is_file() and SHARED_MODULE_FIXTURE.search(f.read_text()) for f in files)
 
 
+def _grouped_session_fixture(test_file: Path) -> str | None:
+    """The first of GROUPED_SESSION_FIXTURES the module names (read from its source)."""
+    if not test_file.is_file():
+        return None
+    text = test_file.read_text()
+    return next((f for f in GROUPED_SESSION_FIXTURES if re.search(rf"\b{f}\b", text)), None)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist load`, except that a module sharing a module-scoped fixture (a cluster, a
     browser) is sent to one worker as a whole: spread over both, each would make its
-    cluster. xdist's own `loadgroup` does this by marks but cannot under pytest 9 (it renames
-    node ids through an attribute pytest 9 no longer reads)."""
+    cluster; and the modules naming one of GROUPED_SESSION_FIXTURES go to one worker
+    together, so that its cluster is made once in the run. xdist's own `loadgroup` does this
+    by marks but cannot under pytest 9 (it renames node ids through an attribute pytest 9 no
+    longer reads)."""
     if config.getoption("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     root = Path(str(config.rootpath))
-    grouped: dict[str, bool] = {}
+    scopes: dict[str, str | None] = {}
+
+    def scope_of(module: str) -> str | None:
+        session = _grouped_session_fixture(root / module)
+        if session is not None:
+            return f"session fixture {session}"
+        return module if _shares_a_module_fixture(root / module) else None
 
     class ModuleFixtureScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            if module not in grouped:
-                grouped[module] = _shares_a_module_fixture(root / module)
-            return module if grouped[module] else nodeid
+            if module not in scopes:
+                scopes[module] = scope_of(module)
+            return scopes[module] or nodeid
 
     return ModuleFixtureScheduling(config, log)
 
@@ -75,6 +94,15 @@ def training(stack):
     from tests.app.jobkit import training_cluster
 
     return training_cluster(stack)
+
+
+@pytest.fixture(scope="session")
+def spaces_cluster(stack):
+    """A one-node cluster with the spaces feature on, shared by the Dev spaces tests of this
+    test process (REST and MCP, the kill tests, the page; each space has its own name)."""
+    from tests.app.featurekit import spaces_cluster
+
+    return spaces_cluster(stack)
 
 
 @pytest.fixture(scope="session")

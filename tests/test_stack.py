@@ -40,3 +40,14 @@ def test_a_module_sharing_a_module_fixture_is_scheduled_whole_and_others_test_by
     assert _shares_a_module_fixture(REPO / "tests/app/test_nodes_api.py")  # its own cluster
     assert _shares_a_module_fixture(REPO / "tests/e2e/test_dashboard.py")  # the browser
     assert not _shares_a_module_fixture(REPO / "tests/app/test_errors.py")
+
+
+def test_the_modules_sharing_the_spaces_cluster_are_scheduled_together():
+    """Each names the session's spaces cluster, so the scheduler sends all of them to one
+    worker (one spaces cluster in a run); a module naming none is not grouped so."""
+    from tests.conftest import _grouped_session_fixture
+
+    for module in ("tests/app/test_spaces_api.py", "tests/tasks/test_spaces_kill.py",
+                   "tests/e2e/test_spaces_page.py"):
+        assert _grouped_session_fixture(REPO / module) == "spaces_cluster", module
+    assert _grouped_session_fixture(REPO / "tests/app/test_nodes_api.py") is None

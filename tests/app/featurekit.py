@@ -5,10 +5,11 @@ sandbox's control API for counters and the call log."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from cloud import eks, kube
-from tests.app.test_clusters_api import _client
+from cloud import eks, kube, spaces
+from tests.app.test_clusters_api import _body, _client, _create
 
 REGION = "us-west-2"
 MUTATING_PREFIXES = ("Create", "Delete", "Update", "Put", "Attach", "Detach", "Associate",
@@ -78,3 +79,22 @@ def last_seq(stack) -> int:
 def oidc_providers(stack) -> list[str]:
     reply = _client(stack, "iam").list_open_id_connect_providers()
     return [p["Arn"] for p in reply["OpenIDConnectProviderList"]]
+
+
+def spaces_cluster(stack) -> dict[str, Any]:
+    """One node with the spaces feature on, shared by the Dev spaces tests of this test
+    process (each space has its own name); the reply to a space asked for before the feature
+    was on, and what the cluster then had under that space's name (nothing)."""
+    stack.wait_idle()
+    name = f"dev-{uuid.uuid4().hex[:5]}"
+    op = _create(stack, _body(name, instance_count=1))
+    assert op["status"] == "succeeded", op
+    with stack.client() as c:
+        refused = c.post(f"/api/v1/clusters/{name}/spaces",
+                         json={"name": "early", "instance_group": "workers"})
+    early = kube.get_object(stack.kube(name).api, spaces.API_VERSION, spaces.KIND, "early",
+                            spaces.NAMESPACE)
+    op = toggle(stack, name, {"spaces": {"enabled": True}}, timeout=180)
+    assert op is not None and op["status"] == "succeeded", op
+    assert state(stack, name, "spaces") == "on"
+    return {"name": name, "refused": refused, "early": early}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import uuid
 from typing import Any
 
 import httpx
@@ -22,8 +21,7 @@ from mcp import Client
 
 from cloud import kube, spaces, storage
 from tests.app.dryrunkit import calls_in_order, rehearsed
-from tests.app.featurekit import toggle
-from tests.app.test_clusters_api import _body, _client, _create
+from tests.app.test_clusters_api import _client
 from tests.crdkit import validate
 from tests.stack import wait_until
 
@@ -32,20 +30,10 @@ JOB = {"recipe": "ray", "image": "rayproject/ray:2.9.0",
        "command": ["sh", "-c", "echo from-the-job > $HYPD_OUTPUT_DIR/result.txt"]}
 
 
-@pytest.fixture(scope="module")
-def bare(stack):
-    stack.wait_idle()
-    name = f"dev-{uuid.uuid4().hex[:5]}"
-    op = _create(stack, _body(name, instance_count=1))
-    assert op["status"] == "succeeded", op
-    return name
-
-
-@pytest.fixture(scope="module")
-def cluster(stack, bare):
-    op = toggle(stack, bare, {"spaces": {"enabled": True}}, timeout=180)
-    assert op is None or op["status"] == "succeeded", op
-    return bare
+@pytest.fixture
+def cluster(spaces_cluster) -> str:
+    """The test process's spaces cluster (tests/conftest.py): one node, the feature on."""
+    return spaces_cluster["name"]
 
 
 def _url(cluster: str, name: str = "") -> str:
@@ -95,12 +83,14 @@ def _workspace(stack, cluster: str, name: str) -> dict[str, Any] | None:
                            spaces.NAMESPACE)
 
 
-def test_a_space_is_refused_while_the_cluster_runs_no_spaces_operator(stack, bare):
-    with stack.client() as c:
-        reply = c.post(_url(bare), json={"name": "early", "instance_group": "workers"})
+def test_a_space_is_refused_while_the_cluster_runs_no_spaces_operator(stack, spaces_cluster):
+    """Asked for before the feature was on (the shared cluster's fixture sent it then)."""
+    reply = spaces_cluster["refused"]
     assert reply.status_code == 412, reply.text
     assert "spaces feature" in reply.json()["error"]["message"]
-    assert _workspace(stack, bare, "early") is None
+    assert spaces_cluster["early"] is None
+    # nor was it made later, once the feature was on
+    assert _workspace(stack, spaces_cluster["name"], "early") is None
 
 
 def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, cluster,

@@ -9,7 +9,6 @@ technology (Chromium's own accessibility tree: the suite has no axe)."""
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
 import pytest
@@ -18,8 +17,7 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
 from cloud import kube, spaces
-from tests.app.featurekit import state, toggle
-from tests.app.test_clusters_api import _body, _create
+from tests.app.featurekit import state
 from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
@@ -37,12 +35,10 @@ NAMED_ROLES = {"button", "link", "textbox", "spinbutton", "combobox", "checkbox"
 
 
 @pytest.fixture(scope="module")
-def cluster(stack):
-    stack.wait_idle()
-    name = f"ui-sp-{uuid.uuid4().hex[:5]}"
-    assert _create(stack, _body(name, instance_count=1))["status"] == "succeeded"
-    op = toggle(stack, name, {"spaces": {"enabled": True}}, timeout=180)
-    assert op is None or op["status"] == "succeeded", op
+def cluster(stack, spaces_cluster):
+    """The test process's spaces cluster (tests/conftest.py), shared with the other spaces
+    tests: one node, the feature on."""
+    name = spaces_cluster["name"]
     assert state(stack, name, "spaces") == "on"
     return name
 
@@ -50,17 +46,19 @@ def cluster(stack):
 @pytest.fixture(scope="module")
 def theirs(stack, cluster):
     """A space made through REST, then given to another owner (its Workspace's owner
-    annotation, as another operator's create writes it)."""
+    annotation, as another operator's create writes it); named apart from the REST tests'
+    spaces on the shared cluster."""
+    name = "alices"
     with stack.client() as c:
-        reply = c.post(_url(cluster), json={"name": "theirs", "instance_group": "workers",
+        reply = c.post(_url(cluster), json={"name": name, "instance_group": "workers",
                                             "cpu": 1, "memory_gib": 2, "home_gib": 5,
                                             "idle_shutdown_minutes": None})
     assert reply.status_code == 202, reply.text
     assert stack.wait_operation(reply.json()["operation"]["id"], 120)["status"] == "succeeded"
-    kube.merge_patch(stack.kube(cluster).api, spaces.API_VERSION, spaces.KIND, "theirs",
+    kube.merge_patch(stack.kube(cluster).api, spaces.API_VERSION, spaces.KIND, name,
                      spaces.NAMESPACE, {"metadata": {"annotations": {
                          spaces.OWNER_ANNOTATION: "alice"}}})
-    return "theirs"
+    return name
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 
 from cloud import spaces
-from tests.app.featurekit import toggle
-from tests.app.test_clusters_api import _body, _create
 from tests.app.test_spaces_api import _create_space, _read, _url, _workspace
 
 WORKSPACES = "workspace.jupyter.org/workspaces"
@@ -25,16 +23,11 @@ SPACE = {"instance_group": "workers", "cpu": 2, "memory_gib": 8, "home_gib": 20,
          "idle_shutdown_minutes": None}  # the sandbox runs 1000x: no idle shutdown
 
 
-@pytest.fixture(scope="module")
-def cluster(stack) -> str:
-    """One node, the spaces feature on: shared by this module's spaces."""
-    stack.wait_idle()
-    name = f"sk-{uuid.uuid4().hex[:5]}"
-    op = _create(stack, _body(name, instance_count=1))
-    assert op["status"] == "succeeded", op
-    op = toggle(stack, name, {"spaces": {"enabled": True}}, timeout=180)
-    assert op is None or op["status"] == "succeeded", op
-    return name
+@pytest.fixture
+def cluster(spaces_cluster) -> str:
+    """The test process's spaces cluster (tests/conftest.py): one node, the spaces feature
+    on, shared with the other spaces tests (each space here has a name of its own)."""
+    return spaces_cluster["name"]
 
 
 def _writes(stack, cluster: str, since: int, resource: str, name: str) -> list[dict[str, Any]]:
