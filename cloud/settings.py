@@ -37,7 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-AWS_MODES = ("sandbox", "aws")
+from vocabulary.aws import AWS_MODES
+
 PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 """Where AWS serves the Price List API (GetProducts); any of them prices every region."""
 LOG_FORMATS = ("text", "json")

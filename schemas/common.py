@@ -10,6 +10,7 @@ import botocore.session
 from marshmallow import Schema, ValidationError, fields, validate
 
 from vocabulary import patterns
+from vocabulary.aws import AWS_MODES
 from vocabulary.capacity import EFA_MIN_INTERFACES, EFA_MODES
 from vocabulary.operations import OpStatus, StepPhase
 from vocabulary.roles import Role
@@ -261,6 +262,11 @@ class WhoamiSchema(Schema):
     name = fields.String(required=True)
     role = fields.String(required=True, validate=validate.OneOf(list(Role)), metadata={
         "description": "the token's role; each covers the ones before it"})
+    aws = fields.String(required=True, validate=validate.OneOf(AWS_MODES), metadata={
+        "description": "where this hypd acts: `sandbox` (AWS and the clusters simulated on "
+                       "its machine; no AWS account, nothing billed) or `aws` (a real "
+                       "account: what it makes is billed)"})
+    region = fields.String(required=True, metadata={"description": "its AWS region"})
 
 
 class HealthSchema(Schema):

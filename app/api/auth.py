@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
-from app import auth
+from app import auth, context
 from app.permissions import access
 from schemas.common import WhoamiSchema
 from vocabulary.roles import Role
@@ -17,6 +17,9 @@ blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authen
 @blp.response(200, WhoamiSchema)
 @blp.doc(operationId="whoami")
 def whoami():
-    """The name and role of the calling token."""
+    """The name and role of the calling token, and where this hypd acts (the sandbox or a
+    real AWS account, and its region): what a person signing in must know first."""
     principal = auth.current()
-    return {"name": principal.name, "role": principal.role}
+    settings = context.settings()
+    return {"name": principal.name, "role": principal.role, "aws": settings.aws_mode,
+            "region": settings.region}

@@ -1,5 +1,5 @@
-// REST client: bearer token from sessionStorage, the error envelope as ApiError,
-// and one place where a 401 sends the user back to sign-in.
+// REST client: bearer token from sessionStorage (shared with this browser's other tabs),
+// the error envelope as ApiError, and one place where a 401 sends the user back to sign-in.
 
 import { rules } from './rules.js';
 
@@ -10,16 +10,57 @@ export const session = {
   user: null, // {name, role} once whoami answered
 };
 
+// The session is this browser's, not one tab's: a new tab asks the tabs already open
+// (BroadcastChannel: this origin only) for their token, and signing out in one tab signs
+// out every tab. The token lives in each tab's sessionStorage only: never in a URL, never
+// in storage that outlives the browser session.
+const CHANNEL = typeof BroadcastChannel === 'function' ? new BroadcastChannel('hypd.session') : null;
+const ASK_MS = 250;
+let signedOutElsewhere = () => {};
+
+if (CHANNEL) {
+  CHANNEL.onmessage = (ev) => {
+    const msg = ev.data || {};
+    if (msg.type === 'ask' && session.token) CHANNEL.postMessage({ type: 'token', token: session.token });
+    if (msg.type === 'signout' && session.token) {
+      clearSession(false);
+      signedOutElsewhere();
+    }
+  };
+}
+
+export function onSignedOutElsewhere(fn) {
+  signedOutElsewhere = fn;
+}
+
+/** The token of another open tab of this browser, or null (none answered soon). */
+export function tokenFromOtherTabs() {
+  if (!CHANNEL) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const ask = new BroadcastChannel('hypd.session');
+    const done = (token) => { ask.close(); resolve(token); };
+    const timer = setTimeout(() => done(null), ASK_MS);
+    ask.onmessage = (ev) => {
+      if (ev.data && ev.data.type === 'token' && ev.data.token) {
+        clearTimeout(timer);
+        done(ev.data.token);
+      }
+    };
+    ask.postMessage({ type: 'ask' });
+  });
+}
+
 export function saveSession(token, user) {
   session.token = token;
   session.user = user;
   sessionStorage.setItem(TOKEN_KEY, token);
 }
 
-export function clearSession() {
+export function clearSession(everywhere = true) {
   session.token = null;
   session.user = null;
   sessionStorage.removeItem(TOKEN_KEY);
+  if (everywhere && CHANNEL) CHANNEL.postMessage({ type: 'signout' });
 }
 
 export function canMutate() {

@@ -1,6 +1,9 @@
 // Entry point: session, sign-in, header, hash router.
 
-import { api, session, saveSession, clearSession, onUnauthorized, isAbort, canMutate } from './api.js';
+import {
+  api, session, saveSession, clearSession, onUnauthorized, onSignedOutElsewhere, tokenFromOtherTabs,
+  isAbort, canMutate,
+} from './api.js';
 import { h, clear, toastError } from './ui.js';
 import { loadRules } from './rules.js';
 import * as operations from './views/operations.js';
@@ -35,7 +38,7 @@ const ROUTES = [
   { re: /^\/discovery\/?$/, view: discovery, nav: 'discovery' },
   { re: /^\/audit\/?$/, view: audit, nav: 'audit' },
 ];
-const DEFAULT_ROUTE = '#/operations';
+const DEFAULT_ROUTE = '#/clusters'; // where a signed-in person starts: what they run
 
 const $ = (id) => document.getElementById(id);
 const viewEl = () => $('view');
@@ -82,7 +85,7 @@ function render() {
   if (!route) {
     root.appendChild(h('div', { class: 'card', testid: 'not-found' },
       h('div', { class: 'empty' }, 'No page at ', h('code', null, `#${path}`), '. ',
-        h('a', { href: DEFAULT_ROUTE }, 'Go to operations'))));
+        h('a', { href: DEFAULT_ROUTE }, 'Go to clusters'))));
     return;
   }
   const controller = new AbortController();
@@ -110,6 +113,13 @@ function showUser(user) {
   role.className = `role role-${user.role}`;
   $('whoami').title = `Signed in as ${user.name} (${user.role})`;
   $('readonly-hint').hidden = canMutate();
+  const sandbox = $('sandbox-badge');
+  sandbox.hidden = user.aws !== 'sandbox';
+  sandbox.title = `The local sandbox (${user.region}): AWS and the clusters are simulated on `
+    + 'this machine. Nothing is made in an AWS account and nothing is billed.';
+  $('aws-place').textContent = user.aws === 'sandbox' ? '' : user.region;
+  $('aws-place').hidden = user.aws === 'sandbox';
+  $('aws-place').title = `A real AWS account, region ${user.region}: what hypd makes is billed.`;
   $('nav-audit').hidden = !canMutate(); // the audit log is an operator's read
   document.body.dataset.role = user.role;
 }
@@ -148,7 +158,7 @@ function showSignIn(message = '') {
     err.textContent = '';
     try {
       const me = await api('/api/v1/auth/whoami', { token });
-      saveSession(token, { name: me.name, role: me.role });
+      saveSession(token, { name: me.name, role: me.role, aws: me.aws, region: me.region });
       showUser(session.user);
       render();
     } catch (ex) {
@@ -170,6 +180,8 @@ function signOut(message = '') {
 
 // ---------- boot ----------
 
+onSignedOutElsewhere(() => showSignIn('You signed out in another tab.'));
+
 onUnauthorized(() => {
   if (!session.token && !session.user) return;
   signOut('Your session ended: the server answered 401 (token missing, revoked or expired). Sign in again.');
@@ -188,13 +200,18 @@ async function boot() {
     return;
   }
   if (!session.token) {
-    showSignIn();
-    return;
+    const shared = await tokenFromOtherTabs(); // a new tab of a signed-in browser
+    if (shared) {
+      saveSession(shared, null);
+    } else {
+      showSignIn();
+      return;
+    }
   }
   clear(viewEl()).appendChild(h('div', { class: 'loading' }, h('span', { class: 'spin' }), 'Checking token…'));
   try {
     const me = await api('/api/v1/auth/whoami');
-    session.user = { name: me.name, role: me.role };
+    session.user = { name: me.name, role: me.role, aws: me.aws, region: me.region };
     showUser(session.user);
     render();
   } catch (e) {

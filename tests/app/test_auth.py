@@ -20,9 +20,11 @@ def test_wrong_token_is_401(stack):
 
 def test_whoami_names_token_and_role(stack):
     with stack.client("viewer") as c:
-        assert c.get("/api/v1/auth/whoami").json() == {"name": "viewer", "role": "viewer"}
+        assert c.get("/api/v1/auth/whoami").json() == {
+            "name": "viewer", "role": "viewer", "aws": "sandbox", "region": "us-west-2"}
     with stack.client("operator") as c:
-        assert c.get("/api/v1/auth/whoami").json() == {"name": "operator", "role": "operator"}
+        assert c.get("/api/v1/auth/whoami").json() == {
+            "name": "operator", "role": "operator", "aws": "sandbox", "region": "us-west-2"}
 
 
 def test_viewer_may_read_but_not_mutate(stack):

@@ -10,6 +10,8 @@ import boto3
 import pytest
 import redis
 
+from tests.app.dryrunkit import calls_in_order, rehearsed
+
 
 def _ec2(stack):
     return boto3.client("ec2", region_name="us-west-2",
@@ -248,6 +250,16 @@ def test_delete_removes_only_this_network(stack):
         op = c.post("/api/v1/networks", json={"name": name}).json()["operation"]
         assert stack.wait_operation(op["id"])["status"] == "succeeded"
         vpc_id = c.get(f"/api/v1/networks/{name}").json()["vpc_id"]
+    # the plan first: nothing uses it; each resource's delete in order, none sent
+    plan = rehearsed(stack, "DELETE", f"/api/v1/networks/{name}", kind="network.delete")
+    assert plan["refused"] is False and plan["would_fail"] is None, plan
+    assert calls_in_order(plan, [("ec2", "DeleteVpcEndpoints"), ("ec2", "DeleteSecurityGroup"),
+                                 ("ec2", "DeleteNatGateway"), ("ec2", "DeleteSubnet"),
+                                 ("ec2", "DeleteVpc")]), plan
+    assert all(c["params"].get("VpcId") in (None, vpc_id)
+               for s in plan["steps"] for c in s["calls"])  # this network's, no other's
+    assert ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+    with stack.client() as c:
         reply = c.delete(f"/api/v1/networks/{name}")
         assert reply.status_code == 202, reply.text
         assert reply.json()["operation"]["kind"] == "network.delete"

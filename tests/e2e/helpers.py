@@ -38,5 +38,5 @@ def sign_in(page, stack, token, role):
     page.get_by_test_id("sign-in").click()
     expect(page.get_by_test_id("whoami-role")).to_have_text(role)
     expect(page.get_by_test_id("whoami")).to_be_visible()
-    # signed in, the default view is the operations list
-    expect(page).to_have_url(re.compile(r"#/operations$"))
+    # signed in, a person starts on the clusters list
+    expect(page).to_have_url(re.compile(r"#/clusters$"))

@@ -229,6 +229,31 @@ def test_wrong_token_is_refused(page, stack):
     expect(page.get_by_test_id("whoami")).to_be_hidden()
 
 
+def test_first_run_lands_on_clusters_says_sandbox_and_the_session_spans_tabs(page, stack):
+    sign_in(page, stack, stack.operator_token, "operator")  # lands on #/clusters
+    badge = page.get_by_test_id("sandbox-badge")
+    expect(badge).to_be_visible()
+    expect(badge).to_contain_text("simulated AWS, nothing billed")
+    assert "Nothing is made in an AWS account" in badge.get_attribute("title")
+    expect(page.get_by_test_id("aws-place")).to_be_hidden()
+    # a new tab of this browser is signed in already; the token is in no URL it asks for
+    other = page.context.new_page()
+    asked: list[str] = []
+    other.on("request", lambda r: asked.append(r.url))
+    other.goto(_base(stack) + "/#/networks")
+    expect(other.get_by_test_id("whoami-role")).to_have_text("operator")
+    expect(other.get_by_test_id("networks-table")).to_be_visible()
+    assert asked and not any(stack.operator_token in url for url in [*asked, other.url])
+    # signing out in one tab signs out every tab; a tab opened then asks for a token
+    other.get_by_test_id("sign-out").click()
+    expect(page.get_by_test_id("token-input")).to_be_visible()
+    expect(page.get_by_test_id("sign-in-error")).to_contain_text("signed out in another tab")
+    assert page.evaluate("sessionStorage.getItem('hypd.token')") is None
+    third = page.context.new_page()
+    third.goto(_base(stack) + "/")
+    expect(third.get_by_test_id("token-input")).to_be_visible()
+
+
 def test_401_returns_to_sign_in(page, stack):
     sign_in(page, stack, stack.operator_token, "operator")
     page.evaluate("sessionStorage.setItem('hypd.token', 'revoked-token')")
