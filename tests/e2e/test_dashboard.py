@@ -236,6 +236,20 @@ def test_first_run_lands_on_clusters_says_sandbox_and_the_session_spans_tabs(pag
     expect(badge).to_contain_text("simulated AWS, nothing billed")
     assert "Nothing is made in an AWS account" in badge.get_attribute("title")
     expect(page.get_by_test_id("aws-place")).to_be_hidden()
+    # the first steps, ticked from what exists, each linking to its form
+    with stack.client("viewer") as c:
+        networks = c.get("/api/v1/networks").json()["items"]
+        clusters = c.get("/api/v1/clusters").json()["items"]
+    steps = page.locator("[data-testid=first-steps][data-settled]")
+    expect(steps).to_have_count(1, timeout=AWS_READ_TIMEOUT_MS)
+    if steps.is_visible():
+        for key, done in (("network", networks), ("cluster", clusters)):
+            expect(page.get_by_test_id(f"first-step-{key}")).to_have_attribute(
+                "data-done", "1" if done else "")
+        expect(page.get_by_test_id("first-step-cluster").get_by_role("link")).to_have_attribute(
+            "href", "#/clusters/new")
+    else:  # every step taken: nothing left to lead to
+        assert networks and clusters
     # a new tab of this browser is signed in already; the token is in no URL it asks for
     other = page.context.new_page()
     asked: list[str] = []

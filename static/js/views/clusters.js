@@ -11,6 +11,7 @@ import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
 import { inUse, preview, usedBy, withForce } from '../in_use.js';
 import { rules } from '../rules.js';
+import { firstSteps } from '../first_steps.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 4000;
@@ -29,6 +30,14 @@ export function mount(root, ctx) {
     onclick: () => { if (canMutate()) location.hash = '#/clusters/new'; },
   }, '+ New cluster'));
   const activeNote = h('span', { class: 'sub', testid: 'active-cluster' });
+  const tableCard = h('div', { class: 'card' },
+    h('div', { class: 'card-head' }, h('h2', null, 'Clusters'), count, activeNote,
+      h('span', { class: 'spacer' }), updated, refreshBtn),
+    h('div', { class: 'table-wrap' },
+      h('table', { class: 'data', testid: 'clusters-table' },
+        h('thead', null, h('tr', null,
+          h('th', null, 'Cluster'), h('th', null, 'EKS'), h('th', null, 'Latest operation'), h('th', null, ''))),
+        tbody)));
 
   root.append(
     h('div', { class: 'page-head' },
@@ -37,14 +46,7 @@ export function mount(root, ctx) {
       h('span', { class: 'spacer' }),
       newBtn),
     ...[roleHint('creating, activating or deleting clusters', 'clusters-role-hint')].filter(Boolean),
-    h('div', { class: 'card' },
-      h('div', { class: 'card-head' }, h('h2', null, 'Clusters'), count, activeNote,
-        h('span', { class: 'spacer' }), updated, refreshBtn),
-      h('div', { class: 'table-wrap' },
-        h('table', { class: 'data', testid: 'clusters-table' },
-          h('thead', null, h('tr', null,
-            h('th', null, 'Cluster'), h('th', null, 'EKS'), h('th', null, 'Latest operation'), h('th', null, ''))),
-          tbody))));
+    tableCard);
 
   async function load() {
     if (state.inflight) return;
@@ -58,6 +60,9 @@ export function mount(root, ctx) {
       state.items = (list && list.items) || [];
       state.active = active ? active.name : state.active;
       if (ops) state.ops = ops.items || [];
+      if (!state.loadedOnce) {
+        tableCard.before(firstSteps(ctx, state.items.map((c) => c.name), state.active));
+      }
       state.loadedOnce = true;
       updated.textContent = `updated ${new Date().toLocaleTimeString(undefined, { hour12: false })}`;
       render();
