@@ -433,6 +433,15 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         "request; what is missing and how to ask for it. Before proposing high-end GPUs; if a "
         "check fails, report it and stop before plan_cluster.",
     ),
+    ToolSpec(
+        name="get_cluster_cost", method="GET", path="/api/v1/clusters/{name}/cost",
+        title="A cluster's running cost",
+        description="What a cluster costs now per hour (instances per group, EKS, NAT; each "
+        "priced from AWS list prices with its source; spot and unknown have no figure: never "
+        "guess) and a lower bound of what it has cost since it was made. When the user asks "
+        "what a cluster costs, or before add_instance_group.",
+        notes={"name": "Name of the cluster."},
+    ),
 )
 
 

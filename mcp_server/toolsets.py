@@ -40,14 +40,14 @@ TOOLSETS: tuple[Toolset, ...] = (
              "get_active_cluster", "set_active_cluster",
              "update_cluster_software", "upgrade_kubernetes")),
     Toolset("capacity", "what a zone offers and quotas allow (zones, instance types, "
-            "preflight), instance groups, nodes (reboot, replace, delete), storage and "
-            "managed features",
+            "preflight), instance groups, nodes (reboot, replace, delete), storage, "
+            "managed features and what a cluster costs while it runs",
             ("list_availability_zones", "list_instance_types", "preflight",
              "list_instance_groups", "get_instance_group", "add_instance_group",
              "update_instance_group", "delete_instance_group",
              "list_nodes", "get_node", "reboot_nodes", "replace_nodes", "delete_nodes",
              "list_storage", "get_storage", "add_storage", "remove_storage",
-             "get_features", "update_features")),
+             "get_features", "update_features", "get_cluster_cost")),
     Toolset("training", "training jobs, their recipes, logs and MLflow tracking",
             ("get_training_limits", "submit_job", "list_jobs", "get_job", "delete_job",
              "get_job_logs", "get_mlflow", "set_mlflow", "detach_mlflow",

@@ -213,6 +213,39 @@ class CostSchema(Schema):
     note = fields.String(required=True)
 
 
+class AccruedItemSchema(Schema):
+    name = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(COST_KINDS))
+    basis = fields.String(required=True, validate=validate.OneOf(PRICE_BASES))
+    since = fields.String(required=True, allow_none=True, metadata={
+        "description": "the earliest moment counted (a node's launch, the cluster's creation)"})
+    hours = fields.Float(required=True, metadata={
+        "description": "unit-hours counted: each node's, each gateway's, summed"})
+    usd = fields.Float(required=True, allow_none=True, metadata={
+        "description": "hours times the unit's hourly list price; null: no figure (see note)"})
+    note = fields.String(required=True, allow_none=True)
+
+
+class AccruedSchema(Schema):
+    usd = fields.Float(required=True, metadata={"description": "sum of the items with a figure"})
+    complete = fields.Boolean(required=True, metadata={"description": "every item has a figure"})
+    currency = fields.String(required=True)
+    items = fields.List(fields.Nested(AccruedItemSchema), required=True)
+    note = fields.String(required=True)
+
+
+class ClusterCostSchema(Schema):
+    """A running cluster's cost: the hourly rate now and a lower bound of what it cost so far."""
+
+    cluster = fields.String(required=True)
+    region = fields.String(required=True)
+    as_of = fields.String(required=True)
+    hourly = fields.Nested(CostSchema, required=True, metadata={
+        "description": "what AWS bills by the hour for it now, priced from the Price List"})
+    accrued = fields.Nested(AccruedSchema, required=True, metadata={
+        "description": "what it has cost since it was made, from its own history"})
+
+
 class LeftItemSchema(Schema):
     type = fields.String(required=True, metadata={
         "description": "vpc, subnet, internet_gateway, nat_gateway, elastic_ip, route_table, "

@@ -14,12 +14,14 @@ from app import auth, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
+from app.readmodels import cost as cost_model
 from app.readmodels import dependents, dry_run, lifecycle
 from cloud import aws, eks, hyperpod, preflight
 from schemas.clusters import (
     KUBECONFIG_YAML,
     ActiveClusterReplySchema,
     ActiveClusterSchema,
+    ClusterCostSchema,
     ClusterCreateSchema,
     ClusterDeleteQuerySchema,
     ClusterImportSchema,
@@ -199,6 +201,18 @@ def kubeconfig(query, name):
     reply = Response(yaml.safe_dump(config, sort_keys=False), mimetype=KUBECONFIG_YAML)
     reply.headers["Content-Disposition"] = f'attachment; filename="kubeconfig-{name}.yaml"'
     return reply
+
+
+@blp.route("/clusters/<string:name>/cost")
+@access(Role.VIEWER)
+@blp.response(200, ClusterCostSchema)
+@blp.doc(operationId="get_cluster_cost")
+def cluster_cost(name):
+    """What the cluster costs while it runs: the hourly rate now (HyperPod's instances per
+    group at the count running, the EKS control plane and extended support, its VPC's NAT
+    gateways; each priced from the AWS Price List with its source, or unknown with why) and
+    a lower bound of what it has cost since it was made, from its nodes' launch times."""
+    return cost_model.read(readmodel.find(name))
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])

@@ -17,8 +17,8 @@ resources.
 - DeleteCluster: DELETING for `EKS_CLUSTER_DELETING_S` simulated seconds, then gone with its
   local Kubernetes, add-ons, access entries and pod identity associations.
 - The cluster's VPC: CreateCluster makes the cluster security group EKS makes
-  (`eks-cluster-sg-<name>-<digits>`, all traffic from itself; `clusterSecurityGroupId` in
-  `resourcesVpcConfig`) and the control plane's two cross-account network interfaces
+  (`eks-cluster-sg-<name>-<digits>`, all traffic from itself; `clusterSecurityGroupId` and
+  the subnets' `vpcId` in `resourcesVpcConfig`, as EKS reports them) and the control plane's two cross-account network interfaces
   ("Amazon EKS <name>", one in each of the first two zones' subnets, with the given security
   groups and the cluster's; sandbox/interfaces.py). Once the cluster is gone they are
   detached, deleted `ENI_RELEASE_S` later, and then the cluster security group goes: until
@@ -69,7 +69,8 @@ def decorate(
     out["version"] = rec.kubernetes_version
     if rec.cluster_security_group:
         out["resourcesVpcConfig"] = {**(out.get("resourcesVpcConfig") or {}),
-                                     "clusterSecurityGroupId": rec.cluster_security_group}
+                                     "clusterSecurityGroupId": rec.cluster_security_group,
+                                     "vpcId": rec.vpc_id}
     kube = ctx.app.kubes.get(rec.name)
     if not creating and out.get("status") in _SERVING and kube is not None:
         out["endpoint"] = kube.url
@@ -114,6 +115,7 @@ def _place_control_plane(ctx: GapContext, rec: ClusterRecord, config: dict[str, 
     ec2.authorize_security_group_ingress(group.id, "-1", None, None, [],
                                          source_groups=[{"GroupId": group.id}], vpc_id=vpc_id)
     rec.cluster_security_group = group.id
+    rec.vpc_id = vpc_id
     first_per_zone: dict[str, str] = {}
     for subnet in subnets:
         first_per_zone.setdefault(subnet.availability_zone, subnet.id)

@@ -56,6 +56,8 @@ class ClusterRecord:
     # what EKS put in the cluster's VPC: its cluster security group and control-plane
     # network interfaces (sandbox/interfaces.py), gone after the cluster
     cluster_security_group: str | None = None
+    vpc_id: str | None = None
+    """its subnets' VPC: EKS reports it as resourcesVpcConfig.vpcId (moto does not)"""
     interfaces: list[str] = field(default_factory=list)
 
     @property

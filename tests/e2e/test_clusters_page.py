@@ -379,6 +379,15 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("cluster-kubeconfig")).to_be_enabled()  # reading is allowed
     expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
         "href", f"#/operations/{create_op['id']}")
+    # what it costs while it runs, as the API prices it (a viewer reads it)
+    with stack.client("viewer") as c:
+        cost = c.get(f"/api/v1/clusters/{name}/cost").json()
+    expect(page.get_by_test_id("cost-now-item-hyperpod_instances")).to_be_visible(
+        timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("cost-now-total")).not_to_be_empty()
+    assert page.get_by_test_id("cost-accrued-items").locator("tr").count() == len(
+        cost["accrued"]["items"])
+    expect(page.get_by_test_id("cost-accrued-item-eks_control_plane")).to_contain_text("since")
 
     # a viewer may review a plan (a dry run changes nothing) but not create
     page.goto(base(stack) + "/#/clusters/new")

@@ -77,8 +77,9 @@ def test_an_eks_cluster_holds_its_subnets_security_groups_and_vpc_until_it_is_go
     eks.create_cluster(name=name, roleArn=f"arn:aws:iam::123456789012:role/{lab.name}-cluster",
                        resourcesVpcConfig={"subnetIds": [net["a"], net["b"]],
                                            "securityGroupIds": [net["sg"]]})
-    cluster_sg = eks.describe_cluster(name=name)["cluster"]["resourcesVpcConfig"][
-        "clusterSecurityGroupId"]
+    config = eks.describe_cluster(name=name)["cluster"]["resourcesVpcConfig"]
+    assert config["vpcId"] == net["vpc"]  # as EKS reports the subnets' VPC
+    cluster_sg = config["clusterSecurityGroupId"]
     group = ec2.describe_security_groups(GroupIds=[cluster_sg])["SecurityGroups"][0]
     assert group["GroupName"].startswith(f"eks-cluster-sg-{name}-")
     assert group["VpcId"] == net["vpc"]

@@ -15,6 +15,7 @@ import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clust
 import { capacityHref } from '../capacity/links.js';
 import { mountFeatures } from './cluster_features.js';
 import { mountDiagnostics } from './cluster_diagnostics.js';
+import { mountCost } from './cluster_cost.js';
 
 const REFRESH_MS = 15000;
 const REFRESH_BUSY_MS = 3000;
@@ -39,6 +40,7 @@ export function mount(root, ctx) {
   const nodesBox = h('div', { class: 'card-body', testid: 'cluster-nodes' });
   const featuresBox = h('div', { testid: 'cluster-features' });
   const diagnosticsBox = h('div', { testid: 'cluster-diagnostics' });
+  const costBox = h('div', { testid: 'cluster-cost-body' });
   const linksBox = h('div', { class: 'card-body links', testid: 'cluster-links' });
   const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'cluster-refresh', onclick: () => load() }, 'Refresh');
   const updated = h('span', { class: 'sub', testid: 'cluster-updated' });
@@ -68,6 +70,10 @@ export function mount(root, ctx) {
                 h('th', null, 'Group'), h('th', null, 'Instance type'), h('th', { class: 'num' }, 'Count'),
                 h('th', null, 'Capacity'), h('th', null, 'Network'), h('th', null, 'Status'))),
               groupsBody))),
+        h('div', { class: 'card', testid: 'cluster-cost' },
+          h('div', { class: 'card-head' }, h('h2', null, 'Cost'), h('span', { class: 'spacer' }),
+            h('span', { class: 'sub' }, 'while it runs: AWS list prices, not a bill')),
+          costBox),
         h('div', { class: 'card', testid: 'advanced-features' },
           h('div', { class: 'card-head' }, h('h2', null, 'Advanced features'), h('span', { class: 'spacer' }),
             h('span', { class: 'sub' }, 'as the cluster has them now')),
@@ -95,6 +101,7 @@ export function mount(root, ctx) {
   const features = mountFeatures(featuresBox, ctx, name);
   const leftovers = mountLeftovers(leftBox, ctx, { onDeleted: () => load() });
   mountDiagnostics(diagnosticsBox, ctx, name);
+  mountCost(costBox, ctx, name);
 
   // ---------- load ----------
 
