@@ -160,7 +160,7 @@ class Limit:
 
 
 ELASTIC_LIMITS_SOURCE = (
-    "PRODUCT.md (Constraints: elastic training excludes spot capacity, managed tiered "
+    "hypd's product constraints (elastic training excludes spot capacity, managed tiered "
     "checkpointing and checkpointless training); AWS: "
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-checkpointless-"
     "considerations.html (checkpointless training is incompatible with managed tiered "

@@ -161,6 +161,7 @@ def test_elastic_training_limits_are_one_table_with_its_source():
     assert [limit.key for limit in training.ELASTIC_LIMITS] == [
         "spot", "tiered_checkpointing", "checkpointless"]
     assert "sagemaker-eks-checkpointless-considerations" in training.ELASTIC_LIMITS_SOURCE
+    assert ".md" not in training.ELASTIC_LIMITS_SOURCE  # a user reads it: no file of ours
     assert training.elastic_refusal({}) is None
     reason = training.elastic_refusal({"spot": True, "checkpointless": True})
     assert reason.startswith("elastic training (a node range) cannot be combined with spot "

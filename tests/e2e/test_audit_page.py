@@ -30,6 +30,7 @@ def test_an_operator_reads_the_audit_log_and_filters_it(page, stack):
     expect(rows).to_have_count(2)
     expect(rows.nth(0)).to_have_attribute("data-outcome", "refused")
     expect(rows.nth(0)).to_have_attribute("data-token", "viewer")
+    expect(rows.nth(0).locator("td").nth(1)).to_have_text("viewer")  # not "viewer viewer"
     expect(rows.nth(1)).to_have_attribute("data-outcome", "accepted")
     expect(rows.nth(1).get_by_test_id("audit-op-link")).to_have_text(op_id)
     page.get_by_test_id("audit-filter-token").fill("operator")

@@ -83,7 +83,8 @@ export function mount(root, ctx) {
     return h('tr', { testid: `audit-row-${entry.id}`, dataset: { outcome: entry.outcome, token: entry.token || '' } },
       h('td', { class: 'nowrap' }, timeEl(entry.at)),
       h('td', null, entry.token ? h('span', { class: 'id' }, entry.token) : h('span', { class: 'faint' }, 'no valid token'),
-        entry.role ? h('span', { class: 'faint' }, ` ${entry.role}`) : null),
+        // the role beside the name, unless the name says it ("operator operator")
+        entry.role && entry.role !== entry.token ? h('span', { class: 'faint' }, ` · ${entry.role}`) : null),
       h('td', null, h('span', { class: 'id', title: entry.path }, entry.route)),
       h('td', null, h('span', { class: 'id trunc', title: entry.target || '' }, entry.target || '—')),
       h('td', { class: 'nowrap' }, op),

@@ -330,7 +330,8 @@ class LogView {
         this.push({ pod: d.pods.join(','), time: '', line: `… ${d.count} lines dropped (this view fell behind) …`, marker: true });
         this.schedule();
       } else if (d.type === 'end') {
-        this.status.textContent = `ended · ${d.state}`;
+        // no state: the job itself is gone (deleted while its logs were followed)
+        this.status.textContent = d.state ? `ended · ${d.state}` : 'ended · the job was deleted';
         this.ended = true;
       }
     };
