@@ -16,14 +16,14 @@ resources.
   one per cluster; `accessConfig` as created.
 - DeleteCluster: DELETING for `EKS_CLUSTER_DELETING_S` simulated seconds, then gone with its
   local Kubernetes, add-ons, access entries and pod identity associations.
-- The cluster's VPC: CreateCluster makes the cluster security group EKS makes (`eks-cluster-
-  sg-<name>-<digits>`, all traffic from itself; `clusterSecurityGroupId` and the subnets'
-  `vpcId` in `resourcesVpcConfig`, as EKS reports them) and the control plane's two cross-
-  account network interfaces ("Amazon EKS <name>", one in each of the first two zones'
-  subnets, with the given security groups and the cluster's; sandbox/interfaces.py). Once
-  the cluster is gone they are detached, deleted `ENI_RELEASE_S` later, and then the cluster
-  security group goes: until then its subnets, security groups and VPC cannot be deleted
-  (sandbox/gaps/ec2.py).
+- The cluster's VPC: CreateCluster makes the cluster security group EKS makes
+  (`eks-cluster-sg-<name>-<digits>`, all traffic from itself; `clusterSecurityGroupId` and
+  the subnets' `vpcId` in `resourcesVpcConfig`, as EKS reports them) and the control plane's
+  two cross-account network interfaces ("Amazon EKS <name>", one in each of the first two
+  zones' subnets, with the given security groups and the cluster's; sandbox/interfaces.py).
+  Once the cluster is gone they are detached, deleted `ENI_RELEASE_S` later, and then the
+  cluster security group goes: until then its subnets, security groups and VPC cannot be
+  deleted (sandbox/gaps/ec2.py).
 
 moto answers underneath (`ctx.moto()`): it keeps the cluster object, its tags and ListClusters.
 """
