@@ -224,7 +224,14 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             "data-status", "True")
         expect(detail.get_by_test_id("node-escalation")).to_have_attribute(
             "data-current", "investigate")
-        detail.get_by_test_id("node-detail-close").click()
+        # its reboot dialog names the node it would reboot; cancelled, nothing is sent
+        detail.get_by_test_id("node-detail-reboot").click()
+        dialog = page.get_by_test_id("node-action-dialog")
+        expect(dialog.locator("h2")).to_have_text(f"Reboot node {sick[0]}?")
+        expect(dialog.get_by_test_id("node-action-dialog-confirm")).to_have_text(
+            f"Reboot node {sick[0]}")
+        dialog.get_by_test_id("node-action-dialog-cancel").click()
+        expect(dialog).to_be_hidden()
 
         # by group: every worker, and only workers, in pages of 20 cut by cursor
         page.get_by_test_id("nodes-filter-health").select_option("")

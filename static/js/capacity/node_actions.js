@@ -82,10 +82,12 @@ export function openNodeAction({ cluster, action, ids, signal }) {
       : batchesEl(ids),
     used.el,
   ];
+  // the dialog names what it acts on: the node itself, or how many (the batches list them)
+  const what = ids.length === 1 ? `node ${ids[0]}` : `${ids.length} nodes`;
   const modal = openModal({
     testid: 'node-action-dialog', wide: true,
-    title: `${a.verb} ${ids.length} node${ids.length === 1 ? '' : 's'}?`,
-    content, confirmText: `${a.verb} ${ids.length} node${ids.length === 1 ? '' : 's'}`, danger: !!a.danger, signal,
+    title: `${a.verb} ${what}?`,
+    content, confirmText: `${a.verb} ${what}`, danger: !!a.danger, signal,
     async onSubmit({ close }) {
       const url = withForce(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, used.forced());
       const reply = await send(url, { body: { node_ids: ids }, signal });
