@@ -27,6 +27,7 @@ from launcher.supervisor import (
     prepare_logs,
     redis_argv,
     redis_ping,
+    stop_children,
     wait_until,
 )
 
@@ -180,8 +181,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         _log("stopping")
         return 0
     finally:
-        for running in reversed(children):
-            running.stop()
+        stop_children(children)
 
 
 def cmd_web(args: argparse.Namespace) -> int:
