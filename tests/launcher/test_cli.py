@@ -157,7 +157,8 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         assert page.status_code == 200 and "<html" in page.text.lower()
         who = httpx.get(base + "/api/v1/auth/whoami", verify=tls(),
                         headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        assert who.json() == {"name": "operator", "role": "operator"}
+        assert who.json() == {"name": "operator", "role": "operator", "aws": "sandbox",
+                              "region": "us-west-2"}
         zones = httpx.get(base + "/api/v1/discovery/availability-zones", verify=tls(),
                           headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert zones.status_code == 200 and len(zones.json()["items"]) >= 2
