@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import time
+import weakref
+from collections.abc import Callable
+from inspect import iscoroutinefunction
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, g, send_from_directory
 
@@ -22,11 +26,43 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Content-Security-Policy", CONTENT_SECURITY_POLICY),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+)
+"""Added to every reply that does not set its own."""
+
+
+class HypdFlask(Flask):
+    """Flask, remembering which views and hooks are coroutine functions.
+
+    Flask asks `inspect.iscoroutinefunction` of every hook and view on every request, and
+    flask-smorest of every decorator layer: 15 times per status read, the largest single
+    cost a read paid that a bare Flask route does not (docs/benchmarks.md, "Status
+    reads"). The answer cannot change for a function, so it is asked once per function."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._coroutine_functions: weakref.WeakKeyDictionary[Callable[..., Any], bool] = \
+            weakref.WeakKeyDictionary()
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        owner = getattr(func, "__func__", func)  # a bound method: a new object each time
+        try:
+            is_coroutine = self._coroutine_functions[owner]
+        except KeyError:
+            is_coroutine = iscoroutinefunction(func)
+            self._coroutine_functions[owner] = is_coroutine
+        except TypeError:  # cannot be weakly referenced: ask each time, as Flask does
+            is_coroutine = iscoroutinefunction(func)
+        return self.async_to_sync(func) if is_coroutine else func
 
 
 def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None = None) -> Flask:
     settings = settings or Settings.from_env()
-    app = Flask(__name__, static_folder=str(STATIC_DIR), static_url_path="/static")
+    app = HypdFlask(__name__, static_folder=str(STATIC_DIR), static_url_path="/static")
     app.config.update(
         API_TITLE="hypd",
         API_VERSION="v1",
@@ -56,20 +92,23 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         g.hypd_started = time.perf_counter()  # first: the time includes the token check
 
     @app.after_request
-    def _server_timing(response):
-        """How long the server spent on the request (what bench/ scripts report)."""
+    def _headers(response):
+        """The security headers a reply does not set itself, and how long the server spent
+        on the request (`Server-Timing`, what bench/ scripts report). One pass over the
+        reply's headers: `Headers.setdefault` scans them and raises a KeyError per absent
+        name."""
+        headers = response.headers
+        present = {name.lower() for name in headers.keys()}  # noqa: SIM118 (iter: pairs)
+        for name, value in SECURITY_HEADERS:
+            if name.lower() not in present:
+                headers.add(name, value)
         started = g.get("hypd_started")
         if started is not None:
-            response.headers["Server-Timing"] = \
-                f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
-        return response
-
-    @app.after_request
-    def _security_headers(response):
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
-        response.headers.setdefault("X-Frame-Options", "DENY")
+            timing = f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
+            if "server-timing" in present:
+                headers["Server-Timing"] = timing
+            else:
+                headers.add("Server-Timing", timing)
         return response
 
     audit.install(app)

@@ -130,7 +130,8 @@ def install(app: Flask, tokens: TokenTable) -> None:
             needs = permissions.Access(Role.VIEWER)
         if needs.role == PUBLIC or needs.websocket:
             return  # a socket authenticates with its first message, against `needs`
-        principal = authenticate(tokens, bearer(request.headers.get("Authorization")))
+        # the header as the WSGI environ holds it: what `request.headers` would look up
+        principal = authenticate(tokens, bearer(request.environ.get("HTTP_AUTHORIZATION")))
         g.principal = principal
         asked = needs.dry_run and permissions.dry_run_asked(request.args)
         g.dry_run = asked

@@ -92,32 +92,43 @@ async def mcp_against_rest(stack: Stack, op_id: str, calls: int,
         command=sys.executable, args=["-m", "launcher.cli", "mcp"], cwd=str(REPO),
         env={"HYPD_API_URL": stack.url, "HYPD_TOKEN": stack.operator_token,
              "PATH": os.environ.get("PATH", "")})
+    schema_file = reply_file.with_name("get_operation-output-schema.json")
     floor_params = StdioServerParameters(
-        command=sys.executable, args=[str(REPO / "bench" / "mcp_floor.py"), str(reply_file)],
+        command=sys.executable,
+        args=[str(REPO / "bench" / "mcp_floor.py"), str(reply_file), str(schema_file)],
         cwd=str(REPO), env={"PATH": os.environ.get("PATH", "")})
-    rest, via_mcp, whoami, sdk = [], [], [], []
     with httpx.Client(base_url=stack.url, timeout=30,
                       headers={"Authorization": f"Bearer {stack.operator_token}"}) as http:
-        async with Client(params, read_timeout_seconds=60, mode="legacy") as client, \
-                Client(floor_params, read_timeout_seconds=60, mode="legacy") as floor:
-            for _ in range(20):  # warm every path
-                await client.call_tool("get_operation", {"operation_id": op_id})
-                await floor.call_tool("get_fixed", {})
-                http.get(f"/api/v1/operations/{op_id}")
-            for _ in range(calls):
-                start = time.perf_counter()
-                await floor.call_tool("get_fixed", {})
-                sdk.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                http.get(f"/api/v1/operations/{op_id}").raise_for_status()
-                rest.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                result = await client.call_tool("get_operation", {"operation_id": op_id})
-                via_mcp.append(time.perf_counter() - start)
-                assert not result.is_error, result.content
-                start = time.perf_counter()
-                await client.call_tool("whoami", {})
-                whoami.append(time.perf_counter() - start)
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            # the floor's tool declares get_operation's published output schema, so the
+            # client validates the same structured content against the same schema
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            schema_file.write_text(json.dumps(listed["get_operation"].output_schema))
+            async with Client(floor_params, read_timeout_seconds=60, mode="legacy") as floor:
+                return await _interleaved(client, floor, http, op_id, calls)
+
+
+async def _interleaved(client, floor, http: httpx.Client, op_id: str,
+                       calls: int) -> dict[str, float]:
+    rest, via_mcp, whoami, sdk = [], [], [], []
+    for _ in range(20):  # warm every path
+        await client.call_tool("get_operation", {"operation_id": op_id})
+        await floor.call_tool("get_fixed", {})
+        http.get(f"/api/v1/operations/{op_id}")
+    for _ in range(calls):
+        start = time.perf_counter()
+        await floor.call_tool("get_fixed", {})
+        sdk.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        http.get(f"/api/v1/operations/{op_id}").raise_for_status()
+        rest.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        result = await client.call_tool("get_operation", {"operation_id": op_id})
+        via_mcp.append(time.perf_counter() - start)
+        assert not result.is_error, result.content
+        start = time.perf_counter()
+        await client.call_tool("whoami", {})
+        whoami.append(time.perf_counter() - start)
     return {"rest": _p50(rest), "mcp": _p50(via_mcp), "whoami": _p50(whoami),
             "sdk": _p50(sdk)}
 
@@ -187,7 +198,8 @@ def main() -> None:
         print(f"sequential, one keep-alive client, p50 of {args.mcp_calls}: REST read "
               f"{figures['rest']:.2f} ms; MCP get_operation over stdio {figures['mcp']:.2f} ms "
               f"({figures['mcp'] / figures['rest']:.2f}x); MCP whoami {figures['whoami']:.2f} ms; "
-              f"the SDK's floor (a stdio tool returning the same reply, no HTTP) "
+              f"the SDK's floor (a stdio tool returning the same reply with get_operation's "
+              f"output schema, no HTTP) "
               f"{figures['sdk']:.2f} ms; get_operation less that floor "
               f"{figures['mcp'] - figures['sdk']:.2f} ms "
               f"({(figures['mcp'] - figures['sdk']) / figures['rest']:.2f}x the REST read)")

@@ -16,7 +16,7 @@ class Role(StrEnum):
 
     def covers(self, needed: str) -> bool:
         """Whether this role may do what `needed` (a role, or PUBLIC) may."""
-        return needed == PUBLIC or _ORDER.index(self) >= _ORDER.index(Role(needed))
+        return needed == PUBLIC or _RANK[self] >= _RANK[Role(needed)]
 
 
 PUBLIC = "public"
@@ -27,3 +27,5 @@ ACCESS_LEVELS: tuple[str, ...] = (PUBLIC, *Role)
 """A route's access level, weakest first."""
 
 _ORDER: tuple[Role, ...] = tuple(Role)
+_RANK: dict[str, int] = {role: rank for rank, role in enumerate(_ORDER)}
+"""A role's place in `_ORDER` (a StrEnum member hashes as its word)."""
