@@ -6,9 +6,9 @@ import hashlib
 
 from flask import Response, request
 from flask.views import MethodView
+from flask_smorest import Blueprint
 
 from app import context
-from app.blueprint import Blueprint
 from app.errors import ApiError
 from app.mutations import operation_reply
 from app.permissions import access
