@@ -31,7 +31,7 @@ from typing import Any
 
 from flask import Response, jsonify, request
 from flask_smorest import Blueprint
-from marshmallow import Schema
+from marshmallow import RAISE, Schema
 
 from app import auth, context
 from app.permissions import access
@@ -171,7 +171,10 @@ def changing(blp: Blueprint, *, own_200: tuple[type[Schema], str] | None = None
         def run(*args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
             return view(*args, **kwargs)  # `submit` reads it as the role check did
 
-        run = blp.arguments(DryRunQuerySchema, location="query", as_kwargs=True)(run)
+        # a change takes no query but its dry_run: anything else is refused (422), never
+        # ignored while the change goes ahead
+        run = blp.arguments(DryRunQuerySchema, location="query", as_kwargs=True,
+                            unknown=RAISE)(run)
         if own_200 is not None:
             run = blp.doc(**or_plan(*own_200, plan=RehearsalSchema))(run)
         else:

@@ -174,3 +174,15 @@ def test_a_destroy_plan_lists_its_calls_and_removes_nothing(stack, training):
         assert c.get(base).json()["eks"]["status"] == "ACTIVE"
         assert [n["id"] for n in c.get(f"{base}/nodes").json()["items"]] == [
             n["id"] for n in nodes]
+
+
+def test_a_change_refuses_a_query_it_does_not_take(stack):
+    """A change takes no query but its dry_run: anything else is a 422 naming it, not
+    ignored while the change goes ahead (a typo of dry_run must never make the network)."""
+    name = f"typo-{uuid.uuid4().hex[:6]}"
+    with stack.client() as c:
+        reply = c.post("/api/v1/networks", params={"dryrun": "true"}, json={"name": name})
+        assert reply.status_code == 422, reply.text
+        assert "dryrun" in reply.json()["error"]["details"]["fields"]
+        ops = c.get("/api/v1/operations", params={"target": f"network/{name}"}).json()
+    assert ops["items"] == []
