@@ -57,8 +57,11 @@ MAX_KEY_LEN = 255
 
 
 def idempotency_claim(body: Any) -> IdempotencyClaim | None:
-    """This request's Idempotency-Key as the engine records it, or None without one."""
+    """This request's Idempotency-Key as the engine records it, or None without one. Both
+    headers are checked whenever they are sent: an `Idempotency-TTL` the server would not
+    take is refused (422) with or without a key, never ignored while the change goes ahead."""
     key = request.headers.get("Idempotency-Key")
+    ttl_s = _key_ttl()
     if key is None:
         return None
     if not key or len(key) > MAX_KEY_LEN or not key.isprintable():
@@ -66,7 +69,7 @@ def idempotency_claim(body: Any) -> IdempotencyClaim | None:
                       field="Idempotency-Key")
     principal = auth.current()
     scope = f"{principal.name} {request.method} {request.path}"
-    return IdempotencyClaim(key=key, scope=scope, body=body, ttl_s=_key_ttl())
+    return IdempotencyClaim(key=key, scope=scope, body=body, ttl_s=ttl_s)
 
 
 def _key_ttl() -> int:
@@ -121,6 +124,7 @@ def submit(
     replay answers the operation the key first made, whatever has happened since.
     """
     engine = context.engine()
+    claim = idempotency_claim(request.get_json(silent=True))  # its headers checked first
     if auth.dry_run():
         # let in because it changes nothing: the operation is rehearsed, never recorded
         engine.store.ensure_target_free(target)
@@ -128,7 +132,6 @@ def submit(
             precheck()
         return alt_reply(RehearsalSchema, engine.rehearse(
             kind, target, params, auth.current().name, context.settings().region, inputs))
-    claim = idempotency_claim(request.get_json(silent=True))
     if claim is not None:
         replayed = engine.store.replay(claim)
         if replayed is not None:

@@ -9,6 +9,7 @@ import yaml
 from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import RAISE
 
 from app import auth, choices, context, mutations
 from app.errors import ApiError
@@ -81,7 +82,7 @@ class Clusters(MethodView):
 
     @access(Role.OPERATOR, dry_run=True)
     @blp.arguments(ClusterCreateSchema)
-    @blp.arguments(DryRunQuerySchema, location="query")
+    @blp.arguments(DryRunQuerySchema, location="query", unknown=RAISE)  # a typo never creates
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(200, schema=PlanSchema, description="the plan, with ?dry_run=true")
     @blp.alt_response(412, description="a quota or reservation does not cover the request")
