@@ -18,9 +18,10 @@ write it is logged and never fails the request. The stream keeps the newest
 `HYPD_AUDIT_MAX_ENTRIES`, trimmed approximately: Redis drops whole blocks, which is how it
 trims cheaply, so at most one block more is kept.
 
-The target is the operation's when one was made or replayed, else read from the path
-(`/clusters/lab/instance-groups/g` -> `cluster/lab/group/g`), a create's body `name`, or the
-operation a cancel/retry names; so a viewer's refused mutation is filterable by target like
+The target is the operation's when one was made or replayed, else the one the route's
+blueprint declares (`declare_target`: `cluster/<cluster>/group/<name>` on
+`/clusters/lab/instance-groups/g` -> `cluster/lab/group/g`, a create's body `name`, or the
+operation a cancel/retry names); so a viewer's refused mutation is filterable by target like
 the operation it would have made.
 
 The hook never parses a body itself: it asks app/intake.py, the same strict reader, which
@@ -41,12 +42,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 from flask import Flask, Response, current_app, g, request
+from flask_smorest import Blueprint
 from marshmallow import fields
 
 from app import intake, permissions
@@ -60,21 +62,19 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 REFUSED_FOR_TOKEN = frozenset({401, 403})
 PAGE = 500
 
-COLLECTIONS = {
-    "networks": "network",
-    "clusters": "cluster",
-    "instance-groups": "group",
-    "storage": "storage",
-    "features": "feature",
-    "endpoints": "endpoint",
-    "models": "model",
-    "jobs": "job",
-    "spaces": "space",
-}
-"""URL collection → target path segment (DESIGN.md's targets)."""
+TargetReader = Callable[[Mapping[str, Any], Any], "str | None"]
+"""Reads a refused request's target from its URL's arguments and its body."""
 
+_PLACEHOLDER = re.compile(r"<(\w+)>")
 _CONVERTER = re.compile(r"<(?:[a-z]+:)?(\w+)>")
-_OPERATION_PATH = re.compile(r"^/api/v1/operations/(op_[0-9A-Z]{26})(/|$)")
+
+
+def declare_target(blp: Blueprint, target: str | TargetReader) -> None:
+    """Declare the target its routes name, for a request that made no operation (a refusal):
+    a template such as `cluster/<cluster>/space/<name>`, each `<arg>` the route's URL argument
+    of that name, or a function of the URL's arguments and the body. A resource's blueprint
+    declares it beside itself, so adding a resource edits no table here."""
+    blp.hypd_target = target  # type: ignore[attr-defined]
 
 
 def install(app: Flask) -> None:
@@ -162,8 +162,14 @@ def _request_entry(response: Response) -> dict[str, Any]:
 def _refused_target() -> str | None:
     """The target of a request that made no operation; None, logged, when it cannot be read:
     the entry is written without it rather than not at all."""
+    blueprint = current_app.blueprints.get(request.blueprint) if request.blueprint else None
+    declared = getattr(blueprint, "hypd_target", None)
+    if declared is None:
+        return None  # no route (a 404), or one that acts on no target (whoami, discovery)
     try:  # the body through intake, never parsed here: it may be what was refused
-        return _target_of(request.path, intake.body())
+        if callable(declared):
+            return declared(request.view_args or {}, intake.body())
+        return target_from(declared, request.view_args or {}, intake.body())
     except Exception:
         log.exception("could not read the target of %s %s", request.method, request.path)
         return None
@@ -181,32 +187,26 @@ def _json(response: Response) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _target_of(path: str, body: Any) -> str | None:
-    """The target a request names, for one that made no operation (a refusal): from its path
-    (`/clusters/lab/instance-groups/g` → `cluster/lab/group/g`), a create's body `name`, or
-    the operation it acts on."""
-    found = _OPERATION_PATH.match(path)
-    if found:
-        op = current_app.extensions["hypd.engine"].store.get(found.group(1))
-        return op["target"] if op else None
-    parts = path.removeprefix("/api/v1/").strip("/").split("/")
-    target: list[str] = []
-    index = 0
-    while index < len(parts) and parts[index] in COLLECTIONS:
-        kind = COLLECTIONS[parts[index]]
-        name = parts[index + 1] if index + 1 < len(parts) else None
-        if name is None or name == "import":  # a create (or an import): the body names it
+def target_from(template: str, args: Mapping[str, Any], body: Any) -> str | None:
+    """Fill a declared target from the URL's arguments (`cluster/<cluster>/group/<name>` on
+    `/clusters/lab/instance-groups/g` -> `cluster/lab/group/g`); an argument the URL lacks is a
+    create's, named by its body's `name`. The target ends before the first part that names
+    nothing valid (`cluster/lab` for a refused create without a name)."""
+    made: list[str] = []
+    pending: list[str] = []  # a part's kind (`group`), kept once its name is known
+    for part in template.split("/"):
+        placeholder = _PLACEHOLDER.fullmatch(part)
+        if placeholder is None:
+            pending.append(part)
+            continue
+        name = args.get(placeholder.group(1))
+        if name is None:
             name = body.get("name") if isinstance(body, dict) else None
-            if isinstance(name, str) and patterns.NAME.fullmatch(name):
-                target.append(f"{kind}/{name}")
-            break
-        if not patterns.NAME.fullmatch(name):
-            break
-        target.append(f"{kind}/{name}")
-        index += 2
-    if target and index < len(parts) and parts[index] == "nodes":
-        target.append("nodes")
-    return "/".join(target) or None
+        if not (isinstance(name, str) and patterns.NAME.fullmatch(name)):
+            return "/".join(made) or None
+        made += [*pending, name]
+        pending = []
+    return "/".join(made + pending) or None
 
 
 def entries(conn: redis.Redis, *, target: str | None = None, token: str | None = None,

@@ -132,3 +132,5 @@ NAME_RULE = (
     "must start with a lowercase letter, contain only lowercase letters, digits and hyphens, "
     "not end with a hyphen, and be at most 32 characters"
 )
+OPERATION_ID = _here(r"^op_[0-9A-Z]{26}$")
+"""An operation's id: `op_` and a ULID in Crockford's base 32 (tasks/engine/model.py)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
-from app import mutations
+from app import audit, mutations
 from app.errors import ApiError
 from app.readmodels import clusters as readmodel
 from app.readmodels import instance_groups as groups_model
@@ -17,6 +17,7 @@ from tasks.cluster_software import KUBERNETES_UPGRADE, SOFTWARE_UPDATE
 
 blp = Blueprint("cluster_software", __name__, url_prefix="/api/v1/clusters",
                 description="Cluster software: HyperPod node software, Kubernetes version")
+audit.declare_target(blp, "cluster/<name>")
 
 
 @blp.route("/<string:name>/software-update", methods=["POST"])

@@ -11,7 +11,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import RAISE
 
-from app import auth, choices, context, mutations
+from app import audit, auth, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -43,6 +43,7 @@ from vocabulary.roles import Role
 
 blp = Blueprint("clusters", __name__, url_prefix="/api/v1",
                 description="EKS + HyperPod clusters: create in stages, inspect, delete")
+audit.declare_target(blp, "cluster/<name>")
 
 
 def _region(data: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app import audit
 from app.permissions import access
 from app.readmodels import diagnostics
 from schemas.diagnostics import DiagnosisSchema, DiagnosticPathSchema, DiagnosticQuerySchema
@@ -13,6 +14,7 @@ from vocabulary.roles import Role
 
 blp = Blueprint("diagnostics", __name__, url_prefix="/api/v1/clusters",
                 description="Read-only diagnostics: failed creation, node health, NCCL")
+audit.declare_target(blp, "cluster/<cluster>")
 
 
 @blp.route("/<string:cluster>/diagnostics/<string:kind>")

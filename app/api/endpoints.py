@@ -11,7 +11,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context, intake, mutations
+from app import audit, context, intake, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -49,6 +49,7 @@ from vocabulary.roles import Role
 blp = Blueprint("endpoints", __name__, url_prefix="/api/v1/clusters",
                 description="Inference endpoints: managed (HyperPod inference operator) and "
                             "self-managed (vLLM, SGLang, custom) with model pools")
+audit.declare_target(blp, "cluster/<cluster>/endpoint/<name>")
 
 MAX_ANSWER_BYTES = 64 * 1024
 

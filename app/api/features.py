@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context, mutations
+from app import audit, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -22,6 +22,7 @@ blp = Blueprint("features", __name__, url_prefix="/api/v1/clusters",
                 description="Managed features: training and inference operators, tiered "
                             "checkpointing, autoscaling, observability, task governance, "
                             "spaces")
+audit.declare_target(blp, "cluster/<cluster>")
 
 NEEDS_HYPERPOD = ("tiered_checkpointing", "autoscaling")
 

@@ -8,7 +8,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import choices, context, mutations
+from app import audit, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -39,6 +39,7 @@ from vocabulary.roles import Role
 blp = Blueprint("instance_groups", __name__, url_prefix="/api/v1/clusters",
                 description="Instance groups: capacity added to, changed in and removed from "
                             "a cluster")
+audit.declare_target(blp, "cluster/<cluster>/group/<name>")
 
 
 def _cluster(name: str) -> ClusterRef:

@@ -20,7 +20,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import mutations
+from app import audit, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -51,6 +51,7 @@ from vocabulary.roles import Role
 blp = Blueprint("jobs", __name__, url_prefix="/api/v1",
                 description="Training jobs: HyperPodPyTorchJob and RayJob through recipes, "
                             "their state, recovery budget and logs")
+audit.declare_target(blp, "cluster/<cluster>/job/<job>")
 
 TRAINING_OPERATOR = "training_operator"
 TIERED = "tiered_checkpointing"

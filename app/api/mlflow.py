@@ -17,7 +17,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context, mutations
+from app import audit, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -35,6 +35,7 @@ from vocabulary.roles import Role
 blp = Blueprint("mlflow", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's MLflow tracking server (SageMaker managed MLflow), "
                             "which training jobs log their metrics to")
+audit.declare_target(blp, "cluster/<cluster>")
 
 
 def _url(cluster: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import mutations
+from app import audit, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -26,6 +26,7 @@ from vocabulary.roles import Role
 
 blp = Blueprint("models", __name__, url_prefix="/api/v1/clusters",
                 description="Models in a cluster's bucket, and their download as a Job")
+audit.declare_target(blp, "cluster/<cluster>/model/<name>")
 
 
 @blp.route("/<string:cluster>/models")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context, mutations
+from app import audit, context, mutations
 from app.api.discovery import zones_in
 from app.errors import ApiError
 from app.permissions import access
@@ -25,6 +25,7 @@ from vocabulary.roles import Role
 
 blp = Blueprint("networks", __name__, url_prefix="/api/v1/networks",
                 description="VPCs with subnets, gateways and routes for clusters")
+audit.declare_target(blp, "network/<name>")
 
 
 def _region(query_or_body: dict) -> str:

@@ -15,7 +15,7 @@ from flask import Response
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import mutations
+from app import audit, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -30,6 +30,7 @@ from vocabulary.roles import Role
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/clusters",
                 description="A cluster's nodes: read them, reboot, replace or delete them")
+audit.declare_target(blp, "cluster/<cluster>/nodes")
 
 
 @blp.route("/<string:cluster>/nodes")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import context
+from app import audit, context
 from app.errors import ApiError
 from app.mutations import operation_reply
 from app.permissions import access
@@ -21,6 +22,7 @@ from schemas.common import (
     OperationSchema,
     OperationWaitSchema,
 )
+from vocabulary import patterns
 from vocabulary.roles import Role
 
 
@@ -38,6 +40,18 @@ def rendered_json(body: str) -> Response:
 
 blp = Blueprint("operations", __name__, url_prefix="/api/v1/operations",
                 description="Long-running changes and their progress")
+
+
+def _operation_target(args: dict[str, Any], body: Any) -> str | None:
+    """A refused cancel or retry names its operation's target."""
+    operation_id = args.get("operation_id")
+    if not (isinstance(operation_id, str) and patterns.OPERATION_ID.fullmatch(operation_id)):
+        return None
+    op = context.engine().store.get(operation_id)
+    return op["target"] if op else None
+
+
+audit.declare_target(blp, _operation_target)
 
 
 @blp.route("")

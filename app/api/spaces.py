@@ -15,7 +15,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import auth, context, mutations
+from app import audit, auth, context, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -48,6 +48,7 @@ from vocabulary.roles import Role
 blp = Blueprint("spaces", __name__, url_prefix="/api/v1/clusters",
                 description="Dev spaces: JupyterLab and Code Editor on the cluster, with the "
                             "bucket the jobs mount at /s3")
+audit.declare_target(blp, "cluster/<cluster>/space/<name>")
 
 FEATURE = "spaces"
 

@@ -14,7 +14,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import mutations
+from app import audit, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
@@ -39,6 +39,7 @@ from vocabulary.roles import Role
 blp = Blueprint("storage", __name__, url_prefix="/api/v1/clusters",
                 description="Storage mounted in a cluster: S3 buckets and FSx for Lustre file "
                             "systems, each as a PV + PVC")
+audit.declare_target(blp, "cluster/<cluster>/storage/<name>")
 
 
 # checks for a new item ----------------------------------------------------------------------------

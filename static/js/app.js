@@ -21,23 +21,33 @@ import * as endpoints from './views/endpoints.js';
 import * as models from './views/models.js';
 import * as spaces from './views/spaces.js';
 
+// A page of one cluster's own resources, `#/clusters/<c>/<path>`: the cluster page links
+// every one whose view exports `clusterLink` ({text, testid}), so a new resource's page is
+// one line here and no edit there.
+const clusterPage = (path, view) => ({
+  re: new RegExp(`^/clusters/([^/]+)/${path}/?$`), view, nav: 'clusters', clusterPage: path,
+});
+
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
   // `#/clusters/new` is the form; a cluster named "new" is at `#/clusters/new/`
   { re: /^\/clusters\/new$/, view: clusterNew, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/?$/, view: cluster, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/capacity\/?$/, view: capacity, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/capacity\/add-group\/?$/, view: groupNew, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/jobs\/?$/, view: jobs, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/endpoints\/?$/, view: endpoints, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/models\/?$/, view: models, nav: 'clusters' },
-  { re: /^\/clusters\/([^/]+)\/spaces\/?$/, view: spaces, nav: 'clusters' },
+  clusterPage('capacity', capacity),
+  clusterPage('capacity/add-group', groupNew),
+  clusterPage('jobs', jobs),
+  clusterPage('endpoints', endpoints),
+  clusterPage('models', models),
+  clusterPage('spaces', spaces),
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },
   { re: /^\/discovery\/?$/, view: discovery, nav: 'discovery' },
   { re: /^\/audit\/?$/, view: audit, nav: 'audit' },
 ];
+/** The cluster page's links to its resources' pages, in ROUTES' order. */
+const CLUSTER_PAGES = ROUTES.filter((r) => r.clusterPage && r.view.clusterLink)
+  .map((r) => ({ path: r.clusterPage, ...r.view.clusterLink }));
 const DEFAULT_ROUTE = '#/clusters'; // where a signed-in person starts: what they run
 
 const $ = (id) => document.getElementById(id);
@@ -90,7 +100,7 @@ function render() {
   }
   const controller = new AbortController();
   const params = match.slice(1).map((s) => decodeURIComponent(s));
-  const ctx = { params, query, signal: controller.signal, path };
+  const ctx = { params, query, signal: controller.signal, path, clusterPages: CLUSTER_PAGES };
   let cleanup = null;
   try {
     cleanup = route.view.mount(root, ctx);

@@ -159,3 +159,42 @@ def test_page_cursors_at_the_ends_answer_empty_or_422(stack, story):
             reply = c.get("/api/v1/audit", params={"before": bad})
             assert reply.status_code == 422, (bad, reply.text)
             assert reply.json()["error"]["details"]["fields"] == {"before": ["not an entry id"]}
+
+
+CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def test_every_route_that_changes_declares_its_target(redis_url):
+    """A refused change is found by target like the operation it would have made: every
+    blueprint with a changing route declares its target (audit.declare_target), so a new
+    resource's routes cannot be audited without one."""
+    app = create_app(Settings(redis_url=redis_url), tokens=TokenTable([]))
+    undeclared = sorted(
+        f"{sorted(rule.methods & CHANGES)} {rule.rule}" for rule in app.url_map.iter_rules()
+        if rule.methods & CHANGES and rule.rule.startswith("/api/")
+        and not hasattr(app.blueprints.get(rule.endpoint.partition(".")[0]), "hypd_target"))
+    assert undeclared == []
+
+
+@pytest.mark.parametrize(("method", "path", "body", "target"), [
+    ("DELETE", "/api/v1/clusters/lab/instance-groups/gpu", None, "cluster/lab/group/gpu"),
+    ("POST", "/api/v1/clusters/lab/spaces", {"name": "nb"}, "cluster/lab/space/nb"),
+    ("POST", "/api/v1/clusters/lab/spaces/nb/stop", None, "cluster/lab/space/nb"),
+    ("POST", "/api/v1/clusters/lab/jobs", {"name": "run1"}, "cluster/lab/job/run1"),
+    ("POST", "/api/v1/clusters/lab/jobs", {"name": "Not A Name"}, "cluster/lab"),
+    ("POST", "/api/v1/clusters/import", {"name": "old"}, "cluster/old"),
+    ("POST", "/api/v1/clusters/lab/software-update", {}, "cluster/lab"),
+    ("PATCH", "/api/v1/clusters/lab/features", {"features": {}}, "cluster/lab"),
+    ("POST", "/api/v1/clusters/lab/nodes/reboot", {}, "cluster/lab/nodes"),
+    ("DELETE", "/api/v1/networks/Bad_Name", None, None),
+    ("POST", "/api/v1/operations/op_01ARZ3NDEKTSV4RRFFQ69G5FAV/cancel", None, None),
+])
+def test_a_refused_change_names_the_target_its_route_declares(redis_db, redis_url, method,
+                                                              path, body, target):
+    app = create_app(Settings(redis_url=redis_url), tokens=TokenTable(
+        [("viewer", "viewer", digest("v"))]))
+    reply = app.test_client().open(path, method=method, json=body,
+                                   headers={"Authorization": "Bearer v"})
+    assert reply.status_code == 403, reply.text
+    entry = json.loads(redis_db.xrevrange("hypd:audit", count=1)[0][1]["data"])
+    assert (entry["path"], entry["target"]) == (path, target)

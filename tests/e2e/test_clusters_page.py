@@ -112,6 +112,10 @@ def expect_op_succeeded_by_stage(page, stages):
             expect(step).to_have_attribute("data-testid", f"step-{step.get_attribute('data-step')}")
 
 
+CLUSTER_PAGES = ("jobs", "endpoints", "models", "spaces")
+"""The pages of a cluster's own resources, in the dashboard's route order."""
+
+
 def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     stack.wait_idle()
     name = _name("ui")
@@ -377,6 +381,11 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
     expect(page.get_by_test_id(f"cluster-delete-{name}")).to_be_disabled()
     expect(page.get_by_test_id("cluster-kubeconfig")).to_be_enabled()  # reading is allowed
+    # the cluster page links each page of its resources, drawn from the dashboard's routes
+    links = page.get_by_test_id("cluster-pages").get_by_role("link")
+    expect(links).to_have_count(len(CLUSTER_PAGES))
+    assert [links.nth(i).get_attribute("href") for i in range(len(CLUSTER_PAGES))] == [
+        f"#/clusters/{name}/{path}" for path in CLUSTER_PAGES]
     expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
         "href", f"#/operations/{create_op['id']}")
     # what it costs while it runs, as the API prices it (a viewer reads it)

@@ -10,6 +10,9 @@ import { rules } from '../rules.js';
 
 const REFRESH_MS = 5000;
 
+/** The cluster page's link to this page (app.js's CLUSTER_PAGES). */
+export const clusterLink = { text: 'Inference endpoints', testid: 'cluster-endpoints-link' };
+
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const send = mutator();

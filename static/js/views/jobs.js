@@ -25,6 +25,9 @@ const FIELD_HINTS = {
   command: ['Command', 'hyperpodrun --nnodes=1 --nproc-per-node=1 /s3/train.py', 'one argument per space'],
 };
 
+/** The cluster page's link to this page (app.js's CLUSTER_PAGES). */
+export const clusterLink = { text: 'Training jobs, submit, live logs', testid: 'cluster-jobs-link' };
+
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const base = `/api/v1/clusters/${encodeURIComponent(cluster)}`;

@@ -19,6 +19,9 @@ function size(bytes) {
   return `${n.toFixed(u ? 1 : 0)} ${units[u]}`;
 }
 
+/** The cluster page's link to this page (app.js's CLUSTER_PAGES). */
+export const clusterLink = { text: 'Models', testid: 'cluster-models-link' };
+
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const send = mutator();

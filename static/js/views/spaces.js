@@ -30,6 +30,9 @@ function spaceRules() {
   };
 }
 
+/** The cluster page's link to this page (app.js's CLUSTER_PAGES). */
+export const clusterLink = { text: 'Dev spaces', testid: 'cluster-spaces-link' };
+
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const base = `/api/v1/clusters/${encodeURIComponent(cluster)}/spaces`;
