@@ -389,3 +389,5 @@ class PreflightSchema(Schema):
     count = fields.Integer()
     capacity_type = fields.String()
     checks = fields.List(fields.Dict())
+    adds = fields.Nested(CostSchema, metadata={
+        "description": "what the instances add per hour, priced like a plan"})

@@ -280,9 +280,11 @@ class ActiveCluster(MethodView):
 @blp.doc(operationId="preflight")
 def run_preflight(query):
     """Read-only checks of service quotas and training-plan reservations for a capacity
-    request, with what is missing and how to ask for it."""
+    request, with what is missing and how to ask for it, and what it adds per hour."""
     region = _region(query)
     return {"region": region, **_preflight(
         {"instance_type": query["instance_type"], "instance_count": query["count"],
          "capacity_type": query["capacity_type"],
-         "training_plan_arn": query.get("training_plan_arn")}, region)}
+         "training_plan_arn": query.get("training_plan_arn")}, region),
+        "adds": dry_run.capacity_cost(query["instance_type"], query["count"],
+                                      query["capacity_type"], region)}

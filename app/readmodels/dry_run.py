@@ -75,6 +75,18 @@ def cost(body: dict[str, Any], region: str) -> dict[str, Any]:
     })
 
 
+def capacity_cost(instance_type: str, count: int, capacity_type: str,
+                  region: str) -> dict[str, Any]:
+    """What `count` instances add per hour to a cluster that exists: the instances alone
+    (the control plane and the network are the cluster's already)."""
+    return priced({
+        "region": region,
+        "instance_groups": [{"instance_type": instance_type, "count": count,
+                             "capacity_type": capacity_type}],
+        "eks_control_plane": False,
+    })
+
+
 def priced(plan: dict[str, Any]) -> dict[str, Any]:
     """`cloud.pricing.estimate` of a plan (its shape is that module's), each price through
     the read cache: the one way a plan and what a cluster left behind are priced."""

@@ -12,6 +12,7 @@ import yaml
 
 from tests.app.test_networks_api import _ec2
 from tests.stack import wait_until
+from vocabulary.capacity import HYPERPOD_INSTANCES, LIST_PRICE
 
 ZONE = "us-west-2a"
 TYPE = "ml.g5.8xlarge"
@@ -231,6 +232,13 @@ def test_preflight_reports_a_configured_quota_shortfall(stack):
         assert failed and failed[0]["required"] == 4
         assert f"{TYPE} for cluster usage" in failed[0]["message"]
         assert failed[0]["how_to_fix"]
+        # and what the four instances would add per hour: the instances alone, priced
+        [added] = report["adds"]["items"]
+        assert (added["kind"], added["quantity"], added["basis"]) == (
+            HYPERPOD_INSTANCES, 4, LIST_PRICE)
+        assert added["unit_usd"] > 0
+        assert added["hourly_usd"] == pytest.approx(4 * added["unit_usd"])
+        assert report["adds"]["hourly_usd"] == pytest.approx(added["hourly_usd"])
         with stack.client() as c:  # the create runs the same checks first
             refused = c.post("/api/v1/clusters", json=_body(_name("quota"), instance_count=4))
         assert refused.status_code == 412

@@ -33,6 +33,7 @@ FROM_VERSION, TO_VERSION = kubernetes_versions.offered()[-2:]
 
 ZONE = "us-west-2a"
 TYPE = "ml.g4dn.xlarge"  # few addresses a node: a small /20 holds many
+PRICED_TYPE = "ml.g5.xlarge"  # in the sandbox's Price List
 WORKERS = 30  # more than one batch of AWS's 25
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 OP_URL = re.compile(r"#/operations/([^/?#]+)$")
@@ -107,6 +108,17 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
     expect(page.get_by_test_id("ig-az")).to_have_value(ZONE, timeout=AWS_READ_TIMEOUT_MS)
     page.get_by_test_id("ig-type").select_option(TYPE, timeout=AWS_READ_TIMEOUT_MS)
     page.get_by_test_id("ig-count").fill("2")
+    # a priced type on demand first: the check says what the group adds per hour, as the API
+    # priced it (the sandbox's Price List has no price for TYPE)
+    page.get_by_test_id("ig-type").select_option(PRICED_TYPE)
+    with page.expect_response(lambda r: "/api/v1/preflight?" in r.url) as on_demand:
+        page.get_by_test_id("ig-check").click()
+    adds = on_demand.value.json()["adds"]
+    assert adds["complete"] and adds["hourly_usd"] > 0, adds
+    expect(page.get_by_test_id("ig-adds")).to_have_attribute(
+        "data-hourly", f"{adds['hourly_usd']:.4f}")
+    expect(page.get_by_test_id("ig-adds")).to_contain_text(" per hour (≈ ")
+    page.get_by_test_id("ig-type").select_option(TYPE)
     page.get_by_test_id("capacity-spot").check(force=True)
     create = page.get_by_test_id("ig-create")
     expect(create).to_be_disabled()  # not checked yet
@@ -114,6 +126,9 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
         page.get_by_test_id("ig-check").click()
     assert checked.value.status == 200
     assert "capacity_type=spot" in checked.value.url and "count=2" in checked.value.url
+    [spot] = checked.value.json()["adds"]["items"]  # spot: no fixed price, and it says so
+    expect(page.get_by_test_id("ig-adds")).to_have_text(
+        f"Adds no hourly list price: {spot['note']}")
     expect(page.get_by_test_id("plan-preflight")).to_have_attribute("data-ok", "1")
     expect(create).to_be_enabled()
     page.get_by_test_id("ig-count").fill("3")  # a changed input makes the check stale

@@ -372,6 +372,11 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id(f"cluster-activate-{name}")).to_be_disabled()
     expect(page.get_by_test_id(f"cluster-delete-{name}")).to_be_disabled()
+    # what it costs per hour while it runs, beside it in the list, as the API prices it
+    with stack.client("viewer") as c:
+        cost = c.get(f"/api/v1/clusters/{name}/cost").json()
+    expect(row.get_by_test_id("cluster-hourly")).to_have_attribute(
+        "data-hourly", f"{cost['hourly']['hourly_usd']:.4f}", timeout=AWS_READ_TIMEOUT_MS)
 
     row.get_by_test_id("cluster-link").click()
     expect(page).to_have_url(re.compile(rf"#/clusters/{re.escape(name)}$"))
@@ -389,8 +394,6 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     expect(page.get_by_test_id("cluster-create-op")).to_have_attribute(
         "href", f"#/operations/{create_op['id']}")
     # what it costs while it runs, as the API prices it (a viewer reads it)
-    with stack.client("viewer") as c:
-        cost = c.get(f"/api/v1/clusters/{name}/cost").json()
     expect(page.get_by_test_id("cost-now-item-hyperpod_instances")).to_be_visible(
         timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("cost-now-total")).not_to_be_empty()

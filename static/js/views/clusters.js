@@ -12,16 +12,18 @@ import { clusterHref } from '../stages.js';
 import { inUse, preview, usedBy, withForce } from '../in_use.js';
 import { rules } from '../rules.js';
 import { firstSteps } from '../first_steps.js';
+import { money } from '../cost.js';
 
 const REFRESH_MS = 15000;
+const COST_MS = 60000; // each cluster's rate is read from AWS: once a minute is enough
 const REFRESH_BUSY_MS = 4000;
 const KIND_TEXT = { 'cluster.create': 'create', 'cluster.stage': 'stage re-run', 'cluster.delete': 'delete' };
 
 export function mount(root, ctx) {
-  const state = { items: null, active: null, ops: [], inflight: false, loadedOnce: false };
+  const state = { items: null, active: null, ops: [], inflight: false, loadedOnce: false, costs: new Map() };
 
   const tbody = h('tbody', { testid: 'clusters-body' },
-    h('tr', null, h('td', { colspan: 4 }, h('div', { class: 'loading' }, spinner(), 'Reading clusters from AWS…'))));
+    h('tr', null, h('td', { colspan: 5 }, h('div', { class: 'loading' }, spinner(), 'Reading clusters from AWS…'))));
   const count = h('span', { class: 'sub', testid: 'clusters-count' });
   const updated = h('span', { class: 'sub', testid: 'clusters-updated' });
   const refreshBtn = h('button', { type: 'button', class: 'btn btn-sm', testid: 'clusters-refresh', onclick: () => load() }, 'Refresh');
@@ -36,7 +38,8 @@ export function mount(root, ctx) {
     h('div', { class: 'table-wrap' },
       h('table', { class: 'data', testid: 'clusters-table' },
         h('thead', null, h('tr', null,
-          h('th', null, 'Cluster'), h('th', null, 'EKS'), h('th', null, 'Latest operation'), h('th', null, ''))),
+          h('th', null, 'Cluster'), h('th', null, 'EKS'), h('th', null, 'Latest operation'),
+          h('th', { class: 'num', title: 'What it costs per hour while it runs: AWS list prices, not a bill' }, '$/h'), h('th', null, ''))),
         tbody)));
 
   root.append(
@@ -66,17 +69,44 @@ export function mount(root, ctx) {
       state.loadedOnce = true;
       updated.textContent = `updated ${new Date().toLocaleTimeString(undefined, { hour12: false })}`;
       render();
+      readCosts();
     } catch (e) {
       if (isAbort(e)) return;
       updated.textContent = 'refresh failed';
       if (!state.loadedOnce) {
-        clear(tbody).appendChild(h('tr', null, h('td', { colspan: 4 }, h('div', { class: 'empty' }, e.message))));
+        clear(tbody).appendChild(h('tr', null, h('td', { colspan: 5 }, h('div', { class: 'empty' }, e.message))));
       }
       toastError(e);
     } finally {
       state.inflight = false;
       schedule();
     }
+  }
+
+  /** Each live cluster's hourly rate (GET …/cost), read beside the list and at most once a
+   * minute: it asks AWS, where the list is kept cheap. */
+  function readCosts() {
+    const now = Date.now();
+    for (const c of state.items) {
+      const known = state.costs.get(c.name);
+      if (!c.eks || (known && now - known.at < COST_MS)) continue;
+      state.costs.set(c.name, { at: now, hourly: known ? known.hourly : null });
+      api(`/api/v1/clusters/${encodeURIComponent(c.name)}/cost`, { signal: ctx.signal })
+        .then((cost) => { state.costs.set(c.name, { at: now, hourly: cost.hourly }); render(); })
+        .catch((e) => { if (!isAbort(e)) state.costs.set(c.name, { at: now, hourly: null, error: e.message }); });
+    }
+  }
+
+  function costCell(c) {
+    const known = state.costs.get(c.name);
+    const hourly = known && known.hourly;
+    if (!hourly) {
+      return h('td', { class: 'num faint', testid: 'cluster-hourly', title: known && known.error ? known.error : 'Not running, or not read yet' }, '—');
+    }
+    return h('td', {
+      class: 'num', testid: 'cluster-hourly', dataset: { hourly: Number(hourly.hourly_usd).toFixed(4), complete: hourly.complete ? '1' : '' },
+      title: hourly.complete ? 'AWS list prices, not a bill' : 'Items without a figure (spot, prepaid, or a price that could not be read) are not in the total',
+    }, money(hourly.hourly_usd, hourly.currency), hourly.complete ? null : '+');
   }
 
   /** Rows: every listed cluster, plus clusters whose create has not reached EKS yet (or
@@ -110,7 +140,7 @@ export function mount(root, ctx) {
       : '· no active cluster');
     clear(tbody);
     if (!items.length) {
-      tbody.appendChild(h('tr', null, h('td', { colspan: 4 },
+      tbody.appendChild(h('tr', null, h('td', { colspan: 5 },
         h('div', { class: 'empty', testid: 'clusters-empty' },
           'No clusters yet. ',
           canMutate() ? h('a', { href: '#/clusters/new' }, 'Create one') : 'An operator can create one',
@@ -144,6 +174,7 @@ export function mount(root, ctx) {
       eksStatus ? badge(eksStatus, { testid: 'cluster-eks-status' }) : h('span', { class: 'faint', testid: 'cluster-eks-status' }, 'not created yet'),
       c.eks && c.eks.version ? h('span', { class: 'faint' }, `  v${c.eks.version}`) : null),
     h('td', { testid: 'cluster-activity' }, latest ? opCell(latest) : h('span', { class: 'faint' }, c.imported ? 'imported' : '—')),
+    costCell(c),
     h('td', { class: 'actions' },
       activateButton(c, isActive),
       ' ',

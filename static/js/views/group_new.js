@@ -12,6 +12,7 @@ import {
   updateEfaBox, efaModeFor, totalText,
 } from '../capacity_fields.js';
 import { preflightCard } from '../preflight.js';
+import { money, HOURS_PER_MONTH } from '../cost.js';
 import { capacityHref } from '../capacity/links.js';
 import { parseLabels, parseTaints, groupBodyProblems } from '../capacity/group_body.js';
 
@@ -282,10 +283,21 @@ export function mount(root, ctx) {
           h('div', null,
             h('div', { class: 'summary-title' }, 'Instance group ', h('b', { class: 'id' }, body.name)),
             h('div', { class: 'muted' }, totalText(t, body.instance_count) || `${body.instance_count} × ${body.instance_type}`,
-              ` · ${body.capacity_type} · ${body.efa_mode || 'no EFA'} · ${body.subnet_id || body.availability_zone}`)),
+              ` · ${body.capacity_type} · ${body.efa_mode || 'no EFA'} · ${body.subnet_id || body.availability_zone}`),
+            addsLine(pf.adds)),
           h('span', { class: 'spacer' }),
           badge(pf.ok ? 'ready to add' : 'preflight failed', { class: `lg ${pf.ok ? 'tone-green' : 'tone-red'}`, testid: 'ig-verdict' }))),
       preflightCard(pf));
+  }
+
+  /** What the group adds per hour, as the preflight priced it (never a guessed figure). */
+  function addsLine(adds) {
+    if (!adds) return null;
+    const [item] = adds.items || [];
+    const text = adds.complete
+      ? `Adds ${money(adds.hourly_usd, adds.currency)} per hour (≈ ${money(adds.hourly_usd * HOURS_PER_MONTH, adds.currency, 0)} a month), AWS list price`
+      : `Adds no hourly list price: ${(item && item.note) || 'the price could not be read'}`;
+    return h('div', { class: 'muted', testid: 'ig-adds', dataset: { hourly: adds.complete ? Number(adds.hourly_usd).toFixed(4) : '' } }, text);
   }
 
   function changed() {
