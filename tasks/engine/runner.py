@@ -32,6 +32,9 @@ from vocabulary.operations import OpStatus, StepPhase
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 8
+UNFINISHED_ATTEMPT = ("no attempt finished: each ended without an outcome (the worker stopped, "
+                      "or the task time limit, HYPD_VISIBILITY_TIMEOUT_S less a second, cut it)")
+"""The give-up reason when no attempt recorded one: a worker killed mid-step leaves none."""
 REQUEUE_S = 0.25
 
 Schedule = Callable[[str, int, float], None]
@@ -189,7 +192,8 @@ class Runner:
         if step["phase"] in (StepPhase.PENDING, StepPhase.APPLYING):
             if step["attempts"] >= MAX_ATTEMPTS:
                 self._fail(op_id, gen, step["name"], "retries_exhausted",
-                           f"gave up after {step['attempts']} attempts: {step['detail']}")
+                           f"gave up after {step['attempts']} attempts: "
+                           f"{step['detail'] or UNFINISHED_ATTEMPT}")
                 return
             op = self.store.update(op_id, _start_attempt(step["name"]), gen)
             log.info("applying (attempt %d)", step["attempts"] + 1)

@@ -8,7 +8,7 @@ import pytest
 
 from tasks.engine.errors import Conflict, IdempotencyKeyReused, InvalidTransition, UnknownKind
 from tasks.engine.kinds import OperationKind, Step, StepFailed, StepRetry, kind_table
-from tasks.engine.runner import MAX_ATTEMPTS, Runner
+from tasks.engine.runner import MAX_ATTEMPTS, UNFINISHED_ATTEMPT, Runner
 from tasks.engine.service import Engine
 from tasks.engine.store import IdempotencyClaim, OperationStore, lease_key
 
@@ -289,6 +289,24 @@ def test_temporary_errors_retry_with_backoff_then_give_up(env):
     assert final["error"]["code"] == "retries_exhausted"
     assert "DependencyViolation" in final["error"]["message"]
     assert countdowns[1] < countdowns[3] <= 2  # backs off, capped
+
+
+def test_a_step_whose_every_attempt_was_cut_short_says_so_when_it_gives_up(env):
+    """A worker killed (or time-limited) inside apply records no outcome; after the last
+    attempt the error says why there is none, not "None"."""
+    engine, runner, queue, store = env
+    BEHAVIOUR["one"] = KeyboardInterrupt()  # stands in for SIGKILL: nothing after runs
+    _op, _ = engine.submit(KIND, "thing/a", {"name": "a"}, "tester")
+    op_id, gen, _ = queue.items.pop(0)
+    for _ in range(MAX_ATTEMPTS):
+        with pytest.raises(KeyboardInterrupt):
+            runner.advance(op_id, gen)
+        store.redis.delete(lease_key(op_id))  # the dead worker's lease runs out
+    runner.advance(op_id, gen)  # redelivered once more: no attempt left
+    final = store.get(op_id)
+    assert (final["status"], final["error"]["code"]) == ("failed", "retries_exhausted")
+    assert final["error"]["message"] == (
+        f"gave up after {MAX_ATTEMPTS} attempts: {UNFINISHED_ATTEMPT}")
 
 
 def test_record_persists_partial_resources(env):
