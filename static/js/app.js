@@ -20,6 +20,7 @@ import * as jobs from './views/jobs.js';
 import * as endpoints from './views/endpoints.js';
 import * as models from './views/models.js';
 import * as spaces from './views/spaces.js';
+import * as storage from './views/storage.js';
 
 // A page of one cluster's own resources, `#/clusters/<c>/<path>`: the cluster page links
 // every one whose view exports `clusterLink` ({text, testid}), so a new resource's page is
@@ -39,6 +40,7 @@ const ROUTES = [
   clusterPage('endpoints', endpoints),
   clusterPage('models', models),
   clusterPage('spaces', spaces),
+  clusterPage('storage', storage),
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },
   { re: /^\/networks\/?$/, view: networks, nav: 'networks' },

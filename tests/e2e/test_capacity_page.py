@@ -380,3 +380,59 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
     page.get_by_test_id("op-capacity-link").click()
     expect(page.get_by_test_id("ig-row-workers")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("ig-row-spot")).to_have_count(0)
+
+
+def test_storage_is_added_refused_on_its_field_and_removed_from_its_page(page, stack, cluster):
+    """The storage page adds what the API adds (a new bucket hypd makes, mounted by a claim of
+    the item's name), puts a refusal on the field it names, and removes the item through
+    its dialog."""
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.goto(f"{base(stack)}/#/clusters/{cluster}")
+    page.get_by_test_id("cluster-storage-link").click()
+    expect(page).to_have_url(re.compile(rf"#/clusters/{re.escape(cluster)}/storage$"))
+    with stack.client() as c:
+        made_with_the_cluster = c.get(f"/api/v1/clusters/{cluster}/storage").json()["items"]
+    for item in made_with_the_cluster:
+        expect(page.get_by_test_id(f"storage-row-{item['name']}")).to_have_attribute(
+            "data-state", item["state"], timeout=AWS_READ_TIMEOUT_MS)
+
+    # checked in the page first, then by the API: each refusal on its own field
+    page.get_by_test_id("storage-name").fill("scratch")
+    page.get_by_test_id("storage-bucket").fill("Not_A_Bucket")
+    page.get_by_test_id("storage-add").click()
+    expect(page.get_by_test_id("error-storage-s3.bucket")).to_have_text("Not an S3 bucket name.")
+    expect(page.get_by_test_id("storage-bucket")).to_have_attribute("aria-invalid", "true")
+    page.get_by_test_id("storage-bucket").fill("")
+    page.get_by_test_id("storage-kind").select_option("fsx")
+    page.get_by_test_id("storage-capacity").fill("1300")  # not 1200 nor a multiple of 2400
+    with page.expect_response(lambda r: r.url.endswith("/storage")
+                              and r.request.method == "POST") as refused:
+        page.get_by_test_id("storage-add").click()
+    assert refused.value.status == 422
+    expect(page.get_by_test_id("error-storage-fsx.storage_capacity_gib")).to_contain_text(
+        "multiple of 2400")
+    expect(page.get_by_test_id("error-storage-s3.bucket")).to_be_empty()  # cleared
+
+    page.get_by_test_id("storage-kind").select_option("s3")
+    with page.expect_request(lambda r: r.url.endswith("/storage")
+                             and r.method == "POST") as posted:
+        page.get_by_test_id("storage-add").click()
+    assert posted.value.post_data_json == {
+        "name": "scratch", "kind": "s3", "namespace": "default", "s3": {"read_only": False}}
+    follow(page, "storage.create")
+    with stack.client() as c:
+        item = c.get(f"/api/v1/clusters/{cluster}/storage/scratch").json()
+    assert (item["state"], item["claim"], item["s3"]["made_by_hypd"]) == (
+        "available", "scratch", True)
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/storage")
+    expect(page.get_by_test_id("storage-state-scratch")).to_have_text("available",
+                                                                      timeout=AWS_READ_TIMEOUT_MS)
+    expect(page.get_by_test_id("storage-backing-scratch")).to_contain_text(
+        f"s3://{item['s3']['bucket']}/")
+
+    page.get_by_test_id("storage-remove-scratch").click()
+    expect(page.get_by_test_id("storage-remove-dialog")).to_contain_text("scratch")
+    page.get_by_test_id("storage-remove-dialog-confirm").click()
+    follow(page, "storage.delete")
+    with stack.client() as c:
+        assert c.get(f"/api/v1/clusters/{cluster}/storage/scratch").status_code == 404
