@@ -12,6 +12,7 @@ import * as networks from './views/networks.js';
 import * as discovery from './views/discovery.js';
 import * as clusters from './views/clusters.js';
 import * as clusterNew from './views/cluster_new.js';
+import * as clusterImport from './views/cluster_import.js';
 import * as cluster from './views/cluster.js';
 import * as capacity from './views/capacity.js';
 import * as groupNew from './views/group_new.js';
@@ -31,8 +32,10 @@ const clusterPage = (path, view) => ({
 
 const ROUTES = [
   { re: /^\/clusters\/?$/, view: clusters, nav: 'clusters' },
-  // `#/clusters/new` is the form; a cluster named "new" is at `#/clusters/new/`
+  // `#/clusters/new` and `#/clusters/import` are forms; clusters of those names are at
+  // `#/clusters/new/` and `#/clusters/import/` (stages.js clusterHref)
   { re: /^\/clusters\/new$/, view: clusterNew, nav: 'clusters' },
+  { re: /^\/clusters\/import$/, view: clusterImport, nav: 'clusters' },
   { re: /^\/clusters\/([^/]+)\/?$/, view: cluster, nav: 'clusters' },
   clusterPage('capacity', capacity),
   clusterPage('capacity/add-group', groupNew),

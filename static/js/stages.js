@@ -76,7 +76,10 @@ export function groupByStage(steps) {
 
 /** The dashboard link of a cluster. `#/clusters/new` is the create form, so a cluster that
  * is itself named "new" is linked with a trailing slash (the detail route accepts both). */
+/** `#/clusters/<these>` are forms (app.js): a cluster of such a name takes a trailing slash. */
+const FORM_ROUTES = new Set(['new', 'import']);
+
 export function clusterHref(name) {
   const n = encodeURIComponent(name);
-  return name === 'new' ? `#/clusters/${n}/` : `#/clusters/${n}`;
+  return FORM_ROUTES.has(name) ? `#/clusters/${n}/` : `#/clusters/${n}`;
 }

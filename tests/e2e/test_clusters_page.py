@@ -367,6 +367,7 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     sign_in(page, stack, stack.viewer_token, "viewer")
     page.get_by_test_id("nav-clusters").click()
     expect(page.get_by_test_id("cluster-new")).to_be_disabled()
+    expect(page.get_by_test_id("cluster-import")).to_be_disabled()
     expect(page.get_by_test_id("clusters-role-hint")).to_be_visible()
     row = page.get_by_test_id(f"cluster-row-{name}")
     expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
@@ -474,12 +475,33 @@ def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_clust
     subnets = next(s for s in create_op["steps"] if s["name"] == "subnets")["resources"]
     eks.create_cluster(name=name, roleArn=role["Arn"],
                        resourcesVpcConfig={"subnetIds": subnets["private_subnet_ids"]})
-    with stack.client() as c:
-        imported = c.post("/api/v1/clusters/import", json={"name": name})
-    assert imported.status_code == 201, imported.text
 
+    # imported from its page: each refusal where it belongs, then the cluster's page
     sign_in(page, stack, stack.operator_token, "operator")
-    page.get_by_test_id("nav-clusters").click()
+    page.get_by_test_id("cluster-import").click()
+    expect(page).to_have_url(re.compile(r"#/clusters/import$"))
+    page.get_by_test_id("import-name").fill("not a name!")
+    page.get_by_test_id("import-submit").click()
+    expect(page.get_by_test_id("error-import-name")).to_have_text("Not an EKS cluster name.")
+    page.get_by_test_id("import-name").fill(f"{name}-none")
+    with page.expect_response(lambda r: r.url.endswith("/clusters/import")) as missing:
+        page.get_by_test_id("import-submit").click()
+    assert missing.value.status == 404
+    expect(page.get_by_test_id("import-form-error")).to_have_text(
+        missing.value.json()["error"]["message"])
+    expect(page.get_by_test_id("error-import-name")).to_be_empty()
+    page.get_by_test_id("import-name").fill(name)
+    with page.expect_request(lambda r: r.url.endswith("/clusters/import")) as posted:
+        page.get_by_test_id("import-submit").click()
+    assert posted.value.post_data_json == {"name": name}
+    expect(page).to_have_url(re.compile(rf"#/clusters/{re.escape(name)}$"))
+    expect(page.get_by_test_id("cluster-stages-imported")).to_be_visible(
+        timeout=AWS_READ_TIMEOUT_MS)
+    with stack.client() as c:
+        listed = {i["name"]: i for i in c.get("/api/v1/clusters").json()["items"]}
+    assert listed[name]["imported"] is True
+
+    page.get_by_test_id("back-to-clusters").click()
     row = page.get_by_test_id(f"cluster-row-{name}")
     expect(row).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
     expect(row).to_have_attribute("data-imported", "1")

@@ -31,6 +31,10 @@ export function mount(root, ctx) {
     type: 'button', class: 'btn btn-primary', testid: 'cluster-new',
     onclick: () => { if (canMutate()) location.hash = '#/clusters/new'; },
   }, '+ New cluster'));
+  const importBtn = guard(h('button', {
+    type: 'button', class: 'btn', testid: 'cluster-import',
+    onclick: () => { if (canMutate()) location.hash = '#/clusters/import'; },
+  }, 'Import existing'));
   const activeNote = h('span', { class: 'sub', testid: 'active-cluster' });
   const tableCard = h('div', { class: 'card' },
     h('div', { class: 'card-head' }, h('h2', null, 'Clusters'), count, activeNote,
@@ -47,7 +51,7 @@ export function mount(root, ctx) {
       h('h1', null, 'Clusters'),
       h('span', { class: 'sub' }, 'Amazon EKS + SageMaker HyperPod clusters that hypd created or imported.'),
       h('span', { class: 'spacer' }),
-      newBtn),
+      importBtn, ' ', newBtn),
     ...[roleHint('creating, activating or deleting clusters', 'clusters-role-hint')].filter(Boolean),
     tableCard);
 
