@@ -111,7 +111,6 @@ export function rulesFrom(doc) {
       routingByKind: ep('routing')['x-hypd-by-kind'],
       gpus: { min: ep('gpus').minimum, max: ep('gpus').maximum },
       replicas: { min: ep('replicas').minimum, max: ep('replicas').maximum, default: ep('replicas').default },
-      model: new RegExp(ep('model').pattern),
       instanceType: new RegExp(ep('instance_type').pattern),
       promptMax: field('Invoke', 'prompt').maxLength,
       maxTokens: { min: tokens.minimum, max: tokens.maximum, default: tokens.default },

@@ -80,7 +80,10 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     _open(page, stack, stack.operator_token, "operator", cluster, "endpoints")
     page.get_by_test_id("ep-name").fill("web")
     page.get_by_test_id("ep-kind").select_option("vllm")
-    page.get_by_test_id("ep-model").fill("llama")
+    # the model is chosen from those the cluster's bucket holds
+    expect(page.get_by_test_id("ep-model").locator("option")).to_have_text(
+        ["Choose a model", "llama", "qwen"])
+    page.get_by_test_id("ep-model").select_option("llama")
     page.get_by_test_id("ep-gpus").fill("1")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
             f"/api/v1/clusters/{cluster}/endpoints")) as sent:
@@ -99,6 +102,24 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     expect(page.get_by_test_id("invoke-service")).to_contain_text("default/web · HTTP 200")
     expect(page.get_by_test_id("invoke-text")).to_have_text(re.compile(r"^\s*\S+( \S+){3}$"))
     page.get_by_test_id("invoke-cancel").click()
+
+    # scaled to 2 in place: only what changed is sent; beyond the cluster, the numbers
+    page.get_by_test_id("endpoint-scale-web").click()
+    page.get_by_test_id("scale-replicas").fill("64")
+    with page.expect_response(lambda r: r.request.method == "PATCH") as refused:
+        page.get_by_test_id("scale-dialog-confirm").click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(page.get_by_test_id("error-scale-replicas")).not_to_be_empty()
+    page.get_by_test_id("scale-replicas").fill("2")
+    with page.expect_request(lambda r: r.method == "PATCH" and r.url.endswith(
+            "/endpoints/web")) as sent:
+        page.get_by_test_id("scale-dialog-confirm").click()
+    assert sent.value.post_data_json == {"replicas": 2}
+    expect(page.get_by_test_id("endpoint-ready-web")).to_have_text(
+        "2 / 2", timeout=OPERATION_TIMEOUT_MS)
+    deployment = stack.kube(cluster).get_object("apps/v1", "Deployment", "web", "default")
+    assert deployment["spec"]["replicas"] == 2
+
     page.get_by_test_id("endpoint-delete-web").click()
     with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
             "/endpoints/web")):

@@ -1,11 +1,12 @@
 // The "Create an endpoint" form of #/clusters/<name>/endpoints: the decisions the API takes
-// (name, kind, model in the bucket, GPUs per server — the user states them —, replicas,
+// (name, kind, model — chosen from the models available in the cluster's bucket —, GPUs per
+// server — the user states them —, replicas,
 // instance type, service variant with a pool's models, routing for the kind, the managed
 // KV cache's second tier). Choices and bounds are the API's (rules.js); the API refuses
 // what a form cannot know (a model not in the bucket, the inference operator off).
 
-import { isAbort, mutator, fieldErrors } from '../api.js';
-import { h, guard, roleHint } from '../ui.js';
+import { api, isAbort, mutator, fieldErrors } from '../api.js';
+import { h, guard, roleHint, toastError } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 
 const FIELDS = ['name', 'kind', 'model', 'gpus', 'replicas', 'instance_type', 'service', 'pool_models',
@@ -19,12 +20,13 @@ export function endpointForm(cluster, ctx, onSent) {
   const input = (id, attrs = {}) => h('input', { type: 'text', id: `ep-${id}`, testid: `ep-${id}`, class: 'mono', autocomplete: 'off', spellcheck: 'false', ...attrs });
   const nameIn = input('name', { placeholder: 'e.g. chat' });
   const kindSel = h('select', { id: 'ep-kind', testid: 'ep-kind' }, r.kinds.map((k) => h('option', { value: k, selected: k === 'vllm' }, k)));
-  const modelIn = input('model', { placeholder: 'a model under models/' });
+  const modelIn = h('select', { id: 'ep-model', testid: 'ep-model' }, h('option', { value: '' }, 'Reading the bucket…'));
+  const modelHint = h('div', { class: 'hint', testid: 'ep-model-hint' });
   const gpusIn = input('gpus', { type: 'number', min: r.gpus.min, max: r.gpus.max, step: 1, placeholder: 'GPUs per server' });
   const replicasIn = input('replicas', { type: 'number', min: r.replicas.min, max: r.replicas.max, step: 1, value: String(r.replicas.default) });
   const typeIn = input('instance-type', { placeholder: 'ml.g5.12xlarge (optional; required for managed)' });
   const serviceSel = h('select', { id: 'ep-service', testid: 'ep-service' }, r.services.map((s) => h('option', { value: s, selected: s === r.defaultService }, s)));
-  const poolIn = input('pool-models', { placeholder: 'llama, qwen' });
+  const poolIn = h('div', { id: 'ep-pool-models', testid: 'ep-pool-models', class: 'checks-inline', role: 'group', 'aria-label': 'Pool models' });
   const routingSel = h('select', { id: 'ep-routing', testid: 'ep-routing' });
   const l2Box = h('input', { type: 'checkbox', id: 'ep-kv-l2', testid: 'ep-kv-l2' });
   const formErr = h('div', { class: 'form-error', testid: 'ep-form-error', role: 'alert' });
@@ -32,13 +34,14 @@ export function endpointForm(cluster, ctx, onSent) {
   const field = (label, forId, el, err, hint) => h('div', { class: 'field' }, h('label', { for: forId }, label), el, err,
     hint ? h('div', { class: 'hint' }, hint) : null);
   const serviceField = field('Service', 'ep-service', serviceSel, errs.service, 'in_cluster: a ClusterIP Service; load_balancer: an NLB; pool: warm workers, one Service per model.');
-  const poolField = field('Pool models', 'ep-pool-models', poolIn, errs.pool_models, 'Comma-separated models under models/.');
+  const poolField = h('div', { class: 'field' }, h('div', { class: 'label' }, 'Pool models'), poolIn, errs.pool_models,
+    h('div', { class: 'hint' }, 'The models its workers serve, one Service each.'));
   const routingField = field('Routing', 'ep-routing', routingSel, errs.routing);
   const l2Field = h('div', { class: 'field' }, h('label', { for: 'ep-kv-l2' }, l2Box, ' Tiered storage as the KV cache\'s second tier'), errs.kv_cache_l2);
   const form = h('form', { testid: 'ep-form', novalidate: true }, formErr,
     field('Name', 'ep-name', nameIn, errs.name),
     field('Kind', 'ep-kind', kindSel, errs.kind, 'managed: the HyperPod inference operator serves it; vllm, sglang: a Deployment hypd makes.'),
-    field('Model', 'ep-model', modelIn, errs.model),
+    field('Model', 'ep-model', modelIn, errs.model), modelHint,
     h('div', { class: 'field-row' },
       field('GPUs per server', 'ep-gpus', gpusIn, errs.gpus, 'State it: hypd never guesses it.'),
       field('Replicas', 'ep-replicas', replicasIn, errs.replicas)),
@@ -56,6 +59,26 @@ export function endpointForm(cluster, ctx, onSent) {
     routingSel.replaceChildren(h('option', { value: '' }, 'Default'), routes.map((p) => h('option', { value: p }, p)));
     routingField.hidden = !routes.length;
   }
+  /** The models the bucket holds, ready to serve: the model's and the pool's choices. */
+  async function loadModels() {
+    try {
+      const data = await api(`/api/v1/clusters/${encodeURIComponent(cluster)}/models`, { signal: ctx.signal });
+      const ready = (data.items || []).filter((m) => m.state === 'available').map((m) => m.name);
+      const chosen = modelIn.value;
+      const pooled = new Set([...poolIn.querySelectorAll('input:checked')].map((b) => b.value));
+      modelIn.replaceChildren(h('option', { value: '' }, ready.length ? 'Choose a model' : 'No model in the bucket yet'),
+        ...ready.map((m) => h('option', { value: m, selected: m === chosen }, m)));
+      poolIn.replaceChildren(...ready.map((m) => h('label', { class: 'check' },
+        h('input', { type: 'checkbox', value: m, testid: `ep-pool-model-${m}`, checked: pooled.has(m) }), ` ${m}`)));
+      modelHint.replaceChildren(ready.length ? '' : 'Download one first: ',
+        ready.length ? '' : h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/models` }, 'Models →'));
+    } catch (e) {
+      if (!isAbort(e)) toastError(e);
+    }
+  }
+  modelIn.addEventListener('focus', loadModels);
+  loadModels();
+
   kindSel.addEventListener('change', shape);
   serviceSel.addEventListener('change', shape);
   shape();
@@ -64,22 +87,22 @@ export function endpointForm(cluster, ctx, onSent) {
     const out = {};
     const nameWhy = validateName(body.name);
     if (nameWhy) out.name = nameWhy;
-    if (!r.model.test(body.model || '')) out.model = 'Name a model under models/ (lowercase letters, digits, hyphens).';
+    if (!body.model) out.model = 'Choose a model from the cluster\'s bucket.';
     if (!(body.gpus >= r.gpus.min && body.gpus <= r.gpus.max)) out.gpus = `From ${r.gpus.min} to ${r.gpus.max}.`;
     if (!(body.replicas >= r.replicas.min && body.replicas <= r.replicas.max)) out.replicas = `From ${r.replicas.min} to ${r.replicas.max}.`;
     if (body.instance_type && !r.instanceType.test(body.instance_type)) out.instance_type = 'A HyperPod type such as ml.g5.12xlarge.';
-    for (const m of body.pool_models || []) if (!r.model.test(m)) out.pool_models = `Not a model name: ${m}`;
+    if (body.service === 'pool' && !(body.pool_models || []).length) out.pool_models = 'Choose the pool\'s models.';
     return out;
   }
 
   function request() {
     const kind = kindSel.value;
-    const body = { name: nameIn.value.trim(), kind, model: modelIn.value.trim(),
+    const body = { name: nameIn.value.trim(), kind, model: modelIn.value,
       gpus: Number(gpusIn.value), replicas: Number(replicasIn.value) };
     if (typeIn.value.trim()) body.instance_type = typeIn.value.trim();
     if (kind === 'managed') body.kv_cache_l2 = l2Box.checked;
     else body.service = serviceSel.value;
-    if (body.service === 'pool') body.pool_models = poolIn.value.split(',').map((m) => m.trim()).filter(Boolean);
+    if (body.service === 'pool') body.pool_models = [...poolIn.querySelectorAll('input:checked')].map((b) => b.value);
     if (!routingField.hidden && routingSel.value) body.routing = routingSel.value;
     return body;
   }

@@ -1,11 +1,12 @@
 // #/clusters/<name>/endpoints — a cluster's inference endpoints (created from a form, tested
-// with one completion, deleted), and a model pool's workers with the model each serves
+// with one completion, scaled in place, deleted), and a model pool's workers with the model each serves
 // (reassigned by menu: only the worker's label changes).
 
 import { api, isAbort, mutator } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { endpointForm } from './endpoint_form.js';
 import { openInvoke, openDelete } from './endpoint_actions.js';
+import { openScale } from './endpoint_scale.js';
 import { rules } from '../rules.js';
 
 const REFRESH_MS = 5000;
@@ -78,9 +79,11 @@ export function mount(root, ctx) {
   function actions(ep) {
     const test = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: `endpoint-invoke-${ep.name}`, disabled: ep.state !== 'ready' }, 'Test'));
     test.addEventListener('click', () => openInvoke(cluster, ep, ctx.signal));
+    const scale = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: `endpoint-scale-${ep.name}`, disabled: ['creating', 'deleting'].includes(ep.state) }, 'Scale'));
+    scale.addEventListener('click', () => openScale(cluster, ep, ctx.signal, (reply) => settle(reply)));
     const remove = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `endpoint-delete-${ep.name}`, disabled: ep.state === 'deleting' }, 'Delete'));
     remove.addEventListener('click', () => openDelete(cluster, ep, ctx.signal, (reply) => settle(reply)));
-    return [test, ' ', remove];
+    return [test, ' ', scale, ' ', remove];
   }
 
   function pool(ep) {
