@@ -98,8 +98,11 @@ what would be removed and what would break, changing nothing: call it first. for
 goes ahead and breaks them: the user's decision, asked after showing them, never yours.
 - Leave idempotency_key unset: the server derives one from the tool and arguments that \
 stays the same for 10 minutes, so repeating a call (after a lost reply) returns the same \
-operation instead of starting a second. Pass a new value only to repeat a change on purpose \
-within 10 minutes (re-creating something you deleted)."""
+operation instead of starting a second. Pass a new value (1-255 characters) only to repeat a \
+change on purpose within 10 minutes (re-creating something you deleted).
+- Arguments: only those a tool's schema names; a `name` follows its pattern (lowercase \
+letters, digits and hyphens, starting with a letter, not ending with a hyphen, at most 32); \
+`cluster` and other path arguments name what list tools show; region unset is the panel's."""
 
 TERMINAL = OpStatus.finished()
 
@@ -344,13 +347,14 @@ def _make_tool(tool: BoundTool, api_url: str, token: str | None,
 
 def _annotations(spec: ToolSpec) -> ToolAnnotations:
     """The hints a client acts on, without what the specification already presumes (the
-    title is the tool's own; openWorldHint defaults to true; a read's destructive and
-    idempotent hints mean nothing). A mutation is idempotent: repeated, its derived
-    Idempotency-Key answers the first call's operation."""
+    title is the tool's own; openWorldHint defaults to true, readOnlyHint to false; a read's
+    destructive and idempotent hints mean nothing). destructiveHint is said both ways,
+    though true is its default: a client that does not apply the default still sees which
+    changes destroy. A mutation is idempotent: repeated, its derived Idempotency-Key answers
+    the first call's operation."""
     if spec.read_only:
         return ToolAnnotations(read_only_hint=True)
-    return ToolAnnotations(read_only_hint=False, destructive_hint=spec.destructive,
-                           idempotent_hint=True)
+    return ToolAnnotations(destructive_hint=spec.destructive, idempotent_hint=True)
 
 
 class _RoleServer(MCPServer):

@@ -8,8 +8,12 @@ not here: their types, enums, patterns, bounds, defaults and which are required 
 the API's OpenAPI document (mcp_server/routes.py), as do the replies' schemas (each tool's
 output schema, with what the MCP server adds to a reply) and who may call each route.
 
+Each row names its toolset (`toolset="spaces"`), the group a session publishes it in
+(`hypd mcp --toolsets`); mcp_server/toolsets.py holds only each toolset's name and summary
+and reads its tools from the rows.
+
 Nothing here runs anything: `mcp_server/server.py` turns the rows into tools. Adding a
-resource adds rows here and nothing else in this package.
+resource adds rows here (each with its toolset) and nothing else in this package.
 """
 
 from __future__ import annotations
@@ -31,45 +35,47 @@ IDEMPOTENCY_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": 255,
-    "description": "Leave unset.",
+    "description": "Leave unset: the server derives one from the call.",
 }
-"""Sent as the Idempotency-Key header of a mutating tool's call (its bounds are the API's).
-Written once for every mutating tool, so its description is short; the server's
-instructions say the rest (server.py's INSTRUCTIONS: derived, the same for 10 minutes; a
-new value repeats a change on purpose)."""
+"""Sent as the Idempotency-Key header of a mutating tool's call (its bounds are the API's),
+as the server checks it (`input_schema(published=False)`). Published as IDEMPOTENCY_ARG on
+every mutating tool: the server's instructions say once to leave it unset, what the server
+derives instead and its bounds (server.py's INSTRUCTIONS)."""
+IDEMPOTENCY_ARG: dict[str, Any] = {"type": "string"}
 
-SHARED_ARGS: dict[str, str] = {
-    "dry_run": "true: the plan only; changes nothing.",
+SHARED_ARGS: dict[str, str | None] = {
+    "dry_run": None,
     "force": "Only when the user says so.",
+    "region": None,
 }
-"""Arguments many mutating tools take, each published with one short description in place
-of its route's (and of any note): the server's instructions say once what they mean and
-when to use them (dry_run first, force only by the user's decision), so tools/list does
-not carry the explanation on every row. The document keeps the routes' own words."""
+"""Arguments many tools take, published with one short description in place of their
+route's (and of any note), or with none: the server's instructions say once what they mean
+and when to use them (dry_run's rehearsal and when to show it, force only by the user's
+decision, a region left unset is the panel's), so tools/list does not carry the explanation
+on every row. The document keeps the routes' own words."""
 
 SHARED_WORDING: dict[str, str] = {
     "A name that must start with a lowercase letter, contain only lowercase letters, digits "
-    "and hyphens, not end with a hyphen, and be at most 32 characters.":
-        "Lowercase letters, digits and hyphens; at most 32.",
+    "and hyphens, not end with a hyphen, and be at most 32 characters.": "",
     "lowercase letters, digits and hyphens, starting and ending with a letter or digit, at "
-    "most 40 characters.": "lowercase letters, digits and hyphens; at most 40.",
-    "AWS region, e.g. us-west-2; default: the panel's region.": "Default: the panel's.",
+    "most 40 characters.": "",
     "private IPv4 block for a new VPC, /16 to /18 (room for two /20 compute subnets and two "
     "public subnets)": "Private IPv4 block, /16 to /18; only if the user asks.",
     "fixed for the group's life: accepted only with the value the group has (anything else "
-    "is refused with immutable_field)": "fixed for the group's life (immutable_field)",
+    "is refused with immutable_field)": "fixed (immutable_field)",
 }
-"""Wording the document repeats on many inputs and their schema already says (the name rules
-are the patterns; a region is its pattern; a CIDR is the panel's choice; a fixed field's
-refusal is named), published in a few words wherever it stands in an input's description.
-A refused argument is still explained in the document's words
-(`BoundTool.input_schema(published=False)`, which the server checks arguments with)."""
+"""Wording the document repeats on many inputs that the schema, the row or the instructions
+already say (the name rules are the patterns; a group's fixed field is refused when changed,
+with the code its row names; a CIDR is the panel's choice), published in a few words or none
+wherever it stands in an input's description. A refused argument is still explained in the
+document's words (`BoundTool.input_schema(published=False)`, which the server checks
+arguments with)."""
 
 
 def _reworded(text: str | None) -> str | None:
     for long, short in SHARED_WORDING.items():
         if text and long in text:
-            text = text.replace(long, short)
+            text = text.replace(long, short).strip().rstrip(":;,").strip()
     return text
 
 
@@ -91,6 +97,9 @@ class ToolSpec:
     path: str  # template, e.g. "/api/v1/networks/{name}"
     title: str
     description: str
+    # The toolset the tool is published in (`hypd mcp --toolsets`): one of those
+    # mcp_server/toolsets.py names; a row in none, or in one it does not name, stops the import.
+    toolset: str = ""
     mutating: bool = False
     destructive: bool = False
     # For a mutating tool: the tool that tells when the change is done, and where each of
@@ -144,10 +153,15 @@ class BoundTool:
 
     def input_schema(self, published: bool = True) -> dict[str, Any]:
         """The tool's arguments: the route's inputs as the document types them, without its
-        `x-` extensions. Published (tools/list), the descriptions are short where the
-        server's instructions or another tool say the rest (SHARED_ARGS, SHARED_WORDING,
-        `inputs_as`); `published=False` keeps the document's words (and the row's notes),
-        which explain a refused argument."""
+        `x-` extensions. `published=False` is what the server checks a call with: the
+        document's words (and the row's notes, which explain a refused argument), the key's
+        bounds, and no argument but these (`additionalProperties: false`). Published
+        (tools/list), the same rules say only what the schema and the server's instructions do
+        not: the descriptions are short or none where the instructions or another tool say the
+        rest (SHARED_ARGS, SHARED_WORDING, `inputs_as`: create_cluster's arguments are
+        plan_cluster's, described there), the key is IDEMPOTENCY_ARG, and what JSON Schema
+        presumes is left unsaid (an empty `required`; that no other argument is taken, which
+        the instructions say once and the check holds)."""
         properties: dict[str, Any] = {}
         required: list[str] = []
         for param in self.params:
@@ -155,13 +169,15 @@ class BoundTool:
             documented = schema.get("description")
             if published:
                 documented = _reworded(documented)
-            said = _sentences(documented, self.spec.notes.get(param.name))
+            said: str | None = _sentences(documented, self.spec.notes.get(param.name))
             if published and param.name in SHARED_ARGS:
                 said = SHARED_ARGS[param.name]
             elif published and self.spec.inputs_as:
-                said = f"As in {self.spec.inputs_as}."
+                said = None
             if said:
                 schema["description"] = said
+            else:
+                schema.pop("description", None)
             properties[param.name] = schema
             if param.required:
                 required.append(param.name)
@@ -170,7 +186,11 @@ class BoundTool:
             if local.required:
                 required.append(local.name)
         if self.spec.mutating:
-            properties[IDEMPOTENCY_KEY] = dict(IDEMPOTENCY_SCHEMA)
+            properties[IDEMPOTENCY_KEY] = dict(IDEMPOTENCY_ARG if published
+                                               else IDEMPOTENCY_SCHEMA)
+        if published:
+            return {"type": "object", "properties": properties,
+                    **({"required": required} if required else {})}
         return {"type": "object", "properties": properties, "required": required,
                 "additionalProperties": False}
 
@@ -344,7 +364,6 @@ def published(tools: Mapping[str, BoundTool], role: str, read_only: bool = False
 _FOLLOW = " Follow with wait_operation."
 _BY_OPERATION = {"operation_id": "operation.id"}
 
-_IN_USE = " in_use names each dependent: show the user."
 _CONFIRM = " Confirm with the user."
 
 _CLUSTER_NOTES = {  # the zone, type, count and capacity type: the instructions' "ask the user"
@@ -354,54 +373,56 @@ _CLUSTER_NOTES = {  # the zone, type, count and capacity type: the instructions'
 CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_clusters", method="GET", path="/api/v1/clusters", title="List clusters",
-        description="Clusters hypd made or imported, with EKS status, stages and state. Look here "
-        "before proposing one (then list_availability_zones, plan_cluster); get_cluster reads one.",
+        toolset="clusters",
+        description="Clusters hypd made or imported. Look here before proposing one (then "
+        "list_availability_zones, plan_cluster); get_cluster reads one.",
     ),
     ToolSpec(
         name="get_cluster", method="GET", path="/api/v1/clusters/{name}", title="Get a cluster",
-        description="One cluster: EKS and HyperPod status, create stages, instance groups, nodes "
-        "by health, features, events. A create or delete failed or cancelled: left_in_aws (what "
-        "remains and its hourly cost; unknown stays unknown) and next_actions (retry_operation or "
-        "delete_cluster): ask the user. A failed stage or sick nodes: diagnose_cluster.",
-        notes={"name": "Name of the cluster."},
+        toolset="clusters",
+        description="One cluster now. A create or delete failed or cancelled: left_in_aws (what "
+        "remains, its hourly cost) and next_actions (retry_operation or delete_cluster): ask the "
+        "user. A failed stage or sick nodes: diagnose_cluster.",
     ),
     ToolSpec(
         name="plan_cluster", method="POST", path="/api/v1/clusters",
+        toolset="clusters",
         fixed_query={"dry_run": "true"}, title="Plan a cluster (dry run)",
-        description="What create_cluster would make, its hourly cost from AWS list prices (unknown "
-        "stays unknown: never guess) and the quota/reservation preflight; changes nothing. Show it "
-        "to the user before create_cluster, same arguments.",
+        description="What create_cluster would make, its hourly cost and the quota and "
+        "reservation preflight; changes nothing. Show the user, then create_cluster with the "
+        "same arguments.",
         notes=_CLUSTER_NOTES,
     ),
     ToolSpec(
         name="create_cluster", method="POST", path="/api/v1/clusters", title="Create a cluster",
-        description="Create an EKS + HyperPod cluster in stages (network, eks, activate, "
-        "dependencies, hyperpod, storage). Takes plan_cluster's arguments: plan first and show the "
-        "user. A quota short: precondition_failed." + _FOLLOW,
+        toolset="clusters",
+        description="Create an EKS + HyperPod cluster in stages. Its arguments are "
+        "plan_cluster's (described there): plan first and show the user." + _FOLLOW,
         hidden=("dry_run",), notes=_CLUSTER_NOTES, inputs_as="plan_cluster",
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="delete_cluster", method="DELETE", path="/api/v1/clusters/{name}",
+        toolset="clusters",
         title="Delete a cluster",
-        description="Delete what hypd made for the cluster, in reverse order; the bucket stays "
-        "unless delete_data; an imported one is only forgotten. Refused while work runs on it or "
-        "(even with force) another cluster uses its network." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes={"name": "Name of the cluster.",
-               "delete_data": "Only if the user asks."},
+        description="Delete what hypd made for a cluster (the bucket only with delete_data); an "
+        "imported one is only forgotten. in_use while work runs on it, or (even with force) "
+        "while another cluster uses its network." + _CONFIRM + _FOLLOW,
+        notes={"delete_data": "Only if the user asks."},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="run_cluster_stage", method="POST",
+        toolset="clusters",
         path="/api/v1/clusters/{name}/stages/{stage}/run", title="Re-run a cluster stage",
-        description="Run one create stage again after fixing why it failed; it adopts what exists "
-        "and makes what is missing." + _FOLLOW,
-        notes={"name": "Name of the cluster."},
+        description="Run one create stage again once why it failed is fixed; it adopts what "
+        "exists." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="import_cluster", method="POST", path="/api/v1/clusters/import",
+        toolset="clusters",
         title="Import an existing cluster",
         description="Adopt an existing EKS cluster (and its HyperPod cluster) read-only; hypd "
         "never deletes its AWS resources. Immediate: confirm with get_cluster.",
@@ -409,19 +430,22 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="get_kubeconfig", method="GET", path="/api/v1/clusters/{name}/kubeconfig",
+        toolset="clusters",
         title="Get a kubeconfig",
-        description="A kubeconfig (JSON) using `aws eks get-token`: the user's AWS credentials "
-        "decide what kubectl may do. Offer it once get_cluster shows the cluster ready.",
-        notes={"name": "Name of the cluster."}, hidden=("format",),
+        description="A kubeconfig that signs in with `aws eks get-token` (the user's AWS "
+        "credentials). Offer it once get_cluster shows the cluster ready.",
+        hidden=("format",),
     ),
     ToolSpec(
         name="get_active_cluster", method="GET", path="/api/v1/active-cluster",
+        toolset="clusters",
         title="Get the active cluster",
-        description="The cluster this token works on by default (null if none); a create makes it "
-        "the creator's; set_active_cluster changes it.",
+        description="The cluster this token works on by default (null: none); a create sets it, "
+        "set_active_cluster changes it.",
     ),
     ToolSpec(
         name="set_active_cluster", method="PUT", path="/api/v1/active-cluster",
+        toolset="clusters",
         title="Set the active cluster",
         description="Choose the cluster this token works on by default. Immediate: confirm with "
         "get_active_cluster.",
@@ -429,70 +453,64 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="preflight", method="GET", path="/api/v1/preflight", title="Preflight capacity",
-        description="Read-only: do service quotas and training-plan reservations cover a capacity "
-        "request; what is missing and how to ask for it. Before proposing high-end GPUs; if a "
-        "check fails, report it and stop before plan_cluster.",
+        toolset="capacity",
+        description="Whether quotas and training-plan reservations cover a capacity request, and "
+        "how to ask for what is missing. Before proposing high-end GPUs; a check fails: report "
+        "it and stop before plan_cluster.",
     ),
     ToolSpec(
         name="get_cluster_cost", method="GET", path="/api/v1/clusters/{name}/cost",
+        toolset="capacity",
         title="A cluster's running cost",
-        description="What a cluster costs now per hour (instances per group, EKS, NAT; each "
-        "priced from AWS list prices with its source; spot and unknown have no figure: never "
-        "guess) and a lower bound of what it has cost since it was made. When the user asks "
-        "what a cluster costs, or before add_instance_group.",
-        notes={"name": "Name of the cluster."},
+        description="What a cluster costs per hour now (each price with its source; spot and "
+        "unknown prices have none) and at least what it has cost so far. When the user asks, or "
+        "before add_instance_group.",
     ),
 )
 
 
-_GROUP_NOTES = {"cluster": "Name of the cluster.", "name": "Name of the instance group."}
 
 GROUP_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_instance_groups", method="GET",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/instance-groups",
         title="List instance groups",
-        description="A cluster's instance groups: type, current and target counts, capacity type, "
-        "EFA mode, zone, labels, taints, nodes by status, the operation changing each. Before "
-        "add_instance_group or update_instance_group.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's instance groups, with nodes by status and the operation "
+        "changing each. Before add_instance_group or update_instance_group.",
     ),
     ToolSpec(
         name="get_instance_group", method="GET",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/instance-groups/{name}", title="Get an instance group",
         description="One instance group of a cluster, as list_instance_groups shows each.",
-        notes=_GROUP_NOTES,
     ),
     ToolSpec(
         name="add_instance_group", method="POST",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/instance-groups", title="Add an instance group",
-        description="Add capacity as a new instance group. Ask the user type, count, capacity type "
-        "and zone: fixed for the group's life, as are EFA mode and subnet (hypd makes one: leave "
-        "subnet_id unset). A quota or plan short: precondition_failed." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.",
-               "instance_type": "Ask the user; see list_instance_types for the zone.",
-               "capacity_type": "Ask the user.",
-               "availability_zone": "Ask the user, or leave unset for the cluster's zone."},
+        description="Add capacity as a new instance group. Ask the user type, count, capacity "
+        "type and zone: fixed for the group's life, as are EFA mode and subnet (leave subnet_id "
+        "unset: hypd makes one)." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="update_instance_group", method="PATCH",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/instance-groups/{name}",
         title="Change an instance group",
-        description="Change only what the user asked (count, threads per core, labels, taints, "
-        "deep health checks, lifecycle script); type, capacity type, EFA mode and placement are "
-        "fixed (immutable_field: add a group). Already so: changed false." + _FOLLOW,
-        notes=_GROUP_NOTES,
+        description="Change only what the user asked; type, capacity type, EFA mode and "
+        "placement are fixed (immutable_field: add a group instead)." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="delete_instance_group", method="DELETE",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/instance-groups/{name}",
         title="Delete an instance group",
-        description="Delete a group, its nodes and its subnet; never the cluster's last group, nor "
-        "while pods that would not come back elsewhere (bare, a training job's) run on it."
-        + _IN_USE + _CONFIRM + _FOLLOW,
-        notes=_GROUP_NOTES,
+        description="Delete a group, its nodes and its subnet; never the cluster's last. in_use "
+        "while pods that would not come back elsewhere (bare, a training job's) run on it." +
+        _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -502,192 +520,186 @@ GROUP_TOOLS: tuple[ToolSpec, ...] = (
 SOFTWARE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="update_cluster_software", method="POST",
+        toolset="clusters",
         path="/api/v1/clusters/{name}/software-update", title="Update node software",
-        description="Update the nodes' HyperPod software (AMI, drivers, agents), node by node; "
+        description="Update the nodes' HyperPod software (AMI, drivers, agents) node by node; "
         "their pods are disrupted: confirm with the user." + _FOLLOW,
-        notes={"name": "Name of the cluster."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="upgrade_kubernetes", method="POST",
+        toolset="clusters",
         path="/api/v1/clusters/{name}/kubernetes-version", title="Upgrade Kubernetes",
-        description="Upgrade EKS Kubernetes by one minor version (get_cluster shows the current) "
-        "and its add-ons; 10-20 minutes, no undo: confirm with the user. Already there: changed "
-        "false." + _FOLLOW,
-        notes={"name": "Name of the cluster."},
+        description="Upgrade EKS Kubernetes one minor version (get_cluster shows the current) "
+        "with its add-ons; 10-20 minutes, no undo: confirm with the user." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
 )
 
 
-_NODE_NOTES = {"cluster": "Name of the cluster.",
-               "node_ids": "From list_nodes."}
-_NODE_FOLLOW = " Per-node refusals fail the operation, named in its step." + _FOLLOW
+_NODE_FOLLOW = " A refused node fails the operation (its step names it)." + _FOLLOW
 
 NODE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_nodes", method="GET", path="/api/v1/clusters/{cluster}/nodes",
+        toolset="capacity",
         title="List a cluster's nodes",
-        description="A cluster's nodes, a page at a time (pass next_cursor as cursor until null): "
-        "HyperPod status, group, type, Kubernetes readiness, health label, cordoned. Start node "
-        "investigations here, then get_node.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's nodes, a page at a time (pass next_cursor as cursor until "
+        "null). Start node investigations here, then get_node.",
     ),
     ToolSpec(
         name="get_node", method="GET", path="/api/v1/clusters/{cluster}/nodes/{node_id}",
+        toolset="capacity",
         title="Get a node",
-        description="One node: HyperPod status, zone, IP, conditions, taints, its pods (what a "
-        "reboot, replace or delete disrupts), events. Investigate with it before reboot_nodes, "
-        "then replace_nodes.",
-        notes={"cluster": "Name of the cluster.", "node_id": "From list_nodes."},
+        description="One node, with its pods (what a reboot, replace or delete disrupts). "
+        "Investigate with it before reboot_nodes, then replace_nodes.",
     ),
     ToolSpec(
         name="reboot_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/reboot",
+        toolset="capacity",
         title="Reboot nodes",
-        description="Reboot Running nodes (the OS restarts; instance and disks stay); pods are "
-        "disrupted, bare pods lost. The first remedy after get_node, before replace_nodes: confirm "
-        "with the user, naming the pods." + _NODE_FOLLOW,
-        notes=_NODE_NOTES,
+        description="Reboot Running nodes (instance and disks stay); pods are disrupted, bare "
+        "pods lost. The first remedy after get_node, before replace_nodes: confirm with the "
+        "user, naming the pods." + _NODE_FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="replace_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/replace",
+        toolset="capacity",
         title="Replace nodes",
-        description="Replace Running or Failure nodes by new instances (new ids) in the same "
-        "group; local data is lost. When a reboot did not help or the node is in Failure. Refused "
-        "while pods that would not come back (bare, a training job's) run on them."
-        + _IN_USE + _CONFIRM + _NODE_FOLLOW,
-        notes=_NODE_NOTES,
+        description="Replace Running or Failure nodes by new instances (new ids) in their group; "
+        "local data is lost. When a reboot did not help or a node is in Failure. in_use while "
+        "pods that would not come back (bare, a training job's) run on them." + _CONFIRM +
+        _NODE_FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="delete_nodes", method="POST", path="/api/v1/clusters/{cluster}/nodes/delete",
+        toolset="capacity",
         title="Delete nodes",
         description="Terminate nodes for good, each group shrinking by one; local data is lost. "
-        "Only to shrink by chosen nodes, never as a remedy (replace_nodes). Refused while pods "
-        "that would not come back (bare, a training job's) run on them."
-        + _IN_USE + _CONFIRM + _NODE_FOLLOW,
-        notes=_NODE_NOTES,
+        "Only to shrink by chosen nodes, never as a remedy (replace_nodes). in_use while pods "
+        "that would not come back (bare, a training job's) run on them." + _CONFIRM + _NODE_FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
 )
 
 
-_STORAGE_NOTES = {"cluster": "Name of the cluster.",
-                  "name": "Name of the storage item (its claim's name)."}
 
 STORAGE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_storage", method="GET", path="/api/v1/clusters/{cluster}/storage",
+        toolset="capacity",
         title="List a cluster's storage",
-        description="A cluster's storage: S3 buckets and FSx for Lustre, each a claim pods mount "
-        "(the shared bucket: hypd-s3 at /s3), its state and the workloads using it. Before "
-        "add_storage; get_storage reads one.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's storage, each a claim pods mount (the shared bucket: hypd-s3 at "
+        "/s3), with the workloads using it. Before add_storage; get_storage reads one.",
     ),
     ToolSpec(
         name="get_storage", method="GET", path="/api/v1/clusters/{cluster}/storage/{name}",
+        toolset="capacity",
         title="Get a storage item",
-        description="One storage item: claim, bucket or file system, state, the workloads mounting "
-        "it, and whether removing it deletes data (deletes_data). Read it before remove_storage.",
-        notes=_STORAGE_NOTES,
+        description="One storage item: who mounts it and whether removing it deletes data. Read "
+        "it before remove_storage.",
     ),
     ToolSpec(
         name="add_storage", method="POST", path="/api/v1/clusters/{cluster}/storage",
+        toolset="capacity",
         title="Add storage to a cluster",
-        description="Mount storage as a claim named after it: s3 (a new bucket, or the user's own, "
-        "never deleted) or fsx (FSx for Lustre, 5-10 minutes, billed per GiB-month: confirm with "
-        "the user)." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "namespace": "It must exist."},
+        description="Mount storage as a claim named after it: s3 (a new bucket, or the user's "
+        "own, never deleted) or fsx (FSx for Lustre, 5-10 minutes, billed per GiB-month: confirm "
+        "with the user)." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="remove_storage", method="DELETE",
+        toolset="capacity",
         path="/api/v1/clusters/{cluster}/storage/{name}", title="Remove storage",
-        description="Delete a storage item's claim and volume, and its bucket or file system only "
-        "if hypd made it (deletes_data). Workloads mounting it must stop first (no force)."
-        + _IN_USE + _CONFIRM + _FOLLOW,
-        notes=_STORAGE_NOTES,
+        description="Delete a storage item's claim and volume, and its bucket or file system "
+        "only if hypd made it. in_use while workloads mount it (no force)." + _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
 )
 
 
-_OPERATION_NOTES = {"operation_id": "Operation id (op_...)."}
 
 _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="whoami", method="GET", path="/api/v1/auth/whoami", title="Who am I",
-        description="Name and role (viewer or operator) of this server's token; only an operator "
-        "changes things. Call it when unsure a change is possible; then list_clusters.",
+        toolset="operations",
+        description="This token's name and role: only an operator changes things. When unsure a "
+        "change is possible; then list_clusters.",
     ),
     ToolSpec(
         name="list_availability_zones", method="GET",
+        toolset="capacity",
         path="/api/v1/discovery/availability-zones", title="List availability zones",
-        description="A region's availability zones with id and state. Before asking the user for a "
-        "zone (offer only available ones); then list_instance_types.",
+        description="A region's availability zones. Before asking the user for a zone (offer "
+        "only available ones); then list_instance_types.",
     ),
     ToolSpec(
         name="list_instance_types", method="GET", path="/api/v1/discovery/instance-types",
+        toolset="capacity",
         title="List instance types in a zone",
-        description="HyperPod instance types in one zone: vCPUs, memory, accelerators, EFA "
-        "(max_efa_interfaces > 1 allows efa-only). Before proposing a type; for high-end GPUs "
-        "preflight, then plan_cluster or add_instance_group.",
-        notes={"availability_zone": "From list_availability_zones."},
+        description="HyperPod instance types in one zone (max_efa_interfaces > 1 allows "
+        "efa-only). Before proposing a type; for high-end GPUs preflight, then plan_cluster or "
+        "add_instance_group.",
     ),
     ToolSpec(
         name="create_network", method="POST", path="/api/v1/networks",
+        toolset="clusters",
         title="Create a network",
-        description="Create a network for clusters: a VPC with subnets per zone, gateways, routes, "
-        "a security group, an S3 endpoint. Ask the user only the zones (list_availability_zones), "
-        "or leave them unset." + _FOLLOW,
+        description="A VPC for clusters, with subnets per zone, gateways, a security group and "
+        "an S3 endpoint. Ask the user only the zones (list_availability_zones), or leave them "
+        "unset." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="list_networks", method="GET", path="/api/v1/networks", title="List networks",
-        description="hypd's networks in a region: VPC, subnets, gateways, state. Before "
-        "create_network: reuse one that fits; get_network reads one.",
+        toolset="clusters",
+        description="hypd's networks in a region. Before create_network: reuse one that fits; "
+        "get_network reads one.",
     ),
     ToolSpec(
         name="get_network", method="GET", path="/api/v1/networks/{name}", title="Get a network",
-        description="One hypd network: VPC, CIDR, state, zones, subnets, gateways, security group, "
-        "S3 endpoint. delete_network removes it.",
-        notes={"name": "Name of the network."},
+        toolset="clusters",
+        description="One hypd network and what hypd made in it. delete_network removes it.",
     ),
     ToolSpec(
         name="delete_network", method="DELETE", path="/api/v1/networks/{name}",
+        toolset="clusters",
         title="Delete a network",
-        description="Delete a hypd network and what hypd made in it; refused while any cluster or "
-        "network interface is in its VPC (no force)." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes={"name": "Name of the network."},
+        description="Delete a hypd network and what hypd made in it. in_use while a cluster or "
+        "network interface is in its VPC (no force)." + _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="list_operations", method="GET", path="/api/v1/operations",
+        toolset="operations",
         title="List operations",
-        description="Operations (the panel's long-running changes), newest first, with status and "
-        "steps; filter by status, kind (network.create) or target (network/lab). Check before "
+        description="Operations (the panel's long-running changes), newest first. Check before "
         "changing a target; follow one with wait_operation.",
     ),
     ToolSpec(
         name="get_operation", method="GET", path="/api/v1/operations/{operation_id}",
+        toolset="operations",
         title="Get an operation",
-        description="One operation now: status, each step's phase, attempts and detail, its error. "
-        "To wait for it, use wait_operation instead of polling this.",
-        hidden=("wait", "after"), notes=_OPERATION_NOTES,
+        description="One operation now: each step's phase and detail, its error. To wait for it, "
+        "use wait_operation instead of polling this.",
+        hidden=("wait", "after"),
     ),
     ToolSpec(
         name="wait_operation", method="GET", path="/api/v1/operations/{operation_id}",
+        toolset="operations",
         title="Wait for an operation",
-        description="Wait until an operation is terminal (succeeded, failed, cancelled) or "
-        "timeout_seconds pass; not terminal: call again (a cluster takes 10-20 minutes). Failed: "
-        "read its error and failed step before retry_operation; a cluster create failed or "
-        "cancelled: get_cluster says what it left in AWS.",
-        hidden=("wait", "after"), notes=_OPERATION_NOTES,
+        description="Wait up to timeout_seconds for an operation to be terminal (succeeded, "
+        "failed, cancelled); not yet: call again (a cluster takes 10-20 minutes). Failed: read "
+        "its error before retry_operation; a cluster create failed or cancelled: get_cluster "
+        "says what it left in AWS.",
+        hidden=("wait", "after"),
         local_args=(LocalArg("timeout_seconds", {
             "type": "integer", "minimum": 1, "maximum": WAIT_MAX_SECONDS,
             "default": WAIT_DEFAULT_SECONDS,
@@ -697,21 +709,19 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="cancel_operation", method="POST", path="/api/v1/operations/{operation_id}/cancel",
+        toolset="operations",
         title="Cancel an operation",
-        description="Stop a queued or running operation at its next step (what finished steps made "
-        "stays in AWS, billed). Confirm with the user. A cluster create's reply names "
-        "next_actions: get_cluster, then retry_operation or delete_cluster, as the user chooses."
-        + _FOLLOW,
-        notes=_OPERATION_NOTES,
+        description="Stop a queued or running operation at its next step (what finished steps "
+        "made stays, billed). Confirm with the user. A cluster create's reply names next_actions "
+        "(get_cluster, then retry_operation or delete_cluster): the user chooses." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="retry_operation", method="POST", path="/api/v1/operations/{operation_id}/retry",
+        toolset="operations",
         title="Retry an operation",
-        description="Run a failed or cancelled operation again from its failed step (same id, "
-        "keeping what earlier steps made); fix the cause in its error first. Refused for a cluster "
-        "deleted since." + _FOLLOW,
-        notes=_OPERATION_NOTES,
+        description="Run a failed or cancelled operation again from its failed step (same id); "
+        "fix the cause in its error first." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
 )
@@ -719,21 +729,20 @@ _CORE_TOOLS: tuple[ToolSpec, ...] = (
 FEATURE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_features", method="GET", path="/api/v1/clusters/{cluster}/features",
+        toolset="capacity",
         title="Get a cluster's managed features",
-        description="A cluster's managed features as they are: state (on, off, partial, settling, "
-        "failed), each part present and as wanted or not, what each requires, its identity, "
-        "autoscaling per group. Read before update_features.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's managed features as they are, what each requires, autoscaling "
+        "per group. Read before update_features.",
     ),
     ToolSpec(
         name="update_features", method="PATCH", path="/api/v1/clusters/{cluster}/features",
+        toolset="capacity",
         title="Turn managed features on or off",
-        description="Turn one managed feature on or off, or change its options, passing only what "
-        "changes, e.g. {\"autoscaling\": {\"enabled\": true, \"groups\": {\"workers\": {\"min\": "
-        "0, \"max\": 4}}}}. What it needs is installed first; off keeps what another feature "
-        "needs. Autoscaling scales HyperPod groups only, not EC2: say so. Already so: changed "
-        "false. Off is refused while work uses it." + _IN_USE + _FOLLOW,
-        notes={"cluster": "Name of the cluster."},
+        description="Turn one managed feature on or off or change its options, passing only what "
+        "changes, e.g. {\"autoscaling\": {\"enabled\": true, \"groups\": {\"workers\": "
+        "{\"min\": 0, \"max\": 4}}}}. What it needs is installed first; off keeps what another "
+        "feature needs, and is in_use while work uses it. Autoscaling scales HyperPod groups "
+        "only, not EC2: say so." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
 )
@@ -742,184 +751,168 @@ FEATURE_TOOLS: tuple[ToolSpec, ...] = (
 DIAGNOSTIC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="diagnose_cluster", method="GET",
+        toolset="operations",
         path="/api/v1/clusters/{cluster}/diagnostics/{kind}", title="Diagnose a cluster",
-        description="Read-only diagnosis (viewers too). kind creation: why a create failed, was "
-        "cancelled or never finished; node-health: nodes in Failure, pending reboot or "
-        "replacement, or not Ready; nccl: pods' logs and events against known NCCL, EFA, Xid and "
-        "OOM failures (pass job or namespace if the user names one; ask nothing first). Returns "
-        "findings with evidence and suggestions in order (investigate, reboot, replace, re-run a "
-        "stage) as tool calls (get_node, reboot_nodes, replace_nodes, run_cluster_stage): present "
-        "them; call a change only when the user agrees.",
-        notes={"cluster": "Name of the cluster."},
+        description="Read-only diagnosis by kind: creation (why a create failed or stopped), "
+        "node-health (nodes failed, awaiting reboot or replacement, or not Ready), nccl (pods' "
+        "logs and events against known NCCL, EFA, Xid and OOM failures; job or namespace if the "
+        "user names one). Suggestions are calls (get_node, reboot_nodes, replace_nodes, "
+        "run_cluster_stage).",
     ),
 )
 
 
-_JOB_NOTES = {"cluster": "Name of the cluster.", "job": "Name of the job."}
 
 JOB_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_training_limits", method="GET", path="/api/v1/training/limits",
+        toolset="training",
         title="Training recipes and limits",
-        description="The recipes (torchrun, llama-factory, ms-swift, verl, own pytorch/ray) and "
-        "what each needs, and what elastic training (max_nodes above nodes) cannot combine with. "
-        "Read before proposing a job; submit_job follows.",
+        description="The recipes, what each needs, and what elastic training (max_nodes above "
+        "nodes) cannot combine with. Read before proposing a job; submit_job follows.",
     ),
     ToolSpec(
         name="submit_job", method="POST", path="/api/v1/clusters/{cluster}/jobs",
+        toolset="training",
         title="Submit a training job",
-        description="Submit a training job from a recipe. torchrun, llama-factory and ms-swift run "
-        "under HyperPod's training operator (its feature on, else precondition_failed: "
-        "update_features; the image with HyperPod's elastic agent); verl as a RayJob. Pods mount "
-        "the bucket at /s3; output goes to /s3/jobs/<job>/. Too big to ever fit: exceeds_capacity "
-        "with the numbers: propose fewer nodes or GPUs, never resubmit unchanged. Follow with "
-        "wait_operation, then get_job (waiting says why pods wait).",
-        notes={"cluster": "Name of the cluster.",
-               "max_nodes": "Elastic training only; see get_training_limits for what it "
-               "excludes."},
+        description="Submit a training job: torchrun, llama-factory and ms-swift run under "
+        "HyperPod's training operator (its feature on: update_features; the image with "
+        "HyperPod's elastic agent), verl as a RayJob. Pods mount the bucket at /s3; output goes "
+        "to /s3/jobs/<job>/. Follow with wait_operation, then get_job (waiting says why pods "
+        "wait).",
+        notes={"max_nodes": "See get_training_limits for what it excludes."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="list_jobs", method="GET", path="/api/v1/clusters/{cluster}/jobs",
+        toolset="training",
         title="List training jobs",
-        description="A cluster's training jobs: state, recipe, pods and restarts; filter by state "
-        "or recipe. get_job reads one.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's training jobs; filter by state or recipe. get_job reads one.",
     ),
     ToolSpec(
         name="get_job", method="GET", path="/api/v1/clusters/{cluster}/jobs/{job}",
+        toolset="training",
         title="Get a training job",
-        description="One training job now: state, pods and their nodes, restarts and recovery "
-        "budget, waiting (pods not placed yet, and why), events, /s3 paths, MLflow "
-        "(get_mlflow_ui_url). Call again to follow it; get_job_logs for its output.",
-        notes=_JOB_NOTES,
+        description="One training job now: why pods wait, restarts and recovery budget, /s3 "
+        "paths, its MLflow run (get_mlflow_ui_url). Call again to follow it; get_job_logs for "
+        "its output.",
     ),
     ToolSpec(
         name="delete_job", method="DELETE", path="/api/v1/clusters/{cluster}/jobs/{job}",
+        toolset="training",
         title="Delete a training job",
-        description="Stop and delete a training job and its pods (its files under /s3 stay). An "
-        "unfinished job is live work: refused." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes=_JOB_NOTES,
+        description="Stop and delete a training job and its pods (its files under /s3 stay); "
+        "in_use while it is unfinished." + _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="get_job_logs", method="GET", path="/api/v1/clusters/{cluster}/jobs/{job}/logs",
+        toolset="training",
         title="Read a training job's logs",
-        description="A job's last lines, each with pod and time (ask a small tail first); since, "
-        "pod and previous (a restarted container's last run: why it failed) narrow it. get_job "
-        "shows its state.",
-        notes=_JOB_NOTES,
+        description="A job's last lines with pod and time (ask a small tail first); previous "
+        "reads a restarted container's last run (why it failed). get_job shows its state.",
     ),
 )
 
 MLFLOW_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_mlflow", method="GET", path="/api/v1/clusters/{cluster}/mlflow",
+        toolset="training",
         title="Get a cluster's MLflow tracking server",
-        description="The cluster's MLflow tracking server (SageMaker managed MLflow): state, ARN, "
-        "URL, whether hypd made it, the role jobs log as. Before set_mlflow; get_job names a job's "
-        "experiment.",
-        notes={"cluster": "Name of the cluster."},
+        description="The cluster's MLflow tracking server (SageMaker managed MLflow), whether "
+        "hypd made it, the role jobs log as. Before set_mlflow; get_job names a job's experiment.",
     ),
     ToolSpec(
         name="set_mlflow", method="PUT", path="/api/v1/clusters/{cluster}/mlflow",
+        toolset="training",
         title="Create or attach an MLflow tracking server",
-        description="Give a cluster MLflow tracking: without tracking_server hypd makes one (about "
-        "20 minutes, billed hourly: confirm with the user); with one, it is attached and never "
-        "deleted. Jobs submitted afterwards (submit_job) log to it. Already attached: changed "
-        "false." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "tracking_server": "Ask the user whether "
-               "to attach an existing one (list them with the AWS console or CLI)."},
+        description="Give a cluster MLflow tracking: without tracking_server hypd makes one "
+        "(about 20 minutes, billed hourly: confirm with the user); with one, it is attached and "
+        "never deleted. Jobs submitted afterwards (submit_job) log to it." + _FOLLOW,
+        notes={"tracking_server": "Ask the user whether to attach one."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="detach_mlflow", method="DELETE", path="/api/v1/clusters/{cluster}/mlflow",
+        toolset="training",
         title="Detach the MLflow tracking server",
-        description="Detach the cluster's MLflow tracking server: new jobs stop logging to it; it "
-        "and its runs are deleted only if hypd made it (get_mlflow: made_by_hypd). Refused while "
-        "jobs log to it." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes={"cluster": "Name of the cluster."},
+        description="Detach the cluster's MLflow tracking server; it and its runs are deleted "
+        "only if hypd made it (get_mlflow: made_by_hypd). in_use while jobs log to it." + _CONFIRM +
+        _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="get_mlflow_ui_url", method="GET", path="/api/v1/clusters/{cluster}/mlflow/ui-url",
+        toolset="training",
         title="Open the MLflow UI",
         description="A presigned MLflow UI URL, valid 5 minutes, for the user to open; a "
         "credential: never log, store or repeat it. get_mlflow says whether a server is attached.",
-        notes={"cluster": "Name of the cluster."},
     ),
 )
 
 
-_ENDPOINT_NOTES = {"cluster": "Name of the cluster.", "name": "Name of the endpoint."}
 
 ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_endpoints", method="GET", path="/api/v1/clusters/{cluster}/endpoints",
+        toolset="inference",
         title="List a cluster's inference endpoints",
-        description="A cluster's inference endpoints: kind, model, replicas ready, Services, load "
-        "balancer, state, a pool's worker-model map. get_endpoint reads one.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's inference endpoints and their state. get_endpoint reads one.",
     ),
     ToolSpec(
         name="get_endpoint", method="GET", path="/api/v1/clusters/{cluster}/endpoints/{name}",
+        toolset="inference",
         title="Get an inference endpoint",
-        description="One inference endpoint: its request, state, servers ready, Services, load "
-        "balancer, a pool's workers and models, waiting (servers not placed yet, and why). "
+        description="One inference endpoint now, with why servers wait and a pool's workers. "
         "invoke_endpoint tests it.",
-        notes=_ENDPOINT_NOTES,
     ),
     ToolSpec(
         name="create_endpoint", method="POST", path="/api/v1/clusters/{cluster}/endpoints",
+        toolset="inference",
         title="Create an inference endpoint",
-        description="Deploy a model from the cluster's bucket (list_models): kind managed (the "
-        "HyperPod inference operator: its feature on, see get_features) or vllm, sglang, custom; "
-        "behind a Service, an internet-facing NLB (confirm with the user) or a model pool "
-        "(reassign_endpoint_worker). More than the cluster can ever hold: exceeds_capacity."
-        + _FOLLOW,
-        notes={"cluster": "Name of the cluster.",
-               "gpus": "Ask the user how many GPUs each server uses; never guess it.",
-               "instance_type": "Ask the user; see list_instance_types."},
+        description="Serve a model from the cluster's bucket (list_models) behind a Service, an "
+        "internet-facing NLB (confirm with the user) or a model pool (reassign_endpoint_worker); "
+        "kind managed needs its feature on (get_features)." + _FOLLOW,
+        notes={"gpus": "Never guess it."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="update_endpoint", method="PATCH",
+        toolset="inference",
         path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Change an inference endpoint",
-        description="Change only what the user asked: replicas, autoscaling or routing. Already "
-        "so: changed false. A pool scales in by unassigned workers only (else conflict); more than "
-        "the cluster can hold: exceeds_capacity." + _FOLLOW,
-        notes=_ENDPOINT_NOTES,
+        description="Change only what the user asked: replicas, autoscaling or routing. A pool "
+        "scales in by unassigned workers only (else conflict)." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="delete_endpoint", method="DELETE",
+        toolset="inference",
         path="/api/v1/clusters/{cluster}/endpoints/{name}", title="Delete an inference endpoint",
         description="Delete an endpoint and all hypd made for it (servers, Services, load "
-        "balancer, router, autoscaler); the model stays. A pool is refused while its workers serve "
-        "models." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes=_ENDPOINT_NOTES,
+        "balancer, router, autoscaler); the model stays. A pool is in_use while its workers "
+        "serve models." + _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="reassign_endpoint_worker", method="POST",
+        toolset="inference",
         path="/api/v1/clusters/{cluster}/endpoints/{name}/reassign",
         title="Reassign a pool worker to a model",
         description="Point one model-pool worker at another of the pool's models (or none); it "
         "reloads in place. Read the workers with get_endpoint first." + _FOLLOW,
-        notes=_ENDPOINT_NOTES,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="invoke_endpoint", method="POST",
+        toolset="inference",
         path="/api/v1/clusters/{cluster}/endpoints/{name}/invoke",
         title="Send a test completion to an endpoint",
-        description="Send one OpenAI-compatible completion to the endpoint's Service and return "
-        "the answer (a pool needs the model). It uses the endpoint's GPUs, so it is an operator's; "
-        "no operation (get_endpoint shows the endpoint).",
-        notes=_ENDPOINT_NOTES,
+        description="Send one OpenAI-compatible completion to the endpoint and return the answer "
+        "(a pool needs model). It uses the endpoint's GPUs, so it is an operator's; no "
+        "operation: get_endpoint shows the endpoint.",
         mutating=True, status_tool="get_endpoint",
         status_args_from={"cluster": "cluster", "name": "endpoint"},
     ),
@@ -929,27 +922,27 @@ ENDPOINT_TOOLS: tuple[ToolSpec, ...] = (
 MODEL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_models", method="GET", path="/api/v1/clusters/{cluster}/models",
+        toolset="inference",
         title="List the models in a cluster's bucket",
-        description="Models under models/ in the cluster's bucket (files, bytes) and downloads "
-        "running or failed. Before create_endpoint or download_model.",
-        notes={"cluster": "Name of the cluster."},
+        description="Models in the cluster's bucket (models/) and downloads running or failed. "
+        "Before create_endpoint or download_model.",
     ),
     ToolSpec(
         name="download_model", method="POST", path="/api/v1/clusters/{cluster}/models",
+        toolset="inference",
         title="Download a model into a cluster's bucket",
-        description="Fetch a model into models/<name>/ of the cluster's bucket (a Kubernetes Job): "
-        "a Hugging Face repo and revision, or an S3 prefix. Gated: name the Secret holding the "
-        "user's token (hub_token_secret), never the token." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.",
-               "repo": "Ask the user which model (and revision) they want."},
+        description="Fetch a model into models/<name>/ of the cluster's bucket: a Hugging Face "
+        "repo and revision, or an S3 prefix. Gated: name the Secret holding the user's token "
+        "(hub_token_secret), never the token." + _FOLLOW,
+        notes={"repo": "Ask the user which model (and revision) they want."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="remove_model", method="DELETE", path="/api/v1/clusters/{cluster}/models/{name}",
+        toolset="inference",
         title="Remove a model from a cluster's bucket",
         description="Delete a model's files from the cluster's bucket for good (not while it "
-        "downloads). Refused while endpoints serve it." + _IN_USE + _CONFIRM + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "name": "Name of the model (list_models)."},
+        "downloads); in_use while endpoints serve it." + _CONFIRM + _FOLLOW,
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -959,61 +952,60 @@ MODEL_TOOLS: tuple[ToolSpec, ...] = (
 SPACE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_spaces", method="GET", path="/api/v1/clusters/{cluster}/spaces",
+        toolset="spaces",
         title="List a cluster's Dev spaces",
-        description="A cluster's JupyterLab and Code Editor spaces: state, owner, editor, size, "
-        "instance group, URL. get_space reads one.",
-        notes={"cluster": "Name of the cluster."},
+        description="A cluster's JupyterLab and Code Editor spaces. get_space reads one.",
     ),
     ToolSpec(
         name="get_space", method="GET", path="/api/v1/clusters/{cluster}/spaces/{name}",
+        toolset="spaces",
         title="Read one Dev space",
-        description="One space: state, owner, its URL and a remote IDE's port-forward, idle time, "
-        "pod and node (or why it waits), mounts (/s3), events. stop_space frees its compute.",
-        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        description="One space: its URL and a remote IDE's port-forward, idle time, why it "
+        "waits. stop_space frees its compute.",
     ),
     ToolSpec(
         name="create_space", method="POST", path="/api/v1/clusters/{cluster}/spaces",
+        toolset="spaces",
         title="Create a Dev space",
         description="A JupyterLab or Code Editor space on one instance group, with the bucket at "
-        "/s3 and its own home volume; it stops when idle. Needs the spaces feature; too big for a "
-        "node: exceeds_capacity. Done when the editor runs: get_space gives the URL." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.",
-               "instance_group": "Ask the user; see list_instance_groups.",
+        "/s3 and its own home volume; it stops when idle. Needs the spaces feature "
+        "(update_features)." + _FOLLOW + " Done when the editor runs: get_space gives the URL.",
+        notes={"instance_group": "Ask the user.",
                "gpus": "Only if the user asks for GPUs: a space holds them while it runs."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="update_space", method="PATCH", path="/api/v1/clusters/{cluster}/spaces/{name}",
+        toolset="spaces",
         title="Resize a Dev space or change its idle shutdown",
         description="Change only the given fields; a running space restarts its editor: tell the "
-        "user unsaved kernel state is lost. Owner only. Already so: changed false." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        "user unsaved kernel state is lost. Owner only." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="stop_space", method="POST", path="/api/v1/clusters/{cluster}/spaces/{name}/stop",
+        toolset="spaces",
         title="Stop a Dev space",
         description="Stop a space: its pod goes, compute is freed; its home volume and settings "
         "stay for start_space. Owner only." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="start_space", method="POST",
+        toolset="spaces",
         path="/api/v1/clusters/{cluster}/spaces/{name}/start",
         title="Start a Dev space",
-        description="Start a stopped space (also one its idle shutdown stopped); done when the "
-        "editor runs. Owner only; get_space gives the URL." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
+        description="Start a stopped space (one its idle shutdown stopped too). Owner only; "
+        "get_space gives the URL." + _FOLLOW,
         mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
     ),
     ToolSpec(
         name="delete_space", method="DELETE",
+        toolset="spaces",
         path="/api/v1/clusters/{cluster}/spaces/{name}",
         title="Delete a Dev space",
         description="Delete a space with its home volume and every file on it (/s3 stays). Owner "
         "only, or another's with force: confirm with the user." + _FOLLOW,
-        notes={"cluster": "Name of the cluster.", "name": "Name of the space (list_spaces)."},
         mutating=True, destructive=True, status_tool="wait_operation",
         status_args_from=_BY_OPERATION,
     ),
@@ -1023,10 +1015,10 @@ SPACE_TOOLS: tuple[ToolSpec, ...] = (
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
-        description="The audit log, newest first: every mutation and refusal with the token's name "
-        "and role, route, target, operation and outcome. Filter by target (cluster/lab includes "
-        "what is below it), token or outcome; next_before pages back. Operators only; "
-        "get_operation reads an entry's operation.",
+        toolset="operations",
+        description="The audit log, newest first: every mutation and refusal with who, route, "
+        "target, operation and outcome; next_before pages back. Operators only; get_operation "
+        "reads an entry's operation.",
     ),
 )
 

@@ -4,9 +4,11 @@ only the tools its agent needs and pays for no other's description and schemas.
 Every tool list an agent reads costs it context before its first question (`tools/list`,
 docs/benchmarks.md). The largest public MCP servers let the operator pick groups of tools
 (GitHub's `--toolsets repos,issues`); `hypd mcp --toolsets clusters,training` does the same
-here. The grouping lives in this one table, by tool name, so the rows of tools.py stay
-what they are and one glance shows what each toolset holds; `TOOLSETS` must name every row
-exactly once (checked at import).
+here. A tool's toolset is a field of its row (`ToolSpec.toolset` in mcp_server/tools.py), so
+a new tool is declared in one place; this module holds only each toolset's name and summary
+(DECLARED, in the order `--toolsets` help and `NAMES` give them) and reads each toolset's
+tools from the rows, in the table's order. Every row must name one of DECLARED's toolsets,
+and every toolset must hold a row (checked at import).
 
 The operation-following tools (ALWAYS: get_operation, wait_operation) are published
 whichever toolsets a session names: every change answers with an operation to follow, and a
@@ -23,54 +25,40 @@ from mcp_server.tools import TOOLS, ToolSpec
 
 ALL = "all"
 
+DECLARED: dict[str, str] = {
+    "clusters": "networks; clusters from plan to delete, their stages, import, kubeconfig, "
+    "the active cluster, node software and Kubernetes upgrades",
+    "capacity": "what a zone offers and quotas allow (zones, instance types, preflight), "
+    "instance groups, nodes (reboot, replace, delete), storage, managed features and what a "
+    "cluster costs while it runs",
+    "training": "training jobs, their recipes, logs and MLflow tracking",
+    "inference": "models in the cluster's bucket and the endpoints serving them",
+    "spaces": "Dev spaces (JupyterLab, Code Editor)",
+    "operations": "who you are; list, cancel and retry operations; read-only diagnosis (a "
+    "failed create, node health, NCCL); the audit log",
+}
+"""Each toolset's name and what it holds (for `--toolsets` help); its tools are the rows
+naming it."""
+
 
 @dataclass(frozen=True)
 class Toolset:
     name: str
     summary: str
     tools: tuple[str, ...]
+    """The rows naming this toolset, in the table's order."""
 
 
-TOOLSETS: tuple[Toolset, ...] = (
-    Toolset("clusters", "networks; clusters from plan to delete, their stages, import, "
-            "kubeconfig, the active cluster, node software and Kubernetes upgrades",
-            ("list_networks", "get_network", "create_network", "delete_network",
-             "list_clusters", "get_cluster", "plan_cluster", "create_cluster",
-             "delete_cluster", "run_cluster_stage", "import_cluster", "get_kubeconfig",
-             "get_active_cluster", "set_active_cluster",
-             "update_cluster_software", "upgrade_kubernetes")),
-    Toolset("capacity", "what a zone offers and quotas allow (zones, instance types, "
-            "preflight), instance groups, nodes (reboot, replace, delete), storage, "
-            "managed features and what a cluster costs while it runs",
-            ("list_availability_zones", "list_instance_types", "preflight",
-             "list_instance_groups", "get_instance_group", "add_instance_group",
-             "update_instance_group", "delete_instance_group",
-             "list_nodes", "get_node", "reboot_nodes", "replace_nodes", "delete_nodes",
-             "list_storage", "get_storage", "add_storage", "remove_storage",
-             "get_features", "update_features", "get_cluster_cost")),
-    Toolset("training", "training jobs, their recipes, logs and MLflow tracking",
-            ("get_training_limits", "submit_job", "list_jobs", "get_job", "delete_job",
-             "get_job_logs", "get_mlflow", "set_mlflow", "detach_mlflow",
-             "get_mlflow_ui_url")),
-    Toolset("inference", "models in the cluster's bucket and the endpoints serving them",
-            ("list_models", "download_model", "remove_model",
-             "list_endpoints", "get_endpoint", "create_endpoint", "update_endpoint",
-             "delete_endpoint", "reassign_endpoint_worker", "invoke_endpoint")),
-    Toolset("spaces", "Dev spaces (JupyterLab, Code Editor)",
-            ("list_spaces", "get_space", "create_space", "update_space", "stop_space",
-             "start_space", "delete_space")),
-    Toolset("operations", "who you are; list, cancel and retry operations; read-only "
-            "diagnosis (a failed create, node health, NCCL); the audit log",
-            ("whoami", "list_operations", "get_operation", "wait_operation",
-             "cancel_operation", "retry_operation", "diagnose_cluster", "list_audit")),
-)
+TOOLSETS: tuple[Toolset, ...] = tuple(
+    Toolset(name, summary, tuple(t.name for t in TOOLS if t.toolset == name))
+    for name, summary in DECLARED.items())
 
 ALWAYS: tuple[str, ...] = ("get_operation", "wait_operation")
 """Published whatever the toolsets: the tools every change's reply names to follow it."""
 
 TOOLSETS_BY_NAME: dict[str, Toolset] = {t.name: t for t in TOOLSETS}
 NAMES: tuple[str, ...] = tuple(TOOLSETS_BY_NAME)
-TOOLSET_OF: dict[str, str] = {tool: ts.name for ts in TOOLSETS for tool in ts.tools}
+TOOLSET_OF: dict[str, str] = {t.name: t.toolset for t in TOOLS}
 
 
 class UnknownToolset(ValueError):
@@ -78,16 +66,18 @@ class UnknownToolset(ValueError):
 
 
 def _check(table: Iterable[ToolSpec] = TOOLS) -> list[str]:
-    """How TOOLSETS and the tool table disagree: a row in no toolset (or in two), or a
-    toolset naming no row. Empty when they agree."""
-    rows = [t.name for t in table]
-    named = [tool for ts in TOOLSETS for tool in ts.tools]
-    problems = [f"{n}: in no toolset (add it to one in mcp_server/toolsets.py)"
-                for n in rows if n not in TOOLSET_OF]
-    problems += [f"{n}: in more than one toolset" for n in sorted(set(named))
-                 if named.count(n) > 1]
-    problems += [f"{n}: named in a toolset but no tool" for n in named if n not in rows]
-    problems += [f"{n}: always published but no tool" for n in ALWAYS if n not in rows]
+    """How the rows and DECLARED disagree: a row naming no toolset or one DECLARED lacks, a
+    toolset no row names, an ALWAYS tool that is no row. Empty when they agree."""
+    rows = list(table)
+    problems = [f"{t.name}: in no toolset (give its row a toolset= in mcp_server/tools.py)"
+                for t in rows if not t.toolset]
+    problems += [f"{t.name}: in toolset {t.toolset}, which mcp_server/toolsets.py does not "
+                 f"declare ({', '.join(DECLARED)})"
+                 for t in rows if t.toolset and t.toolset not in DECLARED]
+    problems += [f"toolset {name}: no tool names it" for name in DECLARED
+                 if not any(t.toolset == name for t in rows)]
+    names = {t.name for t in rows}
+    problems += [f"{n}: always published but no tool" for n in ALWAYS if n not in names]
     return problems
 
 
@@ -107,16 +97,11 @@ def parse(text: str | Iterable[str] | None) -> frozenset[str]:
     return frozenset(names)
 
 
-def selects(toolsets: Iterable[str], tool: str) -> bool:
-    """Whether a session publishing these toolsets publishes this tool."""
-    return tool in ALWAYS or TOOLSET_OF.get(tool) in set(toolsets)
-
-
 def tools_of(toolsets: Iterable[str], table: Iterable[ToolSpec] = TOOLS) -> list[ToolSpec]:
     """The table's rows a session publishing these toolsets offers (theirs and ALWAYS), in
     the table's order."""
     chosen = set(toolsets)
-    return [t for t in table if selects(chosen, t.name)]
+    return [t for t in table if t.name in ALWAYS or t.toolset in chosen]
 
 
 def help_text() -> str:
@@ -128,5 +113,5 @@ def help_text() -> str:
 
 _PROBLEMS = _check()
 if _PROBLEMS:
-    raise RuntimeError("mcp_server/toolsets.py and the tool table disagree: "
+    raise RuntimeError("the tool table's toolsets and mcp_server/toolsets.py disagree: "
                        + "; ".join(_PROBLEMS))

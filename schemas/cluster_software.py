@@ -17,8 +17,8 @@ class SoftwareUpdateSchema(Schema):
         metadata={"description": "the groups whose nodes to update; default: every group"})
     image_id = fields.String(
         validate=Matching(patterns.IMAGE_ID, error="an AMI id (ami-...) or default"),
-        metadata={"description": "a custom AMI for the nodes, or `default` for HyperPod's "
-                                 "newest; default: HyperPod's newest"})
+        metadata={"description": "a custom AMI, or `default`: HyperPod's newest (the "
+                                 "default)"})
 
 
 class KubernetesUpgradeSchema(Schema):

@@ -68,35 +68,31 @@ class ClusterCreateSchema(Schema):
         required=True,
         validate=Pattern(patterns.ML_INSTANCE_TYPE, error="not a HyperPod instance type (e.g. "
                                            "ml.p5.48xlarge)"),
-        metadata={"description": "HyperPod instance type offered in that zone, e.g. "
-                                 "ml.p5.48xlarge"},
+        metadata={"description": "one offered in that zone, e.g. ml.p5.48xlarge"},
     )
     instance_count = fields.Integer(
         required=True, validate=validate.Range(min=1, max=500),
-        metadata={"description": "number of instances in the first instance group"})
+        metadata={"description": "instances in the first instance group"})
     capacity_type = fields.String(
         load_default=ON_DEMAND, validate=validate.OneOf(CAPACITY_TYPES),
-        metadata={"description": "on-demand, spot, or training-plan (a reservation, named by "
-                                 "training_plan_arn)"})
+        metadata={"description": "training-plan: a reservation (training_plan_arn)"})
     training_plan_arn = fields.String(
         validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
-        metadata={"description": "the training plan reservation, with capacity_type "
-                                 "training-plan"})
-    efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
-                       "where the instance type has EFA, else none")
+        metadata={"description": "with capacity_type training-plan"})
+    efa_mode = EfaMode("efa-only needs several EFA interfaces; default: efa where the type "
+                       "has it")
     deep_health_checks = fields.Boolean(
         load_default=False,
-        metadata={"description": "run instance stress and connectivity checks (GPU, EFA) "
-                                 "before nodes accept work"},
+        metadata={"description": "stress and connectivity checks (GPU, EFA) before nodes "
+                                 "take work"},
     )
     existing_vpc = fields.Nested(ExistingVpcSchema, metadata={
         "description": "use an existing VPC instead of creating a network"})
     cidr = Cidr()
     kubernetes_version = fields.String(
         load_default=kubernetes_versions.default(), validate=KubernetesVersion(),
-        metadata={"description": "EKS Kubernetes version; default: the newest offered. The "
-                                 "plan says whether it is in EKS standard or extended "
-                                 "support (extended support costs more per hour)"})
+        metadata={"description": "default: the newest; the plan says if it is in EKS "
+                                 "extended support (billed more per hour)"})
     fsx = fields.Nested(FsxSchema, metadata={
         "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
 

@@ -37,9 +37,7 @@ class DiagnosticQuerySchema(Schema):
         validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "nccl: read only this namespace's pods (default: every "
                                  "namespace but the system ones)"})
-    job = Name("nccl: read only this training job's pods (the cluster's job list names "
-               "them; 404 "
-               "not_found when the cluster has no such job). ")
+    job = Name("nccl: only this training job's pods (404 not_found if none). ")
     tail_lines = fields.Integer(
         load_default=DEFAULT_TAIL_LINES,
         validate=validate.Range(min=1, max=MAX_TAIL_LINES),

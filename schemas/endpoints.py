@@ -70,9 +70,9 @@ class EndpointAutoscalingPatchSchema(Schema):
 class EndpointCreateSchema(Schema):
     name = Name(required=True)
     kind = fields.String(required=True, validate=validate.OneOf(KINDS),
-                         metadata={"description": "managed: the HyperPod inference operator "
-                                                  "(its feature must be on); vllm, sglang or "
-                                                  "custom: a Deployment hypd makes"})
+                         metadata={"description": "managed: HyperPod's inference operator "
+                                                  "(its feature on); others: a Deployment "
+                                                  "hypd makes"})
     model = Model(required=True)
     gpus = fields.Integer(required=True, validate=validate.Range(min=1, max=MAX_GPUS),
                           metadata={"description": "GPUs per server (tensor parallel size): "
@@ -95,10 +95,9 @@ class EndpointCreateSchema(Schema):
                        validate=validate.Length(max=32),
                        metadata={"description": "extra server arguments (no shell)"})
     service = fields.String(load_default="in_cluster", validate=validate.OneOf(SERVICES),
-                            metadata={"description": "in_cluster (ClusterIP), load_balancer "
-                                                     "(an NLB through the AWS Load Balancer "
-                                                     "Controller) or pool (warm workers, one "
-                                                     "Service per model)"})
+                            metadata={"description": "in_cluster: a ClusterIP Service; "
+                                                     "load_balancer: an NLB; pool: warm "
+                                                     "workers, a Service per model"})
     pool_models = fields.List(Model(), validate=validate.Length(min=1, max=MAX_POOL_MODELS),
                               metadata={"description": "a pool's models: one binding Service "
                                                        "each"})

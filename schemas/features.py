@@ -16,8 +16,7 @@ cloud/data/dependencies.yaml (a test keeps the two equal)."""
 
 
 def _enabled() -> fields.Boolean:
-    return fields.Boolean(metadata={"description": "true: turn it on; false: turn it off "
-                                                   "(absent: leave as it is)"})
+    return fields.Boolean(metadata={"description": "on or off; absent: as it is"})
 
 
 class ToggleSchema(Schema):
@@ -29,8 +28,7 @@ class TieredCheckpointingPatchSchema(Schema):
     memory_percent = fields.Integer(
         validate=validate.Range(min=1, max=100),
         metadata={"description": "percent of each node's memory for the checkpoint tier "
-                                 "(HyperPod's InstanceMemoryAllocationPercentage; absent: "
-                                 "HyperPod's default)"})
+                                 "(absent: HyperPod's default)"})
 
 
 class GroupBoundsSchema(Schema):
@@ -61,10 +59,9 @@ class AutoscalingPatchSchema(Schema):
         keys=fields.String(validate=_group_name),
         values=fields.Nested(GroupBoundsSchema, allow_none=True),
         validate=_one_to_a_hundred,
-        metadata={"description": "instance group name -> {min, max}: the group is scaled by "
-                                 "HyperPod-managed Karpenter between them (on-demand groups "
-                                 "without deep health checks or a training plan); null stops "
-                                 "autoscaling the group. Only the groups named change."})
+        metadata={"description": "instance group name -> {min, max} (on-demand groups "
+                                 "without deep health checks or a training plan), or null to "
+                                 "stop scaling it; groups not named stay as they are"})
 
 
 class FeaturesPatchSchema(Schema):
@@ -79,15 +76,15 @@ class FeaturesPatchSchema(Schema):
     tiered_checkpointing = fields.Nested(TieredCheckpointingPatchSchema, metadata={
         "description": "managed tiered checkpointing and its identity chain"})
     autoscaling = fields.Nested(AutoscalingPatchSchema, metadata={
-        "description": "managed autoscaling of instance groups (HyperPod-managed Karpenter); "
-                       "it manages HyperPod instance groups only, not general EC2 capacity"})
+        "description": "HyperPod-managed Karpenter scaling instance groups (not other EC2 "
+                       "capacity)"})
     observability = fields.Nested(ToggleSchema, metadata={
         "description": "HyperPod observability"})
     task_governance = fields.Nested(ToggleSchema, metadata={
         "description": "HyperPod task governance"})
     spaces = fields.Nested(ToggleSchema, metadata={
-        "description": "SageMaker Spaces (JupyterLab and Code Editor workspaces): the Spaces "
-                       "add-on, the EBS CSI driver, their roles and hypd's access strategy"})
+        "description": "SageMaker Spaces (JupyterLab, Code Editor): its add-on, the EBS CSI "
+                       "driver, their roles"})
 
     @validates_schema
     def _something(self, data: dict, **_: object) -> None:

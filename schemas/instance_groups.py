@@ -36,13 +36,13 @@ def _labels() -> fields.Dict:
         values=fields.String(validate=Pattern(patterns.LABEL_VALUE,
                                               error="not a label value")),
         validate=_at_most_50,
-        metadata={"description": "Kubernetes labels for the group's nodes, at most 50 (not "
-                                 "under kubernetes.io/, k8s.io/ or sagemaker.amazonaws.com/)"})
+        metadata={"description": "node labels, at most 50, none under kubernetes.io/, k8s.io/ "
+                                 "or sagemaker.amazonaws.com/"})
 
 
 def _taints() -> fields.List:
     return fields.List(fields.Nested(TaintSchema), validate=validate.Length(max=50),
-                       metadata={"description": "Kubernetes taints for the group's nodes"})
+                       metadata={"description": "node taints"})
 
 
 def _count(**kwargs) -> fields.Integer:
@@ -52,21 +52,21 @@ def _count(**kwargs) -> fields.Integer:
 
 def _threads() -> fields.Integer:
     return fields.Integer(validate=validate.OneOf((1, 2)), metadata={
-        "description": "threads per core: 1 (default) or 2 (SMT on, types that have it)"})
+        "description": "2: SMT on (types that have it); default 1"})
 
 
 def _deep() -> fields.Boolean:
     return fields.Boolean(metadata={
-        "description": "run instance stress and connectivity checks (GPU, EFA) before nodes "
-                       "accept work; AWS refuses other changes to the cluster while they run"})
+        "description": "stress and connectivity checks (GPU, EFA) before nodes take work; AWS "
+                       "refuses other cluster changes meanwhile"})
 
 
 def _on_create() -> fields.String:
     return fields.String(validate=[validate.Length(min=1, max=128),
                                    Pattern(r"^[^/\s]+$", error="a file name")],
-                         metadata={"description": "lifecycle script run when a node is "
-                                                  "created, in the cluster's lifecycle "
-                                                  "bucket (default: the cluster's)"})
+                         metadata={"description": "a script in the cluster's lifecycle "
+                                                  "bucket run on each new node (default: "
+                                                  "the cluster's)"})
 
 
 class InstanceGroupCreateSchema(Schema):
@@ -74,27 +74,25 @@ class InstanceGroupCreateSchema(Schema):
     instance_type = fields.String(
         required=True,
         validate=Pattern(patterns.ML_INSTANCE_TYPE, error="not a HyperPod instance type"),
-        metadata={"description": "HyperPod instance type offered in the group's zone, e.g. "
-                                 "ml.p5.48xlarge"})
+        metadata={"description": "one offered in the group's zone"})
     instance_count = _count(required=True)
     capacity_type = fields.String(
         load_default=ON_DEMAND, validate=validate.OneOf(CAPACITY_TYPES),
-        metadata={"description": "on-demand, spot, or training-plan (a reservation named by "
-                                 "training_plan_arn); fixed for the group's life"})
+        metadata={"description": "training-plan: a reservation (training_plan_arn); fixed for "
+                                 "the group's life"})
     training_plan_arn = fields.String(
         validate=Matching(patterns.TRAINING_PLAN_ARN, error="not a training plan ARN"),
         metadata={"description": "with capacity_type training-plan; the group is placed in "
                                  "the plan's availability zone"})
-    efa_mode = EfaMode("efa, or efa-only for types with several EFA interfaces; default: efa "
-                       "where the type has it, else none; fixed for the group's life")
+    efa_mode = EfaMode("efa-only needs several EFA interfaces; default: efa where the type "
+                       "has it; fixed for the group's life")
     availability_zone = fields.String(
         validate=Pattern(patterns.ZONE, error="not an availability zone name"),
-        metadata={"description": "zone of the group's own /20 compute subnet, made by hypd "
-                                 "(default: the cluster's zone, or the training plan's)"})
+        metadata={"description": "where hypd makes the group's /20 subnet (default: the "
+                                 "cluster's zone, or the training plan's)"})
     subnet_id = fields.String(
         validate=Pattern(patterns.SUBNET_ID, error="not a subnet id"),
-        metadata={"description": "an existing subnet of the cluster's VPC to place the group "
-                                 "in, instead of a new one"})
+        metadata={"description": "an existing subnet of the cluster's VPC instead"})
     threads_per_core = _threads()
     volume_size_gb = fields.Integer(validate=validate.Range(min=1, max=16384), metadata={
         "description": "extra EBS volume per node, mounted at /opt/sagemaker"})

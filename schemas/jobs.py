@@ -58,12 +58,12 @@ class JobCreateSchema(Schema):
         validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
         metadata={"description": "made (and labelled as hypd's) when missing"})
     recipe = fields.String(required=True, validate=validate.OneOf(RECIPES), metadata={
-        "description": "torchrun, llama-factory, ms-swift (HyperPodPyTorchJob), verl (RayJob), "
-                       "or pytorch / ray with your own command"})
+        "description": "verl runs as a RayJob, the others as HyperPodPyTorchJobs; pytorch and "
+                       "ray run your own command"})
     image = fields.String(required=True, validate=Pattern(
         r"^[a-zA-Z0-9][a-zA-Z0-9._/:@-]{0,511}$", error="not a container image reference"),
-        metadata={"description": "for HyperPodPyTorchJob recipes it must contain the HyperPod "
-                                 "elastic agent (hyperpod-elastic-agent)"})
+        metadata={"description": "with HyperPod's elastic agent (hyperpod-elastic-agent) for "
+                                 "HyperPodPyTorchJob recipes"})
     script = fields.String(validate=Pattern(S3_PATH, error="a path under /s3"),
                            metadata={"description": "torchrun: the script, under /s3"})
     config = fields.String(validate=Pattern(S3_PATH, error="a path under /s3"),

@@ -22,9 +22,8 @@ class MlflowSetSchema(Schema):
         validate=Matching(patterns.TRACKING_SERVER,
                           error="a tracking server's name or its ARN"),
         metadata={"description": "an existing tracking server (name or ARN, same region) to "
-                                 "attach; hypd never deletes it. Leave unset for hypd to "
-                                 "create one (artifacts under mlflow/ of the cluster's "
-                                 "bucket; about 20 minutes on AWS)"})
+                                 "attach, never deleted; unset: hypd creates one (artifacts "
+                                 "under mlflow/ in the cluster's bucket)"})
     size = fields.String(load_default="Small", validate=validate.OneOf(SIZES),
                          metadata={"description": "size of a tracking server hypd creates"})
 

@@ -66,9 +66,8 @@ class NodeListQuerySchema(Schema):
                            metadata={"description": "at most this many nodes in the page"})
     cursor = fields.String(
         validate=Matching(patterns.NODE_ID, error="not a cursor from next_cursor"),
-        metadata={"description": "next_cursor of the previous page (pages are ordered by "
-                                 "node id, so no node is repeated or skipped while nodes "
-                                 "come and go)"})
+        metadata={"description": "the previous page's next_cursor (pages follow node ids: "
+                                 "none repeated or skipped)"})
 
 
 class NodeSchema(Schema):
@@ -139,9 +138,8 @@ class NodeDetailSchema(NodeSchema):
 class NodeActionSchema(Schema):
     node_ids = fields.List(NodeId(), required=True,
                            validate=validate.Length(min=1, max=MAX_NODE_IDS),
-                           metadata={"description": "the nodes, each once; sent to AWS in "
-                                                    f"batches of {BATCH_SIZE}, one after "
-                                                    "the other",
+                           metadata={"description": "distinct nodes, sent to AWS "
+                                                    f"{BATCH_SIZE} at a time",
                                      "x-hypd-batch-size": BATCH_SIZE})
 
     @validates("node_ids")

@@ -66,9 +66,8 @@ class SpaceCreateSchema(Schema):
     memory_gib = _memory(load_default=8)
     gpus = _gpus(load_default=0)
     home_gib = fields.Integer(load_default=50, validate=validate.Range(min=5, max=16384),
-                              metadata={"description": "size of the space's home volume "
-                                                       "(its own EBS volume, kept while the "
-                                                       "space is stopped)"})
+                              metadata={"description": "its own EBS home volume, kept "
+                                                       "while stopped"})
     idle_shutdown_minutes = _idle(load_default=IDLE_DEFAULT_MIN)
 
 

@@ -28,8 +28,7 @@ class FsxSchema(Schema):
     )
     deployment_type = fields.String(
         load_default="PERSISTENT_2", validate=validate.OneOf(FSX_DEPLOYMENT_TYPES),
-        metadata={"description": "PERSISTENT_2 (replicated, default) or SCRATCH_2 "
-                                 "(temporary, no replication)"})
+        metadata={"description": "SCRATCH_2: temporary, not replicated"})
     per_unit_storage_throughput = fields.Integer(
         validate=validate.OneOf(FSX_THROUGHPUT),
         metadata={"description": "MB/s per TiB, PERSISTENT_2 only (default 125)"})
@@ -54,8 +53,8 @@ class S3Schema(Schema):
     bucket = fields.String(
         validate=[Pattern(patterns.S3_BUCKET, error="not an S3 bucket name"),
                   validate.Length(max=63)],
-        metadata={"description": "an existing bucket to mount (hypd never deletes it); "
-                                 "leave unset for a new bucket that hypd makes and owns"})
+        metadata={"description": "an existing bucket to mount, never deleted; unset: a new "
+                                 "one hypd owns"})
     prefix = fields.String(
         validate=[validate.Length(min=1, max=512),
                   Pattern(r"^[^\s]+$", error="no spaces in a prefix")],

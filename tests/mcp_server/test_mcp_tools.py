@@ -8,7 +8,16 @@ import re
 import pytest
 
 from mcp_server.routes import RouteBook, RouteBookError
-from mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind, published
+from mcp_server.tools import (
+    IDEMPOTENCY_KEY,
+    IDEMPOTENCY_SCHEMA,
+    SHARED_ARGS,
+    TOOLS,
+    TOOLS_BY_NAME,
+    ToolSpec,
+    bind,
+    published,
+)
 from tests.mcp_server.mcp_fake_api import OPERATOR_READS, real_openapi
 
 BOUND = bind(RouteBook(real_openapi()))
@@ -50,18 +59,31 @@ def test_mutating_is_what_the_route_declares() -> None:
 
 
 def test_descriptions_are_written_for_an_agent() -> None:
+    """Every row says what, when and which tool follows; every argument is described where
+    its name and schema do not say it all. Bare are only a path input and `name` (the thing
+    the tool is named for; the pattern says a name's rule), the shared arguments the
+    server's instructions explain (SHARED_ARGS with no words, the idempotency key) and
+    create_cluster's, which are plan_cluster's, described there. The server checks a call
+    with the document's words and the key's bounds."""
     for name, tool in BOUND.items():
         assert len(tool.spec.description) >= 60, name
+        bare = {p.name for p in tool.params if p.location == "path"} | {
+            arg for arg, said in SHARED_ARGS.items() if not said} | {IDEMPOTENCY_KEY, "name"}
         for arg, schema in tool.input_schema()["properties"].items():
-            assert schema.get("description"), (name, arg)
+            assert schema.get("description") or arg in bare or tool.spec.inputs_as, (
+                name, arg)
+        checked = tool.input_schema(published=False)
+        assert checked["additionalProperties"] is False, name
+        if tool.spec.mutating:
+            assert checked["properties"][IDEMPOTENCY_KEY] == IDEMPOTENCY_SCHEMA, name
         if tool.spec.mutating:  # the description tells the agent which tool says it is done
             assert tool.spec.status_tool in tool.spec.description, name
 
 
 def test_a_row_taking_another_tools_arguments_is_published_only_beside_it() -> None:
     """create_cluster's arguments are described once, on plan_cluster's (the same route's
-    inputs): each of them is there, described, and any session publishing the one — by
-    its toolset and its role — publishes the other."""
+    inputs; create_cluster's description names it): each of them is there, described, and
+    any session publishing the one — by its toolset and its role — publishes the other."""
     from mcp_server.toolsets import TOOLSET_OF
 
     sharing = {n: t for n, t in BOUND.items() if t.spec.inputs_as}
@@ -71,11 +93,12 @@ def test_a_row_taking_another_tools_arguments_is_published_only_beside_it() -> N
         assert TOOLSET_OF[name] == TOOLSET_OF[other.spec.name]
         assert all(other.visible_to(role) for role in ("viewer", "operator")
                    if tool.visible_to(role))
+        assert other.spec.name in tool.spec.description, name
         theirs = other.input_schema()["properties"]
         for param in tool.params:
-            assert theirs[param.name]["description"], (name, param.name)
-            assert tool.input_schema()["properties"][param.name]["description"] == (
-                f"As in {other.spec.name}.")
+            assert theirs[param.name].get("description") or param.name in {
+                *SHARED_ARGS, "name"}, (name, param.name)
+            assert "description" not in tool.input_schema()["properties"][param.name]
 
 
 def test_publication_follows_the_routes_declarations() -> None:

@@ -6,6 +6,7 @@ and a tool outside the session's toolsets, called anyway, is refused naming its 
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -41,12 +42,22 @@ async def _listed(server: Any) -> set[str]:
 
 
 def test_every_tool_is_in_exactly_one_toolset() -> None:
+    """A row's toolset is its own field; toolsets.py reads each toolset's tools from the
+    rows, in the table's order, and refuses a row naming none or one it does not declare."""
     assert toolsets._check() == []
     assert sorted(toolsets.TOOLSET_OF) == sorted(t.name for t in TOOLS)
-    stray = [*TOOLS, TOOLS_BY_NAME["get_network"].__class__(
-        name="get_teapot", method="GET", path="/api/v1/networks", title="t", description="t")]
-    assert toolsets._check(stray) == [
-        "get_teapot: in no toolset (add it to one in mcp_server/toolsets.py)"]
+    for ts in toolsets.TOOLSETS:
+        assert ts.tools == tuple(t.name for t in TOOLS if t.toolset == ts.name)
+    assert sorted(n for ts in toolsets.TOOLSETS for n in ts.tools) == sorted(
+        t.name for t in TOOLS)
+    row = dataclasses.replace(TOOLS_BY_NAME["get_network"], name="get_teapot", toolset="")
+    assert toolsets._check([*TOOLS, row]) == [
+        "get_teapot: in no toolset (give its row a toolset= in mcp_server/tools.py)"]
+    assert toolsets._check([*TOOLS, dataclasses.replace(row, toolset="teapots")]) == [
+        "get_teapot: in toolset teapots, which mcp_server/toolsets.py does not declare "
+        "(clusters, capacity, training, inference, spaces, operations)"]
+    assert toolsets._check([t for t in TOOLS if t.toolset != "spaces"]) == [
+        "toolset spaces: no tool names it"]
 
 
 def test_names_are_parsed_and_an_unknown_one_is_refused_naming_the_valid_ones() -> None:

@@ -77,7 +77,7 @@ def _example(schema: dict[str, Any]) -> Any:
 def _arguments(name: str) -> dict[str, Any]:
     """Arguments the tool's input schema admits, so the call reaches the API."""
     schema = BOUND[name].input_schema()
-    args = {p: _example(schema["properties"][p]) for p in schema["required"]}
+    args = {p: _example(schema["properties"][p]) for p in schema.get("required", ())}
     assert not ArgumentCheck(schema).problems(args), (name, args)
     return args
 
