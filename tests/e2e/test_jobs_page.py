@@ -57,6 +57,24 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(rows.nth(1)).to_contain_text("step 1/400")
     expect(page.get_by_test_id(f"job-state-{name}")).to_have_text("succeeded",
                                                                 timeout=AWS_READ_TIMEOUT_MS)
+    # each line with its time, as the API gives it
+    with stack.client("viewer") as c:
+        [first] = c.get(f"/api/v1/clusters/{cluster}/jobs/{name}/logs",
+                        params={"tail": 401}).json()["lines"][:1]
+        job = c.get(f"/api/v1/clusters/{cluster}/jobs/{name}").json()
+    expect(rows.first.locator(".log-time")).to_have_attribute("title", first["time"])
+    expect(rows.first.locator(".log-time")).to_have_text(re.compile(r"^\d{1,2}:\d{2}:\d{2}$"))
+    # the job's detail beside its log: state, how long it ran, each pod on its node, events
+    detail = page.get_by_test_id("job-detail")
+    expect(detail.get_by_test_id("job-detail-state")).to_have_text("succeeded")
+    expect(detail.get_by_test_id("job-duration")).to_have_text(re.compile(r"^\d"))
+    assert job["pods"], job
+    for pod in job["pods"]:
+        expect(detail.get_by_test_id(f"job-pod-{pod['name']}")).to_have_attribute(
+            "data-node", pod["node"] or "")
+    expect(detail.get_by_test_id("job-event")).to_have_count(len(job["events"]))
+    expect(detail.get_by_test_id("job-detail-budget")).to_contain_text(
+        f"{job['recovery_budget']['used']} restart" if job["recovery_budget"] else "none")
     # the pod filter knows the pod; Pause stops the view from moving
     page.get_by_test_id("log-pod-filter").select_option(f"{name}-pods-0")
     expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
@@ -118,6 +136,13 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
                                      "available: 2 Insufficient nvidia.com/gpu.",
                                      timeout=AWS_READ_TIMEOUT_MS)
         expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text("pending")
+        # its detail says why too, with the scheduler's event, and no node for its pod
+        page.get_by_test_id(f"job-open-{waiter}").click()
+        detail = page.get_by_test_id("job-detail")
+        expect(detail.get_by_test_id("job-detail-waiting")).to_contain_text(
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+        expect(detail.get_by_test_id("job-detail-state")).to_have_text("pending")
+        expect(detail.get_by_test_id(f"job-pod-{waiter}-pods-0")).to_contain_text("not placed")
         expect(page.get_by_test_id("job-elastic-limits")).to_contain_text(
             "spot capacity", timeout=AWS_READ_TIMEOUT_MS)
         page.get_by_test_id("job-recipe").select_option("torchrun")

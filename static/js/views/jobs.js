@@ -1,5 +1,6 @@
 // #/clusters/<name>/jobs — training jobs: the list, a submit form per recipe, and one job's
-// live log view (WebSocket with resume; virtualised, pausable, filtered by pod).
+// detail (job_detail.js: pods and nodes, recovery budget, events, duration) and live log view
+// (WebSocket with resume; virtualised, pausable, filtered by pod; each line with its time).
 //
 // Submitting and deleting a job are operations (202): the view follows each in place — the
 // job's row reads "submitting" (or "deleting") with a link to its operation meanwhile; a
@@ -9,12 +10,13 @@
 // GET /api/v1/training/limits: nothing about them is written here.
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
-import { h, clear, badge, timeEl, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
+import { h, clear, badge, timeEl, clockTime, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { openModal } from '../modal.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
 import { preview, usedBy, withForce } from '../in_use.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
+import { mountJobDetail } from './job_detail.js';
 
 const REFRESH_MS = 3000;
 const ROW_PX = 18; // one log line's height (css .log-row)
@@ -34,8 +36,10 @@ export function mount(root, ctx) {
   let selected = ctx.query.get('job') || null;
   let timer = null;
   let tail = null;
+  let stopDetail = null;
 
   const tbody = h('tbody', { testid: 'jobs-body' }, h('tr', null, h('td', { colspan: 7 }, loading('Loading jobs…'))));
+  const detailCard = h('div', { class: 'card', testid: 'job-detail', hidden: true });
   const logCard = h('div', { class: 'card', testid: 'job-log-card', hidden: true });
   const formCard = h('div', { class: 'card', testid: 'job-form-card' }, h('div', { class: 'card-body' }, loading('Loading recipes…')));
   const mlflowCard = h('div', { class: 'card', testid: 'mlflow-panel' });
@@ -51,6 +55,7 @@ export function mount(root, ctx) {
           h('thead', null, h('tr', null, h('th', null, 'Job'), h('th', null, 'Recipe'), h('th', null, 'State'),
             h('th', null, 'Pods'), h('th', null, 'Recovery budget'), h('th', null, 'Started'), h('th', null, ''))),
           tbody))),
+    detailCard,
     logCard,
     formCard,
     mlflowCard);
@@ -141,6 +146,8 @@ export function mount(root, ctx) {
     replaceQuery(`/clusters/${encodeURIComponent(cluster)}/jobs`, { job: name });
     for (const tr of tbody.querySelectorAll('tr')) tr.classList.toggle('selected', tr.dataset.testid === `job-row-${name}`);
     if (tail) tail.stop();
+    if (stopDetail) stopDetail();
+    stopDetail = mountJobDetail(detailCard, cluster, name, ctx.signal);
     tail = new LogView(logCard, cluster, name);
     tail.start();
   }
@@ -253,6 +260,7 @@ export function mount(root, ctx) {
   return () => {
     if (timer) clearTimeout(timer);
     if (tail) tail.stop();
+    if (stopDetail) stopDetail();
   };
 }
 
@@ -388,6 +396,7 @@ class LogView {
     this.window.style.transform = `translateY(${first * ROW_PX}px)`;
     this.window.replaceChildren(...rows.slice(first, first + count).map((l) => h('div', {
       class: `log-row${l.previous ? ' previous' : ''}${l.marker ? ' marker' : ''}`, testid: 'log-row',
-    }, h('span', { class: 'log-pod' }, l.pod), ' ', l.line)));
+    }, h('span', { class: 'log-time', title: l.time || '' }, l.time ? clockTime(l.time) : ''), ' ',
+    h('span', { class: 'log-pod' }, l.pod), ' ', l.line)));
   }
 }
