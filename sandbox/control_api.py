@@ -2,7 +2,8 @@
 
 Tests and demos drive the sandbox over HTTP, so a test process and a worker process see the
 same faults, holds and call log no matter which process started the sandbox. Every route
-speaks JSON; errors are `{"error": {"code", "message"}}`. The route table is `ROUTES`.
+speaks JSON, but the page a presigned MLflow UI link opens (HTML, for a person); errors are
+`{"error": {"code", "message"}}`. The route table is `ROUTES`.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def _calls(c: Controls, r: Request, m: re.Match[str]) -> Reply:
 
 def _counters(c: Controls, r: Request, m: re.Match[str]) -> Reply:
     return Reply.json(c.log.counters())
+
+
+def _mlflow_ui(c: Controls, r: Request, m: re.Match[str]) -> Reply:
+    """What a presigned MLflow UI link opens (an HTML page for a person, not JSON)."""
+    from sandbox.gaps import sagemaker_mlflow
+
+    return sagemaker_mlflow.ui_page(c.app, m["token"])
 
 
 def _since(r: Request) -> int:
@@ -279,6 +287,7 @@ ROUTES: list[tuple[str, str, _Handler]] = [
     ("POST", r"/training/faults", _add_training_fault),
     ("GET", r"/training/faults", _list_training_faults),
     ("DELETE", r"/training/faults", _clear_training_faults),
+    ("GET", r"/mlflow-ui/(?P<token>[\w-]+)", _mlflow_ui),
 ]
 _COMPILED = [(method, re.compile(PREFIX + path + "/?"), fn) for method, path, fn in ROUTES]
 

@@ -9,21 +9,34 @@ artifact store's bucket in S3, the name must be free in the account and region
 (about 20 minutes on AWS, scaled by the sandbox speed), then `Created` with its URL; a delete
 is refused while it is Creating or Updating, and a deleted one is `Deleting` for
 MLFLOW_DELETING_S, then gone (`ResourceNotFound`). A presigned UI URL is answered only for a
-usable tracking server. State lives on the local AWS (`TRACKING_SERVERS`); timed changes are
-scheduled after this module's lock is released.
+usable tracking server, and is valid for its `ExpiresInSeconds` (wall-clock, as AWS's: the
+sandbox clock scales AWS's long waits, not a link's life). State lives
+on the local AWS (`TRACKING_SERVERS`); timed changes are scheduled after this module's lock is
+released.
+
+The sandbox has no MLflow UI. AWS's presigned URL opens the tracking server's MLflow web app
+signed in; the sandbox's opens a page of the local AWS itself (`ui_page`, served at
+`/_sandbox/mlflow-ui/<token>`: a browser on this machine reaches it) that names the tracking
+server and says what the link would open on AWS — so the dashboard's "Open" leads somewhere
+honest instead of to a host that does not exist. An unknown or expired link is 403, as AWS
+answers one.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sandbox.env import CONTROL_PATH
 from sandbox.gaps import AwsError, GapContext, GapState, answers
 from sandbox.gaps.sagemaker_common import iam_role, s3_bucket, split_s3_uri, validation
+from sandbox.reply import Reply
 
 SERVICE = "sagemaker"
 STATE_KEY = "mlflow_tracking_servers"
@@ -41,6 +54,8 @@ class TrackingServers:
     # (account, region, name) -> the DescribeMlflowTrackingServer answer, and its tags
     servers: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     tags: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    # presigned UI links: token -> (the server's key, the monotonic second it expires at)
+    links: dict[str, tuple[tuple[str, str, str], float]] = field(default_factory=dict)
 
 
 TRACKING_SERVERS: GapState[TrackingServers] = GapState(STATE_KEY, lambda app: TrackingServers())
@@ -164,8 +179,44 @@ def presigned_url(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
         if server["TrackingServerStatus"] not in USABLE:
             raise validation(f"Tracking server {p['TrackingServerName']} is "
                              f"{server['TrackingServerStatus']}.")
-        url = server["TrackingServerUrl"]
-    return {"AuthorizedUrl": f"{url}/auth?authToken={secrets.token_urlsafe(24)}"}
+        token = secrets.token_urlsafe(24)
+        book.links[token] = (_key(ctx, p["TrackingServerName"]),
+                             time.monotonic() + int(p.get("ExpiresInSeconds") or 300))
+    environ = ctx.environ
+    here = f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', '127.0.0.1')}"
+    return {"AuthorizedUrl": f"{here}{CONTROL_PATH}/mlflow-ui/{token}"}
+
+
+def ui_page(app: Any, token: str) -> Reply:
+    """What a presigned UI link opens on the sandbox: a page naming the tracking server and
+    what AWS would show there (403 for a link unknown or past its expiry)."""
+    book = TRACKING_SERVERS.of(app)
+    with book.lock:
+        link = book.links.get(token)
+        server = book.servers.get(link[0]) if link else None
+        valid = bool(link and server and time.monotonic() <= link[1])
+        found = dict(server) if valid and server else None
+    if found is None:
+        return _page(403, "This link has expired or is not valid",
+                     "<p>A presigned MLflow URL is valid for the seconds it was made for. "
+                     "Ask for a new one (the dashboard's MLflow link does).</p>")
+    name = html.escape(found["TrackingServerName"])
+    return _page(200, f"MLflow tracking server {name} (sandbox)", f"""
+<p>On AWS this link opens the MLflow web app of SageMaker's managed tracking server
+<b>{name}</b>, signed in: experiments, runs, metrics and artifacts.</p>
+<p>The sandbox has no MLflow UI. What AWS would serve:</p>
+<dl>
+<dt>Tracking server</dt><dd><code>{html.escape(found["TrackingServerArn"])}</code></dd>
+<dt>Status</dt><dd>{html.escape(found["TrackingServerStatus"])}</dd>
+<dt>MLflow version</dt><dd>{html.escape(found["MlflowVersion"])}</dd>
+<dt>Artifact store</dt><dd><code>{html.escape(found["ArtifactStoreUri"])}</code></dd>
+</dl>""")
+
+
+def _page(status: int, title: str, body: str) -> Reply:
+    text = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}"
+            f"</title></head><body><main><h1>{title}</h1>{body}</main></body></html>")
+    return Reply(status, text.encode(), [("Content-Type", "text/html; charset=utf-8")])
 
 
 def is_tracking_server_arn(arn: str) -> bool:

@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -69,7 +70,13 @@ def test_a_tracking_server_is_creating_then_created_then_deleted(
                                   for s in listed]
     url = sm.create_presigned_mlflow_tracking_server_url(TrackingServerName="exp",
                                                          ExpiresInSeconds=60)["AuthorizedUrl"]
-    assert url.startswith(found["TrackingServerUrl"] + "/auth?authToken=")
+    # the sandbox has no MLflow UI: the link opens a page saying what AWS would show there
+    opened = httpx.get(url)
+    assert (opened.status_code, opened.headers["content-type"]) == (
+        200, "text/html; charset=utf-8")
+    assert "On AWS this link opens the MLflow web app" in opened.text
+    assert arn in opened.text and f"s3://{bucket}/mlflow/" in opened.text
+    assert httpx.get(url.rsplit("/", 1)[0] + "/not-a-token").status_code == 403
     assert sm.delete_mlflow_tracking_server(TrackingServerName="exp")["TrackingServerArn"] == arn
     assert _status(sm, "exp") == "Deleting"
     control.advance_clock(300)
