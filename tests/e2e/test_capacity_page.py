@@ -293,7 +293,7 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             span = page.get_by_test_id(f"step-batch-{name}")
             expect(span).to_have_attribute("data-first", str(first))
             expect(span).to_have_attribute("data-last", str(last))
-            expect(span).to_contain_text(f"of {WORKERS}")
+            expect(span).to_contain_text(f"of {WORKERS} · {last - first + 1} sent to HyperPod")
         expect(page.get_by_test_id("steps-count")).to_contain_text("2 of 2 batches succeeded")
     finally:
         _label_health(stack, cluster, sick, "Schedulable")

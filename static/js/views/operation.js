@@ -227,7 +227,9 @@ export function mount(root, ctx) {
       badge(phase, { testid: `step-phase-${s.name}` })),
     span ? h('div', { class: 'batch-span', testid: `step-batch-${s.name}`, dataset: { first: String(span.first), last: String(span.last) } },
       `batch ${span.index}: nodes ${span.first}–${span.last} of ${span.total}`,
-      s.resources && Array.isArray(s.resources.done) ? ` · ${s.resources.done.length} done` : '') : null,
+      // `done`: the nodes HyperPod accepted the call for; the step's detail says how many
+      // have finished (a reboot is not done when it is sent)
+      s.resources && Array.isArray(s.resources.done) ? ` · ${s.resources.done.length} sent to HyperPod` : '') : null,
     s.detail ? h('div', { class: 'detail', testid: `step-detail-${s.name}` }, s.detail) : null,
     res ? h('div', { class: 'res', testid: `step-resources-${s.name}` }, res) : null,
     s.started_at
