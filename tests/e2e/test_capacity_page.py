@@ -11,6 +11,7 @@ One cluster (30 + 2 nodes on the sandbox) serves the whole module. Fixtures `bro
 
 from __future__ import annotations
 
+import itertools
 import re
 import secrets
 
@@ -295,6 +296,10 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             expect(span).to_have_attribute("data-last", str(last))
             expect(span).to_contain_text(f"of {WORKERS} · {last - first + 1} sent to HyperPod")
         expect(page.get_by_test_id("steps-count")).to_contain_text("2 of 2 batches succeeded")
+        # the events: a step that said again what it waits for is one line that counts
+        shown = page.get_by_test_id("events").locator("li").evaluate_all(
+            "items => items.map(li => li.dataset.same)")
+        assert shown and all(a != b for a, b in itertools.pairwise(shown)), shown
     finally:
         _label_health(stack, cluster, sick, "Schedulable")
 

@@ -298,9 +298,7 @@ export function mount(root, ctx) {
     const what = ev.type === 'step'
       ? [h('span', { class: 'id' }, ev.step || '?'), ' → ', badge(ev.phase)]
       : ['operation → ', badge(ev.status)];
-    const li = h('li', { testid: 'event', dataset: { id: eid || '', stale: stale ? '1' : '' } },
-      h('time', { datetime: ev.at || '', title: absTime(ev.at) }, clockTime(ev.at) || '—'),
-      h('div', { class: 'what' }, ...what, ev.detail ? h('div', { class: 'd' }, ev.detail) : null));
+    const same = `${ev.type}|${ev.step || ''}|${ev.phase || ev.status || ''}`;
     // newest first, by stream id when both have one
     let before = null;
     if (eid) {
@@ -308,8 +306,28 @@ export function mount(root, ctx) {
         if (other.dataset.id && other.dataset.id.localeCompare(eid, undefined, { numeric: true }) < 0) { before = other; break; }
       }
     } else before = eventsList.firstElementChild;
+    // a step that only says what it waits for again (each poll) is one line that counts,
+    // not a column of "→ applying"
+    const newest = eventsList.firstElementChild;
+    if (before === newest && newest && newest.dataset.same === same) {
+      const count = Number(newest.dataset.count || '1') + 1;
+      newest.dataset.count = String(count);
+      if (eid) newest.dataset.id = eid;
+      fillEvent(newest, ev, what, count);
+      return;
+    }
+    const li = h('li', { testid: 'event', dataset: { id: eid || '', stale: stale ? '1' : '', same, count: '1' } });
+    fillEvent(li, ev, what, 1);
     eventsList.insertBefore(li, before);
     while (eventsList.children.length > MAX_EVENTS) eventsList.lastElementChild.remove();
+  }
+
+  function fillEvent(li, ev, what, count) {
+    li.replaceChildren(
+      h('time', { datetime: ev.at || '', title: absTime(ev.at) }, clockTime(ev.at) || '—'),
+      h('div', { class: 'what' }, ...what,
+        count > 1 ? h('span', { class: 'faint', testid: 'event-count', title: `${count} events in a row` }, ` ×${count}`) : null,
+        ev.detail ? h('div', { class: 'd' }, ev.detail) : null));
   }
 
   // ---------- state updates ----------
