@@ -190,5 +190,8 @@ def _page(listing: dict[str, Any]) -> str:
         items = "".join(f"<li>{html.escape(f['path'])} ({f['size']} bytes)</li>"
                         for f in listing["files"]) or "<li>(empty)</li>"
         body = f"<p>{source}</p><ul>{items}</ul>"
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"</head><body><h1>{title}</h1>{body}</body></html>")
+    about = ("<p>On AWS this address opens the space's editor (JupyterLab or Code Editor) "
+             "through the router in front of the cluster. The sandbox plays its server: this "
+             "page lists the bucket mounted at /s3 in the space's pod.</p>")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}"
+            f"</title></head><body><main><h1>{title}</h1>{about}{body}</main></body></html>")

@@ -263,6 +263,7 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     tab.wait_for_load_state()
     assert tab.url == url
     expect(tab).to_have_title(re.compile(r"^lab: /s3"))
+    expect(tab.get_by_role("main")).to_contain_text("On AWS this address opens the space's editor")
     assert tab.evaluate("window.opener") is None
     tab.close()
 
