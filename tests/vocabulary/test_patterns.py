@@ -65,6 +65,9 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
                   ["-x", "Team.example.com/x", "a/b/c", "x" * 64]),
     "LABEL_VALUE": (["", "gpu", "A_b.c-1"], ["-gpu", "gpu-", "x" * 64]),
     "NAME": (["lab", "lab-1", "a" * 32], ["Lab", "1lab", "lab-", "a" * 33]),
+    "OPERATION_ID": (["op_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+                     ["op_01arz3ndektsv4rrffq69g5fav", "op_01ARZ3NDEKTSV4RRFFQ69G5FA",
+                      "01ARZ3NDEKTSV4RRFFQ69G5FAVX", "op_01ARZ3NDEKTSV4RRFFQ69G5FAV/x"]),
 }
 """Known good and bad values for every pattern (names as AWS documents them)."""
 
