@@ -92,7 +92,11 @@ class ClusterCreateSchema(Schema):
     kubernetes_version = fields.String(
         load_default=kubernetes_versions.default(), validate=KubernetesVersion(),
         metadata={"description": "default: the newest; the plan says if it is in EKS "
-                                 "extended support (billed more per hour)"})
+                                 "extended support (billed more per hour)",
+                  # each offered version's EKS support as of this process's start (the
+                  # dashboard's choices say it; the plan prices extended support)
+                  "x-hypd-support": {v: kubernetes_versions.support_of(v)
+                                     for v in KUBERNETES_VERSIONS}})
     fsx = fields.Nested(FsxSchema, metadata={
         "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
 

@@ -132,6 +132,8 @@ export function rulesFrom(doc) {
     efaMinInterfaces: field('ClusterCreate', 'efa_mode')['x-hypd-min-efa-interfaces'],
     kubernetesVersions: version.enum,
     defaultKubernetesVersion: version.default,
+    // version → {support: standard|extended, end_of_standard_support, end_of_extended_support}
+    kubernetesSupport: version['x-hypd-support'] || {},
     instanceCount: { min: count.minimum, max: count.maximum },
     trainingPlanArn: new RegExp(field('ClusterCreate', 'training_plan_arn').pattern),
     vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),

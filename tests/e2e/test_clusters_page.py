@@ -361,6 +361,14 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
     expect(page).to_have_url(re.compile(r"#/clusters/new$"))
     page.unroute_all()
 
+    # a CIDR the API refuses is shown once, on its own field
+    page.get_by_test_id("cluster-cidr").fill("10.0.0.0/20")
+    refused = review_plan(page)
+    assert refused.status == 422
+    expect(page.get_by_test_id("error-cidr")).to_contain_text("/16 to /18")
+    expect(page.get_by_test_id("cluster-cidr")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("cluster-form-error")).not_to_contain_text("/16 to /18")
+
 
 def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     name, create_op = rest_cluster
@@ -402,10 +410,54 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
         cost["accrued"]["items"])
     expect(page.get_by_test_id("cost-accrued-item-eks_control_plane")).to_contain_text("since")
 
-    # a viewer may review a plan (a dry run changes nothing) but not create
+    # a viewer may review a plan (a dry run changes nothing) but not create. The form offers
+    # the network, the Kubernetes version with its EKS support, and an FSx file system: a hypd
+    # network is chosen from the list (saying which cluster uses it), sent as existing_vpc.
+    network = name  # its create made the network of the same name
     page.goto(base(stack) + "/#/clusters/new")
     fill_decisions(page, _name("view"), count=1)
-    assert review_plan(page).status == 200
+    # a new network by default, its CIDR's default and allowed range shown up front
+    expect(page.get_by_test_id("network-choice-new")).to_be_checked()
+    expect(page.get_by_test_id("cluster-cidr")).to_have_value("10.0.0.0/16")
+    expect(page.get_by_test_id("cluster-cidr-hint")).to_contain_text("/16 to /18")
+    # the versions the API offers, each with its EKS support from the document
+    version = kubernetes_versions.default()
+    support = kubernetes_versions.support_of(version)
+    expect(page.get_by_test_id("cluster-k8s-version")).to_have_value(version)
+    offered = page.get_by_test_id("cluster-k8s-version").locator("option")
+    expect(offered).to_have_count(len(kubernetes_versions.offered()))
+    expect(page.get_by_test_id("cluster-k8s-version").locator(f'option[value="{version}"]')
+           ).to_contain_text(f"{support['support']} support")
+    hint = page.get_by_test_id("cluster-k8s-version-hint")
+    expect(hint).to_have_attribute("data-support", support["support"])
+    # one of hypd's networks, with its VPC and the cluster using it
+    page.get_by_test_id("network-choice-hypd").check(force=True)
+    expect(page.get_by_test_id("cluster-cidr-fields")).to_be_hidden()
+    choice = page.get_by_test_id("cluster-network")
+    expect(choice.locator(f'option[value="{network}"]')).to_contain_text(f"used by {network}",
+                                                                          timeout=AWS_READ_TIMEOUT_MS)
+    choice.select_option(network)
+    with stack.client("viewer") as c:
+        made = c.get(f"/api/v1/networks/{network}").json()
+    expect(page.get_by_test_id("cluster-network-vpc")).to_have_text(made["vpc_id"])
+    expect(page.get_by_test_id("cluster-network-used-by")).to_have_text(f"Used by {network}")
+    # and an FSx file system, by the API's rules
+    page.get_by_test_id("cluster-fsx").check()
+    page.get_by_test_id("cluster-fsx-capacity").fill("2400")
+    planned = review_plan(page)
+    assert planned.status == 200, planned.text()
+    sent = planned.request.post_data_json
+    assert sent["existing_vpc"] == {
+        "vpc_id": made["vpc_id"],
+        "subnet_ids": [s["id"] for s in made["subnets"] if s["role"] == "private"]}
+    assert "cidr" not in sent and sent["kubernetes_version"] == version
+    assert sent["fsx"] == {"storage_capacity_gib": 2400, "deployment_type": "PERSISTENT_2"}
+    expect(page.get_by_test_id("plan-network")).to_have_text(
+        f" · hypd network {network} ({made['vpc_id']})")
+    if support["support"] == kubernetes_versions.EXTENDED:  # priced by the plan, not the page
+        extended = next(i for i in planned.json()["cost"]["items"]
+                        if i["kind"] == "eks_extended_support")
+        expect(hint).to_contain_text(f"+${extended['unit_usd']:.2f}/h")
     expect(page.get_by_test_id("plan-cost")).to_be_visible()
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()

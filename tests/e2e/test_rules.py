@@ -18,6 +18,7 @@ from schemas.models import SOURCES
 from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
+from vocabulary import kubernetes_versions
 from vocabulary.capacity import CAPACITY_TYPES, EFA_MIN_INTERFACES, EFA_MODES, TAINT_EFFECTS
 from vocabulary.operations import OpStatus, StageStatus, StepPhase
 from vocabulary.roles import Role
@@ -32,6 +33,7 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
         const r = m.rules;
         return {capacity: r.capacityTypes, stages: r.stages, efa: r.efaModes,
                 versions: r.kubernetesVersions, cidr: r.defaultCidr,
+                support: r.kubernetesSupport,
                 count: [r.instanceCount.min, r.instanceCount.max],
                 good: r.name.re.test('lab-1'), trailing: r.name.re.test('lab-'),
                 trailingWhy: m.validateName('lab-'),
@@ -63,6 +65,7 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
     assert rules["stages"] == list(STAGES)
     assert rules["efa"] == list(EFA_MODES)
     assert rules["versions"] == list(KUBERNETES_VERSIONS)
+    assert rules["support"] == {v: kubernetes_versions.support_of(v) for v in KUBERNETES_VERSIONS}
     assert rules["cidr"] == "10.0.0.0/16"
     assert rules["count"] == [1, 500]
     assert rules["good"] is True and rules["trailing"] is False
