@@ -16,7 +16,7 @@ from schemas.common import (
 from schemas.dependents import ForceQuerySchema
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
-from vocabulary import kubernetes_versions, patterns
+from vocabulary import kubernetes_versions, patterns, stage_times
 from vocabulary.capacity import CAPACITY_TYPES, COST_KINDS, ON_DEMAND, PRICE_BASES, TRAINING_PLAN
 from vocabulary.operations import StageStatus
 
@@ -125,7 +125,11 @@ CLUSTER_STATES = ("creating", "rerunning", "created", "incomplete", "create_fail
 
 
 class StageSchema(Schema):
-    name = fields.String(required=True)
+    name = fields.String(required=True, metadata={
+        "description": "one of the create's stages, in order",
+        # [low, high] minutes each stage typically takes on AWS (vocabulary/stage_times.py)
+        "x-hypd-typical-minutes": {stage: list(stage_times.TYPICAL_MINUTES[stage])
+                                   for stage in STAGES}})
     status = fields.String(required=True, validate=validate.OneOf(list(StageStatus)), metadata={
         "description": "from the newest operation that ran the stage: succeeded; failed (see "
                        "error); cancelled (a cancel stopped it within the stage); skipped (a "

@@ -139,6 +139,8 @@ export function rulesFrom(doc) {
     vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),
     subnetId: new RegExp(resolve(field('ExistingVpc', 'subnet_ids').items).pattern),
     stages: pathParam('/api/v1/clusters/{name}/stages/{stage}/run', 'post', 'stage').enum,
+    // stage → [low, high] minutes it typically takes on AWS (vocabulary/stage_times.py)
+    stageMinutes: field('Stage', 'name')['x-hypd-typical-minutes'] || {},
     group: {
       count: { min: group('instance_count').minimum, max: group('instance_count').maximum },
       capacityTypes: group('capacity_type').enum,

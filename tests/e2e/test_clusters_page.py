@@ -27,7 +27,7 @@ from tests.e2e.helpers import (
     base,
     sign_in,
 )
-from vocabulary import kubernetes_versions
+from vocabulary import kubernetes_versions, stage_times
 
 pytestmark = pytest.mark.browser
 
@@ -133,7 +133,9 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     plan = planned.json()
     assert planned.request.post_data_json == {
         "name": name, "availability_zone": ZONE, "instance_type": TYPE, "instance_count": 2,
-        "capacity_type": "on-demand", "efa_mode": "efa", "deep_health_checks": False}
+        "capacity_type": "on-demand", "efa_mode": "efa", "deep_health_checks": False,
+        # the form's choices, each the API's default: a new network, the newest version
+        "cidr": "10.0.0.0/16", "kubernetes_version": kubernetes_versions.default()}
     cost = page.get_by_test_id("plan-cost")
     expect(cost).to_be_visible()
     expect(cost).to_contain_text("estimate")
@@ -164,16 +166,30 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     page.get_by_test_id("cluster-count").fill("2")
     expect(create).to_be_enabled()
 
-    with page.expect_request(lambda r: _is_create_post(r) and "dry_run" not in r.url) as posted:
-        create.click()
-    request = posted.value
-    assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
-    assert request.post_data_json == planned.request.post_data_json
+    # the network stage is held mid-way: a running stage shows what AWS typically takes
+    hold = stack.sandbox.hold("ec2", "CreateInternetGateway")
+    try:
+        with page.expect_request(lambda r: _is_create_post(r) and "dry_run" not in r.url
+                                 ) as posted:
+            create.click()
+        request = posted.value
+        assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
+        assert request.post_data_json == planned.request.post_data_json
 
-    # the staged progress panel, grouped by stage
-    op_id = _op_id(page)
-    expect(page.get_by_test_id("op-kind")).to_have_text("cluster.create")
-    expect(page.get_by_test_id("op-target")).to_have_text(f"cluster/{name}")
+        # the staged progress panel, grouped by stage
+        op_id = _op_id(page)
+        expect(page.get_by_test_id("op-kind")).to_have_text("cluster.create")
+        expect(page.get_by_test_id("op-target")).to_have_text(f"cluster/{name}")
+        stack.sandbox.wait_held(hold, timeout=60)
+        low, high = stage_times.TYPICAL_MINUTES["network"]
+        expect(page.get_by_test_id("op-stage-expected-network")).to_contain_text(
+            f"typically {low}\u2013{high} min; running for ")
+        low, high = stage_times.TYPICAL_MINUTES["eks"]
+        expect(page.get_by_test_id("op-stage-expected-eks")).to_have_text(
+            f"typically {low}\u2013{high} min")
+        stack.sandbox.release(hold)
+    finally:
+        stack.sandbox.clear_holds()
     expect_op_succeeded_by_stage(page, STAGES)
     assert page.locator("[data-testid=steps] [data-step]").count() == len(planned_steps)
 
@@ -184,6 +200,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
         expect(page.get_by_test_id(f"stage-{stage}")).to_have_attribute(
             "data-status", "succeeded", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("cluster-eks-status")).to_have_text("ACTIVE")
+    expect(page.locator("[data-testid^=stage-expected-]")).to_have_count(0)  # none runs
     # the version's EKS support as the API reads it today (extended support costs more)
     support = kubernetes_versions.support_of(kubernetes_versions.default())
     expect(page.get_by_test_id("status-k8s-support")).to_have_attribute(
