@@ -487,6 +487,9 @@ def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, s
     page.get_by_test_id("nav-networks").click()
     delete = page.get_by_test_id(f"network-delete-{name}")
     expect(delete).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    # the list says which cluster uses the network before any delete is tried
+    expect(page.get_by_test_id(f"network-row-{name}").get_by_test_id("network-used-by")
+           ).to_have_text(f"used by {name}")
     delete.click()  # armed (its dry run shows what uses it); the second click sends
     with page.expect_response(lambda r: r.request.method == "DELETE"
                               and "dry_run" not in r.url) as refused:
