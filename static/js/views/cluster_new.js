@@ -146,8 +146,8 @@ export function mount(root, ctx) {
       h('div', { class: 'field-row' },
         h('div', { class: 'field' }, h('label', { for: 'cluster-region' }, 'Region'), regionIn, errs.region),
         h('div', { class: 'field' }, h('label', { for: 'cluster-az' }, 'Availability zone'), azSel, errs.availability_zone)),
-      h('div', { class: 'field' }, h('label', { for: 'cluster-k8s-version' }, 'Kubernetes version'), versionSel, errs.kubernetes_version, versionHint),
-      h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in subnets, routes and security groups itself.')),
+      h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in subnets, routes and security groups itself.'),
+      h('div', { class: 'field' }, h('label', { for: 'cluster-k8s-version' }, 'Kubernetes version'), versionSel, errs.kubernetes_version, versionHint)),
     section('Capacity',
       h('div', { class: 'field' }, h('label', { for: 'cluster-type' }, 'Instance type'), typeSel, errs.instance_type, typeInfo),
       h('div', { class: 'field' },
@@ -734,6 +734,6 @@ function networkLabel(n) {
 function versionLabel(v) {
   const s = rules.kubernetesSupport[v];
   if (!s) return v;
-  if (s.support === 'extended') return `${v} — extended support (billed extra) until ${s.end_of_extended_support}`;
-  return `${v} — standard support until ${s.end_of_standard_support}`;
+  if (s.support === 'extended') return `${v} · extended support (billed extra) until ${s.end_of_extended_support}`;
+  return `${v} · standard support until ${s.end_of_standard_support}`;
 }
