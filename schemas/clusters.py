@@ -16,7 +16,7 @@ from schemas.common import (
 from schemas.dependents import ForceQuerySchema
 from schemas.networks import Cidr
 from schemas.storage import FsxSchema
-from vocabulary import kubernetes_versions, patterns
+from vocabulary import kubernetes_versions, patterns, stage_times
 from vocabulary.capacity import CAPACITY_TYPES, COST_KINDS, ON_DEMAND, PRICE_BASES, TRAINING_PLAN
 from vocabulary.operations import StageStatus
 
@@ -92,7 +92,11 @@ class ClusterCreateSchema(Schema):
     kubernetes_version = fields.String(
         load_default=kubernetes_versions.default(), validate=KubernetesVersion(),
         metadata={"description": "default: the newest; the plan says if it is in EKS "
-                                 "extended support (billed more per hour)"})
+                                 "extended support (billed more per hour)",
+                  # each offered version's EKS support as of this process's start (the
+                  # dashboard's choices say it; the plan prices extended support)
+                  "x-hypd-support": {v: kubernetes_versions.support_of(v)
+                                     for v in KUBERNETES_VERSIONS}})
     fsx = fields.Nested(FsxSchema, metadata={
         "description": "also make an FSx for Lustre file system, mounted as claim hypd-fsx"})
 
@@ -121,7 +125,11 @@ CLUSTER_STATES = ("creating", "rerunning", "created", "incomplete", "create_fail
 
 
 class StageSchema(Schema):
-    name = fields.String(required=True)
+    name = fields.String(required=True, metadata={
+        "description": "one of the create's stages, in order",
+        # [low, high] minutes each stage typically takes on AWS (vocabulary/stage_times.py)
+        "x-hypd-typical-minutes": {stage: list(stage_times.TYPICAL_MINUTES[stage])
+                                   for stage in STAGES}})
     status = fields.String(required=True, validate=validate.OneOf(list(StageStatus)), metadata={
         "description": "from the newest operation that ran the stage: succeeded; failed (see "
                        "error); cancelled (a cancel stopped it within the stage); skipped (a "

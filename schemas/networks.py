@@ -55,6 +55,14 @@ class SubnetSchema(Schema):
     role = fields.String()
 
 
+class NetworkUserSchema(Schema):
+    kind = fields.String(required=True, metadata={
+        "description": "cluster (an EKS cluster, or one hypd is creating into the network) "
+                       "or hyperpod_cluster"})
+    name = fields.String(required=True)
+    why = fields.String(required=True, metadata={"description": "how it uses the network"})
+
+
 class NetworkSchema(Schema):
     name = fields.String(required=True)
     region = fields.String()
@@ -67,6 +75,9 @@ class NetworkSchema(Schema):
     nat_gateway_id = fields.String(allow_none=True)
     security_group_id = fields.String(allow_none=True)
     s3_endpoint_id = fields.String(allow_none=True)
+    used_by = fields.List(fields.Nested(NetworkUserSchema), required=True, metadata={
+        "description": "the clusters in it now, whoever made them, and those hypd is "
+                       "creating into it (what its delete would refuse for)"})
 
 
 class NetworkListSchema(Schema):

@@ -103,6 +103,7 @@ from tasks import storage as storage_kind
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed, StepRetry
 from tasks.networks import NETWORK_CREATE
 from tasks.outcomes import guarded, output
+from vocabulary import stage_times
 from vocabulary.capacity import ON_DEMAND
 
 STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
@@ -536,7 +537,8 @@ EXISTING_NETWORK = _staged("network", Step("existing_network", "Check the existi
 EKS_STEPS = _staged(
     "eks",
     Step("eks_role", "Create the EKS cluster role", ensure_eks_role),
-    Step("eks_cluster", "Create the EKS control plane (8-12 minutes on AWS)",
+    Step("eks_cluster", "Create the EKS control plane ({}-{} minutes on AWS)".format(
+        *stage_times.TYPICAL_MINUTES["eks"]),
          ensure_eks_cluster, wait_eks_cluster),
     Step("eks_access", "Grant the panel access; create the OIDC provider", ensure_eks_access),
 )

@@ -39,8 +39,11 @@ class Networks(MethodView):
     @blp.response(200, NetworkListSchema)
     @blp.doc(operationId="list_networks")
     def get(self, query):
-        """List the networks hypd made (found by their tags)."""
-        return {"items": networks.list_networks(aws.client("ec2", region=_region(query)))}
+        """List the networks hypd made (found by their tags), each with the clusters that
+        use it."""
+        region = _region(query)
+        return {"items": dependents.network_users(
+            region, networks.list_networks(aws.client("ec2", region=region)))}
 
     @mutations.changing(blp)
     @blp.arguments(NetworkCreateSchema)
@@ -81,11 +84,13 @@ class Network(MethodView):
     @blp.response(200, NetworkSchema)
     @blp.doc(operationId="get_network")
     def get(self, query, name):
-        """One network hypd made, with its subnets and gateways."""
-        found = networks.get_network(aws.client("ec2", region=_region(query)), name)
+        """One network hypd made, with its subnets and gateways and the clusters that use
+        it."""
+        region = _region(query)
+        found = networks.get_network(aws.client("ec2", region=region), name)
         if found is None:
             raise ApiError(404, "not_found", f"no network named {name!r}")
-        return found
+        return dependents.network_users(region, [found])[0]
 
     @mutations.destructive(blp, NetworkDeleteQuerySchema)
     @blp.doc(operationId="delete_network")

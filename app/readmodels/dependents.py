@@ -53,6 +53,19 @@ def network(region: str, name: str) -> Impact:
     return Impact(f"network {name}", [*removes, "its route tables"], found)
 
 
+def network_users(region: str, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each network (as `networks.get_network` answers it) with `used_by`: the clusters its
+    delete would refuse for (the same finder), without the network interfaces."""
+    ec2 = aws.client("ec2", region=region)
+    eks_client = aws.client("eks", region=region)
+    sm = aws.client("sagemaker", region=region)
+    for view in views:
+        found = network_kind.in_use(ec2, eks_client, sm, context.redis_conn(), view,
+                                    interfaces=False)
+        view["used_by"] = [{"kind": d.kind, "name": d.name, "why": d.why} for d in found]
+    return views
+
+
 def _api(ref: ClusterRef) -> Any | None:
     """The cluster's Kubernetes API when its EKS cluster is ACTIVE, else None."""
     if (ref.eks or {}).get("status") != eks.ACTIVE:

@@ -132,11 +132,15 @@ export function rulesFrom(doc) {
     efaMinInterfaces: field('ClusterCreate', 'efa_mode')['x-hypd-min-efa-interfaces'],
     kubernetesVersions: version.enum,
     defaultKubernetesVersion: version.default,
+    // version → {support: standard|extended, end_of_standard_support, end_of_extended_support}
+    kubernetesSupport: version['x-hypd-support'] || {},
     instanceCount: { min: count.minimum, max: count.maximum },
     trainingPlanArn: new RegExp(field('ClusterCreate', 'training_plan_arn').pattern),
     vpcId: new RegExp(field('ExistingVpc', 'vpc_id').pattern),
     subnetId: new RegExp(resolve(field('ExistingVpc', 'subnet_ids').items).pattern),
     stages: pathParam('/api/v1/clusters/{name}/stages/{stage}/run', 'post', 'stage').enum,
+    // stage → [low, high] minutes it typically takes on AWS (vocabulary/stage_times.py)
+    stageMinutes: field('Stage', 'name')['x-hypd-typical-minutes'] || {},
     group: {
       count: { min: group('instance_count').minimum, max: group('instance_count').maximum },
       capacityTypes: group('capacity_type').enum,

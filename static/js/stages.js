@@ -16,7 +16,7 @@ const TITLES = {
 
 const BLURBS = {
   network: 'VPC, subnets, routes, NAT gateway, security group, S3 endpoint',
-  eks: 'control plane, access entry and policy, OIDC provider (8–12 minutes on AWS)',
+  eks: 'control plane, access entry and policy, OIDC provider',
   activate: 'becomes the active cluster of the token that created it',
   dependencies: 'EKS add-ons and HyperPod dependencies: only what is missing is installed',
   hyperpod: 'lifecycle scripts, roles, the /20 compute subnet, the HyperPod cluster',
@@ -29,6 +29,23 @@ export function stageTitle(stage) {
 
 export function stageBlurb(stage) {
   return BLURBS[stage] || '';
+}
+
+/** How long the stage typically takes on AWS, from the API's document: 'typically 10–15 min'
+ * ('' for a stage it has no figure for). */
+export function stageTypical(stage) {
+  const m = rules.stageMinutes[stage];
+  if (!m) return '';
+  return m[0] === m[1] ? `typically ${m[0]} min` : `typically ${m[0]}–${m[1]} min`;
+}
+
+/** The expected duration beside a stage: 'typically N–M min', and for a running one
+ * '; running for X' (X as `fmt(ms)`; `runningMs` null when not running). */
+export function stageExpected(stage, runningMs, fmt) {
+  const typical = stageTypical(stage);
+  if (runningMs === null || runningMs === undefined) return typical;
+  const running = `running for ${fmt(runningMs)}`;
+  return typical ? `${typical}; ${running}` : running;
 }
 
 /**

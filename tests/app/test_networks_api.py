@@ -119,6 +119,34 @@ def test_list_and_get(stack, created):
     assert missing.json()["error"]["code"] == "not_found"
 
 
+def test_a_network_says_which_clusters_use_it(stack, created):
+    """The list and the read name each cluster in the network (the delete's own finder),
+    whoever made it; the form of a new cluster offers a network with them."""
+    name = created[0]
+    with stack.client("viewer") as c:
+        network = c.get(f"/api/v1/networks/{name}").json()
+    assert network["used_by"] == []
+    private = [s["id"] for s in network["subnets"] if s["role"] == "private"]
+    eks, iam = (boto3.client(service, region_name="us-west-2",
+                             endpoint_url=stack.env["AWS_ENDPOINT_URL"],
+                             aws_access_key_id=stack.env["AWS_ACCESS_KEY_ID"],
+                             aws_secret_access_key=stack.env["AWS_SECRET_ACCESS_KEY"])
+                for service in ("eks", "iam"))
+    outside = _name("outside")
+    role = iam.create_role(RoleName=outside, AssumeRolePolicyDocument="{}")["Role"]
+    eks.create_cluster(name=outside, roleArn=role["Arn"],
+                       resourcesVpcConfig={"subnetIds": private})
+    try:
+        with stack.client("viewer") as c:
+            listed = {n["name"]: n for n in c.get("/api/v1/networks").json()["items"]}
+            read = c.get(f"/api/v1/networks/{name}").json()
+        for view in (listed[name], read):
+            assert [(u["kind"], u["name"]) for u in view["used_by"]] == [("cluster", outside)]
+            assert "not made by hypd" in view["used_by"][0]["why"]
+    finally:
+        eks.delete_cluster(name=outside)
+
+
 def test_same_name_again_is_409(stack, created):
     with stack.client() as c:
         reply = c.post("/api/v1/networks", json={"name": created[0]})

@@ -27,7 +27,7 @@ from tests.e2e.helpers import (
     base,
     sign_in,
 )
-from vocabulary import kubernetes_versions
+from vocabulary import kubernetes_versions, stage_times
 
 pytestmark = pytest.mark.browser
 
@@ -133,7 +133,9 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     plan = planned.json()
     assert planned.request.post_data_json == {
         "name": name, "availability_zone": ZONE, "instance_type": TYPE, "instance_count": 2,
-        "capacity_type": "on-demand", "efa_mode": "efa", "deep_health_checks": False}
+        "capacity_type": "on-demand", "efa_mode": "efa", "deep_health_checks": False,
+        # the form's choices, each the API's default: a new network, the newest version
+        "cidr": "10.0.0.0/16", "kubernetes_version": kubernetes_versions.default()}
     cost = page.get_by_test_id("plan-cost")
     expect(cost).to_be_visible()
     expect(cost).to_contain_text("estimate")
@@ -164,16 +166,30 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     page.get_by_test_id("cluster-count").fill("2")
     expect(create).to_be_enabled()
 
-    with page.expect_request(lambda r: _is_create_post(r) and "dry_run" not in r.url) as posted:
-        create.click()
-    request = posted.value
-    assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
-    assert request.post_data_json == planned.request.post_data_json
+    # the network stage is held mid-way: a running stage shows what AWS typically takes
+    hold = stack.sandbox.hold("ec2", "CreateInternetGateway")
+    try:
+        with page.expect_request(lambda r: _is_create_post(r) and "dry_run" not in r.url
+                                 ) as posted:
+            create.click()
+        request = posted.value
+        assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
+        assert request.post_data_json == planned.request.post_data_json
 
-    # the staged progress panel, grouped by stage
-    op_id = _op_id(page)
-    expect(page.get_by_test_id("op-kind")).to_have_text("cluster.create")
-    expect(page.get_by_test_id("op-target")).to_have_text(f"cluster/{name}")
+        # the staged progress panel, grouped by stage
+        op_id = _op_id(page)
+        expect(page.get_by_test_id("op-kind")).to_have_text("cluster.create")
+        expect(page.get_by_test_id("op-target")).to_have_text(f"cluster/{name}")
+        stack.sandbox.wait_held(hold, timeout=60)
+        low, high = stage_times.TYPICAL_MINUTES["network"]
+        expect(page.get_by_test_id("op-stage-expected-network")).to_contain_text(
+            f"typically {low}\u2013{high} min; running for ")
+        low, high = stage_times.TYPICAL_MINUTES["eks"]
+        expect(page.get_by_test_id("op-stage-expected-eks")).to_have_text(
+            f"typically {low}\u2013{high} min")
+        stack.sandbox.release(hold)
+    finally:
+        stack.sandbox.clear_holds()
     expect_op_succeeded_by_stage(page, STAGES)
     assert page.locator("[data-testid=steps] [data-step]").count() == len(planned_steps)
 
@@ -184,6 +200,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
         expect(page.get_by_test_id(f"stage-{stage}")).to_have_attribute(
             "data-status", "succeeded", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("cluster-eks-status")).to_have_text("ACTIVE")
+    expect(page.locator("[data-testid^=stage-expected-]")).to_have_count(0)  # none runs
     # the version's EKS support as the API reads it today (extended support costs more)
     support = kubernetes_versions.support_of(kubernetes_versions.default())
     expect(page.get_by_test_id("status-k8s-support")).to_have_attribute(
@@ -361,6 +378,14 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
     expect(page).to_have_url(re.compile(r"#/clusters/new$"))
     page.unroute_all()
 
+    # a CIDR the API refuses is shown once, on its own field
+    page.get_by_test_id("cluster-cidr").fill("10.0.0.0/20")
+    refused = review_plan(page)
+    assert refused.status == 422
+    expect(page.get_by_test_id("error-cidr")).to_contain_text("/16 to /18")
+    expect(page.get_by_test_id("cluster-cidr")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("cluster-form-error")).not_to_contain_text("/16 to /18")
+
 
 def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     name, create_op = rest_cluster
@@ -402,10 +427,54 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
         cost["accrued"]["items"])
     expect(page.get_by_test_id("cost-accrued-item-eks_control_plane")).to_contain_text("since")
 
-    # a viewer may review a plan (a dry run changes nothing) but not create
+    # a viewer may review a plan (a dry run changes nothing) but not create. The form offers
+    # the network, the Kubernetes version with its EKS support, and an FSx file system: a hypd
+    # network is chosen from the list (saying which cluster uses it), sent as existing_vpc.
+    network = name  # its create made the network of the same name
     page.goto(base(stack) + "/#/clusters/new")
     fill_decisions(page, _name("view"), count=1)
-    assert review_plan(page).status == 200
+    # a new network by default, its CIDR's default and allowed range shown up front
+    expect(page.get_by_test_id("network-choice-new")).to_be_checked()
+    expect(page.get_by_test_id("cluster-cidr")).to_have_value("10.0.0.0/16")
+    expect(page.get_by_test_id("cluster-cidr-hint")).to_contain_text("/16 to /18")
+    # the versions the API offers, each with its EKS support from the document
+    version = kubernetes_versions.default()
+    support = kubernetes_versions.support_of(version)
+    expect(page.get_by_test_id("cluster-k8s-version")).to_have_value(version)
+    offered = page.get_by_test_id("cluster-k8s-version").locator("option")
+    expect(offered).to_have_count(len(kubernetes_versions.offered()))
+    expect(page.get_by_test_id("cluster-k8s-version").locator(f'option[value="{version}"]')
+           ).to_contain_text(f"{support['support']} support")
+    hint = page.get_by_test_id("cluster-k8s-version-hint")
+    expect(hint).to_have_attribute("data-support", support["support"])
+    # one of hypd's networks, with its VPC and the cluster using it
+    page.get_by_test_id("network-choice-hypd").check(force=True)
+    expect(page.get_by_test_id("cluster-cidr-fields")).to_be_hidden()
+    choice = page.get_by_test_id("cluster-network")
+    expect(choice.locator(f'option[value="{network}"]')).to_contain_text(f"used by {network}",
+                                                                          timeout=AWS_READ_TIMEOUT_MS)
+    choice.select_option(network)
+    with stack.client("viewer") as c:
+        made = c.get(f"/api/v1/networks/{network}").json()
+    expect(page.get_by_test_id("cluster-network-vpc")).to_have_text(made["vpc_id"])
+    expect(page.get_by_test_id("cluster-network-used-by")).to_have_text(f"Used by {network}")
+    # and an FSx file system, by the API's rules
+    page.get_by_test_id("cluster-fsx").check()
+    page.get_by_test_id("cluster-fsx-capacity").fill("2400")
+    planned = review_plan(page)
+    assert planned.status == 200, planned.text()
+    sent = planned.request.post_data_json
+    assert sent["existing_vpc"] == {
+        "vpc_id": made["vpc_id"],
+        "subnet_ids": [s["id"] for s in made["subnets"] if s["role"] == "private"]}
+    assert "cidr" not in sent and sent["kubernetes_version"] == version
+    assert sent["fsx"] == {"storage_capacity_gib": 2400, "deployment_type": "PERSISTENT_2"}
+    expect(page.get_by_test_id("plan-network")).to_have_text(
+        f" · hypd network {network} ({made['vpc_id']})")
+    if support["support"] == kubernetes_versions.EXTENDED:  # priced by the plan, not the page
+        extended = next(i for i in planned.json()["cost"]["items"]
+                        if i["kind"] == "eks_extended_support")
+        expect(hint).to_contain_text(f"+${extended['unit_usd']:.2f}/h")
     expect(page.get_by_test_id("plan-cost")).to_be_visible()
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
@@ -418,6 +487,9 @@ def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, s
     page.get_by_test_id("nav-networks").click()
     delete = page.get_by_test_id(f"network-delete-{name}")
     expect(delete).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    # the list says which cluster uses the network before any delete is tried
+    expect(page.get_by_test_id(f"network-row-{name}").get_by_test_id("network-used-by")
+           ).to_have_text(f"used by {name}")
     delete.click()  # armed (its dry run shows what uses it); the second click sends
     with page.expect_response(lambda r: r.request.method == "DELETE"
                               and "dry_run" not in r.url) as refused:

@@ -4,6 +4,7 @@ the browser from the OpenAPI document, not copied into the JavaScript."""
 from __future__ import annotations
 
 import re
+import secrets
 
 import pytest
 
@@ -18,6 +19,7 @@ from schemas.models import SOURCES
 from schemas.nodes import HEALTH_VALUES, INSTANCE_STATUSES, MAX_PAGE, UNKNOWN_HEALTH
 from tests.e2e.helpers import sign_in
 from tests.stack import REPO
+from vocabulary import kubernetes_versions
 from vocabulary.capacity import CAPACITY_TYPES, EFA_MIN_INTERFACES, EFA_MODES, TAINT_EFFECTS
 from vocabulary.operations import OpStatus, StageStatus, StepPhase
 from vocabulary.roles import Role
@@ -32,6 +34,7 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
         const r = m.rules;
         return {capacity: r.capacityTypes, stages: r.stages, efa: r.efaModes,
                 versions: r.kubernetesVersions, cidr: r.defaultCidr,
+                support: r.kubernetesSupport,
                 count: [r.instanceCount.min, r.instanceCount.max],
                 good: r.name.re.test('lab-1'), trailing: r.name.re.test('lab-'),
                 trailingWhy: m.validateName('lab-'),
@@ -63,6 +66,7 @@ def test_the_browser_reads_the_rules_from_the_api(page, stack):
     assert rules["stages"] == list(STAGES)
     assert rules["efa"] == list(EFA_MODES)
     assert rules["versions"] == list(KUBERNETES_VERSIONS)
+    assert rules["support"] == {v: kubernetes_versions.support_of(v) for v in KUBERNETES_VERSIONS}
     assert rules["cidr"] == "10.0.0.0/16"
     assert rules["count"] == [1, 500]
     assert rules["good"] is True and rules["trailing"] is False
@@ -99,6 +103,20 @@ def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):
     page.get_by_test_id("network-name").blur()
     expect(page.get_by_test_id("error-name")).to_contain_text("hyphen")
     expect(page.get_by_test_id("network-cidr")).to_have_value("10.0.0.0/16")
+    # the CIDR's default and allowed range are shown before any submit (the document's)
+    expect(page.get_by_test_id("network-cidr-hint")).to_contain_text("Default 10.0.0.0/16")
+    expect(page.get_by_test_id("network-cidr-hint")).to_contain_text("/16 to /18")
+    # a CIDR the API refuses is said once, on its field (not also on the form and a toast)
+    page.get_by_test_id("network-name").fill(f"lab-{secrets.token_hex(3)}")
+    page.get_by_test_id("network-cidr").fill("10.0.0.0/20")
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.split("?")[0].endswith("/api/v1/networks")) as refused:
+        page.get_by_test_id("network-create").click()
+    assert refused.value.status == 422
+    expect(page.get_by_test_id("error-cidr")).to_contain_text("prefix must be /16 to /18")
+    expect(page.get_by_test_id("network-cidr")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_text("prefix must be /16 to /18")).to_have_count(1)
+    expect(page.get_by_test_id("network-form-error")).to_be_empty()
 
 
 def test_no_rule_is_copied_into_the_javascript():

@@ -7,8 +7,9 @@
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible,
+  duration, parseTime,
 } from '../ui.js';
-import { stageTitle, stageBlurb, stageMark } from '../stages.js';
+import { stageTitle, stageBlurb, stageMark, stageExpected } from '../stages.js';
 import { mountLeftovers } from './cluster_left.js';
 import { rules } from '../rules.js';
 import { openDeleteDialog, setActive, downloadKubeconfig, opCell } from './clusters.js';
@@ -250,6 +251,9 @@ export function mount(root, ctx) {
       h('div', { class: 'stage-main' },
         h('div', { class: 'stage-title' }, stageTitle(s.name), h('span', { class: 'name' }, s.name)),
         h('div', { class: 'stage-blurb' }, stageBlurb(s.name)),
+        s.status === rules.stage.RUNNING || s.status === rules.stage.PENDING || s.status === rules.stage.NOT_RUN
+          ? h('div', { class: 'faint stage-expected', testid: `stage-expected-${s.name}` }, stageExpected(s.name, runningFor(s), duration))
+          : null,
         steps.length
           ? h('div', { class: 'step-dots', title: steps.map((x) => `${x.name}: ${x.phase}`).join('\n') },
             steps.map((x) => h('span', { class: 'dot', dataset: { phase: x.phase }, title: `${x.name}: ${x.phase}` })),
@@ -442,3 +446,9 @@ function nodeTone(status) {
   return 'other';
 }
 
+/** How long a running stage has run (since its first step started); null otherwise. */
+function runningFor(stage) {
+  if (stage.status !== rules.stage.RUNNING) return null;
+  const starts = (stage.steps || []).map((x) => parseTime(x.started_at)).filter((t) => t !== null);
+  return starts.length ? Date.now() - Math.min(...starts) : null;
+}

@@ -1,5 +1,7 @@
 // #/clusters/new — the create form. It asks only the decisions (name, region, zone, instance
-// type, count, capacity type, EFA mode, deep health checks, optionally an existing VPC);
+// type, count, capacity type, EFA mode, deep health checks, the Kubernetes version with its EKS
+// support, the network — a new one with its CIDR, one hypd made (GET /api/v1/networks, each
+// saying which clusters use it) or an existing VPC — and optionally an FSx file system);
 // "Review plan" runs POST /api/v1/clusters?dry_run=true (plan, cost estimate, preflight) and
 // "Create" sends exactly the reviewed body with an Idempotency-Key.
 
@@ -7,22 +9,29 @@ import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
 import {
   h, fill, badge, toastError, guard, roleHint, regionSelect, spinner, section,
 } from '../ui.js';
-import { rules, validateName } from '../rules.js';
+import { rules, validateName, words } from '../rules.js';
 import { stageTitle, clusterHref } from '../stages.js';
 import {
-  capacityChoices, capacityBox as makeCapacityBox, efaBox as makeEfaBox, radioValue, fillZoneSelect,
+  capacityChoices, capacityBox as makeCapacityBox, efaBox as makeEfaBox, radioGroup, radioValue, fillZoneSelect,
   fillTypeSelect, fillTypeInfo, updateEfaBox, efaModeFor, efaProblem, totalText,
 } from '../capacity_fields.js';
 import { preflightCard } from '../preflight.js';
+import { fieldSet } from '../form_fields.js';
 import { costBody, costSource } from '../cost.js';
 
-const FIELDS = ['name', 'region', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
-  'training_plan_arn', 'efa_mode', 'deep_health_checks', 'vpc_id', 'subnet_ids'];
+const FIELDS = ['name', 'region', 'kubernetes_version', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
+  'training_plan_arn', 'efa_mode', 'deep_health_checks', 'cidr', 'network', 'vpc_id', 'subnet_ids'];
+
+/** The network a cluster goes into: the radio group's values. */
+const NEW_NETWORK = 'new';
+const HYPD_NETWORK = 'hypd';
+const EXISTING_VPC = 'existing';
 
 export function mount(root, ctx) {
   const q = ctx.query;
   const state = {
     zonesReq: 0, typesReq: 0, types: [], existing: new Set(),
+    networksReq: 0, networks: [], // hypd's finished networks in the region
     plan: null,   // {json, body, reply} of the last successful dry run
     stale: false, // inputs changed since that plan
     planning: false, creating: false,
@@ -64,7 +73,34 @@ export function mount(root, ctx) {
   const efaHint = h('div', { class: 'hint', testid: 'cluster-efa-hint' });
   const deepBox = h('input', { type: 'checkbox', id: 'cluster-deep-health', testid: 'cluster-deep-health' });
 
-  const useVpc = h('input', { type: 'checkbox', id: 'cluster-use-vpc', testid: 'cluster-use-vpc' });
+  const versionSel = h('select', { id: 'cluster-k8s-version', testid: 'cluster-k8s-version',
+    'aria-describedby': 'error-kubernetes_version hint-cluster-k8s-version' },
+  rules.kubernetesVersions.map((v) => h('option', { value: v, selected: v === rules.defaultKubernetesVersion }, versionLabel(v))));
+  const versionHint = h('div', { class: 'hint', id: 'hint-cluster-k8s-version', testid: 'cluster-k8s-version-hint' });
+
+  const networkBox = radioGroup({
+    name: 'network_choice', label: 'Network', testid: 'cluster-network-choice', prefix: 'network-choice-',
+    checked: NEW_NETWORK,
+    choices: [
+      { value: NEW_NETWORK, label: 'New network', hint: 'hypd makes a VPC for this cluster, named after it' },
+      { value: HYPD_NETWORK, label: 'A hypd network', hint: 'one made on the Networks page' },
+      { value: EXISTING_VPC, label: 'An existing VPC', hint: 'give its VPC and private subnet ids' },
+    ],
+  });
+  const cidrRule = rules.field('ClusterCreate', 'cidr');
+  const cidrIn = h('input', {
+    type: 'text', id: 'cluster-cidr', testid: 'cluster-cidr', class: 'mono', autocomplete: 'off', spellcheck: 'false',
+    value: rules.defaultCidr, placeholder: rules.defaultCidr, 'aria-describedby': 'error-cidr hint-cluster-cidr',
+  });
+  const cidrFields = h('div', { class: 'sub-fields', testid: 'cluster-cidr-fields' },
+    h('div', { class: 'field' }, h('label', { for: 'cluster-cidr' }, 'VPC CIDR'), cidrIn, errs.cidr,
+      h('div', { class: 'hint', id: 'hint-cluster-cidr', testid: 'cluster-cidr-hint' },
+        `Default ${rules.defaultCidr}. Allowed: a ${cidrRule.description}.`)));
+  const networkSel = h('select', { id: 'cluster-network', testid: 'cluster-network', 'aria-describedby': 'error-network hint-cluster-network' },
+    h('option', { value: '' }, 'Loading networks…'));
+  const networkInfo = h('div', { class: 'hint', id: 'hint-cluster-network', testid: 'cluster-network-info' });
+  const networkFields = h('div', { class: 'sub-fields', testid: 'cluster-network-fields', hidden: true },
+    h('div', { class: 'field' }, h('label', { for: 'cluster-network' }, 'hypd network'), networkSel, errs.network, networkInfo));
   const vpcIn = h('input', {
     type: 'text', id: 'cluster-vpc-id', testid: 'cluster-vpc-id', class: 'mono', autocomplete: 'off', spellcheck: 'false',
     placeholder: 'vpc-0123456789abcdef0', 'aria-describedby': 'error-vpc_id',
@@ -73,6 +109,24 @@ export function mount(root, ctx) {
     id: 'cluster-subnet-ids', testid: 'cluster-subnet-ids', class: 'mono', rows: 3, spellcheck: 'false',
     placeholder: 'subnet-0aaa…\nsubnet-0bbb…', 'aria-describedby': 'error-subnet_ids',
   });
+  const fsxRule = (f) => rules.field('Fsx', f);
+  const fsx = fieldSet('cluster-fsx');
+  const fsxBox = h('input', { type: 'checkbox', id: 'cluster-fsx', testid: 'cluster-fsx' });
+  const fsxCapacity = h('input', {
+    type: 'number', testid: 'cluster-fsx-capacity', class: 'mono', inputmode: 'numeric',
+    min: fsxRule('storage_capacity_gib').minimum, max: fsxRule('storage_capacity_gib').maximum,
+    value: String(fsxRule('storage_capacity_gib').default),
+  });
+  const fsxType = h('select', { testid: 'cluster-fsx-deployment-type' },
+    fsxRule('deployment_type').enum.map((v) => h('option', { value: v, selected: v === fsxRule('deployment_type').default }, v)));
+  const fsxThroughput = h('select', { testid: 'cluster-fsx-throughput' },
+    h('option', { value: '' }, 'default'),
+    fsxRule('per_unit_storage_throughput').enum.map((v) => h('option', { value: String(v) }, `${v} MB/s per TiB`)));
+  const fsxFields = h('div', { class: 'sub-fields', testid: 'cluster-fsx-fields', hidden: true },
+    fsx.field('storage_capacity_gib', 'Capacity (GiB)', fsxCapacity, fsxRule('storage_capacity_gib').description),
+    fsx.field('deployment_type', 'Deployment type', fsxType, fsxRule('deployment_type').description),
+    fsx.field('per_unit_storage_throughput', 'Throughput', fsxThroughput, fsxRule('per_unit_storage_throughput').description));
+
   const vpcFields = h('div', { class: 'sub-fields', testid: 'cluster-vpc-fields', hidden: true },
     h('div', { class: 'field' }, h('label', { for: 'cluster-vpc-id' }, 'VPC id'), vpcIn, errs.vpc_id),
     h('div', { class: 'field' }, h('label', { for: 'cluster-subnet-ids' }, 'Private subnet ids'), subnetsIn, errs.subnet_ids,
@@ -92,7 +146,8 @@ export function mount(root, ctx) {
       h('div', { class: 'field-row' },
         h('div', { class: 'field' }, h('label', { for: 'cluster-region' }, 'Region'), regionIn, errs.region),
         h('div', { class: 'field' }, h('label', { for: 'cluster-az' }, 'Availability zone'), azSel, errs.availability_zone)),
-      h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in CIDRs, routes and security groups itself.')),
+      h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in subnets, routes and security groups itself.'),
+      h('div', { class: 'field' }, h('label', { for: 'cluster-k8s-version' }, 'Kubernetes version'), versionSel, errs.kubernetes_version, versionHint)),
     section('Capacity',
       h('div', { class: 'field' }, h('label', { for: 'cluster-type' }, 'Instance type'), typeSel, errs.instance_type, typeInfo),
       h('div', { class: 'field' },
@@ -101,16 +156,19 @@ export function mount(root, ctx) {
       planArnField,
       h('div', { class: 'hint field-note' }, 'Capacity type and EFA mode are fixed for the instance group\'s life.')),
     section('Network and health',
+      h('div', { class: 'field' }, h('span', { class: 'label' }, 'Network'), networkBox, cidrFields, networkFields, vpcFields),
       h('div', { class: 'field' }, h('span', { class: 'label' }, 'EFA mode'), efaBox, errs.efa_mode, efaHint),
       h('div', { class: 'field' },
         h('label', { class: 'check strong-check', for: 'cluster-deep-health' }, deepBox,
           h('span', null, h('b', null, 'Deep health checks'),
             h('span', { class: 'faint' }, ' — instance stress and connectivity (GPU, EFA) checks before nodes accept work; node start takes longer.'))),
-        errs.deep_health_checks),
+        errs.deep_health_checks)),
+    section('Storage',
       h('div', { class: 'field' },
-        h('label', { class: 'check strong-check', for: 'cluster-use-vpc' }, useVpc,
-          h('span', null, h('b', null, 'Use an existing VPC'), h('span', { class: 'faint' }, ' — instead of a new one made by hypd.'))),
-        vpcFields)),
+        h('label', { class: 'check strong-check', for: 'cluster-fsx' }, fsxBox,
+          h('span', null, h('b', null, 'Also make an FSx for Lustre file system'),
+            h('span', { class: 'faint' }, ' — billed per GiB-month of storage and throughput, not in the hourly estimate.'))),
+        fsxFields)),
     h('div', { class: 'form-actions' }, planBtn, createBtn),
     createHint,
     roleHint('creating a cluster', 'cluster-role-hint'));
@@ -215,6 +273,43 @@ export function mount(root, ctx) {
     totalNote.textContent = text || `Instances in the first instance group (${rules.instanceCount.min}–${rules.instanceCount.max}).`;
   }
 
+  // ---------- hypd's networks ----------
+
+  async function loadNetworks() {
+    const req = ++state.networksReq;
+    const want = networkSel.value || q.get('network') || '';
+    const query = new URLSearchParams();
+    if (regionIn.value) query.set('region', regionIn.value);
+    try {
+      const data = await api(`/api/v1/networks?${query}`, { signal: ctx.signal });
+      if (req !== state.networksReq) return;
+      // only a finished network can take a cluster (its NAT gateway is every node's way out)
+      state.networks = ((data && data.items) || []).filter((n) => n.state === 'available' && privateSubnets(n).length >= 2);
+      fill(networkSel, state.networks.length
+        ? [h('option', { value: '' }, 'Choose a network…'), ...state.networks.map((n) => h('option', { value: n.name }, networkLabel(n)))]
+        : h('option', { value: '' }, 'hypd has no finished network in this region'));
+      if (want && state.networks.some((n) => n.name === want)) networkSel.value = want;
+    } catch (e) {
+      if (isAbort(e) || req !== state.networksReq) return;
+      state.networks = [];
+      fill(networkSel, h('option', { value: '' }, 'Could not load networks'));
+      setFieldError('network', `Could not load hypd's networks: ${e.message}`);
+    }
+    changed();
+  }
+
+  function renderNetworkInfo() {
+    const n = chosenNetwork();
+    if (!n) {
+      networkInfo.textContent = state.networks.length ? 'Networks made on the Networks page; the cluster\'s instances get their own /20 subnet in it.' : '';
+      return;
+    }
+    const zones = n.availability_zones.map((z) => `${z}: ${n.subnets.filter((s) => s.availability_zone === z && s.role === 'private').map((s) => s.id).join(', ')}`);
+    fill(networkInfo,
+      h('div', null, 'VPC ', h('span', { class: 'id', testid: 'cluster-network-vpc' }, n.vpc_id), ` (${n.cidr}); private subnets — ${zones.join('; ')}`),
+      h('div', { testid: 'cluster-network-used-by' }, usedByText(n)));
+  }
+
   // ---------- body, validation, errors ----------
 
   const subnetList = () => subnetsIn.value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
@@ -232,13 +327,29 @@ export function mount(root, ctx) {
     if (efaMode) body.efa_mode = efaMode; // a type without EFA gets none
     if (regionIn.value) body.region = regionIn.value;
     if (body.capacity_type === rules.capacity.TRAINING_PLAN) body.training_plan_arn = planArnIn.value.trim();
-    if (useVpc.checked) body.existing_vpc = { vpc_id: vpcIn.value.trim(), subnet_ids: subnetList() };
+    body.kubernetes_version = versionSel.value;
+    const choice = radioValue(networkBox);
+    if (choice === NEW_NETWORK && cidrIn.value.trim()) body.cidr = cidrIn.value.trim();
+    if (choice === EXISTING_VPC) body.existing_vpc = { vpc_id: vpcIn.value.trim(), subnet_ids: subnetList() };
+    if (choice === HYPD_NETWORK) {
+      const n = chosenNetwork();
+      body.existing_vpc = n ? { vpc_id: n.vpc_id, subnet_ids: privateSubnets(n) } : null;
+    }
+    if (fsxBox.checked) {
+      body.fsx = { storage_capacity_gib: Number(fsxCapacity.value), deployment_type: fsxType.value };
+      if (fsxThroughput.value) body.fsx.per_unit_storage_throughput = Number(fsxThroughput.value);
+    }
     return body;
+  }
+
+  function chosenNetwork() {
+    return state.networks.find((n) => n.name === networkSel.value) || null;
   }
 
   const INPUTS = {
     name: nameIn, region: regionIn, availability_zone: azSel, instance_type: typeSel, instance_count: countIn,
-    training_plan_arn: planArnIn, vpc_id: vpcIn, subnet_ids: subnetsIn,
+    training_plan_arn: planArnIn, vpc_id: vpcIn, subnet_ids: subnetsIn, kubernetes_version: versionSel,
+    cidr: cidrIn, network: networkSel,
   };
 
   function setFieldError(field, msg) {
@@ -252,6 +363,7 @@ export function mount(root, ctx) {
 
   function clearErrors() {
     for (const f of FIELDS) setFieldError(f, '');
+    fsx.clear();
     formErr.textContent = '';
   }
 
@@ -272,19 +384,31 @@ export function mount(root, ctx) {
     }
     const efaWhy = efaProblem(body.efa_mode, t, rules.efaMinInterfaces);
     if (efaWhy) problems.efa_mode = efaWhy;
-    if (body.existing_vpc) {
+    if (radioValue(networkBox) === HYPD_NETWORK && !body.existing_vpc) {
+      problems.network = state.networks.length ? 'Choose one of hypd\'s networks.' : 'hypd has no finished network in this region: choose another network option.';
+    } else if (body.existing_vpc) {
       if (!rules.vpcId.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
       const bad = body.existing_vpc.subnet_ids.filter((s) => !rules.subnetId.test(s));
       if (bad.length) problems.subnet_ids = `Not subnet ids: ${bad.join(', ')}`;
       else if (body.existing_vpc.subnet_ids.length < 2) problems.subnet_ids = 'Give subnets in at least two availability zones.';
     }
+    if (body.fsx) {
+      const cap = fsxRule('storage_capacity_gib');
+      if (!Number.isInteger(body.fsx.storage_capacity_gib) || body.fsx.storage_capacity_gib < cap.minimum || body.fsx.storage_capacity_gib > cap.maximum) {
+        fsx.setError('storage_capacity_gib', `A whole number of GiB from ${cap.minimum} to ${cap.maximum}.`);
+      }
+    }
     for (const [f, m] of Object.entries(problems)) setFieldError(f, m);
     const first = FIELDS.find((f) => problems[f]);
     if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
-    return !first;
+    else if (!first) fsx.focus();
+    return !first && !fsxHasError();
   }
 
+  const fsxHasError = () => Object.values(fsx.inputs).some((el) => el.getAttribute('aria-invalid') === 'true');
+
   function fieldFor(key) {
+    if (key.startsWith('existing_vpc') && radioValue(networkBox) === HYPD_NETWORK) return 'network';
     if (key.startsWith('existing_vpc.vpc_id')) return 'vpc_id';
     if (key.startsWith('existing_vpc.subnet_ids')) return 'subnet_ids';
     if (key.startsWith('existing_vpc')) return 'vpc_id';
@@ -297,6 +421,7 @@ export function mount(root, ctx) {
       const fe = fieldErrors(err.details);
       const unplaced = [];
       for (const [k, msg] of Object.entries(fe)) {
+        if (k.startsWith('fsx.') && fsx.setError(k.slice(4).split('.')[0], msg)) continue;
         const field = fieldFor(k);
         const prev = errs[field] ? errs[field].textContent : '';
         if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
@@ -304,6 +429,7 @@ export function mount(root, ctx) {
       formErr.textContent = unplaced.length || !Object.keys(fe).length ? [err.message, ...unplaced].join(' — ') : 'Fix the fields marked below.';
       const first = FIELDS.find((f) => errs[f].textContent);
       if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
+      else if (!first) fsx.focus();
       return;
     }
     if (err.status === 409 && err.details && err.details.name) setFieldError('name', err.message);
@@ -385,7 +511,9 @@ export function mount(root, ctx) {
               t && t.accelerator_count ? ` (${body.instance_count * t.accelerator_count} × ${t.accelerator_name || t.accelerator})` : '',
               ` · ${body.capacity_type} · ${body.efa_mode || 'no EFA'} · ${body.availability_zone}`,
               body.deep_health_checks ? ' · deep health checks' : '',
-              body.existing_vpc ? ` · existing ${body.existing_vpc.vpc_id}` : ' · new VPC')),
+              ` · Kubernetes ${body.kubernetes_version}`,
+              h('span', { testid: 'plan-network' }, networkSummary(body)),
+              body.fsx ? ` · FSx for Lustre ${body.fsx.storage_capacity_gib} GiB ${body.fsx.deployment_type}` : '')),
           h('span', { class: 'spacer' }),
           pf.ok ? badge('ready to create', { class: 'lg tone-green', testid: 'plan-verdict' })
             : badge('preflight failed', { class: 'lg tone-red', testid: 'plan-verdict' }))),
@@ -395,6 +523,29 @@ export function mount(root, ctx) {
       stepsCard(steps),
       resourcesCard(resources));
     planPanel.classList.remove('stale');
+    renderVersionHint();
+  }
+
+  function networkSummary(body) {
+    if (!body.existing_vpc) return ` · new VPC ${body.cidr || rules.defaultCidr}`;
+    const n = state.networks.find((x) => x.vpc_id === body.existing_vpc.vpc_id);
+    return n && radioValue(networkBox) === HYPD_NETWORK ? ` · hypd network ${n.name} (${n.vpc_id})` : ` · existing ${body.existing_vpc.vpc_id}`;
+  }
+
+  /** The chosen version's EKS support; extended support's hourly price once a plan priced it. */
+  function renderVersionHint() {
+    const v = versionSel.value;
+    const s = rules.kubernetesSupport[v];
+    versionHint.dataset.support = s ? s.support : '';
+    if (!s) { versionHint.textContent = ''; return; }
+    if (s.support !== 'extended') {
+      versionHint.textContent = `In EKS standard support until ${s.end_of_standard_support}; after that, extended support is billed per hour on top of the EKS hour until the cluster is upgraded.`;
+      return;
+    }
+    const items = (state.plan && state.plan.body.kubernetes_version === v && state.plan.reply.cost && state.plan.reply.cost.items) || [];
+    const priced = items.find((i) => i.kind === words(rules.field('CostItem', 'kind').enum).EKS_EXTENDED_SUPPORT && i.unit_usd !== null && i.unit_usd !== undefined);
+    const price = priced ? `+$${Number(priced.unit_usd).toFixed(2)}/h (the plan's AWS list price)` : 'billed per hour on top of the EKS hour (the plan prices it)';
+    versionHint.textContent = `In EKS extended support since ${s.end_of_standard_support}: ${price}. EKS upgrades it itself on ${s.end_of_extended_support}; a version in standard support costs less.`;
   }
 
   function costCard(cost) {
@@ -459,7 +610,13 @@ export function mount(root, ctx) {
     const cap = radioValue(capacityBox);
     planArnField.hidden = cap !== rules.capacity.TRAINING_PLAN;
     capacityHint.textContent = (capacity.find((c) => c.value === cap) || capacity[0]).hint;
-    vpcFields.hidden = !useVpc.checked;
+    const choice = radioValue(networkBox);
+    cidrFields.hidden = choice !== NEW_NETWORK;
+    networkFields.hidden = choice !== HYPD_NETWORK;
+    vpcFields.hidden = choice !== EXISTING_VPC;
+    fsxFields.hidden = !fsxBox.checked;
+    renderNetworkInfo();
+    renderVersionHint();
     updateTotal();
     if (state.plan) {
       const stale = JSON.stringify(buildBody()) !== state.plan.json;
@@ -515,7 +672,7 @@ export function mount(root, ctx) {
 
   // ---------- wiring ----------
 
-  regionIn.addEventListener('change', () => loadZones());
+  regionIn.addEventListener('change', () => { loadZones(); loadNetworks(); });
   azSel.addEventListener('change', () => { setFieldError('availability_zone', ''); loadTypes(); });
   typeSel.addEventListener('change', () => renderTypeInfo());
   nameIn.addEventListener('blur', () => { if (nameIn.value) setFieldError('name', validateName(nameIn.value.trim())); });
@@ -531,6 +688,7 @@ export function mount(root, ctx) {
 
   renderPlanEmpty();
   loadZones();
+  loadNetworks();
   changed();
   if (!canMutate()) createHint.textContent = '';
   return null;
@@ -558,3 +716,24 @@ function detailChips(obj) {
   }));
 }
 
+
+function privateSubnets(n) {
+  return (n.subnets || []).filter((s) => s.role === 'private').map((s) => s.id);
+}
+
+function usedByText(n) {
+  const users = n.used_by || [];
+  return users.length ? `Used by ${users.map((u) => u.name).join(', ')}` : 'Used by no cluster';
+}
+
+function networkLabel(n) {
+  return `${n.name} — ${n.vpc_id} · ${usedByText(n).toLowerCase()}`;
+}
+
+/** A version as the select offers it: its EKS support and until when (from the document). */
+function versionLabel(v) {
+  const s = rules.kubernetesSupport[v];
+  if (!s) return v;
+  if (s.support === 'extended') return `${v} · extended support (billed extra) until ${s.end_of_extended_support}`;
+  return `${v} · standard support until ${s.end_of_standard_support}`;
+}

@@ -37,7 +37,7 @@ export function mount(root, ctx) {
   const regionIn = regionSelect({ id: 'network-region', testid: 'network-region' }, ctx.query.get('region') || '');
   const cidrIn = h('input', {
     type: 'text', id: 'network-cidr', testid: 'network-cidr', class: 'mono', value: rules.defaultCidr,
-    autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'error-cidr',
+    autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'error-cidr hint-cidr',
   });
   const zonesBox = h('div', { class: 'zones', testid: 'network-zones', role: 'group', 'aria-label': 'Availability zones' });
   const errs = {};
@@ -52,7 +52,9 @@ export function mount(root, ctx) {
     h('div', { class: 'field' }, h('label', { for: 'network-region' }, 'Region'), regionIn, errs.region),
     h('div', { class: 'field' },
       h('label', { for: 'network-cidr' }, 'VPC CIDR'), cidrIn, errs.cidr,
-      h('div', { class: 'hint' }, 'Compute subnets are carved from it as /20 blocks.')),
+      // the allowed range and default, from the API's document, before any submit
+      h('div', { class: 'hint', id: 'hint-cidr', testid: 'network-cidr-hint' },
+        `Default ${rules.defaultCidr}. Allowed: a ${rules.field('NetworkCreate', 'cidr').description}.`)),
     h('div', { class: 'field' },
       h('span', { class: 'label' }, 'Availability zones'), zonesBox, errs.availability_zones,
       h('div', { class: 'hint' }, 'None selected: the first two available zones.')),
@@ -112,7 +114,11 @@ export function mount(root, ctx) {
       const pub = subnets.filter((s) => s.role === 'public').length;
       const priv = subnets.filter((s) => s.role === 'private').length;
       tbody.appendChild(h('tr', { testid: `network-row-${n.name}`, dataset: { name: n.name, state: n.state || '' } },
-        h('td', { class: 'nowrap' }, h('b', { class: 'id' }, n.name), idEl(n.vpc_id, { class: 'sub-id', testid: 'network-vpc' })),
+        h('td', { class: 'nowrap' }, h('b', { class: 'id' }, n.name), idEl(n.vpc_id, { class: 'sub-id', testid: 'network-vpc' }),
+          (n.used_by || []).length
+            ? h('div', { class: 'faint', testid: 'network-used-by', title: n.used_by.map((u) => `${u.name}: ${u.why}`).join('\n') },
+              `used by ${n.used_by.map((u) => u.name).join(', ')}`)
+            : null),
         h('td', null, badge(n.state, { testid: 'network-state' })),
         h('td', { class: 'nowrap' }, n.region || '—'),
         h('td', null, h('span', { class: 'id' }, n.cidr || '—')),
@@ -297,15 +303,16 @@ export function mount(root, ctx) {
         const prev = errs[field] ? errs[field].textContent : '';
         if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
       }
+      // a refusal is said once: on its field when it names one, else on the form's line
       formErr.textContent = unplaced.length || !Object.keys(fe).length
         ? [err.message, ...unplaced].join(' — ')
-        : err.message;
+        : '';
       const firstBad = FIELDS.find((f) => errs[f].textContent);
       if (firstBad === 'name') nameIn.focus();
       else if (firstBad === 'cidr') cidrIn.focus();
-    } else {
-      formErr.textContent = err.message;
+      return;
     }
+    formErr.textContent = err.message;
     toastError(err);
   }
 

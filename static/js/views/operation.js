@@ -7,7 +7,7 @@ import {
 } from '../ui.js';
 import { OperationFeed } from '../feed.js';
 import { progress } from './operations.js';
-import { groupByStage, stageStatus, stageMark, stageTitle, clusterHref } from '../stages.js';
+import { groupByStage, stageStatus, stageMark, stageTitle, clusterHref, stageExpected } from '../stages.js';
 import { batchSpan } from '../batches.js';
 import { capacityHref } from '../capacity/links.js';
 import { rules } from '../rules.js';
@@ -176,6 +176,7 @@ export function mount(root, ctx) {
     const status = h('span', { class: 'stage-status' });
     const count = h('span', { class: 'stage-count' });
     const dur = h('span', { class: 'dur' });
+    const expected = h('span', { class: 'faint stage-expected', testid: `op-stage-expected-${stage}` });
     const idx = h('span', { class: 'idx' });
     const toggle = h('button', {
       type: 'button', class: 'stage-toggle', 'aria-expanded': 'true', testid: `op-stage-toggle-${stage}`,
@@ -185,7 +186,7 @@ export function mount(root, ctx) {
     h('span', { class: 'stage-title' }, stageTitle(stage), h('span', { class: 'name' }, stage)));
     const list = h('ol', { class: 'steps stage-steps', testid: `op-stage-steps-${stage}` });
     const li = h('li', { class: 'stage', testid: `op-stage-${stage}`, dataset: { stage } },
-      h('div', { class: 'stage-head' }, toggle, h('span', { class: 'spacer' }), count, dur, status),
+      h('div', { class: 'stage-head' }, toggle, h('span', { class: 'spacer' }), expected, count, dur, status),
       list);
     toggle.addEventListener('click', () => {
       const open = li.classList.toggle('collapsed');
@@ -277,8 +278,15 @@ export function mount(root, ctx) {
       const a = parseTime(li.dataset.start);
       const b = parseTime(li.dataset.end);
       if (!el) continue;
-      el.textContent = a === null ? '' : b !== null ? duration(b - a)
-        : li.dataset.status === rules.stage.RUNNING ? duration(now - a) : '';
+      const running = a !== null && b === null && li.dataset.status === rules.stage.RUNNING;
+      el.textContent = a === null ? '' : b !== null ? duration(b - a) : running ? duration(now - a) : '';
+      // what AWS typically takes for the stage, beside how long it has run (not once done)
+      const expected = li.querySelector('.stage-head .stage-expected');
+      if (expected) {
+        const waiting = li.dataset.status === rules.stage.PENDING;
+        expected.textContent = running ? stageExpected(li.dataset.stage, now - a, duration)
+          : waiting ? stageExpected(li.dataset.stage, null) : '';
+      }
     }
     for (const li of stepsList.querySelectorAll('li.step')) {
       const el = li.querySelector('.dur');
