@@ -150,12 +150,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10, help="per wrk run")
     parser.add_argument("--connections", default="1,8,64")
-    parser.add_argument("--mcp-calls", type=int, default=300)
+    parser.add_argument("--mcp-calls", type=int, default=300, help="0: skip the MCP figures")
+    parser.add_argument("--web-args", default="",
+                        help="flags for `hypd web` instead of its defaults, e.g. "
+                             "'--threads 8' (to compare a setting in the same conditions)")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     print(f"machine: {machine()}")
-    stack = Stack(web_args=()).start()  # hypd web's own defaults
+    web_args = tuple(args.web_args.split())
+    print(f"hypd web {' '.join(web_args) or '(its defaults)'}")
+    stack = Stack(web_args=web_args).start()  # by default hypd web's own defaults
     floor = None
     try:
         with stack.client() as c:
@@ -192,6 +197,8 @@ def main() -> None:
         print(f"AWS calls made while serving the status reads: "
               f"{len(stack.sandbox.calls()) - aws_before}")
 
+        if args.mcp_calls <= 0:
+            return
         reply_file = stack.tmp / "operation-reply.json"
         reply_file.write_bytes(body)
         figures = asyncio.run(mcp_against_rest(stack, op_id, args.mcp_calls, reply_file))

@@ -55,6 +55,7 @@ def _apply_flags(args: argparse.Namespace) -> None:
         "redis_url": "HYPD_REDIS_URL",
         "data_dir": "HYPD_DATA_DIR",
         "sandbox_speed": "HYPD_SANDBOX_SPEED",
+        "gate": "HYPD_WEB_GATE",
     }
     for attr, var in mapping.items():
         value = getattr(args, attr, None)
@@ -305,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="processes (default: one per core, at most 8; each is stateless)")
     web.add_argument("--threads", type=int, default=WEB_THREADS,
                      help="each open WebSocket or long-poll holds a thread")
+    web.add_argument("--gate", type=int,
+                     help="HYPD_WEB_GATE: how many threads run request code at once (default "
+                          "8; waiting sockets and long-polls step out; 0: no gate)")
     web.add_argument("--access-log", action="store_true")
     web.set_defaults(func=cmd_web)
 
