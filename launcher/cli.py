@@ -264,9 +264,9 @@ WEB_THREADS = 64
 """Per web process. Each open WebSocket (an operation's events, a job's log tail) or
 long-poll holds one while open, and when all are held the process answers nothing else: 64
 per core lets the issue's 100 log tails stay open on 2 cores beside the dashboard's reads.
-Against 16, busy reads at 64 connections lose ~15% throughput to the GIL (docs/benchmarks.md,
-"web threads per process, 16 against 64") — a small price against a panel that answers
-nothing once 16 sockets per process are open."""
+Only `HYPD_WEB_GATE` (8) of them run request code at once (app/gate.py; waiting sockets and
+long-polls step out): 64 busy threads per process cost ~40% more CPU per request than 8
+(docs/benchmarks.md, "2026-12-04, gate")."""
 
 
 def default_web_workers() -> int:
