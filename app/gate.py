@@ -4,8 +4,8 @@ threads per process) run request code at once; a request beyond them waits in li
 
 Why: Python runs one thread at a time per process. At 64 busy connections 64 threads per
 process, all runnable, hand the GIL to one another at every socket call: three times the
-context switches per request and ~40% more CPU per request than 8 threads serving the same
-connections (docs/benchmarks.md, "2026-12-04, gate"). The floor (bench/floor.py) runs 8
+context switches per request and 10 to 70% more CPU per request than 8 threads serving the
+same connections (docs/benchmarks.md, "2026-12-04, gate"). The floor (bench/floor.py) runs 8
 threads and queues the rest; the gate gives reads that queueing without giving up the
 threads that sockets and long-polls wait in.
 

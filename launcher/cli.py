@@ -265,8 +265,8 @@ WEB_THREADS = 64
 long-poll holds one while open, and when all are held the process answers nothing else: 64
 per core lets the issue's 100 log tails stay open on 2 cores beside the dashboard's reads.
 Only `HYPD_WEB_GATE` (8) of them run request code at once (app/gate.py; waiting sockets and
-long-polls step out): 64 busy threads per process cost ~40% more CPU per request than 8
-(docs/benchmarks.md, "2026-12-04, gate")."""
+long-polls step out): 64 busy threads per process switch ~3x as often per request as 8, at
+10 to 70% more CPU per request (docs/benchmarks.md, "2026-12-04, gate")."""
 
 
 def default_web_workers() -> int:
