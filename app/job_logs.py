@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.gate import waiting
 from cloud import jobs
 from cloud.metrics import LOG_LINES_DROPPED
 
@@ -145,7 +146,8 @@ def run(send: Callable[[dict[str, Any]], None], poll_client: Callable[[], bool],
                 if job_tail.idle():
                     state = job_state()
                 next_refresh = now + POD_POLL_S
-            dropped, pods, lines = job_tail.buffer.take(0.25)
+            with waiting():  # out of the web pool's gate while no line comes
+                dropped, pods, lines = job_tail.buffer.take(0.25)
             if dropped:
                 send({"type": "dropped", "count": dropped, "pods": pods})
             if lines:

@@ -9,6 +9,9 @@ envelope with a stable code and a 4xx, and the attempt is audited like any refus
 The method and path are known only when gunicorn got that far; the token never is (nothing
 was authenticated). Nothing the client sent is echoed or logged: gunicorn's own messages
 carry header names and values, so the reply's message is ours.
+
+Its thread pool is gated (app/gate.py): of `--threads` at most `HYPD_WEB_GATE` run request
+code at once, and long-polls and WebSockets step out while they wait.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from gunicorn.http import errors as http
 from gunicorn.workers.gthread import ThreadWorker
 
 from app import audit
+from app.gate import GatedPool
+from cloud.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +87,13 @@ def audit_entry(req: Any, status: int, code: str) -> dict[str, Any]:
 
 
 class EnvelopeWorker(ThreadWorker):
+    def get_thread_pool(self):
+        """Gated when the gate is narrower than the pool, else gunicorn's own."""
+        gate = Settings.from_env().web_gate
+        if 0 < gate < self.cfg.threads:
+            return GatedPool(slots=gate, threads=self.cfg.threads)
+        return super().get_thread_pool()
+
     def handle_error(self, req, client, addr, exc):
         refused = refusal(exc)
         if refused is None:

@@ -73,6 +73,7 @@ from flask_sock import ConnectionClosed, Sock
 
 from app import audit, auth, intake, job_logs, log_feeds
 from app.errors import ApiError
+from app.gate import waiting
 from app.permissions import access
 from cloud import jobs, kube
 from cloud.metrics import WEBSOCKETS
@@ -130,13 +131,14 @@ def _first_message(ws: Any) -> str | bytes | None:
     short slices: simple-websocket can miss waking a reader when it closes the socket
     itself (a message over `max_message_size`), which left it waiting out the whole time."""
     deadline = time.monotonic() + AUTH_TIMEOUT_S
-    while True:
-        try:
-            raw = ws.receive(timeout=RECEIVE_SLICE_S)
-        except ConnectionClosed:
-            raw = None
-        if raw is not None or not ws.connected or time.monotonic() >= deadline:
-            return raw
+    with waiting():  # out of the web pool's gate while the client says nothing
+        while True:
+            try:
+                raw = ws.receive(timeout=RECEIVE_SLICE_S)
+            except ConnectionClosed:
+                raw = None
+            if raw is not None or not ws.connected or time.monotonic() >= deadline:
+                return raw
 
 
 def _authenticate(ws: Any) -> tuple[auth.Principal, dict[str, Any]] | None:
@@ -299,7 +301,9 @@ def _follow(ws: Any, principal: auth.Principal, op_id: str, op: dict[str, Any],
     store = engine.store
     _send(ws, {"type": "operation", "operation": engine.view(op)})
     while True:
-        for event_id, event in store.events(op_id, after=after, block_ms=READ_BLOCK_MS):
+        with waiting():  # out of the web pool's gate while no event comes
+            events = store.events(op_id, after=after, block_ms=READ_BLOCK_MS)
+        for event_id, event in events:
             _send(ws, {"type": "event", "id": event_id, "event": event})
             after = event_id
         incoming = ws.receive(timeout=0)

@@ -5,8 +5,10 @@ starts a local stack with `hypd web`'s default server settings, and beside it th
 (bench/floor.py: a bare Flask route that checks a bearer token and reads one Redis hash,
 under gunicorn with 2 workers x 8 threads), loads both with wrk at 1, 8 and 64 connections
 (alternating, so machine noise hits both), and prints throughput, p50 and p99 with the
-ratios. Then the same read through the MCP server over stdio with the official client,
-against the REST read made sequentially by one keep-alive HTTP client.
+ratios, and each server's CPU time and voluntary context switches per request (its
+processes' threads, from /proc: what a busy neighbour moves least). Then the same read
+through the MCP server over stdio with the official client, against the REST read made
+sequentially by one keep-alive HTTP client.
 
 Needs wrk (Debian: apt-get install wrk). Prints figures; asserts nothing about time.
 """
@@ -42,7 +44,34 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def wrk(url: str, token: str, connections: int, seconds: int) -> dict[str, float]:
+def _tree(pid: int) -> list[int]:
+    """A server's pid and its children's (gunicorn's workers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(int(c) for c in children)]
+
+
+def _spent(pids: list[int]) -> tuple[float, int]:
+    """CPU seconds (user + system) and voluntary context switches of these processes' threads
+    so far: per request, the figures the neighbours' load moves least."""
+    ticks, switches = 0, 0
+    for pid in pids:
+        ticks += sum(int(v) for v in Path(f"/proc/{pid}/stat").read_text()
+                     .rsplit(")", 1)[1].split()[11:13])
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                status = (task / "status").read_text()
+            except OSError:  # the thread ended
+                continue
+            switches += int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status, re.M)[1])
+    return ticks / os.sysconf("SC_CLK_TCK"), switches
+
+
+def wrk(url: str, token: str, connections: int, seconds: int,
+        server: int | None = None) -> dict[str, float]:
+    """wrk's figures; with `server` (a pid), also its CPU µs and voluntary context switches
+    per request while wrk ran."""
+    pids = _tree(server) if server else []
+    before = _spent(pids)
     threads = max(1, min(connections, 2))
     out = subprocess.run(
         ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency",
@@ -52,7 +81,10 @@ def wrk(url: str, token: str, connections: int, seconds: int) -> dict[str, float
     p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))
     p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
+    cpu, switches = (after - first for after, first in zip(_spent(pids), before, strict=True))
+    requests = int(re.search(r"(\d+) requests in", out).group(1)) or 1
+    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0,
+            "cpu_us": cpu * 1e6 / requests, "vcsw": switches / requests}
 
 
 # -- the floor ---------------------------------------------------------------------------------
@@ -150,12 +182,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10, help="per wrk run")
     parser.add_argument("--connections", default="1,8,64")
-    parser.add_argument("--mcp-calls", type=int, default=300)
+    parser.add_argument("--mcp-calls", type=int, default=300, help="0: skip the MCP figures")
+    parser.add_argument("--web-args", default="",
+                        help="flags for `hypd web` instead of its defaults, e.g. "
+                             "'--threads 8' (to compare a setting in the same conditions)")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     print(f"machine: {machine()}")
-    stack = Stack(web_args=()).start()  # hypd web's own defaults
+    web_args = tuple(args.web_args.split())
+    print(f"hypd web {' '.join(web_args) or '(its defaults)'}")
+    stack = Stack(web_args=web_args).start()  # by default hypd web's own defaults
     floor = None
     try:
         with stack.client() as c:
@@ -177,21 +214,26 @@ def main() -> None:
         aws_before = len(stack.sandbox.calls())
         print(f"{'conn':>5} | {'hypd req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
               f"{'floor req/s':>11} {'p50 ms':>7} {'p99 ms':>7} | {'rps ratio':>9} "
-              f"{'p99 ratio':>9}")
+              f"{'p99 ratio':>9} | CPU µs/req hypd, floor; voluntary switches/req")
         for connections in (int(c) for c in args.connections.split(",")):
             wrk(hypd_url, stack.operator_token, connections, 2)  # warm-up
             wrk(floor_url + "/floor/op", FLOOR_TOKEN, connections, 2)
-            ours = wrk(hypd_url, stack.operator_token, connections, args.seconds)
-            base = wrk(floor_url + "/floor/op", FLOOR_TOKEN, connections, args.seconds)
+            ours = wrk(hypd_url, stack.operator_token, connections, args.seconds,
+                       stack.web_proc.pid)
+            base = wrk(floor_url + "/floor/op", FLOOR_TOKEN, connections, args.seconds,
+                       floor.pid)
             print(f"{connections:>5} | {ours['rps']:>10.0f} {ours['p50']:>7.2f} "
                   f"{ours['p99']:>7.2f} | {base['rps']:>11.0f} {base['p50']:>7.2f} "
                   f"{base['p99']:>7.2f} | {ours['rps'] / base['rps']:>9.2f} "
-                  f"{ours['p99'] / base['p99']:>9.2f}"
+                  f"{ours['p99'] / base['p99']:>9.2f} | {ours['cpu_us']:>6.0f} "
+                  f"{base['cpu_us']:>6.0f} {ours['vcsw']:>5.1f} {base['vcsw']:>5.1f}"
                   + (f"  (non-2xx: hypd {ours['non2xx']}, floor {base['non2xx']})"
                      if ours["non2xx"] or base["non2xx"] else ""))
         print(f"AWS calls made while serving the status reads: "
               f"{len(stack.sandbox.calls()) - aws_before}")
 
+        if args.mcp_calls <= 0:
+            return
         reply_file = stack.tmp / "operation-reply.json"
         reply_file.write_bytes(body)
         figures = asyncio.run(mcp_against_rest(stack, op_id, args.mcp_calls, reply_file))

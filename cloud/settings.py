@@ -115,6 +115,10 @@ class Settings:
     """The image of the model download Job (cloud/models.py): one that already has the
     tools (deploy/images/model-download/Dockerfile) skips their install, and so the Job
     needs no way to PyPI."""
+    web_gate: int = 8
+    """Per web process: how many of its threads (`hypd web --threads`) run request code at
+    once (app/gate.py); the rest wait in line, and a long-poll or WebSocket that waits steps
+    out. 0: no gate."""
     spaces_url: str | None = None
     """Where people open Dev spaces: the base address of the router in front of the
     clusters' workspaces (the access strategy renders `<base>/workspaces/<ns>/<name>/`);
@@ -157,6 +161,7 @@ class Settings:
             model_download_image=(env.get("HYPD_MODEL_DOWNLOAD_IMAGE")
                                   or DEFAULT_MODEL_DOWNLOAD_IMAGE),
             spaces_url=(env.get("HYPD_SPACES_URL") or "").rstrip("/") or None,
+            web_gate=_int(env, "HYPD_WEB_GATE", 8),
         )
         settings.check()
         return settings

@@ -17,8 +17,10 @@ on one Redis need distinct ones) and `--metrics-port`.
   a port chosen once); `up` waits until `<url>/_sandbox` answers, then hands
   `sandbox.env.client_env(<url>)` to the other children's environment;
 - `hypd worker` (Celery prefork) and `hypd web` (gunicorn gthread, one process per core up
-  to 8, 64 threads each: each WebSocket or long-poll holds a thread; the processes are
-  stateless, and one process would leave every other core idle);
+  to 8, 64 threads each: each WebSocket or long-poll holds a thread; of them at most
+  `HYPD_WEB_GATE`, 8, run request code at once, the rest wait in line while waiting sockets
+  and long-polls step out, app/gate.py; the processes are stateless, and one process would
+  leave every other core idle);
 - waits for `/healthz`, prints where the logs are, how to sign in (the generated operator
   token, once; it lives in `HYPD_DATA_DIR/operator-token`, 0600) and `hypd ready: <url>`
   (stdout, the one line tests and docs rely on; everything else of its own goes to stderr as

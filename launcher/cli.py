@@ -55,6 +55,7 @@ def _apply_flags(args: argparse.Namespace) -> None:
         "redis_url": "HYPD_REDIS_URL",
         "data_dir": "HYPD_DATA_DIR",
         "sandbox_speed": "HYPD_SANDBOX_SPEED",
+        "gate": "HYPD_WEB_GATE",
     }
     for attr, var in mapping.items():
         value = getattr(args, attr, None)
@@ -263,9 +264,9 @@ WEB_THREADS = 64
 """Per web process. Each open WebSocket (an operation's events, a job's log tail) or
 long-poll holds one while open, and when all are held the process answers nothing else: 64
 per core lets the issue's 100 log tails stay open on 2 cores beside the dashboard's reads.
-Against 16, busy reads at 64 connections lose ~15% throughput to the GIL (docs/benchmarks.md,
-"web threads per process, 16 against 64") — a small price against a panel that answers
-nothing once 16 sockets per process are open."""
+Only `HYPD_WEB_GATE` (8) of them run request code at once (app/gate.py; waiting sockets and
+long-polls step out): 64 busy threads per process switch ~3x as often per request as 8, at
+10 to 70% more CPU per request (docs/benchmarks.md, "2026-12-04, gate")."""
 
 
 def default_web_workers() -> int:
@@ -305,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="processes (default: one per core, at most 8; each is stateless)")
     web.add_argument("--threads", type=int, default=WEB_THREADS,
                      help="each open WebSocket or long-poll holds a thread")
+    web.add_argument("--gate", type=int,
+                     help="HYPD_WEB_GATE: how many threads run request code at once (default "
+                          "8; waiting sockets and long-polls step out; 0: no gate)")
     web.add_argument("--access-log", action="store_true")
     web.set_defaults(func=cmd_web)
 

@@ -11,6 +11,7 @@ from flask_smorest import Blueprint
 
 from app import audit, context
 from app.errors import ApiError
+from app.gate import waiting
 from app.mutations import operation_reply
 from app.permissions import access
 from app.readmodels import lifecycle
@@ -82,7 +83,8 @@ class Operation(MethodView):
         changed."""
         engine = context.engine()
         if query["wait"] > 0:
-            body = engine.wait_json(operation_id, query["wait"], query.get("after"))
+            with waiting():  # out of the web pool's gate while it waits (app/gate.py)
+                body = engine.wait_json(operation_id, query["wait"], query.get("after"))
         else:
             body = engine.get_json(operation_id)
         return rendered_json(body)

@@ -259,3 +259,17 @@ def test_sandbox_command_prints_its_environment_and_serves_aws(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_web_gate_flag_becomes_the_setting_its_workers_read(monkeypatch):
+    """`hypd web --gate N` reaches gunicorn's workers as HYPD_WEB_GATE (app/web_worker.py
+    reads it through Settings); without the flag the environment's value stands."""
+    from cloud.settings import Settings
+    from launcher.cli import _apply_flags, build_parser
+
+    monkeypatch.setenv("HYPD_WEB_GATE", "")  # restored after the test: _apply_flags sets it
+    monkeypatch.delenv("HYPD_WEB_GATE")
+    _apply_flags(build_parser().parse_args(["web"]))
+    assert Settings.from_env().web_gate == 8
+    _apply_flags(build_parser().parse_args(["web", "--gate", "3"]))
+    assert os.environ["HYPD_WEB_GATE"] == "3" and Settings.from_env().web_gate == 3
