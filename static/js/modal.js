@@ -6,17 +6,19 @@ import { isAbort } from './api.js';
 import { h, spinner } from './ui.js';
 
 /**
- * openModal({testid, title, content, confirmText, danger, wide, signal, onSubmit, onError})
- * testids: `<testid>` (the dialog), `<testid>-error`, `<testid>-cancel`, `<testid>-confirm`.
- * onSubmit({close, error}) may throw: an ApiError's message lands in the error line unless
- * onError(err, errorEl) handles it. Answers {dlg, confirmBtn, error, close}.
+ * openModal({testid, title, content, confirmText, cancelText, danger, wide, signal, onSubmit,
+ * onError, canConfirm}) testids: `<testid>` (the dialog), `<testid>-title`, `<testid>-error`,
+ * `<testid>-cancel`, `<testid>-confirm`. onSubmit({close, error}) may throw: an ApiError's
+ * message lands in the error line unless onError(err, errorEl) handles it. canConfirm(), when
+ * given, decides whether the confirm button is enabled once a submit has settled (the
+ * caller keeps it up to date otherwise). Answers {dlg, confirmBtn, error, close}.
  */
-export function openModal({ testid, title, content, confirmText, danger = false, wide = false, signal, onSubmit, onError }) {
+export function openModal({ testid, title, content, confirmText, cancelText = 'Cancel', danger = false, wide = false, signal, onSubmit, onError, canConfirm }) {
   const error = h('div', { class: 'form-error', testid: `${testid}-error`, role: 'alert' });
   const confirmBtn = h('button', { type: 'submit', class: danger ? 'btn btn-danger solid' : 'btn btn-primary', testid: `${testid}-confirm` }, confirmText);
-  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: `${testid}-cancel` }, 'Cancel');
+  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: `${testid}-cancel` }, cancelText);
   const form = h('form', { class: 'modal-body', novalidate: true },
-    h('h2', { id: `${testid}-title` }, title), content, error,
+    h('h2', { id: `${testid}-title`, testid: `${testid}-title` }, title), content, error,
     h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
   const dlg = h('dialog', { class: `modal${wide ? ' wide' : ''}`, testid, 'aria-labelledby': `${testid}-title` }, form);
   document.body.appendChild(dlg);
@@ -42,8 +44,10 @@ export function openModal({ testid, title, content, confirmText, danger = false,
       else error.textContent = ex.message;
     } finally {
       busy = false;
-      confirmBtn.replaceChildren(...label);
-      confirmBtn.disabled = false;
+      if (dlg.open) {
+        confirmBtn.replaceChildren(...label);
+        confirmBtn.disabled = canConfirm ? !canConfirm() : false;
+      }
     }
   });
   dlg.showModal();

@@ -24,6 +24,9 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UUID_RE,
     base,
+    destroy_dialog,
+    page_checks,
+    plan_read,
     sign_in,
 )
 from vocabulary import kubernetes_versions
@@ -226,12 +229,13 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             "data-current", "investigate")
         # its reboot dialog names the node it would reboot; cancelled, nothing is sent
         detail.get_by_test_id("node-detail-reboot").click()
-        dialog = page.get_by_test_id("node-action-dialog")
-        expect(dialog.locator("h2")).to_have_text(f"Reboot node {sick[0]}?")
-        expect(dialog.get_by_test_id("node-action-dialog-confirm")).to_have_text(
+        dialog = destroy_dialog(page, "node", sick[0], "node-reboot")
+        expect(dialog.get_by_test_id("destroy-dialog-title")).to_have_text(
+            f"Reboot node {sick[0]}?")
+        expect(dialog.get_by_test_id("destroy-dialog-confirm")).to_have_text(
             f"Reboot node {sick[0]}")
-        dialog.get_by_test_id("node-action-dialog-cancel").click()
-        expect(dialog).to_be_hidden()
+        dialog.get_by_test_id("destroy-dialog-cancel").click()
+        expect(dialog).to_have_count(0)
 
         # by group: every worker, and only workers, in pages of 20 cut by cursor
         page.get_by_test_id("nodes-filter-health").select_option("")
@@ -256,8 +260,16 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         # happens to pods and how the nodes split into AWS's batches
         page.get_by_test_id("nodes-select-all").click()
         expect(page.get_by_test_id("nodes-selected")).to_have_attribute("data-count", str(WORKERS))
+        # replace and delete ask once through the same dialog, naming what they act on;
+        # cancelled, nothing is sent
+        for action in ("replace", "delete"):
+            page.get_by_test_id(f"nodes-{action}").click()
+            dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, f"node-{action}")
+            plan_read(dialog)
+            dialog.get_by_test_id("destroy-dialog-cancel").click()
+            expect(dialog).to_have_count(0)
         page.get_by_test_id("nodes-reboot").click()
-        dialog = page.get_by_test_id("node-action-dialog")
+        dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, "node-reboot")
         expect(dialog.get_by_test_id("node-action-pods")).to_contain_text("disrupted")
         expect(dialog.get_by_test_id("node-escalation")).to_have_attribute("data-current", "reboot")
         expect(dialog.get_by_test_id("node-action-batches")).to_have_attribute("data-count", "2")
@@ -265,7 +277,7 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         expect(dialog.get_by_test_id("node-action-batch-2")).to_have_attribute("data-count", "5")
         with page.expect_request(lambda r: r.method == "POST"
                                  and r.url.endswith("/nodes/reboot")) as posted:
-            dialog.get_by_test_id("node-action-dialog-confirm").click()
+            dialog.get_by_test_id("destroy-dialog-confirm").click()
         assert posted.value.post_data_json == {"node_ids": workers}
 
         # the progress panel: one step per batch, each readable, each reaching succeeded
@@ -282,6 +294,36 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         expect(page.get_by_test_id("steps-count")).to_contain_text("2 of 2 batches succeeded")
     finally:
         _label_health(stack, cluster, sick, "Schedulable")
+
+
+def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster):
+    """Every page of the dashboard, on this module's cluster, and the one destructive
+    dialog: axe-core (run in the page) finds no serious or critical violation, and no text
+    says null, undefined, NaN, [object Object] or names an internal document."""
+    _ensure_spot_group(stack, cluster)  # so that workers is not the last group
+    page.goto(f"{base(stack)}/")
+    expect(page.get_by_test_id("token-input")).to_be_visible()
+    page_checks(page, "sign-in")
+    sign_in(page, stack, stack.operator_token, "operator")
+    with stack.client("viewer") as c:
+        ops = c.get("/api/v1/operations", params={"target": f"cluster/{cluster}"}).json()["items"]
+    routes = ["clusters", f"clusters/{cluster}", f"clusters/{cluster}/capacity",
+              f"clusters/{cluster}/capacity/add-group", f"clusters/{cluster}/jobs",
+              f"clusters/{cluster}/endpoints", f"clusters/{cluster}/models",
+              f"clusters/{cluster}/spaces", "clusters/new", "networks", "operations",
+              f"operations/{ops[-1]['id']}", "discovery", "audit"]
+    for route in routes:
+        page.goto(f"{base(stack)}/#/{route}")
+        expect(page.get_by_test_id("view")).not_to_be_empty()
+        page_checks(page, f"#/{route}")
+    # the one confirmation, open with its plan
+    open_capacity(page, stack, cluster)
+    page.get_by_test_id("ig-delete-workers").click()
+    dialog = destroy_dialog(page, "instance group", "workers", "ig-delete")
+    plan_read(dialog)
+    page_checks(page, "the delete dialog of an instance group")
+    dialog.get_by_test_id("destroy-dialog-cancel").click()
+    expect(dialog).to_have_count(0)
 
 
 def test_viewer_sees_capacity_read_only(page, stack, cluster):
@@ -345,19 +387,22 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
     try:
         page.goto(f"{base(stack)}/#/clusters/{cluster}/capacity")
         page.get_by_test_id("ig-delete-spot").click()
-        dialog = page.get_by_test_id("ig-delete-dialog")
-        with page.expect_response(lambda r: r.request.method == "DELETE"
-                                  and "dry_run" not in r.url) as refused:
-            dialog.get_by_test_id("ig-delete-dialog-confirm").click()
-        assert refused.value.status == 409
-        pod = dialog.get_by_test_id("ig-delete-dependent")
+        # the one dialog: its dry run names the pod; the confirm waits for the group's name
+        dialog = destroy_dialog(page, "instance group", "spot", "ig-delete")
+        plan_read(dialog)
+        pod = dialog.get_by_test_id("destroy-dependent")
         expect(pod).to_have_attribute("data-name", "scratch")
         expect(pod).to_contain_text("pod default/scratch")
         expect(pod).to_contain_text("no controller recreates it elsewhere")
-        dialog.get_by_test_id("ig-delete-force").check()
+        confirm = dialog.get_by_test_id("destroy-dialog-confirm")
+        expect(confirm).to_be_disabled()
+        dialog.get_by_test_id("destroy-typed").fill("spo")
+        expect(confirm).to_be_disabled()
+        dialog.get_by_test_id("destroy-typed").fill("spot")
+        expect(confirm).to_have_text("Delete anyway")
         with page.expect_request(lambda r: r.method == "DELETE"
                                  and "dry_run" not in r.url) as forced:
-            dialog.get_by_test_id("ig-delete-dialog-confirm").click()
+            confirm.click()
         assert forced.value.url.endswith(_group_url(cluster, "spot") + "?force=true")
         follow(page, "instance_group.delete")
     finally:

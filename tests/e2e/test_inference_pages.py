@@ -14,7 +14,14 @@ from playwright.sync_api import expect
 
 from tests.app.test_clusters_api import _body, _create, _name
 from tests.app.test_endpoints_api import GPU_TYPE, _upload_model
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, OPERATION_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    base,
+    destroy_dialog,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -100,9 +107,12 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     expect(page.get_by_test_id("invoke-text")).to_have_text(re.compile(r"^\s*\S+( \S+){3}$"))
     page.get_by_test_id("invoke-cancel").click()
     page.get_by_test_id("endpoint-delete-web").click()
+    dialog = destroy_dialog(page, "endpoint", "web", "endpoint-delete")
+    plan_read(dialog)
+    expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
     with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
             "/endpoints/web")):
-        page.get_by_test_id("endpoint-delete-confirm").click()
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     expect(page.get_by_test_id("endpoint-row-web")).to_have_count(
         0, timeout=OPERATION_TIMEOUT_MS)
     assert stack.kube(cluster).get_object("apps/v1", "Deployment", "web", "default") is None

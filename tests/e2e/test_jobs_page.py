@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, destroy_dialog, plan_read, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -76,9 +76,11 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
     # deleted from its row: the page follows the delete's operation until the job is gone
     page.get_by_test_id(f"job-delete-{name}").click()
+    dialog = destroy_dialog(page, "job", name, "job-delete")
+    plan_read(dialog)
     with page.expect_response(lambda r: r.request.method == "DELETE"
                               and r.url.endswith(f"/jobs/{name}")) as gone:
-        page.get_by_test_id("job-delete-confirm").click()
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     assert gone.value.status == 202
     assert gone.value.json()["operation"]["kind"] == "job.delete"
     expect(page.get_by_test_id("toast-message").last).to_contain_text(

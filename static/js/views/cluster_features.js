@@ -2,14 +2,15 @@
 // (GET /clusters/<c>/features), a toggle per feature, tiered checkpointing's memory share and
 // autoscaling's per-group min/max. Apply sends only what the user touched — one PATCH per
 // touched feature (each is its own operation) — and shows "no change" when the cluster was
-// already as asked. Turning a feature off that work still uses is refused (409 in_use): the
-// panel lists what uses it, and the next Apply sends force only once its box is ticked.
+// already as asked. Turning a feature off asks first through the one confirmation
+// (confirm.js): what uses it is listed from the dry run, and force is sent only once the user
+// types the feature's name.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 const LABELS = {
   training_operator: 'Training operator',
@@ -86,16 +87,36 @@ export function mountFeatures(box, ctx, name) {
 
   // ---------- sending ----------
 
+  /** A PATCH with its own Idempotency-Key (each touched feature is its own request). */
+  const sendOnce = (url, { method, body, signal }) => api(url, { method, body, headers: { 'Idempotency-Key': uuid4() }, signal });
+
   async function send() {
     if (!canMutate() || state.busy) return;
     state.busy = true;
     renderActions();
     for (const [f, body] of bodies()) {
-      const forced = Boolean(state.results[f] && state.results[f].used && state.results[f].used.forced());
-      state.results[f] = { text: 'sending…' };
-      renderResult(f);
       try {
-        const reply = await api(withForce(path, forced), { method: 'PATCH', body, headers: { 'Idempotency-Key': uuid4() }, signal: ctx.signal });
+        let reply;
+        if (body[f].enabled === false) {
+          // turning a feature off is destructive: it asks once, through the one confirmation,
+          // which shows the dry run's plan and what still uses it (force: typing its name)
+          state.results[f] = { text: 'asking…' };
+          renderResult(f);
+          reply = await confirmDestroy({
+            kind: 'feature', name: f, verb: 'Turn off', confirmText: `Turn off ${LABELS[f] || f}`,
+            url: path, method: 'PATCH', body, action: 'feature-off', signal: ctx.signal, send: sendOnce,
+            about: h('p', null, `${LABELS[f] || f} is removed from cluster ${name}; what another enabled feature still needs is kept.`),
+          });
+          if (!reply) {
+            state.results[f] = { text: 'not sent', tone: 'plain' };
+            renderResult(f);
+            continue;
+          }
+        } else {
+          state.results[f] = { text: 'sending…' };
+          renderResult(f);
+          reply = await sendOnce(path, { method: 'PATCH', body, signal: ctx.signal });
+        }
         delete state.touched[f];
         if (reply && reply.changed === false) {
           state.results[f] = { text: 'no change', tone: 'plain' };
@@ -106,11 +127,6 @@ export function mountFeatures(box, ctx, name) {
       } catch (e) {
         if (isAbort(e)) return;
         state.results[f] = { text: e.message, error: true };
-        const refused = inUse(e);
-        if (refused) { // kept across re-renders, so a ticked box stays ticked
-          state.results[f].used = usedBy(`feature-${f}`, { forceText: 'Turn off anyway' });
-          state.results[f].used.show(refused);
-        }
         toastError(e, `${LABELS[f] || f}: `);
       }
       renderResult(f);
@@ -212,7 +228,7 @@ export function mountFeatures(box, ctx, name) {
     if (r.op) {
       fill(el, h('a', { href: `#/operations/${encodeURIComponent(r.op)}`, testid: `feature-result-op-${f}` }, 'operation'), ' ',
         badge(r.status, { testid: `feature-result-status-${f}` }), r.error ? h('span', { class: 'err' }, ` ${r.error}`) : null);
-    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text), r.used ? r.used.el : null);
+    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text));
   }
 
   function renderActions() {
