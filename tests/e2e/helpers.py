@@ -75,6 +75,24 @@ BUSY = "#view .loading, #view .spin, dialog[open] .spin"
 BUSY_WAIT_MS = 5_000
 
 
+# a table that does not fit (its own box, or the box that scrolls it, is wider than the
+# room it has), and the page scrolling sideways
+TOO_WIDE = """() => {
+  const out = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) out.push(`the page: ${root.scrollWidth} px`);
+  for (const t of document.querySelectorAll('table')) {
+    if (!t.offsetParent) continue;
+    const box = t.parentElement;
+    if (t.scrollWidth > box.clientWidth + 1) {
+      const what = t.dataset.testid || t.className || 'a table';
+      out.push(`${what}: ${t.scrollWidth} px in ${box.clientWidth}`);
+    }
+  }
+  return out;
+}"""
+
+
 @functools.cache
 def _axe_source() -> str:
     if not AXE_JS.exists():
@@ -84,9 +102,10 @@ def _axe_source() -> str:
 
 
 def page_checks(page, where: str) -> None:
-    """What a person must never meet on the page as it is now (a dialog included): axe-core's
-    serious or critical violations, run in the page, and visible text that says null,
-    undefined, NaN, [object Object] or names an internal document. `where` names the page in
+    """What a person must never meet on the page as it is now (a dialog included): visible
+    text that says null, undefined, NaN, [object Object] or names an internal document; a
+    table wider than its room, or a page that scrolls sideways (the tests' window is 1280 px);
+    axe-core's serious or critical violations, run in the page. `where` names the page in
     the failure."""
     with contextlib.suppress(PlaywrightTimeout):
         page.wait_for_function("busy => !document.querySelector(busy)", arg=BUSY,
@@ -95,6 +114,8 @@ def page_checks(page, where: str) -> None:
     leaks = sorted({m.group(0) for m in LEAKS.finditer(text)})
     lines = [line for line in text.splitlines() if LEAKS.search(line)]
     assert not leaks, f"{where}: the page says {leaks}: {lines[:5]}"
+    wide = page.evaluate(TOO_WIDE)
+    assert not wide, f"{where}: wider than the window ({page.viewport_size['width']} px): {wide}"
     # evaluated by the DevTools protocol, not as a page script: the dashboard's CSP stays on
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(_axe_source())

@@ -26,6 +26,7 @@ from tests.e2e.helpers import (
     UUID_RE,
     base,
     destroy_dialog,
+    page_checks,
     plan_read,
     sign_in,
 )
@@ -138,6 +139,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("plan-cost-total")).to_have_text(re.compile(r"\$\d"))
     assert float(cost.get_attribute("data-hourly")) == pytest.approx(plan["cost"]["hourly_usd"])
     expect(page.get_by_test_id("plan-cost-note")).to_have_text(plan["cost"]["note"])
+    page_checks(page, "the new-cluster form with its plan")
     # each figure's source: the AWS Price List, when it was read, the SKU of each item
     source = page.get_by_test_id("plan-cost-source")
     expect(source).to_contain_text("AWS Price List · read")
@@ -240,6 +242,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     page.get_by_test_id(f"cluster-delete-{name}").click()
     dialog = destroy_dialog(page, "cluster", name, "cluster-delete")
     plan_read(dialog)  # the dry run: what it removes, steps rehearsed
+    page_checks(page, "a cluster's delete dialog")
     expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
     expect(dialog.get_by_test_id("destroy-steps")).to_be_visible()
     confirm = dialog.get_by_test_id("destroy-dialog-confirm")
@@ -399,6 +402,7 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     fill_decisions(page, _name("view"), count=1)
     assert review_plan(page).status == 200
     expect(page.get_by_test_id("plan-cost")).to_be_visible()
+    page_checks(page, "the new-cluster form, read-only")
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
 

@@ -16,7 +16,14 @@ from playwright.sync_api import expect
 
 from tests.app.featurekit import state, toggle
 from tests.app.test_clusters_api import _body, _create
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, OPERATION_TIMEOUT_MS, UUID_RE, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    UUID_RE,
+    base,
+    page_checks,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -57,6 +64,7 @@ def test_the_panel_shows_actual_state_dependencies_and_the_autoscaling_scope(pag
         "IRSA")
     expect(page.get_by_test_id("feature-note-autoscaling")).to_contain_text(
         "HyperPod instance groups only, not general EC2 capacity")
+    page_checks(page, "the features panel")
     expect(page.get_by_test_id("status-autoscaling-scope")).to_contain_text(
         "not general EC2 capacity")
     expect(page.get_by_test_id("as-group-workers")).to_be_visible()

@@ -19,6 +19,7 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     base,
     destroy_dialog,
+    page_checks,
     plan_read,
     sign_in,
 )
@@ -72,6 +73,7 @@ def test_a_pool_worker_is_reassigned_by_menu(page, stack, cluster):
     after = _workers(stack, cluster)[worker]
     assert after["metadata"]["uid"] == uid
     assert after["metadata"]["labels"]["hypd.io/model"] == "qwen"
+    page_checks(page, "the endpoints page with a pool")
 
 
 def test_a_viewer_sees_the_pool_but_cannot_reassign(page, stack, cluster):
@@ -110,6 +112,7 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     dialog = destroy_dialog(page, "endpoint", "web", "endpoint-delete")
     plan_read(dialog)
     expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
+    page_checks(page, "an endpoint's delete dialog")
     with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
             "/endpoints/web")):
         dialog.get_by_test_id("destroy-dialog-confirm").click()

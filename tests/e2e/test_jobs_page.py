@@ -13,7 +13,14 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, destroy_dialog, plan_read, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    base,
+    destroy_dialog,
+    page_checks,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -62,6 +69,7 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
     page.get_by_test_id("log-pause").click()
     expect(page.get_by_test_id("log-pause")).to_have_text("Resume")
+    page_checks(page, "a job's log")
     # the MLflow card: nothing attached, the create/attach form, and the API's own refusal of
     # an unknown tracking server shown as it said it (the flow itself: test_mlflow_api.py)
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")

@@ -24,6 +24,7 @@ from tests.e2e.helpers import (
     UI_TIMEOUT_MS,
     base,
     destroy_dialog,
+    page_checks,
     plan_read,
     sign_in,
 )
@@ -150,6 +151,7 @@ def _accessible(page) -> None:
     assert not unnamed, f"controls without an accessible name: {unnamed}"
     problems = page.evaluate(ID_PROBLEMS)
     assert not problems, problems
+    page_checks(page, "the spaces page")
 
 
 def _follow(page, stack, kind: str, cluster: str) -> None:

@@ -191,9 +191,9 @@ export function mountFeatures(box, ctx, name) {
 
   function memoryField(f, feature, t) {
     const value = 'memory_percent' in t ? t.memory_percent : feature.memory_percent;
-    return h('div', { class: 'adv-option' }, h('span', { class: 'sub' }, 'Memory for checkpoints (%)'),
+    return h('div', { class: 'adv-option' }, h('label', { class: 'sub', for: 'feature-memory-percent' }, 'Memory for checkpoints (%)'),
       guard(h('input', {
-        type: 'number', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
+        type: 'number', id: 'feature-memory-percent', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
         oninput: (e) => touch(f, 'memory_percent', e.target.value === '' ? null : Number(e.target.value)),
       })));
   }
@@ -208,7 +208,7 @@ export function mountFeatures(box, ctx, name) {
         const b = { ...(g.autoscaled ? { min: g.min, max: g.max } : {}), ...(touchedGroups[g.name] || {}) };
         const input = (key) => guard(h('input', {
           type: 'number', min: key === 'min' ? rules.groupBounds.min : rules.groupBounds.maxMin, max: rules.groupBounds.max,
-          testid: `as-${key}-${g.name}`, value: b[key] ?? '',
+          testid: `as-${key}-${g.name}`, value: b[key] ?? '', 'aria-label': `${key === 'min' ? 'Fewest' : 'Most'} instances of group ${g.name}`,
           disabled: !g.eligible, placeholder: g.autoscaled ? '' : (key === 'min' ? '0' : '—'),
           oninput: (e) => touch(f, key, e.target.value === '' ? null : Number(e.target.value), g.name),
         }));

@@ -281,7 +281,8 @@ class LogView {
     });
     this.spacer = h('div', { class: 'log-spacer' });
     this.window = h('div', { class: 'log-window', testid: 'log-lines' });
-    this.viewport = h('div', { class: 'log-viewport', testid: 'log-viewport' }, this.spacer, this.window);
+    // it scrolls: focusable, so a keyboard reads the log too
+    this.viewport = h('div', { class: 'log-viewport', testid: 'log-viewport', tabindex: 0, role: 'region', 'aria-label': 'Log lines' }, this.spacer, this.window);
     this.viewport.addEventListener('scroll', () => {
       const bottom = this.viewport.scrollTop + this.viewport.clientHeight >= this.viewport.scrollHeight - ROW_PX;
       this.follow = bottom;
