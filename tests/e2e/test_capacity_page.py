@@ -151,6 +151,12 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
     dialog = page.get_by_test_id("ig-edit-dialog")
     expect(dialog.get_by_test_id("ig-fixed-capacity_type")).to_contain_text("Spot")
     expect(dialog.get_by_test_id("ig-edit-fixed-why")).to_contain_text("add a new instance group")
+    # a count out of range is said on its field (where the API's refusal would land too)
+    dialog.get_by_test_id("ig-edit-count").fill("-1")
+    dialog.get_by_test_id("ig-edit-dialog-confirm").click()
+    expect(dialog.get_by_test_id("error-ig-edit-dialog-instance_count")).to_contain_text(
+        "A whole number")
+    expect(dialog.get_by_test_id("ig-edit-count")).to_have_attribute("aria-invalid", "true")
     dialog.get_by_test_id("ig-edit-count").fill("3")
     with page.expect_request(lambda r: r.method == "PATCH") as patched:
         dialog.get_by_test_id("ig-edit-dialog-confirm").click()

@@ -21,7 +21,9 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UUID_RE,
     base,
+    destroy_dialog,
     page_checks,
+    plan_read,
     sign_in,
 )
 
@@ -102,6 +104,18 @@ def test_apply_sends_only_what_was_touched_and_follows_it(page, stack, cluster):
     expect(page.get_by_test_id("as-max-workers")).to_have_value("3")
     expect(page.get_by_test_id("as-min-workers")).to_have_value("0")
     expect(page.get_by_test_id("as-group-workers")).to_have_attribute("data-autoscaled", "1")
+    # turning one off asks once, through the one confirmation naming the feature, with the
+    # dry run's plan; cancelled, no PATCH is sent
+    sent.clear()
+    page.get_by_test_id("feature-toggle-training_operator").uncheck()
+    page.get_by_test_id("features-apply").click()
+    dialog = destroy_dialog(page, "feature", "training_operator", "feature-off")
+    plan_read(dialog)
+    page_checks(page, "a feature's turn-off dialog")
+    dialog.get_by_test_id("destroy-dialog-cancel").click()
+    expect(dialog).to_have_count(0)
+    expect(page.get_by_test_id("feature-result-training_operator")).to_have_text("not sent")
+    assert not sent  # only the dry run (…/features?dry_run=true) was asked
     assert state(stack, cluster, "training_operator") == "on"
     assert state(stack, cluster, "autoscaling") == "on"
 

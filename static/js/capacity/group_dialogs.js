@@ -45,14 +45,15 @@ export function openEditGroup({ cluster, group: g, signal }) {
     fixed,
     result,
   ];
-  const { error } = openModal({
+  openModal({
     testid: 'ig-edit-dialog', title: `Change instance group ${g.name}`, content, confirmText: 'Apply change', signal,
+    fields: { instance_count: countIn }, // the API's refusal of the count lands on it
     async onSubmit({ close }) {
       result.hidden = true;
       const n = Number(countIn.value);
       if (!Number.isInteger(n) || n < rules.group.count.min || n > rules.group.count.max) {
-        error.textContent = `A whole number from ${rules.group.count.min} to ${rules.group.count.max}.`;
-        return;
+        const msg = `A whole number from ${rules.group.count.min} to ${rules.group.count.max}.`;
+        throw Object.assign(new Error(msg), { details: { instance_count: [msg] } }); // on the field, as the API would
       }
       const diff = {};
       if (n !== g.target_count) diff.instance_count = n;

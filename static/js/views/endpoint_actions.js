@@ -32,6 +32,7 @@ export function openInvoke(cluster, ep, signal) {
     result);
   openModal({
     testid: 'invoke', title: `Test ${ep.name}`, content, confirmText: 'Send', wide: true, signal,
+    fields: { prompt, max_tokens: tokens, ...(models ? { model: models } : {}) }, // the API's refusal of a field lands on it
     onSubmit: async () => {
       const body = { prompt: prompt.value, max_tokens: Number(tokens.value) };
       if (models) body.model = models.value;
