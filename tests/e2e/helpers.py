@@ -58,6 +58,12 @@ def destroy_dialog(page, kind: str, name: str, action: str):
     return dialog
 
 
+def cancel(dialog):
+    """Cancel the one confirmation: it closes, sending nothing."""
+    dialog.get_by_test_id("destroy-dialog-cancel").click()
+    expect(dialog).to_have_count(0)
+
+
 def plan_read(dialog):
     """Wait until the dialog shows its dry run's plan (what it removes, what depends on it)."""
     expect(dialog).to_have_attribute("data-plan", "ready", timeout=AWS_READ_TIMEOUT_MS)

@@ -24,6 +24,7 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UUID_RE,
     base,
+    cancel,
     destroy_dialog,
     page_checks,
     plan_read,
@@ -240,8 +241,7 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             f"Reboot node {sick[0]}?")
         expect(dialog.get_by_test_id("destroy-dialog-confirm")).to_have_text(
             f"Reboot node {sick[0]}")
-        dialog.get_by_test_id("destroy-dialog-cancel").click()
-        expect(dialog).to_have_count(0)
+        cancel(dialog)
 
         # by group: every worker, and only workers, in pages of 20 cut by cursor
         page.get_by_test_id("nodes-filter-health").select_option("")
@@ -272,8 +272,7 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             page.get_by_test_id(f"nodes-{action}").click()
             dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, f"node-{action}")
             plan_read(dialog)
-            dialog.get_by_test_id("destroy-dialog-cancel").click()
-            expect(dialog).to_have_count(0)
+            cancel(dialog)
         page.get_by_test_id("nodes-reboot").click()
         dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, "node-reboot")
         expect(dialog.get_by_test_id("node-action-pods")).to_contain_text("disrupted")
@@ -328,8 +327,7 @@ def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster)
     dialog = destroy_dialog(page, "instance group", "workers", "ig-delete")
     plan_read(dialog)
     page_checks(page, "the delete dialog of an instance group")
-    dialog.get_by_test_id("destroy-dialog-cancel").click()
-    expect(dialog).to_have_count(0)
+    cancel(dialog)
 
 
 def test_viewer_sees_capacity_read_only(page, stack, cluster):
