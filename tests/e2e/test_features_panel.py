@@ -77,6 +77,14 @@ def test_the_panel_shows_actual_state_dependencies_and_the_autoscaling_scope(pag
     expect(page.get_by_test_id("features-apply")).to_be_enabled()
     page.get_by_test_id("feature-toggle-observability").uncheck()
     expect(page.get_by_test_id("features-apply")).to_be_disabled()
+    # a value the API refuses is said on its own field, from the refusal's details
+    memory = page.get_by_test_id("feature-memory-percent")
+    memory.fill("1000")
+    with page.expect_response(lambda r: _is_patch(cluster)(r.request)) as refused:
+        page.get_by_test_id("features-apply").click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(page.get_by_test_id("error-feature-tiered_checkpointing.memory_percent")).not_to_be_empty()
+    expect(page.get_by_test_id("feature-memory-percent")).to_have_attribute("aria-invalid", "true")
 
 
 def test_apply_sends_only_what_was_touched_and_follows_it(page, stack, cluster):

@@ -6,7 +6,7 @@
 // (confirm.js): what uses it is listed from the dry run, and force is sent only once the user
 // types the feature's name.
 
-import { api, isAbort, uuid4, canMutate } from '../api.js';
+import { api, isAbort, uuid4, canMutate, fieldErrors } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
@@ -26,7 +26,9 @@ const FOLLOW_MS = 1500;
 
 export function mountFeatures(box, ctx, name) {
   const path = `/api/v1/clusters/${encodeURIComponent(name)}/features`;
-  const state = { view: null, touched: {}, results: {}, busy: false };
+  // fieldErrs: the last Apply's refusals per field (`<feature>.memory_percent`,
+  // `<feature>.groups.<group>.<min|max>`), shown on their inputs until the next Apply
+  const state = { view: null, touched: {}, results: {}, busy: false, fieldErrs: {} };
   const list = h('div', { class: 'adv-features', testid: 'features-list' }, h('div', { class: 'faint' }, 'Reading features…'));
   const apply = guard(h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'features-apply', disabled: true, onclick: () => send() }, 'Apply'));
   const reset = h('button', { type: 'button', class: 'btn btn-sm', testid: 'features-reset', disabled: true, onclick: () => { state.touched = {}; render(); } }, 'Reset');
@@ -93,6 +95,7 @@ export function mountFeatures(box, ctx, name) {
   async function send() {
     if (!canMutate() || state.busy) return;
     state.busy = true;
+    state.fieldErrs = {};
     renderActions();
     for (const [f, body] of bodies()) {
       try {
@@ -127,6 +130,7 @@ export function mountFeatures(box, ctx, name) {
       } catch (e) {
         if (isAbort(e)) return;
         state.results[f] = { text: e.message, error: true };
+        Object.assign(state.fieldErrs, fieldErrors(e.details));
         toastError(e, `${LABELS[f] || f}: `);
       }
       renderResult(f);
@@ -192,10 +196,18 @@ export function mountFeatures(box, ctx, name) {
   function memoryField(f, feature, t) {
     const value = 'memory_percent' in t ? t.memory_percent : feature.memory_percent;
     return h('div', { class: 'adv-option' }, h('label', { class: 'sub', for: 'feature-memory-percent' }, 'Memory for checkpoints (%)'),
-      guard(h('input', {
+      ...withError(`${f}.memory_percent`, guard(h('input', {
         type: 'number', id: 'feature-memory-percent', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
         oninput: (e) => touch(f, 'memory_percent', e.target.value === '' ? null : Number(e.target.value)),
-      })));
+      }))));
+  }
+
+  /** An input with the last Apply's refusal of its field, on its own line. */
+  function withError(key, input) {
+    const msg = state.fieldErrs[key];
+    if (!msg) return [input];
+    input.setAttribute('aria-invalid', 'true');
+    return [input, h('span', { class: 'err', testid: `error-feature-${key}`, role: 'alert' }, msg)];
   }
 
   function groupsTable(f, feature, t) {
@@ -206,16 +218,16 @@ export function mountFeatures(box, ctx, name) {
       h('thead', null, h('tr', null, h('th', null, 'Group'), h('th', { class: 'num' }, 'Min'), h('th', { class: 'num' }, 'Max'), h('th', { class: 'num' }, 'Current'))),
       h('tbody', null, groups.map((g) => {
         const b = { ...(g.autoscaled ? { min: g.min, max: g.max } : {}), ...(touchedGroups[g.name] || {}) };
-        const input = (key) => guard(h('input', {
+        const input = (key) => withError(`${f}.groups.${g.name}.${key}`, guard(h('input', {
           type: 'number', min: key === 'min' ? rules.groupBounds.min : rules.groupBounds.maxMin, max: rules.groupBounds.max,
           testid: `as-${key}-${g.name}`, value: b[key] ?? '', 'aria-label': `${key === 'min' ? 'Fewest' : 'Most'} instances of group ${g.name}`,
           disabled: !g.eligible, placeholder: g.autoscaled ? '' : (key === 'min' ? '0' : '—'),
           oninput: (e) => touch(f, key, e.target.value === '' ? null : Number(e.target.value), g.name),
-        }));
+        })));
         return h('tr', { testid: `as-group-${g.name}`, dataset: { autoscaled: g.autoscaled ? '1' : '' } },
           h('td', null, h('b', { class: 'id' }, g.name), h('span', { class: 'sub-id' }, g.instance_type || ''),
             g.eligible ? null : h('span', { class: 'sub-id', title: g.reason || '' }, 'not eligible')),
-          h('td', { class: 'num' }, input('min')), h('td', { class: 'num' }, input('max')),
+          h('td', { class: 'num' }, ...input('min')), h('td', { class: 'num' }, ...input('max')),
           h('td', { class: 'num', testid: `as-current-${g.name}` }, `${g.current ?? '—'}`));
       })));
   }

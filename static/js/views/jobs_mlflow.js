@@ -3,7 +3,7 @@
 // while jobs log to it: listed, and forced only once the user types its name), open the
 // MLflow UI (a presigned URL asked for on the click and opened at once, never kept or shown).
 
-import { api, isAbort, mutator, canMutate } from '../api.js';
+import { api, isAbort, mutator, canMutate, fieldErrors } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { confirmDestroy } from '../confirm.js';
@@ -25,6 +25,7 @@ export function mountMlflow(card, ctx, cluster) {
   const path = `/api/v1/clusters/${encodeURIComponent(cluster)}/mlflow`;
   const send = mutator();
   let timer = null;
+  let fieldErrs = {}; // the last refusal's per-field messages (size, tracking_server), until the next send
   card.append(h('div', { class: 'card-body' }, loading('Loading MLflow…')));
 
   async function load(poll = true) {
@@ -37,14 +38,24 @@ export function mountMlflow(card, ctx, cluster) {
   }
 
   async function change(method, body, done) {
+    fieldErrs = {};
     try {
       const reply = await send(path, { method, body, signal: ctx.signal });
       toast(reply.changed === false ? reply.message : done, { kind: 'info', timeout: 3000 });
       if (reply.operation) return follow(reply.operation.id);
     } catch (e) {
-      if (!isAbort(e)) toastError(e);
+      if (isAbort(e)) return;
+      fieldErrs = fieldErrors(e.details);
+      toastError(e);
     }
     load();
+  }
+
+  /** A control with the last refusal's message for its field, on its own line. */
+  function withError(field, control) {
+    const msg = fieldErrs[field];
+    if (msg) control.setAttribute('aria-invalid', 'true');
+    return msg ? [control, h('span', { class: 'err', testid: `error-mlflow-${field}`, role: 'alert' }, msg)] : [control];
   }
 
   function openDetach(view) {
@@ -106,7 +117,7 @@ export function mountMlflow(card, ctx, cluster) {
       attach.addEventListener('click', () => {
         if (existing.value.trim()) change('PUT', { tracking_server: existing.value.trim() }, 'Attaching the tracking server.');
       });
-      actions.append(size, create, existing, attach);
+      actions.append(...withError('size', size), create, ...withError('tracking_server', existing), attach);
     }
     body.append(actions);
     const hint = roleHint('creating, attaching or detaching MLflow', 'mlflow-role-hint');
