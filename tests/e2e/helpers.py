@@ -55,6 +55,8 @@ def destroy_dialog(page, kind: str, name: str, action: str):
     expect(dialog).to_have_attribute("data-kind", kind)
     expect(dialog).to_have_attribute("data-name", name)
     expect(dialog.get_by_test_id("destroy-dialog-title")).to_contain_text(f"{kind} {name}")
+    # a modal: the keyboard's focus is in it (its first control, or the name to type)
+    expect(dialog.locator(":focus")).to_have_count(1)
     return dialog
 
 

@@ -18,6 +18,7 @@ from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
     base,
+    cancel,
     destroy_dialog,
     page_checks,
     plan_read,
@@ -133,6 +134,13 @@ def test_a_download_shows_its_progress_to_the_end(page, stack, cluster):
     expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text(
         "available", timeout=OPERATION_TIMEOUT_MS)
     expect(page.get_by_test_id("model-files-tiny-ui")).to_have_text("4")
+    # its removal asks once, through the one confirmation, naming it; cancelled, it stays
+    page.get_by_test_id("model-remove-tiny-ui").click()
+    dialog = destroy_dialog(page, "model", "tiny-ui", "model-remove")
+    plan_read(dialog)
+    page_checks(page, "the models page with a model's remove dialog")
+    cancel(dialog)
+    expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text("available")
 
 
 def test_an_s3_prefix_is_downloaded_from_the_form(page, stack, cluster):
