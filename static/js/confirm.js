@@ -104,7 +104,8 @@ export function confirmDestroy({
     fill(planBox,
       removes.length ? [
         h('div', { class: 'plan-title' }, 'It removes:'),
-        h('ul', { class: 'plain-list', testid: 'destroy-removes' },
+        // a long list scrolls in its own box (reachable by keyboard), so the buttons stay near
+        h('ul', { class: 'plain-list destroy-removes', testid: 'destroy-removes', tabindex: 0, 'aria-label': 'What it removes' },
           removes.map((r) => h('li', { testid: 'destroy-remove' }, r)))] : null,
       deps.length ? h('div', { class: 'used-by', testid: 'destroy-dependents', role: 'alert' },
         h('div', { class: 'used-by-title' }, `Depends on it (${plan.total || deps.length}):`),
@@ -119,7 +120,8 @@ export function confirmDestroy({
         h('summary', null, `${steps.length} step${steps.length === 1 ? '' : 's'} rehearsed`,
           plan.changes != null ? `, ${plan.changes} call${plan.changes === 1 ? '' : 's'} that change` : ''),
         h('ol', null, steps.map((s) => h('li', null, s.title || s.step)))) : null,
-      plan.would_fail ? h('p', { class: 'form-error', testid: 'destroy-would-fail' },
+      // a refusal is said above, by its dependents; would_fail is for any other stop
+      plan.would_fail && !plan.refused ? h('p', { class: 'form-error', testid: 'destroy-would-fail' },
         `It would stop at ${plan.would_fail.step}: ${plan.would_fail.message || ''}`) : null);
     gate();
   }
