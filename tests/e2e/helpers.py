@@ -85,11 +85,11 @@ BUSY_WAIT_MS = 5_000
 
 # a table that does not fit (its own box, or the box that scrolls it, is wider than the
 # room it has), and the page scrolling sideways
-TOO_WIDE = """() => {
+TOO_WIDE = """(within) => {
   const out = [];
   const root = document.documentElement;
   if (root.scrollWidth > root.clientWidth + 1) out.push(`the page: ${root.scrollWidth} px`);
-  for (const t of document.querySelectorAll('table')) {
+  for (const t of document.querySelector(within).querySelectorAll('table')) {
     if (!t.offsetParent) continue;
     const box = t.parentElement;
     if (t.scrollWidth > box.clientWidth + 1) {
@@ -109,31 +109,32 @@ def _axe_source() -> str:
     return AXE_JS.read_text()
 
 
-def page_checks(page, where: str) -> None:
+def page_checks(page, where: str, within: str = "body") -> None:
     """What a person must never meet on the page as it is now (a dialog included): visible
     text that says null, undefined, NaN, [object Object] or names an internal document; a
     table wider than its room, or a page that scrolls sideways (the tests' window is 1280 px);
     axe-core's serious or critical violations, run in the page. `where` names the page in
-    the failure."""
+    the failure; `within` (a CSS selector) keeps the checks to one part of it — a dialog, a
+    panel — where the page around it is checked elsewhere (axe takes seconds on a long page)."""
     with contextlib.suppress(PlaywrightTimeout):
         page.wait_for_function("busy => !document.querySelector(busy)", arg=BUSY,
                                timeout=BUSY_WAIT_MS)
-    text = page.evaluate("() => document.body.innerText")
+    text = page.evaluate("within => document.querySelector(within).innerText", within)
     leaks = sorted({m.group(0) for m in LEAKS.finditer(text)})
     lines = [line for line in text.splitlines() if LEAKS.search(line)]
     assert not leaks, f"{where}: the page says {leaks}: {lines[:5]}"
-    wide = page.evaluate(TOO_WIDE)
+    wide = page.evaluate(TOO_WIDE, within)
     assert not wide, f"{where}: wider than the window ({page.viewport_size['width']} px): {wide}"
     # evaluated by the DevTools protocol, not as a page script: the dashboard's CSP stays on
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(_axe_source())
-    violations = page.evaluate("""async () => {
-      const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    violations = page.evaluate("""async (within) => {
+      const r = await window.axe.run(within, { resultTypes: ['violations'] });
       return r.violations.map((v) => ({
         id: v.id, impact: v.impact, help: v.help,
         nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
       }));
-    }""")
+    }""", within)
     bad = [v for v in violations if v["impact"] in AXE_FAILS]
     assert not bad, f"{where}: axe-core finds " + "; ".join(
         f"{v['id']} ({v['impact']}: {v['help']}) at {v['nodes']}" for v in bad)

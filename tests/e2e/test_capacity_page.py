@@ -326,7 +326,7 @@ def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster)
     page.get_by_test_id("ig-delete-workers").click()
     dialog = destroy_dialog(page, "instance group", "workers", "ig-delete")
     plan_read(dialog)
-    page_checks(page, "the delete dialog of an instance group")
+    page_checks(page, "the delete dialog of an instance group", within="dialog[open]")
     cancel(dialog)
 
 

@@ -243,7 +243,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     page.get_by_test_id(f"cluster-delete-{name}").click()
     dialog = destroy_dialog(page, "cluster", name, "cluster-delete")
     plan_read(dialog)  # the dry run: what it removes, steps rehearsed
-    page_checks(page, "a cluster's delete dialog")
+    page_checks(page, "a cluster's delete dialog", within="dialog[open]")
     expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
     expect(dialog.get_by_test_id("destroy-steps")).to_be_visible()
     confirm = dialog.get_by_test_id("destroy-dialog-confirm")

@@ -67,7 +67,7 @@ def test_the_panel_shows_actual_state_dependencies_and_the_autoscaling_scope(pag
         "IRSA")
     expect(page.get_by_test_id("feature-note-autoscaling")).to_contain_text(
         "HyperPod instance groups only, not general EC2 capacity")
-    page_checks(page, "the features panel")
+    page_checks(page, "the features panel", within="[data-testid=advanced-features]")
     expect(page.get_by_test_id("status-autoscaling-scope")).to_contain_text(
         "not general EC2 capacity")
     expect(page.get_by_test_id("as-group-workers")).to_be_visible()
@@ -120,7 +120,7 @@ def test_apply_sends_only_what_was_touched_and_follows_it(page, stack, cluster):
     page.get_by_test_id("features-apply").click()
     dialog = destroy_dialog(page, "feature", "training_operator", "feature-off")
     plan_read(dialog)
-    page_checks(page, "a feature's turn-off dialog")
+    page_checks(page, "a feature's turn-off dialog", within="dialog[open]")
     cancel(dialog)
     expect(page.get_by_test_id("feature-result-training_operator")).to_have_text("not sent")
     assert not sent  # only the dry run (…/features?dry_run=true) was asked

@@ -113,7 +113,7 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     dialog = destroy_dialog(page, "endpoint", "web", "endpoint-delete")
     plan_read(dialog)
     expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
-    page_checks(page, "an endpoint's delete dialog")
+    page_checks(page, "an endpoint's delete dialog", within="dialog[open]")
     with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
             "/endpoints/web")):
         dialog.get_by_test_id("destroy-dialog-confirm").click()
