@@ -20,8 +20,8 @@ command -v redis-server >/dev/null || packages+=(redis-server)
 kubectl_from_pypi=""
 if [ "$what" = test ]; then
   [ -x /usr/bin/chromium ] || packages+=(chromium)
-  # Node.js for the MCP test whose client is the official TypeScript MCP SDK, and for
-  # Spectral (the OpenAPI linter)
+  # Node.js for the MCP test whose client is the official TypeScript MCP SDK, for
+  # Spectral (the OpenAPI linter) and for axe-core (the browser tests' accessibility check)
   command -v node >/dev/null || packages+=(nodejs)
   command -v npm >/dev/null || packages+=(npm)
   # kubectl for the tests of the user's own tools: Debian's apt sources do not carry it on
@@ -74,6 +74,14 @@ if [ "$what" = test ] && ! grep -qs '"version": "6.16.3"' \
     "$openapi_lint/node_modules/@stoplight/spectral-cli/package.json"; then
   echo "dev.sh: installing Spectral (npm ci) into $openapi_lint" >&2
   npm ci --prefix "$openapi_lint" --no-audit --no-fund --loglevel=error
+fi
+# axe-core, the accessibility checker the browser tests run in each page they open,
+# pinned by tests/e2e/axe/package-lock.json
+axe=tests/e2e/axe
+if [ "$what" = test ] && ! grep -qs '"version": "4.14.1"' \
+    "$axe/node_modules/axe-core/package.json"; then
+  echo "dev.sh: installing axe-core (npm ci) into $axe" >&2
+  npm ci --prefix "$axe" --no-audit --no-fund --loglevel=error
 fi
 
 if [ "$what" = run ]; then

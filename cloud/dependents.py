@@ -74,11 +74,11 @@ kinds act within seconds of their check.
 
 Faces. The MCP tools take `dry_run` and `force` from the document; their descriptions say
 that an `in_use` error names the dependents and that force is the user's decision (the agent
-configs' prompt and the playbooks say to ask). The dashboard's `static/js/in_use.js` shows
-"used by" under every delete, detach and turn-off, from its dry run as the dialog opens (or
-the network's button is armed) and from the 409, and asks before the next click sends
-`force=true`: a box to tick, inside the dialog or under the button, never the browser's
-`confirm()`.
+configs' prompt and the playbooks say to ask). The dashboard's one confirmation,
+`static/js/confirm.js`, opened by every delete, detach, turn-off and node action, shows the
+dry run (what it removes, what depends on it) before its confirm is enabled, and the 409's
+dependents when the request itself is refused; `force=true` is sent only once the user typed
+the target's name — never the browser's `confirm()`.
 
 Tests: tests/app/test_dependents_api.py (the network under a live cluster over REST and MCP,
 with the local AWS's counters and the operation list unchanged; a cluster, the training

@@ -2,22 +2,51 @@
 // confirm button that shows a spinner while its submit runs. The dashboard's mutating
 // dialogs (instance groups, node actions, cluster software) are built on it.
 
-import { isAbort } from './api.js';
+import { isAbort, fieldErrors } from './api.js';
 import { h, spinner } from './ui.js';
 
 /**
- * openModal({testid, title, content, confirmText, danger, wide, signal, onSubmit, onError})
- * testids: `<testid>` (the dialog), `<testid>-error`, `<testid>-cancel`, `<testid>-confirm`.
- * onSubmit({close, error}) may throw: an ApiError's message lands in the error line unless
- * onError(err, errorEl) handles it. Answers {dlg, confirmBtn, error, close}.
+ * openModal({testid, title, content, confirmText, cancelText, danger, wide, signal, onSubmit,
+ * onError, canConfirm, fields}) testids: `<testid>` (the dialog), `<testid>-title`, `<testid>-error`,
+ * `<testid>-cancel`, `<testid>-confirm`. onSubmit({close, error}) may throw: an ApiError's
+ * message lands in the error line unless onError(err, errorEl) handles it. canConfirm(), when
+ * given, decides whether the confirm button is enabled once a submit has settled (the
+ * caller keeps it up to date otherwise). fields: {key: input} — a refusal's `details` for a
+ * key (the API's field name, dotted when nested) is shown on that input's own error line
+ * (`error-<testid>-<key>`, aria-invalid), all cleared at the next submit and on success.
+ * Answers {dlg, confirmBtn, error, close}.
  */
-export function openModal({ testid, title, content, confirmText, danger = false, wide = false, signal, onSubmit, onError }) {
+export function openModal({ testid, title, content, confirmText, cancelText = 'Cancel', danger = false, wide = false, signal, onSubmit, onError, canConfirm, fields = {} }) {
   const error = h('div', { class: 'form-error', testid: `${testid}-error`, role: 'alert' });
   const confirmBtn = h('button', { type: 'submit', class: danger ? 'btn btn-danger solid' : 'btn btn-primary', testid: `${testid}-confirm` }, confirmText);
-  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: `${testid}-cancel` }, 'Cancel');
+  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: `${testid}-cancel` }, cancelText);
   const form = h('form', { class: 'modal-body', novalidate: true },
-    h('h2', { id: `${testid}-title` }, title), content, error,
+    h('h2', { id: `${testid}-title`, testid: `${testid}-title` }, title), content, error,
     h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
+  // each field's own error line, right after its input
+  const fieldErr = {};
+  for (const [key, input] of Object.entries(fields)) {
+    fieldErr[key] = h('div', { class: 'err', id: `error-${testid}-${key}`, testid: `error-${testid}-${key}`, role: 'alert' });
+    input.after(fieldErr[key]);
+    input.setAttribute('aria-describedby', fieldErr[key].id);
+  }
+  const clearFields = () => {
+    for (const [key, line] of Object.entries(fieldErr)) {
+      line.textContent = '';
+      fields[key].removeAttribute('aria-invalid');
+    }
+  };
+  /** Show the refusal's per-field messages; answers whether any field took one. */
+  const showFields = (ex) => {
+    let shown = false;
+    for (const [key, msg] of Object.entries(fieldErrors(ex && ex.details))) {
+      if (!fieldErr[key]) continue;
+      fieldErr[key].textContent = msg;
+      fields[key].setAttribute('aria-invalid', 'true');
+      shown = true;
+    }
+    return shown;
+  };
   const dlg = h('dialog', { class: `modal${wide ? ' wide' : ''}`, testid, 'aria-labelledby': `${testid}-title` }, form);
   document.body.appendChild(dlg);
 
@@ -34,16 +63,20 @@ export function openModal({ testid, title, content, confirmText, danger = false,
     confirmBtn.disabled = true;
     confirmBtn.replaceChildren(spinner(), 'Sending…');
     error.textContent = '';
+    clearFields();
     try {
       await onSubmit({ close, error });
     } catch (ex) {
       if (isAbort(ex)) return;
       if (onError) onError(ex, error);
       else error.textContent = ex.message;
+      showFields(ex);
     } finally {
       busy = false;
-      confirmBtn.replaceChildren(...label);
-      confirmBtn.disabled = false;
+      if (dlg.open) {
+        confirmBtn.replaceChildren(...label);
+        confirmBtn.disabled = canConfirm ? !canConfirm() : false;
+      }
     }
   });
   dlg.showModal();

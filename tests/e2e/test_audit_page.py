@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.e2e.helpers import base, sign_in
+from tests.e2e.helpers import base, page_checks, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +33,7 @@ def test_an_operator_reads_the_audit_log_and_filters_it(page, stack):
     expect(rows.nth(0).locator("td").nth(1)).to_have_text("viewer")  # not "viewer viewer"
     expect(rows.nth(1)).to_have_attribute("data-outcome", "accepted")
     expect(rows.nth(1).get_by_test_id("audit-op-link")).to_have_text(op_id)
+    page_checks(page, "the audit log")
     page.get_by_test_id("audit-filter-token").fill("operator")
     expect(rows).to_have_count(1)
     expect(page).to_have_url(f"{base(stack)}/#/audit?target=network%2F{name}&token=operator")

@@ -12,8 +12,11 @@ One cluster (30 + 2 nodes on the sandbox) serves the whole module. Fixtures `bro
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import secrets
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -25,12 +28,20 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UUID_RE,
     base,
+    cancel,
+    destroy_dialog,
+    page_checks,
+    plan_read,
     sign_in,
 )
 from vocabulary import kubernetes_versions
 
 pytestmark = pytest.mark.browser
 FROM_VERSION, TO_VERSION = kubernetes_versions.offered()[-2:]
+
+SCREENSHOTS = Path(os.environ.get("HYPD_TEST_ARTIFACTS")
+                   or tempfile.gettempdir()) / "hypd-screenshots"
+"""Where the page walk keeps each page's screenshots (set HYPD_TEST_ARTIFACTS to keep them)."""
 
 ZONE = "us-west-2a"
 TYPE = "ml.g4dn.xlarge"  # few addresses a node: a small /20 holds many
@@ -164,6 +175,12 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
     dialog = page.get_by_test_id("ig-edit-dialog")
     expect(dialog.get_by_test_id("ig-fixed-capacity_type")).to_contain_text("Spot")
     expect(dialog.get_by_test_id("ig-edit-fixed-why")).to_contain_text("add a new instance group")
+    # a count out of range is said on its field (where the API's refusal would land too)
+    dialog.get_by_test_id("ig-edit-count").fill("-1")
+    dialog.get_by_test_id("ig-edit-dialog-confirm").click()
+    expect(dialog.get_by_test_id("error-ig-edit-dialog-instance_count")).to_contain_text(
+        "A whole number")
+    expect(dialog.get_by_test_id("ig-edit-count")).to_have_attribute("aria-invalid", "true")
     dialog.get_by_test_id("ig-edit-count").fill("3")
     with page.expect_request(lambda r: r.method == "PATCH") as patched:
         dialog.get_by_test_id("ig-edit-dialog-confirm").click()
@@ -242,12 +259,12 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
             "data-current", "investigate")
         # its reboot dialog names the node it would reboot; cancelled, nothing is sent
         detail.get_by_test_id("node-detail-reboot").click()
-        dialog = page.get_by_test_id("node-action-dialog")
-        expect(dialog.locator("h2")).to_have_text(f"Reboot node {sick[0]}?")
-        expect(dialog.get_by_test_id("node-action-dialog-confirm")).to_have_text(
+        dialog = destroy_dialog(page, "node", sick[0], "node-reboot")
+        expect(dialog.get_by_test_id("destroy-dialog-title")).to_have_text(
+            f"Reboot node {sick[0]}?")
+        expect(dialog.get_by_test_id("destroy-dialog-confirm")).to_have_text(
             f"Reboot node {sick[0]}")
-        dialog.get_by_test_id("node-action-dialog-cancel").click()
-        expect(dialog).to_be_hidden()
+        cancel(dialog)
 
         # by group: every worker, and only workers, in pages of 20 cut by cursor
         page.get_by_test_id("nodes-filter-health").select_option("")
@@ -272,8 +289,15 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         # happens to pods and how the nodes split into AWS's batches
         page.get_by_test_id("nodes-select-all").click()
         expect(page.get_by_test_id("nodes-selected")).to_have_attribute("data-count", str(WORKERS))
+        # replace and delete ask once through the same dialog, naming what they act on;
+        # cancelled, nothing is sent
+        for action in ("replace", "delete"):
+            page.get_by_test_id(f"nodes-{action}").click()
+            dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, f"node-{action}")
+            plan_read(dialog)
+            cancel(dialog)
         page.get_by_test_id("nodes-reboot").click()
-        dialog = page.get_by_test_id("node-action-dialog")
+        dialog = destroy_dialog(page, f"{WORKERS} nodes of cluster", cluster, "node-reboot")
         expect(dialog.get_by_test_id("node-action-pods")).to_contain_text("disrupted")
         expect(dialog.get_by_test_id("node-escalation")).to_have_attribute("data-current", "reboot")
         expect(dialog.get_by_test_id("node-action-batches")).to_have_attribute("data-count", "2")
@@ -281,7 +305,7 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         expect(dialog.get_by_test_id("node-action-batch-2")).to_have_attribute("data-count", "5")
         with page.expect_request(lambda r: r.method == "POST"
                                  and r.url.endswith("/nodes/reboot")) as posted:
-            dialog.get_by_test_id("node-action-dialog-confirm").click()
+            dialog.get_by_test_id("destroy-dialog-confirm").click()
         assert posted.value.post_data_json == {"node_ids": workers}
 
         # the progress panel: one step per batch, each readable, each reaching succeeded
@@ -302,6 +326,43 @@ def test_nodes_filter_open_one_and_bulk_reboot_in_batches(page, stack, cluster):
         assert shown and all(a != b for a, b in itertools.pairwise(shown)), shown
     finally:
         _label_health(stack, cluster, sick, "Schedulable")
+
+
+def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster):
+    """Every page of the dashboard, on this module's cluster, and the one destructive
+    dialog: axe-core (run in the page) finds no serious or critical violation, and no text
+    says null, undefined, NaN, [object Object] or names an internal document."""
+    _ensure_spot_group(stack, cluster)  # so that workers is not the last group
+    page.goto(f"{base(stack)}/")
+    expect(page.get_by_test_id("token-input")).to_be_visible()
+    page_checks(page, "sign-in")
+    sign_in(page, stack, stack.operator_token, "operator")
+    with stack.client("viewer") as c:
+        ops = c.get("/api/v1/operations", params={"target": f"cluster/{cluster}"}).json()["items"]
+    routes = ["clusters", f"clusters/{cluster}", f"clusters/{cluster}/capacity",
+              f"clusters/{cluster}/capacity/add-group", f"clusters/{cluster}/jobs",
+              f"clusters/{cluster}/endpoints", f"clusters/{cluster}/models",
+              f"clusters/{cluster}/spaces", f"clusters/{cluster}/storage", "clusters/new",
+              "clusters/import", "networks", "operations",
+              f"operations/{ops[-1]['id']}", "discovery", "audit"]
+    shots = SCREENSHOTS / "pages"
+    shots.mkdir(parents=True, exist_ok=True)
+    for route in routes:
+        page.goto(f"{base(stack)}/#/{route}")
+        expect(page.get_by_test_id("view")).not_to_be_empty()
+        page_checks(page, f"#/{route}")
+        # looked at: the page at 1280 and 1920 px, kept with the test artifacts
+        for width in (1280, 1920):
+            page.set_viewport_size({"width": width, "height": 860})
+            page.screenshot(path=shots / f"{route.replace('/', '_')}-{width}.png", full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 860})
+    # the one confirmation, open with its plan
+    open_capacity(page, stack, cluster)
+    page.get_by_test_id("ig-delete-workers").click()
+    dialog = destroy_dialog(page, "instance group", "workers", "ig-delete")
+    plan_read(dialog)
+    page_checks(page, "the delete dialog of an instance group", within="dialog[open]")
+    cancel(dialog)
 
 
 def test_viewer_sees_capacity_read_only(page, stack, cluster):
@@ -365,19 +426,22 @@ def test_operator_updates_software_and_deletes_a_group_past_its_pods(page, stack
     try:
         page.goto(f"{base(stack)}/#/clusters/{cluster}/capacity")
         page.get_by_test_id("ig-delete-spot").click()
-        dialog = page.get_by_test_id("ig-delete-dialog")
-        with page.expect_response(lambda r: r.request.method == "DELETE"
-                                  and "dry_run" not in r.url) as refused:
-            dialog.get_by_test_id("ig-delete-dialog-confirm").click()
-        assert refused.value.status == 409
-        pod = dialog.get_by_test_id("ig-delete-dependent")
+        # the one dialog: its dry run names the pod; the confirm waits for the group's name
+        dialog = destroy_dialog(page, "instance group", "spot", "ig-delete")
+        plan_read(dialog)
+        pod = dialog.get_by_test_id("destroy-dependent")
         expect(pod).to_have_attribute("data-name", "scratch")
         expect(pod).to_contain_text("pod default/scratch")
         expect(pod).to_contain_text("no controller recreates it elsewhere")
-        dialog.get_by_test_id("ig-delete-force").check()
+        confirm = dialog.get_by_test_id("destroy-dialog-confirm")
+        expect(confirm).to_be_disabled()
+        dialog.get_by_test_id("destroy-typed").fill("spo")
+        expect(confirm).to_be_disabled()
+        dialog.get_by_test_id("destroy-typed").fill("spot")
+        expect(confirm).to_have_text("Delete anyway")
         with page.expect_request(lambda r: r.method == "DELETE"
                                  and "dry_run" not in r.url) as forced:
-            dialog.get_by_test_id("ig-delete-dialog-confirm").click()
+            confirm.click()
         assert forced.value.url.endswith(_group_url(cluster, "spot") + "?force=true")
         follow(page, "instance_group.delete")
     finally:
@@ -435,9 +499,12 @@ def test_storage_is_added_refused_on_its_field_and_removed_from_its_page(page, s
     expect(page.get_by_test_id("storage-backing-scratch")).to_contain_text(
         f"s3://{item['s3']['bucket']}/")
 
+    page_checks(page, "the storage page")
     page.get_by_test_id("storage-remove-scratch").click()
-    expect(page.get_by_test_id("storage-remove-dialog")).to_contain_text("scratch")
-    page.get_by_test_id("storage-remove-dialog-confirm").click()
+    dialog = destroy_dialog(page, "storage", "scratch", "storage-remove")
+    plan_read(dialog)
+    expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
+    dialog.get_by_test_id("destroy-dialog-confirm").click()
     follow(page, "storage.delete")
     with stack.client() as c:
         assert c.get(f"/api/v1/clusters/{cluster}/storage/scratch").status_code == 404

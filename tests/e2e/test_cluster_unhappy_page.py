@@ -19,7 +19,16 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, OPERATION_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    base,
+    cancel,
+    destroy_dialog,
+    page_checks,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -50,16 +59,16 @@ def test_cancel_asks_first_and_the_cluster_page_shows_what_is_left(page, stack):
         expect(page.get_by_test_id("op-status")).to_have_attribute("data-status", "running")
         # Cancel asks first; "Keep running" sends nothing
         page.get_by_test_id("op-cancel").click()
-        confirm = page.get_by_test_id("op-cancel-confirm")
-        expect(confirm).to_be_visible()
+        confirm = destroy_dialog(page, "cluster.create operation on", f"cluster/{name}",
+                                 "op-cancel")
         expect(confirm).to_contain_text("stays in AWS")
-        expect(page.get_by_test_id("op-cancel")).to_be_disabled()
-        page.get_by_test_id("op-cancel-no").click()
-        expect(confirm).to_have_count(0)
+        expect(confirm).to_have_attribute("data-plan", "none")  # a cancel has no dry run
+        expect(confirm.get_by_test_id("destroy-dialog-cancel")).to_have_text("Keep running")
+        cancel(confirm)
         assert _op(stack, op_id)["cancel_requested"] is False
         # ... and confirmed, it is sent
         page.get_by_test_id("op-cancel").click()
-        page.get_by_test_id("op-cancel-yes").click()
+        confirm.get_by_test_id("destroy-dialog-confirm").click()
         expect(page.get_by_test_id("op-cancel-requested")).to_be_visible()
         assert _op(stack, op_id)["cancel_requested"] is True
         stack.sandbox.release(hold)
@@ -92,6 +101,7 @@ def test_cancel_asks_first_and_the_cluster_page_shows_what_is_left(page, stack):
     assert [i["kind"] for i in cost["items"]] == ["nat_gateway"] and cost["hourly_usd"] > 0
     expect(left).to_have_attribute("data-hourly", str(cost["hourly_usd"]))
     expect(page.get_by_test_id("left-cost-total")).to_contain_text(f"{cost['hourly_usd']:.3f}")
+    page_checks(page, "what a cancelled create left", within="[data-testid=cluster-left]")
 
     # the list of clusters says it too
     page.goto(f"{base(stack)}/#/clusters")
@@ -118,8 +128,10 @@ def test_cancel_asks_first_and_the_cluster_page_shows_what_is_left(page, stack):
     # Delete what was made: the typed confirmation, then the delete runs to its end
     page.get_by_test_id("op-cluster-link").click()
     page.get_by_test_id("cluster-delete-made").click()
-    page.get_by_test_id("cluster-delete-typed").fill(name)
-    page.get_by_test_id("cluster-delete-confirm").click()
+    dialog = destroy_dialog(page, "cluster", name, "cluster-delete")
+    plan_read(dialog)
+    dialog.get_by_test_id("destroy-typed").fill(name)
+    dialog.get_by_test_id("destroy-dialog-confirm").click()
     expect(page).to_have_url(OP_URL, timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("op-kind")).to_have_text("cluster.delete")
     expect(page.get_by_test_id("op-status")).to_have_attribute(

@@ -25,6 +25,10 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UUID_RE,
     base,
+    cancel,
+    destroy_dialog,
+    page_checks,
+    plan_read,
     sign_in,
 )
 from vocabulary import kubernetes_versions, stage_times
@@ -142,6 +146,7 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     expect(page.get_by_test_id("plan-cost-total")).to_have_text(re.compile(r"\$\d"))
     assert float(cost.get_attribute("data-hourly")) == pytest.approx(plan["cost"]["hourly_usd"])
     expect(page.get_by_test_id("plan-cost-note")).to_have_text(plan["cost"]["note"])
+    page_checks(page, "the new-cluster form with its plan")
     # each figure's source: the AWS Price List, when it was read, the SKU of each item
     source = page.get_by_test_id("plan-cost-source")
     expect(source).to_contain_text("AWS Price List · read")
@@ -257,18 +262,21 @@ def test_operator_creates_a_cluster_follows_stages_and_reruns_one(page, stack):
     # delete: a confirmation that wants the name; the shared bucket's data is kept unless
     # the box is checked (then ?delete_data=true)
     page.get_by_test_id(f"cluster-delete-{name}").click()
-    dialog = page.get_by_test_id("cluster-delete-dialog")
-    expect(dialog).to_be_visible()
-    confirm = dialog.get_by_test_id("cluster-delete-confirm")
+    dialog = destroy_dialog(page, "cluster", name, "cluster-delete")
+    plan_read(dialog)  # the dry run: what it removes, steps rehearsed
+    page_checks(page, "a cluster's delete dialog", within="dialog[open]")
+    expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
+    expect(dialog.get_by_test_id("destroy-steps")).to_be_visible()
+    confirm = dialog.get_by_test_id("destroy-dialog-confirm")
     expect(confirm).to_be_disabled()
-    dialog.get_by_test_id("cluster-delete-cancel").click()
-    expect(dialog).to_have_count(0)
+    cancel(dialog)
     page.get_by_test_id(f"cluster-delete-{name}").click()
+    dialog = destroy_dialog(page, "cluster", name, "cluster-delete")
     expect(dialog.get_by_test_id("cluster-delete-data")).not_to_be_checked()
     dialog.get_by_test_id("cluster-delete-data").check()
-    dialog.get_by_test_id("cluster-delete-typed").fill(name[:-1])
+    dialog.get_by_test_id("destroy-typed").fill(name[:-1])
     expect(confirm).to_be_disabled()
-    dialog.get_by_test_id("cluster-delete-typed").fill(name)
+    dialog.get_by_test_id("destroy-typed").fill(name)
     with page.expect_request(lambda r: r.method == "DELETE"
                              and "dry_run" not in r.url) as deleting:  # not the dialog's plan
         confirm.click()
@@ -476,6 +484,7 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
                         if i["kind"] == "eks_extended_support")
         expect(hint).to_contain_text(f"+${extended['unit_usd']:.2f}/h")
     expect(page.get_by_test_id("plan-cost")).to_be_visible()
+    page_checks(page, "the new-cluster form, read-only")
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
 
@@ -490,21 +499,18 @@ def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, s
     # the list says which cluster uses the network before any delete is tried
     expect(page.get_by_test_id(f"network-row-{name}").get_by_test_id("network-used-by")
            ).to_have_text(f"used by {name}")
-    delete.click()  # armed (its dry run shows what uses it); the second click sends
-    with page.expect_response(lambda r: r.request.method == "DELETE"
-                              and "dry_run" not in r.url) as refused:
-        delete.click()
-    assert refused.value.status == 409, refused.value.text()
-    assert refused.value.json()["error"]["code"] == "in_use"
-    used = page.get_by_test_id(f"network-delete-{name}-used-by")
-    expect(used).to_be_visible()
+    delete.click()  # the one dialog: its dry run shows what uses the network
+    dialog = destroy_dialog(page, "network", name, "network-delete")
+    plan_read(dialog)
+    used = dialog.get_by_test_id("destroy-dependents")
     cluster = used.locator(f'[data-kind="cluster"][data-name="{name}"]')
     expect(cluster).to_contain_text(f"cluster {name}")
     expect(cluster).to_contain_text("EKS cluster (ACTIVE, made by hypd)")
-    # a network cannot be forced: no box to tick, the reason instead
-    expect(used.get_by_test_id(f"network-delete-{name}-no-force")).to_be_visible()
-    expect(page.get_by_test_id(f"network-delete-{name}-force")).to_have_count(0)
-    expect(delete).to_have_text("Delete")
+    # a network cannot be forced: no name to type, the reason instead, and no confirm
+    expect(used.get_by_test_id("destroy-no-force")).to_be_visible()
+    expect(dialog.get_by_test_id("destroy-typed")).to_be_hidden()
+    expect(dialog.get_by_test_id("destroy-dialog-confirm")).to_be_disabled()
+    cancel(dialog)
     with stack.client("viewer") as c:  # nothing was recorded
         ops = c.get("/api/v1/operations", params={"target": f"network/{name}"}).json()["items"]
     assert not [o for o in ops if o["kind"] == "network.delete"]
@@ -586,11 +592,13 @@ def test_imported_cluster_is_forgotten_and_aws_untouched(page, stack, rest_clust
     page.get_by_test_id("back-to-clusters").click()
 
     page.get_by_test_id(f"cluster-delete-{name}").click()
-    dialog = page.get_by_test_id("cluster-delete-dialog")
+    dialog = destroy_dialog(page, "imported cluster", name, "cluster-delete")
     expect(dialog).to_contain_text("Nothing in AWS is touched")
     expect(dialog.get_by_test_id("cluster-delete-data")).to_have_count(0)
-    with page.expect_response(lambda r: r.request.method == "DELETE") as forgetting:
-        dialog.get_by_test_id("cluster-delete-confirm").click()
+    expect(dialog.get_by_test_id("destroy-typed")).to_be_hidden()
+    with page.expect_response(lambda r: r.request.method == "DELETE"
+                              and "dry_run" not in r.url) as forgetting:
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     assert forgetting.value.status == 200, forgetting.value.text()
     expect(page.get_by_test_id(f"cluster-row-{name}")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)
     assert name in eks.list_clusters()["clusters"]

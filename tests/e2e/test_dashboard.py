@@ -19,6 +19,7 @@ from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
     UUID_RE,
+    page_checks,
     sign_in,
 )
 from tests.e2e.helpers import base as _base
@@ -207,6 +208,7 @@ def test_invalid_name_is_refused_before_any_request(page, stack):
     expect(page.get_by_test_id("error-name")).not_to_be_empty()
     expect(page.get_by_test_id("network-name")).to_have_attribute("aria-invalid", "true")
     assert posts == []
+    page_checks(page, "the network form with an error")
 
 
 def test_viewer_sees_mutations_disabled(page, stack):
@@ -218,6 +220,7 @@ def test_viewer_sees_mutations_disabled(page, stack):
     # reads still work for a viewer
     expect(page.get_by_test_id("networks-table")).to_be_visible()
     page.get_by_test_id("nav-discovery").click()
+    page_checks(page, "the networks page, read-only")
     expect(page.get_by_test_id("az-select")).to_be_enabled()
 
 

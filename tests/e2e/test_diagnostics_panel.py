@@ -13,7 +13,7 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
 from tests.app.test_diagnostics_api import HEALTH_LABEL, delete_cluster, two_node_cluster
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, page_checks, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +43,8 @@ def test_viewer_diagnoses_node_health_and_sees_the_next_commands(page, stack):
         steps = page.get_by_test_id("diagnostics-suggestion")
         expect(steps).to_have_count(3)
         expect(steps.nth(0)).to_have_attribute("data-step", "investigate")
+        page_checks(page, "the diagnostics panel with a finding",
+                    within="[data-testid=diagnostics]")
         expect(steps.nth(0).get_by_test_id("diagnostics-kubectl")).to_have_text(
             f"kubectl describe node {first_node}")
         expect(steps.nth(1)).to_have_attribute("data-route",

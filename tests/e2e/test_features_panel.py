@@ -16,7 +16,17 @@ from playwright.sync_api import expect
 
 from tests.app.featurekit import state, toggle
 from tests.app.test_clusters_api import _body, _create
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, OPERATION_TIMEOUT_MS, UUID_RE, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    UUID_RE,
+    base,
+    cancel,
+    destroy_dialog,
+    page_checks,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -57,6 +67,7 @@ def test_the_panel_shows_actual_state_dependencies_and_the_autoscaling_scope(pag
         "IRSA")
     expect(page.get_by_test_id("feature-note-autoscaling")).to_contain_text(
         "HyperPod instance groups only, not general EC2 capacity")
+    page_checks(page, "the features panel", within="[data-testid=advanced-features]")
     expect(page.get_by_test_id("status-autoscaling-scope")).to_contain_text(
         "not general EC2 capacity")
     expect(page.get_by_test_id("as-group-workers")).to_be_visible()
@@ -66,6 +77,14 @@ def test_the_panel_shows_actual_state_dependencies_and_the_autoscaling_scope(pag
     expect(page.get_by_test_id("features-apply")).to_be_enabled()
     page.get_by_test_id("feature-toggle-observability").uncheck()
     expect(page.get_by_test_id("features-apply")).to_be_disabled()
+    # a value the API refuses is said on its own field, from the refusal's details
+    memory = page.get_by_test_id("feature-memory-percent")
+    memory.fill("1000")
+    with page.expect_response(lambda r: _is_patch(cluster)(r.request)) as refused:
+        page.get_by_test_id("features-apply").click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(page.get_by_test_id("error-feature-tiered_checkpointing.memory_percent")).not_to_be_empty()
+    expect(page.get_by_test_id("feature-memory-percent")).to_have_attribute("aria-invalid", "true")
 
 
 def test_apply_sends_only_what_was_touched_and_follows_it(page, stack, cluster):
@@ -94,6 +113,17 @@ def test_apply_sends_only_what_was_touched_and_follows_it(page, stack, cluster):
     expect(page.get_by_test_id("as-max-workers")).to_have_value("3")
     expect(page.get_by_test_id("as-min-workers")).to_have_value("0")
     expect(page.get_by_test_id("as-group-workers")).to_have_attribute("data-autoscaled", "1")
+    # turning one off asks once, through the one confirmation naming the feature, with the
+    # dry run's plan; cancelled, no PATCH is sent
+    sent.clear()
+    page.get_by_test_id("feature-toggle-training_operator").uncheck()
+    page.get_by_test_id("features-apply").click()
+    dialog = destroy_dialog(page, "feature", "training_operator", "feature-off")
+    plan_read(dialog)
+    page_checks(page, "a feature's turn-off dialog", within="dialog[open]")
+    cancel(dialog)
+    expect(page.get_by_test_id("feature-result-training_operator")).to_have_text("not sent")
+    assert not sent  # only the dry run (…/features?dry_run=true) was asked
     assert state(stack, cluster, "training_operator") == "on"
     assert state(stack, cluster, "autoscaling") == "on"
 

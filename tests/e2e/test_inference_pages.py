@@ -14,7 +14,16 @@ from playwright.sync_api import expect
 
 from tests.app.test_clusters_api import _body, _create, _name
 from tests.app.test_endpoints_api import GPU_TYPE, _upload_model
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, OPERATION_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    OPERATION_TIMEOUT_MS,
+    base,
+    cancel,
+    destroy_dialog,
+    page_checks,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -65,6 +74,7 @@ def test_a_pool_worker_is_reassigned_by_menu(page, stack, cluster):
     after = _workers(stack, cluster)[worker]
     assert after["metadata"]["uid"] == uid
     assert after["metadata"]["labels"]["hypd.io/model"] == "qwen"
+    page_checks(page, "the endpoints page with a pool")
 
 
 def test_a_viewer_sees_the_pool_but_cannot_reassign(page, stack, cluster):
@@ -121,9 +131,13 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
     assert deployment["spec"]["replicas"] == 2
 
     page.get_by_test_id("endpoint-delete-web").click()
+    dialog = destroy_dialog(page, "endpoint", "web", "endpoint-delete")
+    plan_read(dialog)
+    expect(dialog.get_by_test_id("destroy-remove").first).to_be_visible()
+    page_checks(page, "an endpoint's delete dialog", within="dialog[open]")
     with page.expect_request(lambda r: r.method == "DELETE" and r.url.endswith(
             "/endpoints/web")):
-        page.get_by_test_id("endpoint-delete-confirm").click()
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     expect(page.get_by_test_id("endpoint-row-web")).to_have_count(
         0, timeout=OPERATION_TIMEOUT_MS)
     assert stack.kube(cluster).get_object("apps/v1", "Deployment", "web", "default") is None
@@ -141,6 +155,13 @@ def test_a_download_shows_its_progress_to_the_end(page, stack, cluster):
     expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text(
         "available", timeout=OPERATION_TIMEOUT_MS)
     expect(page.get_by_test_id("model-files-tiny-ui")).to_have_text("4")
+    # its removal asks once, through the one confirmation, naming it; cancelled, it stays
+    page.get_by_test_id("model-remove-tiny-ui").click()
+    dialog = destroy_dialog(page, "model", "tiny-ui", "model-remove")
+    plan_read(dialog)
+    page_checks(page, "the models page with a model's remove dialog")
+    cancel(dialog)
+    expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text("available")
 
 
 def test_an_s3_prefix_is_downloaded_from_the_form(page, stack, cluster):

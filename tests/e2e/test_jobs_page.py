@@ -13,7 +13,14 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, sign_in
+from tests.e2e.helpers import (
+    AWS_READ_TIMEOUT_MS,
+    base,
+    destroy_dialog,
+    page_checks,
+    plan_read,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -80,6 +87,7 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("log-count")).to_have_text("401 lines")
     page.get_by_test_id("log-pause").click()
     expect(page.get_by_test_id("log-pause")).to_have_text("Resume")
+    page_checks(page, "a job's log")
     # the MLflow card: nothing attached, the create/attach form, and the API's own refusal of
     # an unknown tracking server shown as it said it (the flow itself: test_mlflow_api.py)
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
@@ -94,9 +102,11 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
     # deleted from its row: the page follows the delete's operation until the job is gone
     page.get_by_test_id(f"job-delete-{name}").click()
+    dialog = destroy_dialog(page, "job", name, "job-delete")
+    plan_read(dialog)
     with page.expect_response(lambda r: r.request.method == "DELETE"
                               and r.url.endswith(f"/jobs/{name}")) as gone:
-        page.get_by_test_id("job-delete-confirm").click()
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     assert gone.value.status == 202
     assert gone.value.json()["operation"]["kind"] == "job.delete"
     expect(page.get_by_test_id("toast-message").last).to_contain_text(

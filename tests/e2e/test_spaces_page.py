@@ -23,6 +23,9 @@ from tests.e2e.helpers import (
     OPERATION_TIMEOUT_MS,
     UI_TIMEOUT_MS,
     base,
+    destroy_dialog,
+    page_checks,
+    plan_read,
     sign_in,
 )
 
@@ -148,6 +151,7 @@ def _accessible(page) -> None:
     assert not unnamed, f"controls without an accessible name: {unnamed}"
     problems = page.evaluate(ID_PROBLEMS)
     assert not problems, problems
+    page_checks(page, "the spaces page")
 
 
 def _follow(page, stack, kind: str, cluster: str) -> None:
@@ -290,15 +294,15 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
                              and "dry_run=true" in r.url) as plan:
         page.get_by_test_id("space-delete-lab").click()
     assert plan.value.url.split("?")[0].endswith(_url(cluster, "lab"))
-    dialog = page.get_by_test_id("space-delete-dialog")
-    expect(dialog).to_be_visible()
-    removes = page.get_by_test_id("space-delete-removes")
+    dialog = destroy_dialog(page, "space", "lab", "space-delete")
+    plan_read(dialog)
+    removes = dialog.get_by_test_id("destroy-removes")
     expect(removes).to_contain_text("workspace-lab-pvc (10 GiB)")
     expect(removes).to_contain_text("Workspace")
     _accessible(page)
     with page.expect_response(lambda r: r.request.method == "DELETE"
                               and r.url.endswith(_url(cluster, "lab"))) as gone:
-        page.get_by_test_id("space-delete-dialog-confirm").click()
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
     assert gone.value.status == 202
     _follow(page, stack, "space.delete", cluster)
     expect(page.get_by_test_id("space-row-lab")).to_have_count(0, timeout=AWS_READ_TIMEOUT_MS)

@@ -1,14 +1,14 @@
 // Change and delete one instance group. Edit is an explicit diff: only a count that differs
 // from the group as shown is sent, and a reply of 200 {"changed": false} (the group already
 // is as asked) is said as "no change". Delete shows why the API refused (the last group; or
-// 409 in_use: the pods that cannot move, through in_use.js, which asks before `force`).
+// 409 in_use: the pods that cannot move), through confirm.js, which asks before `force`).
 
 import { mutator, canMutate } from '../api.js';
 import { h, fill, toast } from '../ui.js';
 import { rules } from '../rules.js';
 import { openModal, openOperation } from '../modal.js';
 import { capacityLabel, efaLabel } from '../capacity_fields.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 const FIXED = [
   ['instance_type', 'Instance type', (g) => g.instance_type],
@@ -45,14 +45,15 @@ export function openEditGroup({ cluster, group: g, signal }) {
     fixed,
     result,
   ];
-  const { error } = openModal({
+  openModal({
     testid: 'ig-edit-dialog', title: `Change instance group ${g.name}`, content, confirmText: 'Apply change', signal,
+    fields: { instance_count: countIn }, // the API's refusal of the count lands on it
     async onSubmit({ close }) {
       result.hidden = true;
       const n = Number(countIn.value);
       if (!Number.isInteger(n) || n < rules.group.count.min || n > rules.group.count.max) {
-        error.textContent = `A whole number from ${rules.group.count.min} to ${rules.group.count.max}.`;
-        return;
+        const msg = `A whole number from ${rules.group.count.min} to ${rules.group.count.max}.`;
+        throw Object.assign(new Error(msg), { details: { instance_count: [msg] } }); // on the field, as the API would
       }
       const diff = {};
       if (n !== g.target_count) diff.instance_count = n;
@@ -82,23 +83,13 @@ export function openEditGroup({ cluster, group: g, signal }) {
 
 export function openDeleteGroup({ cluster, group: g, signal }) {
   if (!canMutate()) return;
-  const send = mutator();
-  const used = usedBy('ig-delete', { forceText: 'Delete anyway' });
-  const content = [
+  const about = [
     h('p', null, 'This terminates the ', h('b', null, `${g.current_count ?? 0} instance${g.current_count === 1 ? '' : 's'}`), ' of ',
       h('b', { class: 'id' }, g.name), ` (${g.instance_type || '—'}) and then deletes the group's own compute subnet.`),
     h('p', { class: 'muted' }, 'Pods on its nodes are evicted; those a controller manages (Deployment, Job, StatefulSet) are recreated on other groups if they fit. The cluster\'s last group cannot be deleted: delete the cluster instead.'),
-    used.el,
   ];
-  openModal({
-    testid: 'ig-delete-dialog', title: `Delete instance group ${g.name}?`, content, confirmText: 'Delete group', danger: true, signal,
-    async onSubmit({ close }) {
-      const url = withForce(groupUrl(cluster, g.name), used.forced());
-      const reply = await send(url, { method: 'DELETE', signal });
-      close();
-      openOperation(reply);
-    },
-    onError: (err, errorEl) => used.onError(err, errorEl),
-  });
-  preview(used, groupUrl(cluster, g.name), { signal });
+  confirmDestroy({
+    kind: 'instance group', name: g.name, url: groupUrl(cluster, g.name), about, confirmText: 'Delete group',
+    action: 'ig-delete', signal,
+  }).then(openOperation);
 }

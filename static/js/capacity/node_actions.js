@@ -3,12 +3,12 @@
 // → replace; delete is not a remedy), and — above one batch — how the nodes are split into
 // AWS's batches (rules.nodes.batchSize), sent one after the other.
 
-import { mutator, canMutate } from '../api.js';
+import { canMutate } from '../api.js';
 import { h } from '../ui.js';
 import { rules } from '../rules.js';
-import { openModal, openOperation } from '../modal.js';
+import { openOperation } from '../modal.js';
 import { batches } from '../batches.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 const ACTIONS = {
   reboot: {
@@ -60,16 +60,14 @@ function batchesEl(ids) {
     })));
 }
 
-/** Confirm and send `action` on `ids`; a 202 opens the operation's progress panel. */
+/** Confirm and send `action` on `ids` through the one confirmation (confirm.js); a 202
+ * opens the operation's progress panel. replace and delete are refused (409 in_use) while
+ * pods that would not come back run on the nodes: the dialog names them from the dry run. */
 export function openNodeAction({ cluster, action, ids, signal }) {
   if (!canMutate() || !ids.length) return null;
   const a = ACTIONS[action];
-  const send = mutator();
   const tooMany = ids.length > rules.nodes.maxPerAction;
-  // replace and delete are refused (409 in_use) while pods that would not come back run on
-  // the nodes: named here, and sent again with force only once the user ticks the box
-  const used = usedBy('node-action', { forceText: `${a.verb} anyway` });
-  const content = [
+  const about = [
     escalationEl(action === 'delete' ? 'none' : action),
     action === 'delete' ? h('p', { class: 'hint warn' }, 'Delete is not part of the escalation.') : null,
     h('dl', { class: 'kv action-kv' },
@@ -78,30 +76,18 @@ export function openNodeAction({ cluster, action, ids, signal }) {
       h('dt', null, 'Takes'), h('dd', null, a.accepts),
       h('dt', null, 'When'), h('dd', null, a.when)),
     tooMany
-      ? h('p', { class: 'form-error' }, `At most ${rules.nodes.maxPerAction} nodes per operation; select fewer.`)
+      ? h('p', { class: 'form-error', testid: 'node-action-too-many' }, `At most ${rules.nodes.maxPerAction} nodes per operation; select fewer.`)
       : batchesEl(ids),
-    used.el,
   ];
-  // the dialog names what it acts on: the node itself, or how many (the batches list them)
-  const what = ids.length === 1 ? `node ${ids[0]}` : `${ids.length} nodes`;
-  const modal = openModal({
-    testid: 'node-action-dialog', wide: true,
-    title: `${a.verb} ${what}?`,
-    content, confirmText: `${a.verb} ${what}`, danger: !!a.danger, signal,
-    async onSubmit({ close }) {
-      const url = withForce(`/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, used.forced());
-      const reply = await send(url, { body: { node_ids: ids }, signal });
-      close();
-      openOperation(reply);
-    },
-    // a refusal (409: a node in a state AWS would refuse; 422: an unknown id) names the
-    // nodes in its message, shown in the dialog's error line; in_use lists the pods
-    onError: (err, errorEl) => used.onError(err, errorEl),
-  });
-  modal.dlg.dataset.action = action;
-  if (tooMany) modal.confirmBtn.disabled = true;
-  else if (action !== 'reboot') {
-    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`, { method: 'POST', body: { node_ids: ids }, signal });
-  }
-  return modal;
+  // the dialog names what it acts on: the node itself, or how many of which cluster (the
+  // batches list them); forcing past live pods means typing that name
+  const one = ids.length === 1;
+  return confirmDestroy({
+    kind: one ? 'node' : `${ids.length} nodes of cluster`, name: one ? ids[0] : cluster, verb: a.verb,
+    confirmText: one ? `${a.verb} node ${ids[0]}` : `${a.verb} ${ids.length} nodes`,
+    // refused by the API above the limit (422): no plan to read, nothing to confirm
+    url: tooMany ? null : `/api/v1/clusters/${encodeURIComponent(cluster)}/nodes/${action}`,
+    method: 'POST', body: { node_ids: ids }, about, danger: !!a.danger, wide: true,
+    action: `node-${action}`, signal, blocked: tooMany,
+  }).then(openOperation);
 }

@@ -55,7 +55,7 @@ function render(n, act) {
       (n.pods || []).map((p) => ({ testid: 'node-pod', cells: [p.namespace, p.name, p.phase || '', p.owner || 'none (a bare pod: lost on reboot)'] })),
       'No pods.')),
     section('Recent HyperPod events', 'node-detail-events', (n.events || []).length
-      ? h('ul', { class: 'events hp-events' }, n.events.map((e) => h('li', { testid: 'node-event' },
+      ? h('ul', { class: 'events hp-events', tabindex: 0, 'aria-label': 'Node events' }, n.events.map((e) => h('li', { testid: 'node-event' },
         h('time', { datetime: e.at || '', title: absTime(e.at) }, relTime(e.at)), h('div', { class: 'what' }, e.description || ''))))
       : h('div', { class: 'faint' }, 'No events.')),
     h('div', { class: 'drawer-actions' },

@@ -42,7 +42,7 @@ export function nodesCard({ cluster, signal, query, path }) {
     sizes.map((n) => h('option', { value: String(n) }, `${n} per page`)));
   sizeSel.value = String(state.limit);
   const selCount = h('span', { class: 'sel-count', testid: 'nodes-selected', dataset: { count: '0' } });
-  const selectAll = h('button', { type: 'button', class: 'btn btn-sm btn-ghost', testid: 'nodes-select-all', onclick: () => selectAllMatching() });
+  const selectAll = h('button', { type: 'button', class: 'btn btn-sm btn-ghost', testid: 'nodes-select-all', hidden: true, onclick: () => selectAllMatching() }, 'Select all matching');
   const clearSel = h('button', { type: 'button', class: 'btn btn-sm btn-ghost', testid: 'nodes-clear', onclick: () => { state.selected.clear(); renderRows(); } }, 'Clear');
   const actionBtns = ['reboot', 'replace', 'delete'].map((a) => guard(h('button', {
     type: 'button', class: a === 'reboot' ? 'btn btn-sm' : 'btn btn-sm btn-danger', testid: `nodes-${a}`, dataset: { action: a },

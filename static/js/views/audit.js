@@ -85,7 +85,7 @@ export function mount(root, ctx) {
       h('td', null, entry.token ? h('span', { class: 'id' }, entry.token) : h('span', { class: 'faint' }, 'no valid token'),
         // the role beside the name, unless the name says it ("operator operator")
         entry.role && entry.role !== entry.token ? h('span', { class: 'faint' }, ` · ${entry.role}`) : null),
-      h('td', null, h('span', { class: 'id', title: entry.path }, entry.route)),
+      h('td', { class: 'wrap' }, h('span', { class: 'id', title: entry.path }, entry.route)), // a long route wraps: the table fits
       h('td', null, h('span', { class: 'id trunc', title: entry.target || '' }, entry.target || '—')),
       h('td', { class: 'nowrap' }, op),
       h('td', null, badge(entry.outcome, { testid: 'audit-outcome' })),

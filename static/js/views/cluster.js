@@ -36,7 +36,7 @@ export function mount(root, ctx) {
   const leftBox = h('div', { testid: 'cluster-left-box' });
   const stagesBox = h('ol', { class: 'stage-list', testid: 'cluster-stages' });
   const groupsBody = h('tbody', { testid: 'cluster-groups-body' });
-  const eventsList = h('ul', { class: 'events hp-events', testid: 'cluster-events' });
+  const eventsList = h('ul', { class: 'events hp-events', testid: 'cluster-events', tabindex: 0, 'aria-label': 'HyperPod events' }); // scrolls: reachable by keyboard
   const statusBox = h('dl', { class: 'kv', testid: 'cluster-status' });
   const nodesBox = h('div', { class: 'card-body', testid: 'cluster-nodes' });
   const featuresBox = h('div', { testid: 'cluster-features' });

@@ -2,14 +2,15 @@
 // (GET /clusters/<c>/features), a toggle per feature, tiered checkpointing's memory share and
 // autoscaling's per-group min/max. Apply sends only what the user touched — one PATCH per
 // touched feature (each is its own operation) — and shows "no change" when the cluster was
-// already as asked. Turning a feature off that work still uses is refused (409 in_use): the
-// panel lists what uses it, and the next Apply sends force only once its box is ticked.
+// already as asked. Turning a feature off asks first through the one confirmation
+// (confirm.js): what uses it is listed from the dry run, and force is sent only once the user
+// types the feature's name.
 
-import { api, isAbort, uuid4, canMutate } from '../api.js';
+import { api, isAbort, uuid4, canMutate, fieldErrors } from '../api.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
-import { inUse, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 const LABELS = {
   training_operator: 'Training operator',
@@ -25,7 +26,9 @@ const FOLLOW_MS = 1500;
 
 export function mountFeatures(box, ctx, name) {
   const path = `/api/v1/clusters/${encodeURIComponent(name)}/features`;
-  const state = { view: null, touched: {}, results: {}, busy: false };
+  // fieldErrs: the last Apply's refusals per field (`<feature>.memory_percent`,
+  // `<feature>.groups.<group>.<min|max>`), shown on their inputs until the next Apply
+  const state = { view: null, touched: {}, results: {}, busy: false, fieldErrs: {} };
   const list = h('div', { class: 'adv-features', testid: 'features-list' }, h('div', { class: 'faint' }, 'Reading features…'));
   const apply = guard(h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'features-apply', disabled: true, onclick: () => send() }, 'Apply'));
   const reset = h('button', { type: 'button', class: 'btn btn-sm', testid: 'features-reset', disabled: true, onclick: () => { state.touched = {}; render(); } }, 'Reset');
@@ -86,16 +89,37 @@ export function mountFeatures(box, ctx, name) {
 
   // ---------- sending ----------
 
+  /** A PATCH with its own Idempotency-Key (each touched feature is its own request). */
+  const sendOnce = (url, { method, body, signal }) => api(url, { method, body, headers: { 'Idempotency-Key': uuid4() }, signal });
+
   async function send() {
     if (!canMutate() || state.busy) return;
     state.busy = true;
+    state.fieldErrs = {};
     renderActions();
     for (const [f, body] of bodies()) {
-      const forced = Boolean(state.results[f] && state.results[f].used && state.results[f].used.forced());
-      state.results[f] = { text: 'sending…' };
-      renderResult(f);
       try {
-        const reply = await api(withForce(path, forced), { method: 'PATCH', body, headers: { 'Idempotency-Key': uuid4() }, signal: ctx.signal });
+        let reply;
+        if (body[f].enabled === false) {
+          // turning a feature off is destructive: it asks once, through the one confirmation,
+          // which shows the dry run's plan and what still uses it (force: typing its name)
+          state.results[f] = { text: 'asking…' };
+          renderResult(f);
+          reply = await confirmDestroy({
+            kind: 'feature', name: f, verb: 'Turn off', confirmText: `Turn off ${LABELS[f] || f}`,
+            url: path, method: 'PATCH', body, action: 'feature-off', signal: ctx.signal, send: sendOnce,
+            about: h('p', null, `${LABELS[f] || f} is removed from cluster ${name}; what another enabled feature still needs is kept.`),
+          });
+          if (!reply) {
+            state.results[f] = { text: 'not sent', tone: 'plain' };
+            renderResult(f);
+            continue;
+          }
+        } else {
+          state.results[f] = { text: 'sending…' };
+          renderResult(f);
+          reply = await sendOnce(path, { method: 'PATCH', body, signal: ctx.signal });
+        }
         delete state.touched[f];
         if (reply && reply.changed === false) {
           state.results[f] = { text: 'no change', tone: 'plain' };
@@ -106,11 +130,7 @@ export function mountFeatures(box, ctx, name) {
       } catch (e) {
         if (isAbort(e)) return;
         state.results[f] = { text: e.message, error: true };
-        const refused = inUse(e);
-        if (refused) { // kept across re-renders, so a ticked box stays ticked
-          state.results[f].used = usedBy(`feature-${f}`, { forceText: 'Turn off anyway' });
-          state.results[f].used.show(refused);
-        }
+        Object.assign(state.fieldErrs, fieldErrors(e.details));
         toastError(e, `${LABELS[f] || f}: `);
       }
       renderResult(f);
@@ -175,11 +195,19 @@ export function mountFeatures(box, ctx, name) {
 
   function memoryField(f, feature, t) {
     const value = 'memory_percent' in t ? t.memory_percent : feature.memory_percent;
-    return h('div', { class: 'adv-option' }, h('span', { class: 'sub' }, 'Memory for checkpoints (%)'),
-      guard(h('input', {
-        type: 'number', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
+    return h('div', { class: 'adv-option' }, h('label', { class: 'sub', for: 'feature-memory-percent' }, 'Memory for checkpoints (%)'),
+      ...withError(`${f}.memory_percent`, guard(h('input', {
+        type: 'number', id: 'feature-memory-percent', min: rules.memoryPercent.min, max: rules.memoryPercent.max, testid: 'feature-memory-percent', value: value ?? '', placeholder: 'default',
         oninput: (e) => touch(f, 'memory_percent', e.target.value === '' ? null : Number(e.target.value)),
-      })));
+      }))));
+  }
+
+  /** An input with the last Apply's refusal of its field, on its own line. */
+  function withError(key, input) {
+    const msg = state.fieldErrs[key];
+    if (!msg) return [input];
+    input.setAttribute('aria-invalid', 'true');
+    return [input, h('span', { class: 'err', testid: `error-feature-${key}`, role: 'alert' }, msg)];
   }
 
   function groupsTable(f, feature, t) {
@@ -190,16 +218,16 @@ export function mountFeatures(box, ctx, name) {
       h('thead', null, h('tr', null, h('th', null, 'Group'), h('th', { class: 'num' }, 'Min'), h('th', { class: 'num' }, 'Max'), h('th', { class: 'num' }, 'Current'))),
       h('tbody', null, groups.map((g) => {
         const b = { ...(g.autoscaled ? { min: g.min, max: g.max } : {}), ...(touchedGroups[g.name] || {}) };
-        const input = (key) => guard(h('input', {
+        const input = (key) => withError(`${f}.groups.${g.name}.${key}`, guard(h('input', {
           type: 'number', min: key === 'min' ? rules.groupBounds.min : rules.groupBounds.maxMin, max: rules.groupBounds.max,
-          testid: `as-${key}-${g.name}`, value: b[key] ?? '',
+          testid: `as-${key}-${g.name}`, value: b[key] ?? '', 'aria-label': `${key === 'min' ? 'Fewest' : 'Most'} instances of group ${g.name}`,
           disabled: !g.eligible, placeholder: g.autoscaled ? '' : (key === 'min' ? '0' : '—'),
           oninput: (e) => touch(f, key, e.target.value === '' ? null : Number(e.target.value), g.name),
-        }));
+        })));
         return h('tr', { testid: `as-group-${g.name}`, dataset: { autoscaled: g.autoscaled ? '1' : '' } },
           h('td', null, h('b', { class: 'id' }, g.name), h('span', { class: 'sub-id' }, g.instance_type || ''),
             g.eligible ? null : h('span', { class: 'sub-id', title: g.reason || '' }, 'not eligible')),
-          h('td', { class: 'num' }, input('min')), h('td', { class: 'num' }, input('max')),
+          h('td', { class: 'num' }, ...input('min')), h('td', { class: 'num' }, ...input('max')),
           h('td', { class: 'num', testid: `as-current-${g.name}` }, `${g.current ?? '—'}`));
       })));
   }
@@ -212,7 +240,7 @@ export function mountFeatures(box, ctx, name) {
     if (r.op) {
       fill(el, h('a', { href: `#/operations/${encodeURIComponent(r.op)}`, testid: `feature-result-op-${f}` }, 'operation'), ' ',
         badge(r.status, { testid: `feature-result-status-${f}` }), r.error ? h('span', { class: 'err' }, ` ${r.error}`) : null);
-    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text), r.used ? r.used.el : null);
+    } else fill(el, h('span', { class: r.error ? 'err' : 'muted' }, r.text));
   }
 
   function renderActions() {

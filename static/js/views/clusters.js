@@ -3,13 +3,13 @@
 // Also exports the cluster actions the detail page shares (delete dialog, set active,
 // kubeconfig download).
 
-import { api, isAbort, uuid4, canMutate } from '../api.js';
+import { api, isAbort, canMutate } from '../api.js';
 import {
   h, clear, fill, badge, toast, toastError, guard, roleHint, spinner, timeEl, whenVisible,
 } from '../ui.js';
 import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
-import { inUse, preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 import { rules } from '../rules.js';
 import { firstSteps } from '../first_steps.js';
 import { money } from '../cost.js';
@@ -265,83 +265,38 @@ export async function downloadKubeconfig(name, signal) {
 }
 
 /**
- * The delete confirmation (a modal <dialog>). A cluster hypd made: type its name, optionally
- * also delete the shared S3 bucket's data (?delete_data=true); answers 202 → its operation.
- * An imported cluster: "Forget" (200; AWS untouched) → onForgotten().
+ * The delete confirmation (confirm.js). A cluster hypd made: type its name, optionally also
+ * delete the shared S3 bucket's data (?delete_data=true); answers 202 → its operation. An
+ * imported cluster: "Forget" (200; AWS untouched) → onForgotten().
  */
 export function openDeleteDialog(cluster, { signal, onForgotten } = {}) {
   if (!canMutate()) return;
   const { name, imported } = cluster;
-  const typed = h('input', {
-    type: 'text', class: 'mono', id: 'cluster-delete-typed', testid: 'cluster-delete-typed',
-    autocomplete: 'off', spellcheck: 'false', placeholder: name,
-  });
-  const dataBox = h('input', { type: 'checkbox', testid: 'cluster-delete-data' });
-  const err = h('div', { class: 'form-error', testid: 'cluster-delete-error', role: 'alert' });
-  const used = usedBy('cluster-delete', { forceText: 'Delete anyway' });
-  const confirmBtn = h('button', { type: 'submit', class: 'btn btn-danger solid', testid: 'cluster-delete-confirm', disabled: !imported },
-    imported ? 'Forget cluster' : 'Delete cluster');
-  const cancelBtn = h('button', { type: 'button', class: 'btn', testid: 'cluster-delete-cancel' }, 'Cancel');
-  const form = h('form', { class: 'modal-body', novalidate: true },
-    h('h2', { id: 'cluster-delete-title' }, imported ? `Forget imported cluster ${name}?` : `Delete cluster ${name}?`),
-    imported
+  const url = `/api/v1/clusters/${encodeURIComponent(name)}`;
+  const dataBox = h('input', { type: 'checkbox', id: 'cluster-delete-data', testid: 'cluster-delete-data' });
+  confirmDestroy({
+    kind: imported ? 'imported cluster' : 'cluster', name, url, verb: imported ? 'Forget' : 'Delete',
+    action: 'cluster-delete', typeAlways: !imported, signal,
+    urlFor: () => (!imported && dataBox.checked ? `${url}?delete_data=true` : url),
+    about: imported
       ? h('p', null, 'hypd stops listing it. ', h('b', null, 'Nothing in AWS is touched:'),
         ' the EKS cluster, any HyperPod cluster and their data stay exactly as they are. You can import it again later.')
       : [
         h('p', null, 'This tears down, in reverse order, everything hypd made for ', h('b', { class: 'id' }, name),
           ': Kubernetes load balancers and volumes first, then the HyperPod cluster and its instances, the EKS cluster, the roles, and the network if hypd created it.'),
-        h('p', { class: 'muted' }, 'It runs as an operation you can follow; resources hypd did not make are left alone.'),
-        h('label', { class: 'check danger-check' }, dataBox,
-          h('span', null, h('b', null, 'Also delete the shared S3 bucket data'),
-            h('span', { class: 'faint' }, ' — every object in the bucket mounted at /s3. Unchecked, the bucket and its data are kept.'))),
-        h('div', { class: 'field' },
-          h('label', { for: 'cluster-delete-typed' }, 'Type ', h('code', null, name), ' to confirm'), typed),
-      ],
-    err, used.el,
-    h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
-  const dlg = h('dialog', { class: 'modal', testid: 'cluster-delete-dialog', 'aria-labelledby': 'cluster-delete-title' }, form);
-  document.body.appendChild(dlg);
-
-  let pending = null; // {key, url}: the same click retried reuses its Idempotency-Key
-  let busy = false;
-  const close = () => { if (dlg.open) dlg.close(); };
-  dlg.addEventListener('close', () => dlg.remove());
-  if (signal) signal.addEventListener('abort', close, { once: true });
-  cancelBtn.addEventListener('click', close);
-  typed.addEventListener('input', () => { confirmBtn.disabled = busy || typed.value.trim() !== name; });
-  form.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    if (busy || (!imported && typed.value.trim() !== name)) return;
-    const url = withForce(`/api/v1/clusters/${encodeURIComponent(name)}${!imported && dataBox.checked ? '?delete_data=true' : ''}`,
-      used.forced());
-    if (!pending || pending.url !== url) pending = { key: uuid4(), url };
-    busy = true;
-    confirmBtn.disabled = true;
-    confirmBtn.replaceChildren(spinner(), imported ? 'Forgetting…' : 'Deleting…');
-    err.textContent = '';
-    try {
-      const reply = await api(url, { method: 'DELETE', headers: { 'Idempotency-Key': pending.key }, signal });
-      close();
-      const op = reply && reply.operation;
-      if (op && op.id) {
-        location.hash = `#/operations/${encodeURIComponent(op.id)}`;
-      } else {
-        toast((reply && reply.message) || `Forgot ${name}.`, { kind: 'ok', timeout: 4000 });
-        if (onForgotten) onForgotten();
-      }
-    } catch (ex) {
-      if (isAbort(ex)) return;
-      err.textContent = ex.message;
-      const refused = inUse(ex);
-      if (refused) used.show(refused); // what runs on it; a forced delete needs its box ticked
-      if (ex.status && ex.status < 500) pending = null;
-      busy = false;
-      confirmBtn.disabled = !imported && typed.value.trim() !== name;
-      confirmBtn.replaceChildren(imported ? 'Forget cluster' : 'Delete cluster');
+        h('p', { class: 'muted' }, 'It runs as an operation you can follow; resources hypd did not make are left alone.')],
+    extra: imported ? null
+      : h('label', { class: 'check danger-check', for: 'cluster-delete-data' }, dataBox,
+        h('span', null, h('b', null, 'Also delete the shared S3 bucket data'),
+          h('span', { class: 'muted' }, ' — every object in the bucket mounted at /s3. Unchecked, the bucket and its data are kept.'))),
+  }).then((reply) => {
+    if (!reply) return;
+    const op = reply.operation;
+    if (op && op.id) {
+      location.hash = `#/operations/${encodeURIComponent(op.id)}`;
+    } else {
+      toast(reply.message || `Forgot ${name}.`, { kind: 'ok', timeout: 4000 });
+      if (onForgotten) onForgotten();
     }
   });
-  dlg.showModal();
-  (imported ? confirmBtn : typed).focus();
-  if (!imported) preview(used, `/api/v1/clusters/${encodeURIComponent(name)}`, { signal }); // what runs on it
-  return dlg;
 }

@@ -1,13 +1,13 @@
 // An endpoint row's actions on #/clusters/<name>/endpoints: send one test completion (the
 // API fixes the Service, port, path and method; only the prompt, a token bound and a
 // pool's model come from here) and delete the endpoint (every object made for it; a pool
-// whose workers serve models is refused, 409 in_use, until the user ticks force).
+// whose workers serve models is refused, 409 in_use, until the user types its name to force).
 
 import { mutator } from '../api.js';
 import { h, fill } from '../ui.js';
 import { openModal } from '../modal.js';
 import { rules } from '../rules.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 function path(cluster, name, tail = '') {
   return `/api/v1/clusters/${encodeURIComponent(cluster)}/endpoints/${encodeURIComponent(name)}${tail}`;
@@ -32,6 +32,7 @@ export function openInvoke(cluster, ep, signal) {
     result);
   openModal({
     testid: 'invoke', title: `Test ${ep.name}`, content, confirmText: 'Send', wide: true, signal,
+    fields: { prompt, max_tokens: tokens, ...(models ? { model: models } : {}) }, // the API's refusal of a field lands on it
     onSubmit: async () => {
       const body = { prompt: prompt.value, max_tokens: Number(tokens.value) };
       if (models) body.model = models.value;
@@ -46,21 +47,10 @@ export function openInvoke(cluster, ep, signal) {
   });
 }
 
-/** The delete confirmation; `onSent(reply)` runs once the API accepted it. */
+/** The delete confirmation (confirm.js); `onSent(reply)` runs once the API accepted it. */
 export function openDelete(cluster, ep, signal, onSent) {
-  const send = mutator();
-  const used = usedBy('endpoint-delete', { forceText: 'Delete anyway' });
-  openModal({
-    testid: 'endpoint-delete', title: `Delete ${ep.name}?`, danger: true, confirmText: 'Delete', signal,
-    content: h('div', null,
-      h('p', null, 'Removes the endpoint\'s servers, Services and load balancer (for a managed endpoint, its InferenceEndpointConfig). The model stays in the bucket.'),
-      used.el),
-    onSubmit: async ({ close }) => {
-      const reply = await send(withForce(path(cluster, ep.name), used.forced()), { method: 'DELETE', signal });
-      close();
-      onSent(reply);
-    },
-    onError: (err, errorEl) => used.onError(err, errorEl),
-  });
-  preview(used, path(cluster, ep.name), { signal });
+  confirmDestroy({
+    kind: 'endpoint', name: ep.name, url: path(cluster, ep.name), action: 'endpoint-delete', signal,
+    about: h('p', null, 'Removes the endpoint\'s servers, Services and load balancer (for a managed endpoint, its InferenceEndpointConfig). The model stays in the bucket.'),
+  }).then((reply) => { if (reply) onSent(reply); });
 }

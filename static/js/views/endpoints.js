@@ -23,7 +23,7 @@ export function mount(root, ctx) {
       h('h1', null, 'Inference endpoints'),
       h('span', { class: 'sub' }, cluster, ' · ', h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/models`, testid: 'endpoints-models-link' }, 'Models →')),
       h('span', { class: 'spacer' })),
-    roleHint('reassigning a worker', 'endpoints-role-hint'),
+    ...[roleHint('reassigning a worker', 'endpoints-role-hint')].filter(Boolean), // DOM append writes null as text
     body,
     h('div', { class: 'card', testid: 'endpoint-create-card' },
       h('div', { class: 'card-head' }, h('h2', null, 'Create an endpoint')),

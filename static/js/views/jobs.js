@@ -11,10 +11,9 @@
 
 import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
 import { h, clear, badge, timeEl, clockTime, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
-import { openModal } from '../modal.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 import { mountJobDetail } from './job_detail.js';
 
@@ -92,27 +91,22 @@ export function mount(root, ctx) {
     }
   }
 
-  /** Delete a job: one not finished is live work, refused (409 in_use) naming its pods
-   * until the user ticks the box that sends force. */
+  /** Delete a job (confirm.js): one not finished is live work, refused (409 in_use) naming
+   * its pods until the user types its name to force. */
   function openDeleteJob(job) {
     if (!canMutate()) return;
-    const used = usedBy('job-delete', { forceText: 'Delete anyway' });
-    openModal({
-      testid: 'job-delete', title: `Delete job ${job.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
-      content: h('div', null, h('p', null, 'Its pods stop; what it wrote under /s3 stays.'), used.el),
-      onSubmit: async ({ close }) => {
-        const reply = await api(withForce(`${base}/jobs/${encodeURIComponent(job.name)}`, used.forced()), { method: 'DELETE', signal: ctx.signal });
-        close();
-        reload();
-        const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
-        if (!op) return;
-        if (op.status === rules.status.SUCCEEDED) toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
-        else toast(`Deleting job ${job.name} ${op.status}${op.error ? `: ${op.error.message}` : ''}`, { kind: 'error' });
-        reload();
-      },
-      onError: (err, errorEl) => used.onError(err, errorEl),
+    confirmDestroy({
+      kind: 'job', name: job.name, url: `${base}/jobs/${encodeURIComponent(job.name)}`, action: 'job-delete', signal: ctx.signal,
+      about: h('p', null, 'Its pods stop; what it wrote under /s3 stays.'),
+    }).then(async (reply) => {
+      if (!reply) return;
+      reload();
+      const op = await waitOperation(reply.operation.id, { signal: ctx.signal });
+      if (!op) return;
+      if (op.status === rules.status.SUCCEEDED) toast(`Job ${job.name} deleted.`, { kind: 'info', timeout: 2500 });
+      else toast(`Deleting job ${job.name} ${op.status}${op.error ? `: ${op.error.message}` : ''}`, { kind: 'error' });
+      reload();
     });
-    preview(used, `${base}/jobs/${encodeURIComponent(job.name)}`, { signal: ctx.signal });
   }
 
   function row(job) {
@@ -298,7 +292,8 @@ class LogView {
     });
     this.spacer = h('div', { class: 'log-spacer' });
     this.window = h('div', { class: 'log-window', testid: 'log-lines' });
-    this.viewport = h('div', { class: 'log-viewport', testid: 'log-viewport' }, this.spacer, this.window);
+    // it scrolls: focusable, so a keyboard reads the log too
+    this.viewport = h('div', { class: 'log-viewport', testid: 'log-viewport', tabindex: 0, role: 'region', 'aria-label': 'Log lines' }, this.spacer, this.window);
     this.viewport.addEventListener('scroll', () => {
       const bottom = this.viewport.scrollTop + this.viewport.clientHeight >= this.viewport.scrollHeight - ROW_PX;
       this.follow = bottom;

@@ -1,13 +1,12 @@
 // The jobs page's MLflow card: the cluster's tracking server (GET …/mlflow) and its actions —
 // create hypd's own, attach an existing one by name or ARN, detach (refused, 409 in_use,
-// while jobs log to it: listed, and forced only once the user ticks the box), open the
+// while jobs log to it: listed, and forced only once the user types its name), open the
 // MLflow UI (a presigned URL asked for on the click and opened at once, never kept or shown).
 
-import { api, isAbort, mutator, canMutate } from '../api.js';
+import { api, isAbort, mutator, canMutate, fieldErrors } from '../api.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
-import { openModal } from '../modal.js';
 import { waitOperation } from '../feed.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 import { rules } from '../rules.js';
 
 const SETTLING = new Set(['creating', 'attaching', 'detaching', 'settling']);
@@ -26,6 +25,7 @@ export function mountMlflow(card, ctx, cluster) {
   const path = `/api/v1/clusters/${encodeURIComponent(cluster)}/mlflow`;
   const send = mutator();
   let timer = null;
+  let fieldErrs = {}; // the last refusal's per-field messages (size, tracking_server), until the next send
   card.append(h('div', { class: 'card-body' }, loading('Loading MLflow…')));
 
   async function load(poll = true) {
@@ -38,34 +38,37 @@ export function mountMlflow(card, ctx, cluster) {
   }
 
   async function change(method, body, done) {
+    fieldErrs = {};
     try {
       const reply = await send(path, { method, body, signal: ctx.signal });
       toast(reply.changed === false ? reply.message : done, { kind: 'info', timeout: 3000 });
       if (reply.operation) return follow(reply.operation.id);
     } catch (e) {
-      if (!isAbort(e)) toastError(e);
+      if (isAbort(e)) return;
+      fieldErrs = fieldErrors(e.details);
+      toastError(e);
     }
     load();
   }
 
+  /** A control with the last refusal's message for its field, on its own line. */
+  function withError(field, control) {
+    const msg = fieldErrs[field];
+    if (msg) control.setAttribute('aria-invalid', 'true');
+    return msg ? [control, h('span', { class: 'err', testid: `error-mlflow-${field}`, role: 'alert' }, msg)] : [control];
+  }
+
   function openDetach(view) {
-    const used = usedBy('mlflow-detach', { forceText: 'Detach anyway' });
-    openModal({
-      testid: 'mlflow-detach-dialog', title: `Detach the tracking server from ${cluster}?`, danger: true,
-      confirmText: 'Detach', signal: ctx.signal,
-      content: h('div', null,
-        h('p', null, 'New jobs stop logging to it; the jobs\' role and identities go. ',
-          view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).'),
-        used.el),
-      onSubmit: async ({ close }) => {
-        const reply = await send(withForce(path, used.forced()), { method: 'DELETE', signal: ctx.signal });
-        close();
-        toast('Detaching the tracking server.', { kind: 'info', timeout: 3000 });
-        if (reply.operation) follow(reply.operation.id);
-      },
-      onError: (err, errorEl) => used.onError(err, errorEl),
+    confirmDestroy({
+      kind: 'tracking server from cluster', name: cluster, verb: 'Detach', confirmText: 'Detach', url: path,
+      action: 'mlflow-detach', signal: ctx.signal, send,
+      about: h('p', null, 'New jobs stop logging to it; the jobs\' role and identities go. ',
+        view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).'),
+    }).then((reply) => {
+      if (!reply) return;
+      toast('Detaching the tracking server.', { kind: 'info', timeout: 3000 });
+      if (reply.operation) follow(reply.operation.id);
     });
-    preview(used, path, { signal: ctx.signal });
   }
 
   // the operation is long-polled (the API answers at its next change), the card re-read at
@@ -106,15 +109,15 @@ export function mountMlflow(card, ctx, cluster) {
       detach.addEventListener('click', () => openDetach(view));
       actions.append(detach);
     } else if (view.state === 'none') {
-      const size = guard(h('select', { testid: 'mlflow-size' }, ...['Small', 'Medium', 'Large'].map((s) => h('option', { value: s }, s))));
+      const size = guard(h('select', { testid: 'mlflow-size', 'aria-label': 'Tracking server size' }, ...['Small', 'Medium', 'Large'].map((s) => h('option', { value: s }, s))));
       const create = guard(h('button', { type: 'button', class: 'btn btn-sm btn-primary', testid: 'mlflow-create' }, 'Create tracking server'));
       create.addEventListener('click', () => change('PUT', { size: size.value }, 'Creating the tracking server (about 20 minutes on AWS).'));
-      const existing = guard(h('input', { type: 'text', testid: 'mlflow-existing', placeholder: 'existing tracking server: name or ARN' }));
+      const existing = guard(h('input', { type: 'text', testid: 'mlflow-existing', 'aria-label': 'An existing tracking server', placeholder: 'existing tracking server: name or ARN' }));
       const attach = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: 'mlflow-attach' }, 'Attach'));
       attach.addEventListener('click', () => {
         if (existing.value.trim()) change('PUT', { tracking_server: existing.value.trim() }, 'Attaching the tracking server.');
       });
-      actions.append(size, create, existing, attach);
+      actions.append(...withError('size', size), create, ...withError('tracking_server', existing), attach);
     }
     body.append(actions);
     const hint = roleHint('creating, attaching or detaching MLflow', 'mlflow-role-hint');

@@ -1,13 +1,13 @@
 // #/clusters/<name>/models — the models in a cluster's bucket, and downloads with their
 // progress (files and bytes as they reach the bucket): from the Hugging Face hub (a hub
 // token is named by its Secret) or copied from an S3 prefix; and a model's removal (refused,
-// 409 in_use, while endpoints serve it: listed, forced only once the user ticks the box).
+// 409 in_use, while endpoints serve it: listed, forced only once the user types its name).
 
 import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules } from '../rules.js';
-import { openModal, openOperation } from '../modal.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { openOperation } from '../modal.js';
+import { confirmDestroy } from '../confirm.js';
 
 const REFRESH_MS = 2000;
 
@@ -102,22 +102,11 @@ export function mount(root, ctx) {
 
   function openRemove(m) {
     if (!canMutate()) return;
-    const remove = mutator();
-    const used = usedBy('model-remove', { forceText: 'Remove anyway' });
-    openModal({
-      testid: 'model-remove-dialog', title: `Remove model ${m.name}?`, danger: true, confirmText: 'Remove', signal: ctx.signal,
-      content: h('div', null,
-        h('p', null, `Deletes every file under models/${m.name}/ (${m.files} files, ${size(m.bytes)}) from the cluster's bucket, for good.`),
-        used.el),
-      onSubmit: async ({ close }) => {
-        const url = `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`;
-        const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
-        close();
-        openOperation(reply);
-      },
-      onError: (err, errorEl) => used.onError(err, errorEl),
-    });
-    preview(used, `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`, { signal: ctx.signal });
+    confirmDestroy({
+      kind: 'model', name: m.name, verb: 'Remove', action: 'model-remove', signal: ctx.signal,
+      url: `/api/v1/clusters/${encodeURIComponent(cluster)}/models/${encodeURIComponent(m.name)}`,
+      about: h('p', null, `Deletes every file under models/${m.name}/ (${m.files} files, ${size(m.bytes)}) from the cluster's bucket, for good.`),
+    }).then(openOperation);
   }
 
   form.addEventListener('submit', async (ev) => {

@@ -5,7 +5,7 @@ import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
-import { inUse, preview, usedBy } from '../in_use.js';
+import { confirmDestroy } from '../confirm.js';
 
 const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
 const REFRESH_MS = 15000;
@@ -20,8 +20,7 @@ export function validateCidr(v) {
 }
 
 export function mount(root, ctx) {
-  // refused: the 409 in_use details of a network's last delete, shown under its button
-  const state = { items: null, inflight: false, zonesReq: 0, refused: {} };
+  const state = { items: null, inflight: false, zonesReq: 0 };
 
   // ---------- list ----------
   const tbody = h('tbody', { testid: 'networks-body' },
@@ -100,7 +99,6 @@ export function mount(root, ctx) {
   }
 
   function renderList() {
-    if (tbody.querySelector('.confirming, button[data-busy]')) return; // don't yank a button mid-confirm
     const items = state.items || [];
     count.textContent = `${items.length}`;
     clear(tbody);
@@ -127,63 +125,20 @@ export function mount(root, ctx) {
           : h('span', { class: 'faint' }, '—')),
         h('td', { class: 'nowrap', title: `${pub} public, ${priv} private\n` + subnets.map((s) => `${s.id} ${s.cidr} ${s.availability_zone} ${s.role}`).join('\n') },
           `${subnets.length}`, subnets.length ? h('span', { class: 'faint' }, ` (${pub}/${priv})`) : null),
-        h('td', { class: 'actions' }, deleteButton(n), refusal(n))));
+        h('td', { class: 'actions' }, deleteButton(n))));
     }
   }
 
-  /** What the last delete was refused for: the clusters and interfaces in the network
-   * (a network cannot be forced: they must go first). */
-  function refusal(n) {
-    const used = usedBy(`network-delete-${n.name}`);
-    if (state.refused[n.name]) used.show(state.refused[n.name]);
-    return used.el;
-  }
-
+  /** Delete through the one confirmation (confirm.js): its dry run names the clusters and
+   * interfaces in the network, which must go first (a network cannot be forced). */
   function deleteButton(n) {
-    let armed = null;
-    let key = null;
     const btn = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `network-delete-${n.name}` }, 'Delete'));
-    btn.addEventListener('click', async () => {
+    btn.addEventListener('click', () => {
       if (!canMutate()) return;
-      if (!armed) { // two-step confirm, no modal; meanwhile the dry run says what uses it
-        btn.classList.add('confirming');
-        btn.textContent = 'Confirm delete';
-        armed = setTimeout(() => { armed = null; btn.classList.remove('confirming'); btn.textContent = 'Delete'; }, 4000);
-        const shown = btn.parentElement.querySelector('.used-by');
-        const used = usedBy(`network-delete-${n.name}`);
-        preview(used, `/api/v1/networks/${encodeURIComponent(n.name)}`, { signal: ctx.signal }).then((plan) => {
-          if (plan && plan.refused && shown.isConnected) {
-            state.refused[n.name] = plan;
-            shown.replaceWith(used.el);
-          }
-        });
-        return;
-      }
-      clearTimeout(armed);
-      btn.disabled = true;
-      btn.dataset.busy = '1';
-      btn.textContent = 'Deleting…';
-      key = key || uuid4(); // same key if this click is retried after an error
-      try {
-        const reply = await api(`/api/v1/networks/${encodeURIComponent(n.name)}`, {
-          method: 'DELETE', headers: { 'Idempotency-Key': key }, signal: ctx.signal,
-        });
-        goToOperation(reply);
-      } catch (e) {
-        if (isAbort(e)) return;
-        toastError(e, `Delete ${n.name}: `);
-        const refused = inUse(e);
-        if (refused) {
-          state.refused[n.name] = refused;
-          btn.parentElement.querySelector('.used-by').replaceWith(refusal(n));
-        }
-        armed = null;
-        delete btn.dataset.busy;
-        btn.disabled = false;
-        btn.classList.remove('confirming');
-        btn.textContent = 'Delete';
-        if (e.status && e.status < 500) key = null; // refused for good: a new attempt is a new request
-      }
+      confirmDestroy({
+        kind: 'network', name: n.name, url: `/api/v1/networks/${encodeURIComponent(n.name)}`, action: 'network-delete', signal: ctx.signal,
+        about: h('p', null, 'Deletes the VPC ', h('span', { class: 'id' }, n.vpc_id || n.name), ', its subnets, gateways and route tables (what hypd made for it).'),
+      }).then((reply) => { if (reply) goToOperation(reply); });
     });
     return btn;
   }

@@ -11,6 +11,7 @@ import { groupByStage, stageStatus, stageMark, stageTitle, clusterHref, stageExp
 import { batchSpan } from '../batches.js';
 import { capacityHref } from '../capacity/links.js';
 import { rules } from '../rules.js';
+import { confirmDestroy } from '../confirm.js';
 
 const MODE_TEXT = {
   connecting: 'connecting…',
@@ -26,14 +27,13 @@ export function mount(root, ctx) {
   const id = ctx.params[0];
   let op = null;
   let busy = false;
-  let confirmingCancel = false; // Cancel asks first, inline, like the other destructive buttons
   const seenEvents = new Set();
 
   const head = h('div', { class: 'page-head-block' });
   const stepsList = h('ol', { class: 'steps', testid: 'steps' });
   const stepsCount = h('span', { class: 'sub', testid: 'steps-count' });
   const conn = h('span', { class: 'conn', testid: 'live-status', dataset: { mode: 'connecting' } }, 'connecting…');
-  const eventsList = h('ul', { class: 'events', testid: 'events' });
+  const eventsList = h('ul', { class: 'events', testid: 'events', tabindex: 0, 'aria-label': 'Events' }); // scrolls: reachable by keyboard
   const info = h('dl', { class: 'kv', testid: 'op-info' });
   const params = h('pre', { class: 'json', testid: 'op-params' });
   const body = h('div', null, loading('Loading operation…'));
@@ -64,12 +64,11 @@ export function mount(root, ctx) {
 
   function renderHead() {
     const status = op.status;
-    if (rules.finished.has(status) || op.cancel_requested) confirmingCancel = false;
     const cancelBtn = guard(h('button', {
-      type: 'button', class: `btn btn-danger${confirmingCancel ? ' confirming' : ''}`, testid: 'op-cancel',
-      disabled: busy || rules.finished.has(status) || !!op.cancel_requested || confirmingCancel,
+      type: 'button', class: 'btn btn-danger', testid: 'op-cancel',
+      disabled: busy || rules.finished.has(status) || !!op.cancel_requested,
       title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary (asks first)',
-      onclick: () => { if (canMutate()) { confirmingCancel = true; renderHead(); } },
+      onclick: () => confirmCancel(),
     }, op.cancel_requested && !rules.finished.has(status) ? 'Cancelling…' : 'Cancel'));
     const retryBtn = guard(h('button', {
       type: 'button', class: 'btn btn-primary', testid: 'op-retry',
@@ -86,7 +85,6 @@ export function mount(root, ctx) {
         h('span', { class: 'spacer' }),
         cancelBtn, retryBtn),
       roleHint('cancelling or retrying', 'op-role-hint'),
-      confirmingCancel ? cancelConfirm() : null,
       h('div', { class: 'meta' },
         h('span', null, 'kind ', h('b', { class: 'id', testid: 'op-kind' }, op.kind || '—')),
         h('span', null, 'target ', h('b', { class: 'id', testid: 'op-target' }, op.target || '—'),
@@ -111,21 +109,21 @@ export function mount(root, ctx) {
     body.replaceChildren(layout);
   }
 
-  // What a cancel does, said before it is sent: the operation stops at its next step
-  // boundary, and what finished steps made stays (billed, where AWS bills it).
-  function cancelConfirm() {
+  // What a cancel does, said before it is sent (through the one confirmation, confirm.js;
+  // a cancel has no dry run): the operation stops at its next step boundary, and what
+  // finished steps made stays (billed, where AWS bills it).
+  function confirmCancel() {
+    if (!canMutate() || busy) return;
     const cluster = clusterOf(op) && (op.kind === 'cluster.create' || op.kind === 'cluster.stage');
-    return h('div', { class: 'banner info confirm', role: 'alertdialog', 'aria-label': 'Confirm cancel', testid: 'op-cancel-confirm' },
-      h('div', { class: 'msg' },
-        h('b', null, `Cancel ${op.kind}?`),
-        ' It stops at the next step boundary; the steps not started are skipped. What finished steps made stays in AWS, and what AWS bills by the hour keeps costing, until you resume it (Retry) or delete it.',
+    confirmDestroy({
+      kind: `${op.kind} operation on`, name: op.target || op.id, verb: 'Cancel', confirmText: 'Cancel operation',
+      cancelText: 'Keep running', action: 'op-cancel', dryRun: false, signal: ctx.signal,
+      url: `/api/v1/operations/${encodeURIComponent(id)}/cancel`,
+      send: (url, { signal }) => api(url, { method: 'POST', signal }),
+      about: h('p', { testid: 'op-cancel-what' },
+        'It stops at the next step boundary; the steps not started are skipped. What finished steps made stays in AWS, and what AWS bills by the hour keeps costing, until you resume it (Retry) or delete it.',
         cluster ? ' The cluster page then shows what is left and its hourly cost.' : ''),
-      h('span', { class: 'spacer' }),
-      h('button', { type: 'button', class: 'btn', testid: 'op-cancel-no', onclick: () => { confirmingCancel = false; renderHead(); } }, 'Keep running'),
-      guard(h('button', {
-        type: 'button', class: 'btn btn-danger solid', testid: 'op-cancel-yes',
-        onclick: () => { confirmingCancel = false; act('cancel'); },
-      }, 'Cancel operation')));
+    }).then((reply) => { if (reply) acted('cancel', reply); });
   }
 
   // Step nodes persist across renders (keyed by name) so unchanged steps do not flicker; when
@@ -254,7 +252,8 @@ export function mount(root, ctx) {
       ['last event', op.last_event_id ? h('span', { class: 'id' }, op.last_event_id) : h('span', { class: 'faint' }, '—')],
     ];
     clear(info).append(...rows.flatMap(([k, v]) => [h('dt', null, k), h('dd', { dataset: { k } }, v)]));
-    params.textContent = JSON.stringify(op.params || {}, null, 2);
+    // a parameter not given (null) is left out: the panel never says "null"
+    params.textContent = JSON.stringify(op.params || {}, (k, v) => (v === null ? undefined : v), 2);
   }
 
   function elapsedText() {
@@ -406,17 +405,20 @@ export function mount(root, ctx) {
     busy = true;
     renderHead();
     try {
-      const reply = await api(`/api/v1/operations/${encodeURIComponent(id)}/${which}`, { method: 'POST', signal: ctx.signal });
-      const next = reply && (reply.operation || reply);
-      if (next && next.id) feed.snapshot(next, { force: true });
-      toast(which === 'cancel' ? 'Cancel requested.' : 'Retry queued.', { kind: 'info', timeout: 2500 });
-      if (which === 'retry') feed.start();
+      acted(which, await api(`/api/v1/operations/${encodeURIComponent(id)}/${which}`, { method: 'POST', signal: ctx.signal }));
     } catch (e) {
       if (!isAbort(e)) toastError(e, `${which === 'cancel' ? 'Cancel' : 'Retry'} refused: `);
     } finally {
       busy = false;
       if (op) renderHead();
     }
+  }
+
+  function acted(which, reply) {
+    const next = reply && (reply.operation || reply);
+    if (next && next.id) feed.snapshot(next, { force: true });
+    toast(which === 'cancel' ? 'Cancel requested.' : 'Retry queued.', { kind: 'info', timeout: 2500 });
+    if (which === 'retry') feed.start();
   }
 
   function showMissing(err) {

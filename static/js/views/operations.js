@@ -141,7 +141,7 @@ export function progress(op) {
   const bad = steps.filter((s) => s.phase === P.FAILED).length;
   const skip = steps.filter((s) => s.phase === P.SKIPPED).length;
   const pct = (k) => `${(100 * k) / n}%`;
-  const bar = h('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': n, 'aria-valuenow': done });
+  const bar = h('div', { class: 'bar', role: 'progressbar', 'aria-label': `${done} of ${n} steps succeeded`, 'aria-valuemin': 0, 'aria-valuemax': n, 'aria-valuenow': done });
   const seg = (cls, k) => { if (k) { const s = h('span', { class: cls }); s.style.width = pct(k); bar.appendChild(s); } };
   seg('ok', done); seg('run', run); seg('bad', bad); seg('skip', skip);
   const cur = steps.find((s) => rules.phaseInFlight.has(s.phase) || s.phase === P.FAILED);

@@ -5,10 +5,10 @@
 // a space's owner may change it: the others' buttons are disabled and say whose it is.
 
 import { api, isAbort, mutator, fieldErrors, canMutate, session } from '../api.js';
-import { h, clear, fill, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
+import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { rules, validateName, words } from '../rules.js';
-import { openModal, openOperation } from '../modal.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { openOperation } from '../modal.js';
+import { confirmDestroy } from '../confirm.js';
 
 const REFRESH_MS = 3000;
 const EDITORS = { jupyterlab: 'JupyterLab', 'code-editor': 'Code Editor' };
@@ -195,31 +195,15 @@ export function mount(root, ctx) {
 
   function openDelete(s) {
     if (!canMutate()) return;
-    const remove = mutator();
-    const used = usedBy('space-delete', { forceText: 'Delete anyway' });
-    const url = `${base}/${encodeURIComponent(s.name)}`;
-    // what the dry run says the delete removes, in the API's words, once it answers
-    const removes = h('ul', { class: 'plain-list', testid: 'space-delete-removes', 'aria-live': 'polite' },
-      h('li', { class: 'faint' }, spinner(), ' Asking what the delete removes…'));
-    openModal({
-      testid: 'space-delete-dialog', title: `Delete space ${s.name}?`, danger: true, confirmText: 'Delete', signal: ctx.signal,
-      content: h('div', null,
-        h('p', null, 'Removes:'), removes,
-        h('p', { class: 'field-note space-removes-note' }, 'Files under /s3 stay in the cluster\'s bucket.'),
-        used.el),
-      onSubmit: async ({ close }) => {
-        const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
-        close();
-        openOperation(reply);
-        load();
-      },
-      onError: (err, errorEl) => used.onError(err, errorEl),
-    });
-    preview(used, url, { signal: ctx.signal }).then((plan) => {
-      const items = (plan && plan.removes) || [];
-      fill(removes, items.length
-        ? items.map((r) => h('li', null, r))
-        : h('li', null, `The space, its editor and its home volume (${s.home_gib ?? '?'} GiB) with every file on it.`));
+    confirmDestroy({
+      kind: 'space', name: s.name, url: `${base}/${encodeURIComponent(s.name)}`, action: 'space-delete', signal: ctx.signal,
+      about: [
+        h('p', null, `The space, its editor and its home volume (${s.home_gib ?? '?'} GiB) with every file on it.`),
+        h('p', { class: 'field-note space-removes-note' }, 'Files under /s3 stay in the cluster\'s bucket.')],
+    }).then((reply) => {
+      if (!reply) return;
+      openOperation(reply);
+      load();
     });
   }
 

@@ -2,14 +2,14 @@
 // and owns, or an existing one, whole or a prefix, read-only if asked) and FSx for Lustre
 // file systems, each a PersistentVolume and a claim of the item's name. Listed with their
 // state, what backs them and which workloads use them; added from a form whose choices and
-// bounds are the API's (rules.field); removed after the dry run says what goes and who uses
-// it (409 in_use names them; force only once the user ticks the box).
+// bounds are the API's (rules.field); removed through the one confirmation (confirm.js: the
+// dry run says what goes and who uses it; force only once the user types the item's name).
 
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules, validateName } from '../rules.js';
-import { openModal, openOperation } from '../modal.js';
-import { preview, usedBy, withForce } from '../in_use.js';
+import { openOperation } from '../modal.js';
+import { confirmDestroy } from '../confirm.js';
 import { fieldSet } from '../form_fields.js';
 
 const REFRESH_MS = 3000;
@@ -148,25 +148,13 @@ export function mount(root, ctx) {
 
   function openRemove(item) {
     if (!canMutate()) return;
-    const remove = mutator();
-    const used = usedBy('storage-remove', { forceText: 'Remove anyway' });
-    const url = `${base}/${encodeURIComponent(item.name)}`;
-    openModal({
-      testid: 'storage-remove-dialog', title: `Remove storage ${item.name}?`, danger: true, confirmText: 'Remove', signal: ctx.signal,
-      content: h('div', null,
-        h('p', null, item.deletes_data
-          ? 'Unmounts it and deletes what hypd made for it, with the data on it.'
-          : 'Unmounts it; the data stays where it is (hypd did not make it).'),
-        used.el),
-      onSubmit: async ({ close }) => {
-        const reply = await remove(withForce(url, used.forced()), { method: 'DELETE', signal: ctx.signal });
-        close();
-        openOperation(reply);
-        load();
-      },
-      onError: (err, errorEl) => used.onError(err, errorEl),
-    });
-    preview(used, url, { signal: ctx.signal });
+    confirmDestroy({
+      kind: 'storage', name: item.name, verb: 'Remove', action: 'storage-remove', signal: ctx.signal,
+      url: `${base}/${encodeURIComponent(item.name)}`,
+      about: h('p', null, item.deletes_data
+        ? 'Unmounts it and deletes what hypd made for it, with the data on it.'
+        : 'Unmounts it; the data stays where it is (hypd did not make it).'),
+    }).then((reply) => { if (reply) { openOperation(reply); load(); } });
   }
 
   /** The request the form asks for, or null (the fields say why). */
