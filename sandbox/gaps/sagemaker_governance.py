@@ -81,24 +81,34 @@ class Kind:
     """What differs between compute quotas and scheduler configs."""
 
     noun: str  # in messages
+    operation: str  # as the calls spell it: Describe<operation>, List<plural>, <operation>Id
+    plural: str
     arn_type: str
-    id_key: str
-    arn_key: str
-    version_key: str
-    config_key: str
-    summaries_key: str
     summary_keys: tuple[str, ...]
 
+    @property
+    def id_key(self) -> str:
+        return f"{self.operation}Id"
 
-QUOTA = Kind("Compute quota", "compute-quota", "ComputeQuotaId", "ComputeQuotaArn",
-             "ComputeQuotaVersion", "ComputeQuotaConfig", "ComputeQuotaSummaries",
+    @property
+    def arn_key(self) -> str:
+        return f"{self.operation}Arn"
+
+    @property
+    def version_key(self) -> str:
+        return f"{self.operation}Version"
+
+    @property
+    def summaries_key(self) -> str:
+        return f"{self.operation}Summaries"
+
+
+QUOTA = Kind("Compute quota", "ComputeQuota", "ComputeQuotas", "compute-quota",
              ("ComputeQuotaArn", "ComputeQuotaId", "Name", "ComputeQuotaVersion", "Status",
               "ClusterArn", "ComputeQuotaConfig", "ComputeQuotaTarget", "ActivationState",
               "CreationTime", "LastModifiedTime"))
-SCHEDULER = Kind("Cluster scheduler config", "cluster-scheduler-config",
-                 "ClusterSchedulerConfigId", "ClusterSchedulerConfigArn",
-                 "ClusterSchedulerConfigVersion", "SchedulerConfig",
-                 "ClusterSchedulerConfigSummaries",
+SCHEDULER = Kind("Cluster scheduler config", "ClusterSchedulerConfig",
+                 "ClusterSchedulerConfigs", "cluster-scheduler-config",
                  ("ClusterSchedulerConfigArn", "ClusterSchedulerConfigId", "Name",
                   "ClusterSchedulerConfigVersion", "CreationTime", "LastModifiedTime",
                   "Status", "ClusterArn"))
@@ -232,9 +242,20 @@ def _change(ctx: GapContext, kind: Kind, ident: str, frm: str, to: str | None,
     ctx.app.transitions.timeline.after(seconds, change)
 
 
+def _team_taken(others: list[dict[str, Any]], team: str, ident: str | None = None
+                ) -> AwsError | None:
+    """A ConflictException if another quota of the cluster (not `ident`) is the team's."""
+    for other in others:
+        if other["ComputeQuotaId"] != ident and other["ComputeQuotaTarget"]["TeamName"] == team:
+            return _conflict(f"Team {team} already has a compute quota on cluster "
+                             f"{other['ClusterArn']}: {other['ComputeQuotaId']}.")
+    return None
+
+
 def _create(ctx: GapContext, kind: Kind, p: dict[str, Any], body: dict[str, Any],
-            clash: Callable[[dict[str, Any]], str | None]) -> dict[str, Any]:
-    """Store a new record (body: its kind's own members) unless `clash` names a conflict."""
+            clash: Callable[[list[dict[str, Any]]], AwsError | None]) -> dict[str, Any]:
+    """Store a new record (body: its kind's own members) unless `clash`, given the others of
+    its kind on the cluster, names a conflict."""
     cluster_arn = body["ClusterArn"]
     gov = GOVERNANCE.of(ctx)
     ident = mint_cluster_id()
@@ -246,10 +267,9 @@ def _create(ctx: GapContext, kind: Kind, p: dict[str, Any], body: dict[str, Any]
     if p.get("Description") is not None:
         current["Description"] = p["Description"]
     with gov.lock:
-        for other in _live(gov, kind, ctx, cluster_arn):
-            problem = clash(other)
-            if problem:
-                raise _conflict(problem)
+        problem = clash(_live(gov, kind, ctx, cluster_arn))
+        if problem is not None:
+            raise problem
         gov.book(kind)[ident] = {"account": ctx.call.account, "region": ctx.call.region,
                                  "current": current, "versions": {1: copy.deepcopy(current)}}
         gov.tags[arn] = [dict(t) for t in p.get("Tags") or ()]
@@ -342,31 +362,17 @@ def create_quota(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
         p["ComputeQuotaConfig"]), "ComputeQuotaTarget": target,
         "ActivationState": p.get("ActivationState") or "Enabled"}
 
-    def clash(other: dict[str, Any]) -> str | None:
-        if other["ComputeQuotaTarget"]["TeamName"] == target["TeamName"]:
-            return (f"Team {target['TeamName']} already has a compute quota on cluster "
-                    f"{cluster_arn}: {other['ComputeQuotaId']}.")
-        if other["Name"] == p["Name"]:
-            return f"A compute quota named {p['Name']} already exists on cluster {cluster_arn}."
-        return None
+    def clash(others: list[dict[str, Any]]) -> AwsError | None:
+        if any(other["Name"] == p["Name"] for other in others):
+            return _conflict(f"A compute quota named {p['Name']} already exists on cluster "
+                             f"{cluster_arn}.")
+        return _team_taken(others, target["TeamName"])
 
     return _create(ctx, QUOTA, p, body, clash)
 
 
-@answers(SERVICE, "DescribeComputeQuota")
-def describe_quota(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _describe(ctx, QUOTA, p)
-
-
-@answers(SERVICE, "ListComputeQuotas")
-def list_quotas(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _list(ctx, QUOTA, p)
-
-
 @answers(SERVICE, "UpdateComputeQuota")
 def update_quota(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    cluster_arn: str | None = None
-    types: set[str] = set()
     gov = GOVERNANCE.of(ctx)
     with gov.lock:
         cluster_arn = _found(gov, QUOTA, ctx, p["ComputeQuotaId"])["current"]["ClusterArn"]
@@ -379,22 +385,15 @@ def update_quota(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
             changed["ComputeQuotaConfig"] = _quota_config(p["ComputeQuotaConfig"])
         if p.get("ComputeQuotaTarget") is not None:
             target = _target(p["ComputeQuotaTarget"])
-            for other in _live(gov, QUOTA, ctx, changed["ClusterArn"]):
-                if (other["ComputeQuotaId"] != changed["ComputeQuotaId"]
-                        and other["ComputeQuotaTarget"]["TeamName"] == target["TeamName"]):
-                    raise _conflict(f"Team {target['TeamName']} already has a compute quota "
-                                    f"on cluster {changed['ClusterArn']}: "
-                                    f"{other['ComputeQuotaId']}.")
+            problem = _team_taken(_live(gov, QUOTA, ctx, changed["ClusterArn"]),
+                                  target["TeamName"], changed["ComputeQuotaId"])
+            if problem is not None:
+                raise problem
             changed["ComputeQuotaTarget"] = target
         if p.get("ActivationState") is not None:
             changed["ActivationState"] = p["ActivationState"]
 
     return _update(ctx, QUOTA, p, apply)
-
-
-@answers(SERVICE, "DeleteComputeQuota")
-def delete_quota(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _delete(ctx, QUOTA, p)
 
 
 # --- cluster scheduler configs --------------------------------------------------------------
@@ -405,21 +404,13 @@ def create_scheduler_config(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any
     cluster_arn, _ = _cluster(ctx, p["ClusterArn"])
     body = {"ClusterArn": cluster_arn, "SchedulerConfig": _scheduler_config(p["SchedulerConfig"])}
 
-    def clash(other: dict[str, Any]) -> str | None:
-        return (f"Cluster {cluster_arn} already has a cluster scheduler config: "
-                f"{other['ClusterSchedulerConfigId']}.")
+    def clash(others: list[dict[str, Any]]) -> AwsError | None:
+        if not others:
+            return None
+        return _conflict(f"Cluster {cluster_arn} already has a cluster scheduler config: "
+                         f"{others[0]['ClusterSchedulerConfigId']}.")
 
     return _create(ctx, SCHEDULER, p, body, clash)
-
-
-@answers(SERVICE, "DescribeClusterSchedulerConfig")
-def describe_scheduler_config(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _describe(ctx, SCHEDULER, p)
-
-
-@answers(SERVICE, "ListClusterSchedulerConfigs")
-def list_scheduler_configs(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _list(ctx, SCHEDULER, p)
 
 
 @answers(SERVICE, "UpdateClusterSchedulerConfig")
@@ -433,9 +424,18 @@ def update_scheduler_config(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any
     return _update(ctx, SCHEDULER, p, apply)
 
 
-@answers(SERVICE, "DeleteClusterSchedulerConfig")
-def delete_scheduler_config(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any]:
-    return _delete(ctx, SCHEDULER, p)
+# --- what both kinds answer alike -----------------------------------------------------------
+
+
+def _answer_alike(kind: Kind) -> None:
+    """Describe<kind>, List<kinds> and Delete<kind>: the same for quotas and configs."""
+    answers(SERVICE, f"Describe{kind.operation}")(lambda ctx, p: _describe(ctx, kind, p))
+    answers(SERVICE, f"List{kind.plural}")(lambda ctx, p: _list(ctx, kind, p))
+    answers(SERVICE, f"Delete{kind.operation}")(lambda ctx, p: _delete(ctx, kind, p))
+
+
+for _kind in (QUOTA, SCHEDULER):
+    _answer_alike(_kind)
 
 
 # --- tags ----------------------------------------------------------------------------------

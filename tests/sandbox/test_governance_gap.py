@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,18 +19,7 @@ from tests.sandbox.hyperpodkit import cluster_request, gpu_group, make_lab
 ID = r"[a-z0-9]{12}"
 QUOTA_ARN = rf"arn:aws:sagemaker:us-west-2:123456789012:compute-quota/{ID}"
 CONFIG_ARN = rf"arn:aws:sagemaker:us-west-2:123456789012:cluster-scheduler-config/{ID}"
-
-
-@pytest.fixture(scope="module")
-def local_aws() -> Iterator[LocalAws]:
-    """This module's local AWS runs at real speed: only `advance_clock` moves its timed
-    states, so a test sees Creating before Created however slow the machine is."""
-    aws = LocalAws(speed=1.0)
-    aws.start()
-    try:
-        yield aws
-    finally:
-        aws.stop()
+SANDBOX_SPEED = 1.0  # the conftest's local AWS at real speed: only advance_clock moves it
 
 
 @pytest.fixture(scope="module")
