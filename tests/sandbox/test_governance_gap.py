@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from sandbox.control import SandboxControl
 from sandbox.gaps.sagemaker_governance import GOVERNANCE_CHANGING_S, GOVERNANCE_DELETING_S
 from sandbox.local_aws import LocalAws
-from tests.sandbox.hyperpodkit import cluster_request, gpu_group, make_lab
+from tests.sandbox.hyperpodkit import Lab, cluster_request, gpu_group, make_lab
 
 ID = r"[a-z0-9]{12}"
 QUOTA_ARN = rf"arn:aws:sagemaker:us-west-2:123456789012:compute-quota/{ID}"
@@ -23,9 +23,13 @@ SANDBOX_SPEED = 1.0  # the conftest's local AWS at real speed: only advance_cloc
 
 
 @pytest.fixture(scope="module")
-def cluster(local_aws: LocalAws, client_factory: Any) -> str:
+def lab(local_aws: LocalAws, client_factory: Any) -> Lab:
+    return make_lab(client_factory, SandboxControl(local_aws.url), "gov")
+
+
+@pytest.fixture(scope="module")
+def cluster(lab: Lab, client_factory: Any) -> str:
     """One HyperPod cluster (EKS-orchestrated, one ml.p5.48xlarge) for the module: its ARN."""
-    lab = make_lab(client_factory, SandboxControl(local_aws.url), "gov")
     request = cluster_request(lab, groups=[gpu_group(lab, InstanceCount=1)])
     return str(client_factory("sagemaker").create_cluster(**request)["ClusterArn"])
 
@@ -118,7 +122,7 @@ def test_a_compute_quota_is_created_versioned_updated_and_deleted(
 
 
 def test_aws_refuses_what_does_not_fit_the_cluster_or_the_model(
-        sm: Any, cluster: str, client_factory: Any) -> None:
+        sm: Any, cluster: str, lab: Lab, client_factory: Any, control: SandboxControl) -> None:
     raw = client_factory("sagemaker", parameter_validation=False)  # the server checks
     team = _team()
     unknown = cluster[:-12] + "zzzzzzzzzzzz"
@@ -153,6 +157,25 @@ def test_aws_refuses_what_does_not_fit_the_cluster_or_the_model(
     with pytest.raises(ClientError) as creating:  # not while Creating
         sm.update_compute_quota(ComputeQuotaId=ident, TargetVersion=1, Description="x")
     assert _code(creating) == "ConflictException"
+    other = _team()
+    sm.create_compute_quota(**_quota(cluster, other))
+    control.advance_clock(GOVERNANCE_CHANGING_S)
+    with pytest.raises(ClientError) as renamed:  # to a team that has its quota
+        sm.update_compute_quota(ComputeQuotaId=ident, TargetVersion=1,
+                                ComputeQuotaTarget={"TeamName": other})
+    assert _code(renamed) == "ConflictException"
+    assert f"Team {other} already has a compute quota" in str(renamed.value)
+
+    # task governance is for EKS-orchestrated clusters: not for a Slurm one
+    slurm = cluster_request(lab, groups=[gpu_group(lab, InstanceCount=1)])
+    for eks_only in ("Orchestrator", "AutoScaling", "NodeProvisioningMode"):
+        slurm.pop(eks_only)
+    slurm["InstanceGroups"][0].pop("KubernetesConfig")
+    slurm_arn = sm.create_cluster(**slurm)["ClusterArn"]
+    with pytest.raises(ClientError) as not_eks:
+        sm.create_compute_quota(**_quota(slurm_arn, _team()))
+    assert _code(not_eks) == "ValidationException"
+    assert "only for EKS-orchestrated clusters" in str(not_eks.value)
 
 
 def test_one_scheduler_config_per_cluster_versioned_and_timed(
