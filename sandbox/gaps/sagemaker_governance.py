@@ -13,7 +13,8 @@ Taken from botocore's model and AWS's API reference:
 - ids are 12 lower-case letters and digits; ARNs are
   `arn:aws:sagemaker:<region>:<account>:compute-quota/<id>` and
   `…:cluster-scheduler-config/<id>`; `ClusterArn` names a HyperPod cluster
-  (`…:cluster/<12 chars>`); task governance is for EKS-orchestrated clusters;
+  (`…:cluster/<12 chars>`); task governance is for EKS-orchestrated clusters (the
+  CloudFormation/CDK reference of AWS::SageMaker::ComputeQuota);
 - versions start at 1; an Update names the `TargetVersion` and answers the new version;
   Describe may ask for an earlier version; `Status` is one of SchedulerResourceStatus;
 - the errors each call may answer: Create — ConflictException, ResourceLimitExceeded;
@@ -38,12 +39,15 @@ Inferred (not documented; what the sandbox plays):
   until it is gone;
 - an Update naming a `TargetVersion` other than the current one, or made while the resource
   is Creating, Updating or Deleting, is `ConflictException`; an Update replaces the members it
-  gives and keeps the others; a Describe of a version never made is `ResourceNotFound`;
+  gives and keeps the others, and may move a quota to a team only if that team has no quota
+  on the cluster; a Describe of a version never made is `ResourceNotFound`; the priority
+  classes of a scheduler config must have distinct names (`ValidationException`);
 - timing: `Creating` → `Created` and `Updating` → `Updated` after GOVERNANCE_CHANGING_S,
   `Deleting` → gone (ResourceNotFound) after GOVERNANCE_DELETING_S simulated seconds — a
-  stand-in figure (AWS documents none; the Kueue objects behind these take seconds to
-  reconcile); a Delete of a resource already Deleting answers again and changes nothing;
-- deleting the HyperPod cluster leaves its quotas and scheduler config (not played);
+  stand-in figure (AWS documents none); the sandbox never shows `Deleted` or the *Failed
+  states; a Delete of a resource already Deleting answers again and changes nothing;
+- deleting the HyperPod cluster leaves its quotas and scheduler config in the sandbox (what
+  AWS does then is not known here);
 - lists answer newest first unless SortOrder says Ascending, filtered by ClusterArn,
   NameContains (case-insensitive), Status, CreatedAfter/CreatedBefore, and page with
   NextToken like the other gaps.
