@@ -27,7 +27,14 @@ from collections import Counter
 from typing import Any
 
 from sandbox import simulator
-from sandbox.gaps import GapContext, answers, karpenter, sagemaker_mlflow, sagemaker_network
+from sandbox.gaps import (
+    GapContext,
+    answers,
+    karpenter,
+    sagemaker_governance,
+    sagemaker_mlflow,
+    sagemaker_network,
+)
 from sandbox.gaps import quotas as q
 from sandbox.gaps.sagemaker_common import (
     AwsError,
@@ -1718,6 +1725,8 @@ def _list_tags(ctx: GapContext, params: dict[str, Any]) -> dict[str, Any] | Repl
     arn = params["ResourceArn"]
     if sagemaker_mlflow.is_tracking_server_arn(arn):
         return sagemaker_mlflow.tags_of(ctx, arn)
+    if sagemaker_governance.is_governance_arn(arn):
+        return sagemaker_governance.tags_of(ctx, arn)
     if CLUSTER_ARN.fullmatch(arn) is None:
         return ctx.moto()
     hp = _state(ctx)

@@ -17,8 +17,10 @@ SPEED = 1000.0
 
 
 @pytest.fixture(scope="module")
-def local_aws() -> Iterator[LocalAws]:
-    aws = LocalAws(speed=SPEED)
+def local_aws(request: pytest.FixtureRequest) -> Iterator[LocalAws]:
+    """At SPEED, or at the module's own `SANDBOX_SPEED` (1.0: only `advance_clock` moves the
+    timed states, so a test sees each in-between state however slow the machine is)."""
+    aws = LocalAws(speed=getattr(request.module, "SANDBOX_SPEED", SPEED))
     aws.start()
     try:
         yield aws

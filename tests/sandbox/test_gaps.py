@@ -17,6 +17,7 @@ from sandbox.gaps import AwsError, GapContext, answers
 from sandbox.gaps.eks_state import EKS
 from sandbox.gaps.fsx import FILE_SYSTEMS
 from sandbox.gaps.quotas import QUOTAS
+from sandbox.gaps.sagemaker_governance import GOVERNANCE
 from sandbox.gaps.sagemaker_plans import PLANS
 from sandbox.gaps.sagemaker_state import HYPERPOD
 from sandbox.local_aws import LocalAws
@@ -89,8 +90,8 @@ def test_rest_json_requests_take_the_same_path(
 
 def _fill_every_gap(local_aws: LocalAws, client_factory: Any, control: SandboxControl) -> None:
     """State in each gap: an EKS cluster with an add-on, an access entry and a pod identity
-    association (and its local Kubernetes), a HyperPod cluster booting, an FSx file system,
-    a quota override and a training plan."""
+    association (and its local Kubernetes), a HyperPod cluster booting with a team's compute
+    quota, an FSx file system, a quota override and a training plan."""
     lab = make_lab(client_factory, control, "reset")
     eks, sm, fsx = (client_factory(s) for s in ("eks", "sagemaker", "fsx"))
     eks.create_addon(clusterName=lab.eks_name, addonName="vpc-cni")
@@ -103,7 +104,11 @@ def _fill_every_gap(local_aws: LocalAws, client_factory: Any, control: SandboxCo
         LustreConfiguration={"DeploymentType": "SCRATCH_2"})
     control.set_quota(50, P5)
     control.add_training_plan(unique("plan"), "ml.p5.48xlarge", 1, "us-west-2a")
-    sm.create_cluster(**cluster_request(lab, groups=[gpu_group(lab, InstanceCount=1)]))
+    arn = sm.create_cluster(**cluster_request(lab, groups=[gpu_group(lab, InstanceCount=1)])
+                            )["ClusterArn"]
+    sm.create_compute_quota(Name="team", ClusterArn=arn, ComputeQuotaTarget={"TeamName": "team"},
+                            ComputeQuotaConfig={"ComputeQuotaResources": [
+                                {"InstanceType": "ml.p5.48xlarge", "Count": 1}]})
 
     app = local_aws.app
     assert EKS.of(app).clusters[(ACCOUNT, "us-west-2", lab.eks_name)].pod_identities
@@ -111,6 +116,7 @@ def _fill_every_gap(local_aws: LocalAws, client_factory: Any, control: SandboxCo
     assert FILE_SYSTEMS.of(app).systems
     assert QUOTAS.of(app).overrides()
     assert PLANS.of(app).plans
+    assert GOVERNANCE.of(app).quotas
     assert lab.eks_name in app.kubes.names()
     assert control.info()["pending_transitions"] > 0
 
@@ -145,3 +151,4 @@ def test_a_reset_leaves_no_gap_state(
     assert client_factory("fsx").describe_file_systems()["FileSystems"] == []
     assert control.quotas(overridden=True) == []
     assert control.training_plans()["training_plans"] == []
+    assert client_factory("sagemaker").list_compute_quotas()["ComputeQuotaSummaries"] == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,16 +22,7 @@ from tests.sandbox.hyperpodkit import Lab, cluster_request, gpu_group, make_lab,
 EKS_DELETING_S = 300.0
 HYPERPOD_DELETING_S = 300.0
 NODE_SHUTDOWN_S = 120.0
-
-
-@pytest.fixture(scope="module")
-def local_aws() -> Iterator[LocalAws]:
-    aws = LocalAws(speed=1.0)
-    aws.start()
-    try:
-        yield aws
-    finally:
-        aws.stop()
+SANDBOX_SPEED = 1.0  # the conftest's local AWS at real speed: only advance_clock moves it
 
 
 @pytest.fixture(scope="module")
