@@ -109,6 +109,12 @@ export function loading(text = 'Loading…') {
 }
 
 /** The live progress panel of an operation. */
+/** A long id (an operation's) in a table cell: its start and end; the whole in a title. */
+export function shortId(id) {
+  const s = String(id || '');
+  return s.length > 16 ? `${s.slice(0, 8)}…${s.slice(-6)}` : s;
+}
+
 export function opHref(id) {
   return `#/operations/${encodeURIComponent(id)}`;
 }

@@ -31,9 +31,17 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 from tasks.engine.store import OPS_INDEX
 from tests.stack import Stack
 
-MAX_EXAMPLES = 8
-MUTATION_EXAMPLES = 6
-NEGATIVE_EXAMPLES = 3
+# examples per operation: the default run's, then the long form's (-m slow, with the campaign)
+MAX_EXAMPLES = (5, 12)
+MUTATION_EXAMPLES = (4, 8)
+NEGATIVE_EXAMPLES = (2, 4)
+
+
+def _runs(counts: tuple[int, int]) -> Any:
+    """The default run and the long form (marked slow) of a fuzz test, by example count."""
+    short, long = counts
+    return pytest.mark.parametrize("examples", [
+        pytest.param(short, id="default"), pytest.param(long, id="long", marks=pytest.mark.slow)])
 
 
 Targets = dict[str, dict[str, str]]
@@ -116,17 +124,19 @@ def _targets(stack: Stack) -> Targets:
     }
 
 
-def test_reads_never_fail_and_match_their_schema(stack):
-    checked = _fuzz(stack.url, stack.operator_token, {"method": "GET"}, MAX_EXAMPLES)
+@_runs(MAX_EXAMPLES)
+def test_reads_never_fail_and_match_their_schema(stack, examples):
+    checked = _fuzz(stack.url, stack.operator_token, {"method": "GET"}, examples)
     assert len(checked) >= 10, checked
 
 
-def test_mutations_never_fail_and_match_their_schema(own_stack):
+@_runs(MUTATION_EXAMPLES)
+def test_mutations_never_fail_and_match_their_schema(own_stack, examples):
     """Every POST, PUT, PATCH and DELETE with an operator's token (a viewer's would stop at
     403 before any of the route's own code ran)."""
     targets = _targets(own_stack)
     checked = _fuzz(own_stack.url, own_stack.operator_token,
-                    {"method": ["POST", "PUT", "PATCH", "DELETE"]}, MUTATION_EXAMPLES, targets)
+                    {"method": ["POST", "PUT", "PATCH", "DELETE"]}, examples, targets)
     assert len(checked) >= 16, checked
     assert set(targets) <= {label.split(" ", 1)[1] for label in checked}, "a target names no route"
 
@@ -145,7 +155,8 @@ def _still_negative(case: Any) -> bool:
     return meta.generation.mode.is_negative
 
 
-def test_data_that_breaks_the_schemas_is_refused_below_500(stack):
+@_runs(NEGATIVE_EXAMPLES)
+def test_data_that_breaks_the_schemas_is_refused_below_500(stack, examples):
     """Every operation with something to break (a route with no parameter and no body has
     nothing: hypothesis finds it unsatisfiable)."""
     schema = schemathesis.openapi.from_url(stack.url + "/api/v1/openapi.json")
@@ -156,7 +167,7 @@ def test_data_that_breaks_the_schemas_is_refused_below_500(stack):
         operation = result.ok()
 
         @given(case=operation.as_strategy(GenerationMode.NEGATIVE))
-        @settings(max_examples=NEGATIVE_EXAMPLES, deadline=None, database=None,
+        @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         def run(case):
             if case.method != "GET":  # nothing of that name: a valid request 404s

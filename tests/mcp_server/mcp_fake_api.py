@@ -250,7 +250,7 @@ class FakeApi:
                 "availability_zones": body.get("availability_zones",
                                                ["us-west-2a", "us-west-2b"]),
                 "subnets": [], "internet_gateway_id": None, "nat_gateway_id": None,
-                "security_group_id": None, "s3_endpoint_id": None}
+                "security_group_id": None, "s3_endpoint_id": None, "used_by": []}
         return self._accepted(op, f"/api/v1/networks/{name}")
 
     def _new_op(self, kind: str, target: str, params: dict[str, Any], who: dict[str, str],

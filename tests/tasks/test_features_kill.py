@@ -49,10 +49,12 @@ def _asked(stack, since: int, action: str, field: str, value: str) -> int:
                if 200 <= c["status"] < 300 and c["params"].get(field) == value)
 
 
-# the default run kills each step of one enable (the training operator's: requirements,
-# identity, add-on); the long form (-m slow) also each step of tiered checkpointing's chain
-# (the role, its policy, the HyperPod setting) and spaces' identity step (two roles)
-LONG_FORM = ("tiered-identity", "tiered-identity-policy", "tiered-enable", "spaces-identity")
+# the default run kills the step of one enable that installs (the training operator's
+# add-on); the long form (-m slow) also its other steps (requirements, identity), each step of
+# tiered checkpointing's chain (the role, its policy, the HyperPod setting) and spaces'
+# identity step (two roles) — as the fault campaign kills every step of feature.update
+LONG_FORM = ("training-requirements", "training-identity", "tiered-identity",
+             "tiered-identity-policy", "tiered-enable", "spaces-identity")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in LONG_FORM

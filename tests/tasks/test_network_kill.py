@@ -78,7 +78,7 @@ def test_worker_killed_at_fault_point_still_creates_everything_once(stack, step)
     _assert_created_once(stack, name, before)
 
 
-@pytest.mark.parametrize("step", ["vpc", "subnets"])
+@pytest.mark.parametrize("step", ["vpc", pytest.param("subnets", marks=pytest.mark.slow)])
 def test_a_killed_workers_operation_is_picked_up_in_seconds_not_at_the_visibility_timeout(
         stack, step):
     name = f"sweep-{step}-{uuid.uuid4().hex[:4]}"

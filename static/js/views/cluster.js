@@ -5,10 +5,7 @@
 // the Advanced features panel, Diagnostics (read-only, on request), recent HyperPod events, kubeconfig download.
 
 import { api, isAbort, uuid4, canMutate } from '../api.js';
-import {
-  h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible,
-  duration, parseTime,
-} from '../ui.js';
+import { h, clear, fill, badge, idEl, toastError, guard, roleHint, loading, absTime, relTime, whenVisible, duration, parseTime, shortId } from '../ui.js';
 import { stageTitle, stageBlurb, stageMark, stageExpected } from '../stages.js';
 import { mountLeftovers } from './cluster_left.js';
 import { rules } from '../rules.js';
@@ -425,11 +422,6 @@ export function mount(root, ctx) {
     clearTimeout(timer);
     stopVisible();
   };
-}
-
-function shortId(id) {
-  const s = String(id || '');
-  return s.length > 16 ? `${s.slice(0, 8)}…${s.slice(-6)}` : s;
 }
 
 function shortTime(t) {

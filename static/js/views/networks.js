@@ -114,7 +114,7 @@ export function mount(root, ctx) {
       tbody.appendChild(h('tr', { testid: `network-row-${n.name}`, dataset: { name: n.name, state: n.state || '' } },
         h('td', { class: 'nowrap' }, h('b', { class: 'id' }, n.name), idEl(n.vpc_id, { class: 'sub-id', testid: 'network-vpc' }),
           (n.used_by || []).length
-            ? h('div', { class: 'faint', testid: 'network-used-by', title: n.used_by.map((u) => `${u.name}: ${u.why}`).join('\n') },
+            ? h('div', { class: 'faint wrap-text', testid: 'network-used-by', title: n.used_by.map((u) => `${u.name}: ${u.why}`).join('\n') },
               `used by ${n.used_by.map((u) => u.name).join(', ')}`)
             : null),
         h('td', null, badge(n.state, { testid: 'network-state' })),

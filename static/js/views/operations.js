@@ -2,7 +2,7 @@
 
 import { api, isAbort } from '../api.js';
 import { rules } from '../rules.js';
-import { h, clear, badge, timeEl, toastError, replaceQuery, debounce, duration, parseTime, spinner } from '../ui.js';
+import { h, clear, badge, timeEl, toastError, replaceQuery, debounce, duration, parseTime, spinner, shortId } from '../ui.js';
 
 const REFRESH_MS = 4000;
 const KNOWN_KINDS = ['cluster.create', 'cluster.stage', 'cluster.delete', 'network.create', 'network.delete'];
@@ -106,7 +106,7 @@ export function mount(root, ctx) {
       class: 'clickable', testid: `op-row-${op.id}`, dataset: { status: op.status, kind: op.kind },
       onclick: (e) => { if (!e.target.closest('a')) location.hash = href; },
     },
-    h('td', { class: 'nowrap' }, h('a', { href, class: 'id', testid: 'op-link' }, op.id)),
+    h('td', { class: 'nowrap' }, h('a', { href, class: 'id', testid: 'op-link', title: op.id }, shortId(op.id))),
     h('td', null, h('span', { class: 'id' }, op.kind || '—')),
     h('td', null, h('span', { class: 'id trunc', title: op.target || '' }, op.target || '—')),
     h('td', null, badge(op.status, { testid: 'op-row-status' }),
