@@ -116,7 +116,9 @@ def test_a_task_back_from_waiting_goes_before_tasks_not_yet_started():
     held = pool.submit(holder)  # takes the slot the poller gave up
     while "holder" not in order:
         threading.Event().wait(0.01)
-    back.set()  # the poller is now in line for the slot
+    back.set()
+    while not pool._returning:  # the poller is in line for the slot (its thread ran)
+        threading.Event().wait(0.01)
     later = pool.submit(lambda: order.append("later"))
     hold.set()
     _done([first, held, later])
