@@ -29,6 +29,18 @@ class Pattern(validate.Regexp):
         return value
 
 
+class MostEntries(validate.Validator):
+    """At most `most` keys in a mapping. marshmallow's Length would check the same, but the
+    OpenAPI document would then say `maxLength` on an object, which JSON Schema ignores
+    there: pair this with `metadata={"maxProperties": most}`."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+
+    def __call__(self, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > self.most:
+            raise ValidationError(f"At most {self.most} entries.")
+        return value
 
 
 def Matching(pattern: re.Pattern[str], error: str | None = None) -> list[validate.Validator]:

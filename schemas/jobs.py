@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.common import Name, Pattern, WaitingPodSchema
+from schemas.common import MostEntries, Name, Pattern, WaitingPodSchema
 from schemas.mlflow import JobMlflowSchema
 from vocabulary import patterns
 
@@ -92,8 +92,9 @@ class JobCreateSchema(Schema):
                                                             "nodes only"})
     env = fields.Dict(keys=fields.String(validate=Pattern(ENV_NAME_RE)),
                       values=fields.String(validate=validate.Length(max=4096)),
-                      load_default=dict, validate=validate.Length(max=64),
-                      metadata={"description": "environment variables of every pod"})
+                      load_default=dict, validate=MostEntries(64),
+                      metadata={"maxProperties": 64,
+                                "description": "environment variables of every pod"})
     run_policy = fields.Nested(RunPolicySchema, load_default=lambda: RunPolicySchema().load({}),
                                metadata={"description": "retry limit (the recovery budget), "
                                                         "restart limits, hang and slowness "

@@ -146,3 +146,49 @@ def test_a_route_without_a_name_or_with_another_s_refuses_the_start(monkeypatch)
         monkeypatch.setattr(app_module, "register_blueprints", with_stray)
         with pytest.raises(openapi.UnnamedOperation, match=error):
             create_app(Settings(redis_url="redis://127.0.0.1:1/0"), tokens=TokenTable([]))
+
+
+BOUNDS_OF_TYPE = {"string": {"minLength", "maxLength", "pattern"},
+                  "array": {"minItems", "maxItems"},
+                  "object": {"minProperties", "maxProperties"}}
+
+
+def test_each_bound_stands_on_the_type_it_bounds() -> None:
+    """JSON Schema ignores a bound on another type (`maxLength` on an object bounds nothing):
+    the environment of a job once said `maxLength: 64` while 64 variables was the rule."""
+    misplaced = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            kind = node.get("type")
+            if isinstance(kind, str) and kind in BOUNDS_OF_TYPE:
+                for other, bounds in BOUNDS_OF_TYPE.items():
+                    if other != kind and bounds & node.keys():
+                        misplaced.append((where, kind, sorted(bounds & node.keys())))
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{where}[{i}]")
+
+    document = _document()
+    walk(document, "")
+    assert misplaced == []
+    env = document["components"]["schemas"]["JobCreate"]["properties"]["env"]
+    assert env["maxProperties"] == 64
+
+
+def test_a_job_with_more_variables_than_its_rule_is_refused_on_the_field() -> None:
+    from marshmallow import ValidationError
+
+    from schemas.jobs import JobCreateSchema
+
+    too_many = {f"VAR_{i}": "x" for i in range(65)}
+    try:
+        JobCreateSchema().load({"env": too_many}, partial=True)
+    except ValidationError as refused:
+        assert refused.messages["env"] == ["At most 64 entries."]
+    else:
+        raise AssertionError("65 variables were taken")
+    assert JobCreateSchema().load({"env": dict(list(too_many.items())[:64])},
+                                  partial=True)["env"]
