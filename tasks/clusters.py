@@ -106,7 +106,6 @@ from tasks.outcomes import guarded, output
 from vocabulary import stage_times
 from vocabulary.capacity import ON_DEMAND
 
-STAGES = ("network", "eks", "activate", "dependencies", "hyperpod", "storage")
 GROUP_NAME = "workers"
 S3_CLAIM = storage.DEFAULT_CLAIM
 
