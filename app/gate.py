@@ -178,11 +178,27 @@ class GatedPool(Executor):
     # -- the threads -----------------------------------------------------------------------
 
     def _spawn(self, spawn: list[tuple[_Item, int]]) -> None:
-        for item, ticket in spawn:
+        for index, (item, ticket) in enumerate(spawn):
             thread = threading.Thread(target=self._serve, args=(item, ticket), daemon=True,
                                       name=f"{self._name}-{ticket}")
+            try:
+                thread.start()
+            except RuntimeError as exc:  # the process may start no more threads
+                self._not_started(spawn[index:], exc)
+                return
             self._started.append(thread)
-            thread.start()
+
+    def _not_started(self, spawn: list[tuple[_Item, int]], exc: RuntimeError) -> None:
+        """Tasks whose thread could not start fail with the reason (gunicorn closes their
+        connections) and give back their slots and thread counts: otherwise each would hold a
+        slot and leave its client waiting on a future nothing will ever finish."""
+        with self._lock:
+            for _item, ticket in spawn:
+                self._holders.pop(ticket, None)
+                self._threads -= 1
+        for (future, _fn, _args, _kwargs), _ticket in spawn:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(exc)
 
     def _serve(self, item: _Item | None, ticket: int | None) -> None:
         _local.pool = self

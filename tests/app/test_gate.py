@@ -190,3 +190,25 @@ def test_a_gate_wider_than_the_pool_is_refused():
         GatedPool(slots=9, threads=8)
     with pytest.raises(ValueError):
         GatedPool(slots=0, threads=8)
+
+
+def test_a_task_whose_thread_cannot_start_fails_and_gives_its_slot_back(monkeypatch):
+    """A process out of threads: the task's future fails with the reason at once (no client
+    left waiting on it), and the slot and thread count it took are free for the next."""
+    pool = GatedPool(slots=1, threads=2, patience=GUARD_S)
+    start = threading.Thread.start
+    refusals = iter([RuntimeError("can't start new thread")])
+
+    def start_or_refuse(thread: threading.Thread) -> None:
+        refusal = next(refusals, None)
+        if refusal is not None:
+            raise refusal
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_or_refuse)
+    refused = pool.submit(lambda: "never")
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        refused.result(timeout=GUARD_S)
+    assert pool._holders == {} and pool._threads == 0
+    assert _done([pool.submit(lambda n=n: n) for n in range(3)]) == [0, 1, 2]
+    pool.shutdown()
