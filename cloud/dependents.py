@@ -364,19 +364,37 @@ def cluster_workloads(api: Any) -> list[Dependent]:
 
 # -- a network ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RegionClusters:
+    """Every EKS and HyperPod cluster of a region, described once: what a read of all the
+    region's networks checks each network against (without it, each network described every
+    cluster again)."""
+
+    eks: list[dict[str, Any]]
+    hyperpod: list[dict[str, Any]]
+
+
+def region_clusters(eks_client: Any, sm: Any) -> RegionClusters:
+    return RegionClusters(eks.described_clusters(eks_client), hyperpod.described_clusters(sm))
+
+
 def in_network(ec2: Any, eks_client: Any, sm: Any, view: Mapping[str, Any], *,
-               interfaces: bool = True, leaving: str | None = None) -> list[Dependent]:
+               interfaces: bool = True, leaving: str | None = None,
+               clusters: RegionClusters | None = None) -> list[Dependent]:
     """What runs in a network (as `networks.get_network` answers it): every EKS cluster
     whose VPC it is, every HyperPod cluster with nodes in its subnets — whoever made them —
     and, with `interfaces`, every network interface in the VPC that is not the network's
     own, not one of those clusters' and not settling (`networks.settling`: a service's,
     let go of, which AWS removes by itself — a delete waits for those). None of them can be
     forced: AWS refuses to delete the VPC while they are there. `leaving`: a cluster whose
-    own delete asks (it and its interfaces are on their way out, not dependents)."""
+    own delete asks (it and its interfaces are on their way out, not dependents).
+    `clusters`: the region's clusters already described (`region_clusters`); read now if
+    not given."""
     vpc_id = view["vpc_id"]
     subnets = [s["id"] for s in view.get("subnets") or ()]
     found = []
-    for cluster in eks.clusters_in_vpc(eks_client, vpc_id, subnets):
+    for cluster in eks.clusters_in_vpc(eks_client, vpc_id, subnets,
+                                       described=clusters and clusters.eks):
         if cluster["name"] == leaving:
             continue
         whose = "made by hypd" if eks.made_by_hypd_for(cluster.get("tags"), cluster["name"]) \
@@ -385,7 +403,8 @@ def in_network(ec2: Any, eks_client: Any, sm: Any, view: Mapping[str, Any], *,
                                f"EKS cluster ({cluster.get('status')}, {whose}) in VPC "
                                f"{vpc_id}", forceable=False))
     named = {d.name for d in found}
-    for cluster in hyperpod.clusters_in_subnets(sm, subnets):
+    for cluster in hyperpod.clusters_in_subnets(sm, subnets,
+                                                described=clusters and clusters.hyperpod):
         if cluster["name"] in named or cluster["name"] == leaving:
             continue
         found.append(Dependent("hyperpod_cluster", cluster["name"],

@@ -112,19 +112,27 @@ def managed_clusters(eks: Any) -> list[dict[str, Any]]:
     return found
 
 
-def clusters_in_vpc(eks: Any, vpc_id: str, subnet_ids: Sequence[str] = ()
+def described_clusters(eks: Any) -> list[dict[str, Any]]:
+    """`describe_cluster`'s cluster for every EKS cluster in the client's region (one gone
+    between the list and its describe is left out)."""
+    found = (describe(eks, name) for name in list_cluster_names(eks))
+    return [cluster for cluster in found if cluster is not None]
+
+
+def clusters_in_vpc(eks: Any, vpc_id: str, subnet_ids: Sequence[str] = (),
+                    described: Sequence[dict[str, Any]] | None = None
                     ) -> list[dict[str, Any]]:
     """`describe_cluster`'s cluster for every EKS cluster in the client's region that runs in
     the VPC — whoever made it — by its `resourcesVpcConfig.vpcId`, or by its subnets when an
-    endpoint leaves the VPC id out. What a network's delete must not pull from under."""
+    endpoint leaves the VPC id out. What a network's delete must not pull from under.
+    `described`: the region's clusters already described (`described_clusters`), so that a
+    read of many networks describes each cluster once."""
     subnets = set(subnet_ids)
     found = []
-    for name in list_cluster_names(eks):
-        described = describe(eks, name)
-        config = (described or {}).get("resourcesVpcConfig") or {}
-        if described is not None and (config.get("vpcId") == vpc_id
-                                      or subnets & set(config.get("subnetIds") or ())):
-            found.append(described)
+    for cluster in described_clusters(eks) if described is None else described:
+        config = cluster.get("resourcesVpcConfig") or {}
+        if config.get("vpcId") == vpc_id or subnets & set(config.get("subnetIds") or ()):
+            found.append(cluster)
     return found
 
 

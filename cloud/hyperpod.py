@@ -291,18 +291,30 @@ def subnets_of(described: Mapping[str, Any]) -> set[str]:
     return subnets
 
 
-def clusters_in_subnets(sm: Any, subnet_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """{name, arn, status} of every HyperPod cluster in the region with nodes placed in one
-    of these subnets, whoever made it (a network's delete must not pull them from under)."""
-    wanted = set(subnet_ids)
+def described_clusters(sm: Any) -> list[dict[str, Any]]:
+    """`DescribeCluster`'s answer for every HyperPod cluster in the client's region (one gone
+    between the list and its describe is left out)."""
     found = []
     for page in sm.get_paginator("list_clusters").paginate():
         for summary in page.get("ClusterSummaries") or ():
             described = _describe(sm, summary["ClusterName"])
-            if described is not None and subnets_of(described) & wanted:
-                found.append({"name": described.get("ClusterName"),
-                              "arn": described.get("ClusterArn"),
-                              "status": described.get("ClusterStatus")})
+            if described is not None:
+                found.append(described)
+    return found
+
+
+def clusters_in_subnets(sm: Any, subnet_ids: Sequence[str],
+                        described: Sequence[dict[str, Any]] | None = None
+                        ) -> list[dict[str, Any]]:
+    """{name, arn, status} of every HyperPod cluster in the region with nodes placed in one
+    of these subnets, whoever made it (a network's delete must not pull them from under).
+    `described`: the region's clusters already described (`described_clusters`), so that a
+    read of many networks describes each cluster once."""
+    wanted = set(subnet_ids)
+    found = [{"name": cluster.get("ClusterName"), "arn": cluster.get("ClusterArn"),
+              "status": cluster.get("ClusterStatus")}
+             for cluster in (described_clusters(sm) if described is None else described)
+             if subnets_of(cluster) & wanted]
     return sorted(found, key=lambda c: c["name"] or "")
 
 

@@ -231,11 +231,14 @@ BUILDS = ("cluster.create", "cluster.stage")
 
 
 def in_use(ec2: Any, eks: Any, sm: Any, conn: Any, view: dict[str, Any], *,
-           interfaces: bool = True, leaving: str | None = None) -> list[Dependent]:
+           interfaces: bool = True, leaving: str | None = None,
+           clusters: dependents.RegionClusters | None = None) -> list[Dependent]:
     """What runs in the network now (cloud/dependents.py: clusters and network interfaces),
     and the clusters hypd is creating into it, whose EKS cluster may not exist yet (their
-    running create: its own network is named after it, or it was given this VPC)."""
-    found = dependents.in_network(ec2, eks, sm, view, interfaces=interfaces, leaving=leaving)
+    running create: its own network is named after it, or it was given this VPC).
+    `clusters`: the region's, described once for many networks."""
+    found = dependents.in_network(ec2, eks, sm, view, interfaces=interfaces, leaving=leaving,
+                                  clusters=clusters)
     named = {d.name for d in found} | ({leaving} if leaving else set())
     for op in live_operations(conn, "cluster/"):
         params = op.get("params") or {}

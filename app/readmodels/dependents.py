@@ -55,13 +55,15 @@ def network(region: str, name: str) -> Impact:
 
 def network_users(region: str, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each network (as `networks.get_network` answers it) with `used_by`: the clusters its
-    delete would refuse for (the same finder), without the network interfaces."""
+    delete would refuse for (the same finder), without the network interfaces. The region's
+    clusters are described once, whatever the number of networks."""
     ec2 = aws.client("ec2", region=region)
     eks_client = aws.client("eks", region=region)
     sm = aws.client("sagemaker", region=region)
+    clusters = dependents.region_clusters(eks_client, sm) if views else None
     for view in views:
         found = network_kind.in_use(ec2, eks_client, sm, context.redis_conn(), view,
-                                    interfaces=False)
+                                    interfaces=False, clusters=clusters)
         view["used_by"] = [{"kind": d.kind, "name": d.name, "why": d.why} for d in found]
     return views
 

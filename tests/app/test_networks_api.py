@@ -143,6 +143,20 @@ def test_a_network_says_which_clusters_use_it(stack, created):
         for view in (listed[name], read):
             assert [(u["kind"], u["name"]) for u in view["used_by"]] == [("cluster", outside)]
             assert "not made by hypd" in view["used_by"][0]["why"]
+        # the list describes each of the region's clusters once, not once per network
+        other = _name("other")
+        with stack.client() as c:
+            made = c.post("/api/v1/networks", json={"name": other}).json()
+        assert stack.wait_operation(made["operation"]["id"])["status"] == "succeeded"
+        since = max(call["seq"] for call in stack.sandbox.calls())
+        with stack.client("viewer") as c:
+            networks = c.get("/api/v1/networks").json()["items"]
+        during = stack.sandbox.calls(since=since)
+        listed_clusters = eks.list_clusters()["clusters"]
+        assert len(networks) >= 2 and outside in listed_clusters
+        describes = [call["params"] for call in during
+                     if (call["service"], call["action"]) == ("eks", "DescribeCluster")]
+        assert len(describes) == len(listed_clusters), describes
     finally:
         eks.delete_cluster(name=outside)
 
