@@ -17,6 +17,8 @@ The metrics:
 - `hypd_websockets_open{kind}`: a live-sum gauge; kinds `operation` and `job_logs`.
 - `hypd_sweeper_pickups_total`.
 - `hypd_log_tail_dropped_lines_total`: lines a job's live tail dropped for a slow client.
+- `hypd_budget_warnings_total{cluster,at}`: a cluster's monthly budget crossed at 80 % or
+  100 %, once per crossing per month (app/readmodels/budgets.py).
 
 hypd runs many processes: gunicorn's web processes and Celery's prefork children. They count
 in prometheus_client's multiprocess mode: each process writes its samples to small mmap files
@@ -104,8 +106,11 @@ LOG_LINES_DROPPED = _Metric("Counter", "hypd_log_tail_dropped_lines", "Log lines
 LOG_FOLLOWS = _Metric("Gauge", "hypd_log_follows_open", "Pod log streams held open on "
                       "clusters' Kubernetes APIs for live tails: one per followed pod per web "
                       "process, however many tails follow it", (), multiprocess_mode="livesum")
+BUDGET_WARNINGS = _Metric("Counter", "hypd_budget_warnings", "A cluster's monthly budget "
+                          "crossed (at: 0.8, 1.0), counted once per crossing per month",
+                          ("cluster", "at"))
 ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS,
-       LOG_LINES_DROPPED, LOG_FOLLOWS)
+       LOG_LINES_DROPPED, LOG_FOLLOWS, BUDGET_WARNINGS)
 
 
 def registry(settings: Settings, only: Path | None = None) -> Any:

@@ -23,6 +23,8 @@ The settings as DESIGN.md's table has them: `HYPD_AWS` (`sandbox`|`aws`), `HYPD_
   `hypd-role-boundary` in the caller's account), `HYPD_AUDIT_MAX_ENTRIES` (50,000).
 - For model downloads (issue 12): `HYPD_MODEL_DOWNLOAD_IMAGE` (default `python:3.12-slim`,
   refused at start unless an image reference), read by the workers.
+- For budgets (issue 25): `HYPD_BUDGET_CHECK_S` (default 300): how often the web processes
+  check every budgeted cluster's month against its budget.
 
 Safety: with `HYPD_AWS=sandbox`, `cloud/aws.py` refuses to build a client unless
 `AWS_ENDPOINT_URL` points at a loopback address, and forces fake credentials. That is a guard,
@@ -119,6 +121,9 @@ class Settings:
     """Per web process: how many of its threads (`hypd web --threads`) run request code at
     once (app/gate.py); the rest wait in line, and a long-poll or WebSocket that waits steps
     out. 0: no gate."""
+    budget_check_s: float = 300.0
+    """How often the web processes (one of them at a time) hold every budgeted cluster's cost
+    this month against its budget, raising a crossed warning (app/budget_watch.py)."""
     spaces_url: str | None = None
     """Where people open Dev spaces: the base address of the router in front of the
     clusters' workspaces (the access strategy renders `<base>/workspaces/<ns>/<name>/`);
@@ -162,6 +167,7 @@ class Settings:
                                   or DEFAULT_MODEL_DOWNLOAD_IMAGE),
             spaces_url=(env.get("HYPD_SPACES_URL") or "").rstrip("/") or None,
             web_gate=_int(env, "HYPD_WEB_GATE", 8),
+            budget_check_s=_float(env, "HYPD_BUDGET_CHECK_S", 300.0),
         )
         settings.check()
         return settings
@@ -187,6 +193,8 @@ class Settings:
         if self.spaces_url and not _HTTPS_URL.match(self.spaces_url):
             raise SettingsError("HYPD_SPACES_URL must be an https:// address (scheme, host, "
                                 f"optional port and path), got {self.spaces_url!r}")
+        if self.budget_check_s < 1:
+            raise SettingsError("HYPD_BUDGET_CHECK_S must be at least 1")
         if self.aws_read_timeout_s <= 0:
             raise SettingsError("HYPD_AWS_READ_TIMEOUT_S must be above 0")
         if self.sandbox_speed <= 0:

@@ -1,6 +1,6 @@
 """gunicorn's hooks for `hypd web` (its settings are flags on the command line; hooks need
-code): hypd's log format for gunicorn's lines too, and a web process that ends stops counting
-in the live gauges."""
+code): hypd's log format for gunicorn's lines too, a web process that ends stops counting
+in the live gauges, and each web process watches the budgets (app/budget_watch.py)."""
 
 import logging
 
@@ -18,3 +18,9 @@ def post_fork(server, worker) -> None:
 
 def child_exit(server, worker) -> None:
     metrics.process_died(worker.pid)
+
+
+def post_worker_init(worker) -> None:
+    from app.budget_watch import BudgetWatch
+
+    BudgetWatch(worker.wsgi).start()

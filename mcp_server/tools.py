@@ -466,6 +466,31 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         "unknown prices have none) and at least what it has cost so far. When the user asks, or "
         "before add_instance_group.",
     ),
+    ToolSpec(
+        name="get_cluster_budget", method="GET", path="/api/v1/clusters/{name}/budget",
+        toolset="capacity",
+        title="A cluster's monthly budget",
+        description="A cluster's monthly budget against what it has cost this month, its state "
+        "and the warnings raised (80 % and 100 %). Before add_instance_group on a budgeted "
+        "cluster; set_cluster_budget sets it.",
+    ),
+    ToolSpec(
+        name="set_cluster_budget", method="PUT", path="/api/v1/clusters/{name}/budget",
+        toolset="capacity",
+        title="Set a cluster's monthly budget",
+        description="Set a cluster's monthly budget in US dollars, when the user names one. "
+        "Immediate: confirm with get_cluster_budget.",
+        mutating=True, status_tool="get_cluster_budget", status_args_from={"name": "cluster"},
+    ),
+    ToolSpec(
+        name="clear_cluster_budget", method="DELETE", path="/api/v1/clusters/{name}/budget",
+        toolset="capacity",
+        title="Clear a cluster's monthly budget",
+        description="Remove a cluster's monthly budget and its warnings. Confirm with the user; "
+        "immediate: get_cluster_budget shows it unset.",
+        mutating=True, destructive=True, status_tool="get_cluster_budget",
+        status_args_from={"name": "cluster"},
+    ),
 )
 
 

@@ -6,9 +6,10 @@ from marshmallow import Schema, fields, validate
 
 from schemas.common import StreamId
 
-OUTCOMES = ("accepted", "done", "refused", "failed")
+OUTCOMES = ("accepted", "done", "refused", "failed", "warning")
 """accepted: an operation was made (or replayed); done: a change that needed none (an import,
-the active cluster, "no change"); refused: 4xx; failed: 5xx."""
+the active cluster, a budget, "no change"); refused: 4xx; failed: 5xx; warning: what hypd
+itself saw (method HYPD: a cluster's budget crossed)."""
 
 
 class AuditEntrySchema(Schema):
@@ -18,7 +19,8 @@ class AuditEntrySchema(Schema):
                           metadata={"description": "the token's name (never the token); null "
                                                    "when none or an unknown one was sent"})
     role = fields.String(allow_none=True, required=True)
-    method = fields.String(required=True, metadata={"description": "HTTP method, or WS"})
+    method = fields.String(required=True, metadata={
+        "description": "HTTP method, WS, or HYPD for what hypd itself records"})
     route = fields.String(required=True,
                           metadata={"description": "the route, e.g. DELETE "
                                                    "/api/v1/networks/<name>"})
@@ -31,6 +33,8 @@ class AuditEntrySchema(Schema):
                                                                     "its close code or 202)"})
     code = fields.String(allow_none=True, required=True,
                          metadata={"description": "the error code of a refusal or failure"})
+    message = fields.String(metadata={
+        "description": "hypd's own entries (method HYPD): what it saw"})
     forced = fields.Boolean(metadata={
         "description": "the request overrode a guard with force=true: it broke what depended "
                        "on its target, or deleted another token's space"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from schemas.budgets import BudgetSchema
 from schemas.common import (
     EfaMode,
     Matching,
@@ -248,6 +249,12 @@ class ClusterCostSchema(Schema):
         "description": "what AWS bills by the hour for it now, priced from the Price List"})
     accrued = fields.Nested(AccruedSchema, required=True, metadata={
         "description": "what it has cost since it was made, from its own history"})
+    month_start = fields.String(required=True, metadata={
+        "description": "00:00 UTC on the first of this month"})
+    month = fields.Nested(AccruedSchema, required=True, metadata={
+        "description": "the same count since month_start: what a monthly budget holds"})
+    budget = fields.Nested(BudgetSchema, required=True, metadata={
+        "description": "the monthly budget against month (GET …/budget)"})
 
 
 class LeftItemSchema(Schema):

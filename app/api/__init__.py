@@ -7,6 +7,7 @@ from flask_smorest import Api
 from app.api import (
     audit,
     auth,
+    budgets,
     cluster_software,
     clusters,
     diagnostics,
@@ -29,7 +30,7 @@ from app.api import (
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
               diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, spaces.blp,
-              operations.blp,
+              budgets.blp, operations.blp,
               audit.blp, metrics.blp)
 
 

@@ -14,6 +14,7 @@ from marshmallow import RAISE
 from app import audit, auth, choices, context, mutations
 from app.errors import ApiError
 from app.permissions import access
+from app.readmodels import budgets as budgets_readmodel
 from app.readmodels import clusters as readmodel
 from app.readmodels import cost as cost_model
 from app.readmodels import dependents, dry_run, lifecycle
@@ -37,7 +38,7 @@ from schemas.clusters import (
     StagePathSchema,
 )
 from schemas.common import DryRunQuerySchema, MutationReplySchema
-from tasks import active, clusters, registry
+from tasks import active, budgets, clusters, registry
 from vocabulary.capacity import ON_DEMAND
 from vocabulary.roles import Role
 
@@ -151,6 +152,7 @@ class Cluster(MethodView):
             context.engine().store.ensure_target_free(f"cluster/{name}")
             registry.forget(conn, name)
             active.clear_everywhere(conn, name)
+            budgets.clear(conn, name)
             return mutations.alt_reply(ForgottenSchema, {
                 "changed": True, "imported": True, "resource_url": None,
                 "message": f"forgot imported cluster {name}; AWS untouched"})
@@ -214,7 +216,9 @@ def cluster_cost(name):
     group at the count running, the EKS control plane and extended support, its VPC's NAT
     gateways; each priced from the AWS Price List with its source, or unknown with why) and
     a lower bound of what it has cost since it was made, from its nodes' launch times."""
-    return cost_model.read(readmodel.find(name))
+    ref = readmodel.find(name)
+    cost = cost_model.read(ref)
+    return {**cost, "budget": budgets_readmodel.of_cost(ref.name, cost)}
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])

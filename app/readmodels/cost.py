@@ -12,6 +12,8 @@ What it has cost so far comes from the cluster's own history and is a lower boun
 HyperPod lists now, since its launch (HyperPod lists no node it replaced or removed), the
 control plane since EKS made the cluster, each NAT gateway since it was made. Extended
 support is counted from the day the version entered it, or the cluster's creation if later.
+The same count from the first of the month (00:00 UTC) is what a monthly budget holds the
+cluster to (app/readmodels/budgets.py).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ LOWER_BOUND = ("A lower bound from the cluster's own history: each node HyperPod
 
 
 def read(ref: ClusterRef) -> dict[str, Any]:
-    """{cluster, region, as_of, hourly (CostSchema), accrued} (ClusterCostSchema)."""
+    """{cluster, region, as_of, hourly (CostSchema), accrued, month_start, month}
+    (ClusterCostSchema)."""
     now = datetime.now(UTC)
     region = ref.region
     sm = aws.client("sagemaker", region=region)
@@ -70,8 +73,15 @@ def read(ref: ClusterRef) -> dict[str, Any]:
             item["note"] = ((item.get("note") or "") + f"; the NAT gateways of VPC {vpc_id}, "
                             "shared by every cluster in it").lstrip("; ")
     accrued = _accrued(hourly["items"], nodes, eks_found, version, nats, now)
+    month_start = month_start_of(now)
+    month = _accrued(hourly["items"], nodes, eks_found, version, nats, now, floor=month_start)
     return {"cluster": ref.name, "region": region, "as_of": _iso(now), "hourly": hourly,
-            "accrued": accrued}
+            "accrued": accrued, "month_start": _iso(month_start), "month": month}
+
+
+def month_start_of(moment: datetime) -> datetime:
+    """00:00 UTC on the first of `moment`'s month: where AWS's monthly bill starts."""
+    return moment.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 def _nat_gateways(region: str, vpc_id: str) -> list[dict[str, Any]]:
@@ -82,26 +92,34 @@ def _nat_gateways(region: str, vpc_id: str) -> list[dict[str, Any]]:
 
 def _accrued(items: list[dict[str, Any]], nodes: Iterable[Mapping[str, Any]],
              eks_found: Mapping[str, Any], version: str | None,
-             nats: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
+             nats: list[dict[str, Any]], now: datetime,
+             floor: datetime | None = None) -> dict[str, Any]:
+    """Each priced item's unit-hours and dollars from its start (or `floor`, if later) to
+    `now`."""
+    def hours(start: datetime) -> float:
+        return _hours(max(start, floor) if floor else start, now)
+
+    def first(starts: Iterable[datetime | None]) -> datetime | None:
+        earliest = min((s for s in starts if s is not None), default=None)
+        return max(earliest, floor) if earliest and floor else earliest
+
     out: list[dict[str, Any]] = []
     for item in items:
         if item["kind"] == HYPERPOD_INSTANCES:
             group = _group_of(item["name"])
             launched = [_moment(n.get("launched_at")) for n in nodes
                         if n.get("instance_group") == group]
-            hours = sum(_hours(t, now) for t in launched if t is not None)
-            since = min((t for t in launched if t is not None), default=None)
-            out.append(_line(item, hours, since))
+            out.append(_line(item, sum(hours(t) for t in launched if t is not None),
+                             first(launched)))
         elif item["kind"] == EKS_CONTROL_PLANE:
             created = _moment(eks_found.get("createdAt"))
-            out.append(_line(item, _hours(created, now) if created else 0.0, created))
+            out.append(_line(item, hours(created) if created else 0.0, first([created])))
         elif item["kind"] == EKS_EXTENDED_SUPPORT:
             start = _extended_since(version, _moment(eks_found.get("createdAt")))
-            out.append(_line(item, _hours(start, now) if start else 0.0, start))
+            out.append(_line(item, hours(start) if start else 0.0, first([start])))
         elif item["kind"] == NAT_GATEWAY:
             made = [_moment(n.get("CreateTime")) for n in nats]
-            hours = sum(_hours(t, now) for t in made if t is not None)
-            out.append(_line(item, hours, min((t for t in made if t), default=None)))
+            out.append(_line(item, sum(hours(t) for t in made if t is not None), first(made)))
     known = [line["usd"] for line in out if line["usd"] is not None]
     return {"usd": round(sum(known), 2), "complete": len(known) == len(out),
             "currency": "USD", "items": out, "note": LOWER_BOUND}

@@ -1,16 +1,22 @@
 """A running cluster's cost through REST on the full stack: the hourly rate now, priced from
-the (sandbox's) AWS Price List item by item as a plan is, and a lower bound of what it has
-cost so far from its nodes' launch times and its control plane's creation."""
+the (sandbox's) AWS Price List item by item as a plan is, a lower bound of what it has cost
+so far from its nodes' launch times and its control plane's creation, the same from the
+first of the month, and the monthly budget held against that, whose warnings are raised
+once each."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime
 
 import pytest
 
 from schemas.clusters import ClusterCostSchema
+from tasks import budgets
 from tests.app.test_clusters_api import _body, _create
+from tests.app.test_metrics import _scrape, _value
+from tests.stack import wait_until
 
 TYPE = "ml.g5.8xlarge"
 
@@ -87,3 +93,102 @@ def test_an_unknown_cluster_has_no_cost(stack):
         reply = c.get("/api/v1/clusters/no-such-cluster/cost")
     assert reply.status_code == 404
     assert reply.json()["error"]["code"] == "not_found"
+
+
+# -- this month, and the monthly budget ------------------------------------------------------
+
+def test_this_month_counts_the_same_history_from_the_first_of_the_month(stack, cluster):
+    cost = _cost(stack, cluster)
+    as_of = datetime.fromisoformat(cost["as_of"].replace("Z", "+00:00"))
+    start = datetime.fromisoformat(cost["month_start"].replace("Z", "+00:00"))
+    assert (start.day, start.hour, start.minute, start.second) == (1, 0, 0, 0)
+    assert (start.year, start.month) == (as_of.year, as_of.month)
+    accrued = {i["kind"]: i for i in cost["accrued"]["items"]}
+    for item in cost["month"]["items"]:  # made this month: the same hours as since creation
+        whole = accrued[item["kind"]]
+        if whole["since"] and whole["since"] >= cost["month_start"]:
+            assert (item["hours"], item["since"]) == (whole["hours"], whole["since"])
+        else:  # made before: counted from the first, 00:00 UTC
+            assert item["since"] in (None, cost["month_start"])
+            assert item["hours"] <= whole["hours"]
+    assert cost["month"]["usd"] == pytest.approx(
+        sum(i["usd"] for i in cost["month"]["items"] if i["usd"] is not None), abs=0.02)
+    assert cost["budget"]["state"] == "unset" and cost["budget"]["monthly_usd"] is None
+
+
+def _budget_warnings(stack, cluster: str) -> list[dict]:
+    with stack.client() as c:  # the audit log is an operator's read
+        entries = c.get("/api/v1/audit", params={"target": f"cluster/{cluster}/budget",
+                                                 "outcome": "warning"}).json()["items"]
+    return sorted(entries, key=lambda e: e["code"])
+
+
+def _spent_at_least(stack, cluster: str, usd: float) -> None:
+    wait_until(lambda: _cost(stack, cluster)["month"]["usd"] >= usd, 60,
+               what=f"{cluster} to have cost ${usd} this month")
+
+
+def test_a_budget_warns_once_at_each_threshold_in_the_read_the_audit_log_and_a_metric(
+        stack, cluster):
+    path = f"/api/v1/clusters/{cluster}/budget"
+    with stack.client("viewer") as v:
+        assert v.put(path, json={"monthly_usd": 100}).status_code == 403
+        assert v.get(path).json()["state"] == "unset"
+    with stack.client() as c:
+        refused = c.put(path, json={"monthly_usd": 0})
+        assert refused.status_code == 422
+        assert "monthly_usd" in refused.json()["error"]["details"]["fields"]
+        assert c.put("/api/v1/clusters/no-such-cluster/budget",
+                     json={"monthly_usd": 5}).status_code == 404
+        roomy = c.put(path, json={"monthly_usd": 1_000_000})
+    assert roomy.status_code == 200, roomy.text
+    body = roomy.json()
+    assert (body["state"], body["monthly_usd"], body["warnings"]) == ("under", 1_000_000, [])
+    assert (body["set_by"], body["warn_at"]) == ("operator", [0.8, 1.0])
+    assert _budget_warnings(stack, cluster) == []
+
+    _spent_at_least(stack, cluster, 0.02)
+    with stack.client() as c:
+        tight = c.put(path, json={"monthly_usd": 0.01}).json()
+    assert tight["state"] == "exceeded" and tight["fraction"] >= 1
+    assert [w["at"] for w in tight["warnings"]] == [0.8, 1.0]
+    raised = _budget_warnings(stack, cluster)
+    assert [(e["code"], e["method"], e["token"]) for e in raised] == [
+        ("budget_100", "HYPD", None), ("budget_80", "HYPD", None)]
+    assert "exceeded" in raised[0]["message"] and "$0.01" in raised[0]["message"]
+    for _ in range(2):  # seen again by every read: raised once all the same
+        assert _cost(stack, cluster)["budget"]["state"] == "exceeded"
+        with stack.client("viewer") as v:
+            assert v.get(path).json()["warnings"] == tight["warnings"]
+    assert len(_budget_warnings(stack, cluster)) == 2
+    samples = _scrape(stack)
+    for at in ("0.8", "1.0"):
+        assert _value(samples, "hypd_budget_warnings_total", cluster=cluster, at=at) == 1
+
+    with stack.client() as c:
+        cleared = c.delete(path)
+    assert cleared.status_code == 200 and cleared.json()["state"] == "unset"
+    assert cleared.json()["warnings"] == []
+    with stack.client() as c:
+        done = c.get("/api/v1/audit", params={"target": f"cluster/{cluster}/budget",
+                                              "outcome": "done"}).json()["items"]
+    assert [(e["method"], e["token"]) for e in done] == [
+        ("DELETE", "operator"), ("PUT", "operator"), ("PUT", "operator")]
+
+
+def test_the_web_processes_raise_a_crossed_budget_when_nobody_reads_it(stack, cluster):
+    """No read of the cluster's cost or budget: the web processes' watcher (every
+    HYPD_BUDGET_CHECK_S, 2 s in the suite) finds the budget crossed and raises it once."""
+    _spent_at_least(stack, cluster, 0.02)
+    conn = stack.redis()
+    month = datetime.now(UTC).strftime("%Y-%m")
+    before = len(_budget_warnings(stack, cluster))  # an earlier test's, on the same cluster
+    budgets.set_budget(conn, cluster, 0.01, "operator", "2026-01-01T00:00:00Z", month)
+    try:
+        wait_until(lambda: len(_budget_warnings(stack, cluster)) == before + 2, 60,
+                   what="the watcher to raise both warnings")
+        assert set(budgets.raised(conn, cluster, month)) == {0.8, 1.0}
+        time.sleep(3 * 2)  # three more turns of the watcher: nothing raised again
+        assert len(_budget_warnings(stack, cluster)) == before + 2
+    finally:
+        budgets.clear(conn, cluster)

@@ -31,6 +31,7 @@ SAMPLES = {
     "HYPD_AWS": "aws", "HYPD_REGION": "eu-west-1", "HYPD_HOST": "0.0.0.0", "HYPD_PORT": "8080",
     "HYPD_REDIS_URL": "redis://r:6379/0", "HYPD_DATA_DIR": "/srv/hypd",
     "HYPD_OPERATOR_TOKEN": "o", "HYPD_VIEWER_TOKEN": "v", "HYPD_TOKENS_FILE": "/t.yaml",
+    "HYPD_BUDGET_CHECK_S": "60",
     "HYPD_SANDBOX_SPEED": "10", "HYPD_POLL_MIN_S": "1", "HYPD_POLL_MAX_S": "30",
     "HYPD_VISIBILITY_TIMEOUT_S": "600", "HYPD_LEASE_S": "20", "HYPD_API_URL": "http://a:1",
     "HYPD_TOKEN": "t", "HYPD_LOG_FORMAT": "json", "HYPD_METRICS_DIR": "/m",

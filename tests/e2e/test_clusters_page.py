@@ -31,6 +31,7 @@ from tests.e2e.helpers import (
     plan_read,
     sign_in,
 )
+from tests.stack import wait_until
 from vocabulary import kubernetes_versions, stage_times
 
 pytestmark = pytest.mark.browser
@@ -434,6 +435,10 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     assert page.get_by_test_id("cost-accrued-items").locator("tr").count() == len(
         cost["accrued"]["items"])
     expect(page.get_by_test_id("cost-accrued-item-eks_control_plane")).to_contain_text("since")
+    # the monthly budget: read, not set, by a viewer
+    expect(page.get_by_test_id("cost-budget")).to_be_visible()
+    expect(page.get_by_test_id("budget-set")).to_be_disabled()
+    expect(page.get_by_test_id("budget-role-hint")).to_be_visible()
 
     # a viewer may review a plan (a dry run changes nothing) but not create. The form offers
     # the network, the Kubernetes version with its EKS support, and an FSx file system: a hypd
@@ -487,6 +492,58 @@ def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):
     page_checks(page, "the new-cluster form, read-only")
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
     expect(page.get_by_test_id("cluster-role-hint")).to_be_visible()
+
+
+def test_an_operator_sets_a_budget_sees_it_crossed_and_clears_it(page, stack, rest_cluster):
+    """The cost panel's budget: set from its form (the API's bounds on the field), held
+    against this month's cost, its state beside the rate in the clusters list, and cleared
+    through the one confirmation."""
+    name, _ = rest_cluster
+    path = f"/api/v1/clusters/{name}/budget"
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.goto(base(stack) + f"/#/clusters/{name}")
+    box = page.get_by_test_id("cost-budget")
+    expect(box).to_have_attribute("data-state", "unset", timeout=AWS_READ_TIMEOUT_MS)
+    expect(box.get_by_test_id("budget-unset")).to_contain_text("No budget")
+    amount = box.get_by_test_id("budget-amount")
+    expect(amount).to_have_attribute("min", "0.01")
+    try:
+        amount.fill("250000")
+        box.get_by_test_id("budget-set").click()
+        expect(box).to_have_attribute("data-state", "under", timeout=AWS_READ_TIMEOUT_MS)
+        expect(box.get_by_test_id("budget-summary")).to_contain_text("of $250,000.00 this month")
+        page_checks(page, "the cost panel with a budget", within="[data-testid=cost-budget]")
+
+        def spent() -> float:
+            with stack.client("viewer") as v:
+                return v.get(f"/api/v1/clusters/{name}/cost").json()["month"]["usd"]
+
+        wait_until(lambda: spent() >= 0.02, 60, what="a few cents spent")
+        amount.fill("0.01")
+        box.get_by_test_id("budget-set").click()
+        expect(box).to_have_attribute("data-state", "exceeded", timeout=AWS_READ_TIMEOUT_MS)
+        expect(box.get_by_test_id("budget-state")).to_contain_text("Over budget")
+        expect(box.get_by_test_id("budget-state")).to_contain_text("warned 80 %")
+        with stack.client("viewer") as v:
+            assert v.get(path).json()["state"] == "exceeded"
+
+        page.get_by_test_id("nav-clusters").click()
+        mark = page.get_by_test_id(f"cluster-row-{name}").get_by_test_id("cluster-budget")
+        expect(mark).to_have_attribute("data-state", "exceeded", timeout=AWS_READ_TIMEOUT_MS)
+        expect(mark).to_contain_text("budget")
+
+        page.goto(base(stack) + f"/#/clusters/{name}")
+        page.get_by_test_id("budget-clear").click()
+        dialog = destroy_dialog(page, "budget", name, "clear-budget")
+        dialog.get_by_test_id("destroy-dialog-confirm").click()
+        expect(dialog).to_have_count(0)
+        expect(page.get_by_test_id("cost-budget")).to_have_attribute(
+            "data-state", "unset", timeout=AWS_READ_TIMEOUT_MS)
+        with stack.client("viewer") as v:
+            assert v.get(path).json()["monthly_usd"] is None
+    finally:
+        with stack.client() as c:
+            c.delete(path)
 
 
 def test_deleting_the_network_under_a_cluster_shows_the_cluster_using_it(page, stack,

@@ -10,7 +10,7 @@ import {
 import { progress } from './operations.js';
 import { clusterHref } from '../stages.js';
 import { confirmDestroy } from '../confirm.js';
-import { rules } from '../rules.js';
+import { rules, words } from '../rules.js';
 import { firstSteps } from '../first_steps.js';
 import { money } from '../cost.js';
 
@@ -96,7 +96,7 @@ export function mount(root, ctx) {
       if (!c.eks || (known && now - known.at < COST_MS)) continue;
       state.costs.set(c.name, { at: now, hourly: known ? known.hourly : null });
       api(`/api/v1/clusters/${encodeURIComponent(c.name)}/cost`, { signal: ctx.signal })
-        .then((cost) => { state.costs.set(c.name, { at: now, hourly: cost.hourly }); render(); })
+        .then((cost) => { state.costs.set(c.name, { at: now, hourly: cost.hourly, budget: cost.budget }); render(); })
         .catch((e) => { if (!isAbort(e)) state.costs.set(c.name, { at: now, hourly: null, error: e.message }); });
     }
   }
@@ -110,7 +110,17 @@ export function mount(root, ctx) {
     return h('td', {
       class: 'num', testid: 'cluster-hourly', dataset: { hourly: Number(hourly.hourly_usd).toFixed(4), complete: hourly.complete ? '1' : '' },
       title: hourly.complete ? 'AWS list prices, not a bill' : 'Items without a figure (spot, prepaid, or a price that could not be read) are not in the total',
-    }, money(hourly.hourly_usd, hourly.currency), hourly.complete ? null : '+');
+    }, money(hourly.hourly_usd, hourly.currency), hourly.complete ? null : '+', budgetMark(known.budget));
+  }
+
+  /** A budget past its first warning, beside the rate: the cluster list is where it is seen. */
+  function budgetMark(budget) {
+    const state = words(rules.field('Budget', 'state').enum);
+    if (!budget || ![state.WARNING, state.EXCEEDED].includes(budget.state)) return null;
+    const pct = Math.round(budget.fraction * 100);
+    return h('div', {
+      class: `budget-state budget-${budget.state}`, testid: 'cluster-budget', dataset: { state: budget.state },
+    }, `${pct} % of ${money(budget.monthly_usd)} budget`);
   }
 
   /** Rows: every listed cluster, plus clusters whose create has not reached EKS yet (or
