@@ -192,3 +192,29 @@ def test_the_web_processes_raise_a_crossed_budget_when_nobody_reads_it(stack, cl
         assert len(_budget_warnings(stack, cluster)) == before + 2
     finally:
         budgets.clear(conn, cluster)
+
+
+@pytest.mark.asyncio
+async def test_an_agent_sets_reads_and_clears_a_budget_over_mcp(stack, cluster):
+    from jsonschema import Draft202012Validator
+
+    from tests.mcp_server.test_mcp_e2e import _stdio
+
+    async with _stdio(stack, stack.operator_token) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        set_reply = await client.call_tool("set_cluster_budget",
+                                           {"name": cluster, "monthly_usd": 123456})
+        assert not set_reply.is_error, set_reply.content[0].text
+        out = set_reply.structured_content
+        assert (out["monthly_usd"], out["state"], out["status_tool"]) == (
+            123456, "under", "get_cluster_budget")
+        assert out["status_args"] == {"name": cluster}
+        assert not list(Draft202012Validator(listed["set_cluster_budget"].output_schema)
+                        .iter_errors(out))
+        read = await client.call_tool("get_cluster_budget", out["status_args"])
+        assert read.structured_content["monthly_usd"] == 123456
+        refused = await client.call_tool("set_cluster_budget",
+                                         {"name": cluster, "monthly_usd": -1})
+        assert refused.is_error and "monthly_usd" in refused.content[0].text
+        cleared = await client.call_tool("clear_cluster_budget", {"name": cluster})
+        assert not cleared.is_error and cleared.structured_content["state"] == "unset"
