@@ -239,6 +239,12 @@ class AccruedSchema(Schema):
     note = fields.String(required=True)
 
 
+class DaySpendSchema(Schema):
+    date = fields.String(required=True, metadata={"description": "a UTC day, YYYY-MM-DD"})
+    usd = fields.Float(required=True, metadata={
+        "description": "what the cluster cost that day, at least (as month counts it)"})
+
+
 class ClusterCostSchema(Schema):
     """A running cluster's cost: the hourly rate now and a lower bound of what it cost so far."""
 
@@ -253,6 +259,8 @@ class ClusterCostSchema(Schema):
         "description": "00:00 UTC on the first of this month"})
     month = fields.Nested(AccruedSchema, required=True, metadata={
         "description": "the same count since month_start: what a monthly budget holds"})
+    days = fields.List(fields.Nested(DaySpendSchema), required=True, metadata={
+        "description": "month split by UTC day, from the first to today"})
     budget = fields.Nested(BudgetSchema, required=True, metadata={
         "description": "the monthly budget against month (GET …/budget)"})
 

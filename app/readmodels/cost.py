@@ -19,7 +19,7 @@ cluster to (app/readmodels/budgets.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from app.readmodels import dry_run
@@ -43,8 +43,8 @@ LOWER_BOUND = ("A lower bound from the cluster's own history: each node HyperPod
 
 
 def read(ref: ClusterRef) -> dict[str, Any]:
-    """{cluster, region, as_of, hourly (CostSchema), accrued, month_start, month}
-    (ClusterCostSchema)."""
+    """{cluster, region, as_of, hourly (CostSchema), accrued, month_start, month, days}
+    (ClusterCostSchema): `days` splits `month` by UTC day, for a chart of spend over time."""
     now = datetime.now(UTC)
     region = ref.region
     sm = aws.client("sagemaker", region=region)
@@ -75,8 +75,22 @@ def read(ref: ClusterRef) -> dict[str, Any]:
     accrued = _accrued(hourly["items"], nodes, eks_found, version, nats, now)
     month_start = month_start_of(now)
     month = _accrued(hourly["items"], nodes, eks_found, version, nats, now, floor=month_start)
+    days = []
+    for start in _days(month_start, now):
+        end = min(start + timedelta(days=1), now)
+        day = _accrued(hourly["items"], nodes, eks_found, version, nats, end, floor=start)
+        days.append({"date": start.date().isoformat(), "usd": day["usd"]})
     return {"cluster": ref.name, "region": region, "as_of": _iso(now), "hourly": hourly,
-            "accrued": accrued, "month_start": _iso(month_start), "month": month}
+            "accrued": accrued, "month_start": _iso(month_start), "month": month,
+            "days": days}
+
+
+def _days(first: datetime, now: datetime) -> Iterable[datetime]:
+    """00:00 UTC of each day from `first` to `now`'s."""
+    day = first
+    while day <= now:
+        yield day
+        day += timedelta(days=1)
 
 
 def month_start_of(moment: datetime) -> datetime:

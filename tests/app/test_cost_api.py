@@ -114,6 +114,14 @@ def test_this_month_counts_the_same_history_from_the_first_of_the_month(stack, c
     assert cost["month"]["usd"] == pytest.approx(
         sum(i["usd"] for i in cost["month"]["items"] if i["usd"] is not None), abs=0.02)
     assert cost["budget"]["state"] == "unset" and cost["budget"]["monthly_usd"] is None
+    # the month split by UTC day, for its chart: every day from the first to today, adding up
+    days = cost["days"]
+    assert [d["date"] for d in days] == [
+        f"{as_of.year:04}-{as_of.month:02}-{day:02}" for day in range(1, as_of.day + 1)]
+    assert sum(d["usd"] for d in days) == pytest.approx(cost["month"]["usd"],
+                                                        abs=0.01 * len(days))
+    created = min(i["since"] for i in cost["accrued"]["items"] if i["since"])
+    assert all(d["usd"] == 0 for d in days if d["date"] < created[:10])
 
 
 def _budget_warnings(stack, cluster: str) -> list[dict]:

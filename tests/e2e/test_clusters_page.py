@@ -512,7 +512,16 @@ def test_an_operator_sets_a_budget_sees_it_crossed_and_clears_it(page, stack, re
         box.get_by_test_id("budget-set").click()
         expect(box).to_have_attribute("data-state", "under", timeout=AWS_READ_TIMEOUT_MS)
         expect(box.get_by_test_id("budget-summary")).to_contain_text("of $250,000.00 this month")
+        # spend per day this month, drawn (and as a table), one bar per day so far
+        with stack.client("viewer") as v:
+            days = v.get(f"/api/v1/clusters/{name}/cost").json()["days"]
+        bars = page.get_by_test_id("cost-days-bar")
+        expect(bars).to_have_count(len(days))
+        assert bars.last.get_attribute("data-date") == days[-1]["date"]
+        expect(page.get_by_test_id("cost-days-chart")).to_have_attribute(
+            "aria-label", re.compile(r"^Spend per day this month: .*budget allows"))
         page_checks(page, "the cost panel with a budget", within="[data-testid=cost-budget]")
+        page_checks(page, "the spend chart", within="[data-testid=cost-days]")
 
         def spent() -> float:
             with stack.client("viewer") as v:

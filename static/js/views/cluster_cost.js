@@ -9,8 +9,14 @@ import { api, isAbort, mutator } from '../api.js';
 import { h, fill, timeEl, guard, roleHint } from '../ui.js';
 import { costBody, costSource, money } from '../cost.js';
 import { fieldSet } from '../form_fields.js';
+import { spendChart } from '../spend_chart.js';
 import { confirmDestroy } from '../confirm.js';
 import { rules, words } from '../rules.js';
+
+function daysInMonth(monthStart) {
+  const d = new Date(monthStart);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+}
 
 /** What each budget state (the API's words) says on the panel. */
 function stateWords(b) {
@@ -54,6 +60,12 @@ export function mountCost(box, ctx, name) {
             h('td', { class: 'num faint' }, `${it.hours.toLocaleString()} h`, it.since ? [' since ', timeEl(it.since)] : null),
             h('td', { class: 'num' }, it.usd != null ? money(it.usd, acc.currency) : 'no figure'))))),
         h('p', { class: 'cost-note' }, acc.note)),
+      h('div', { class: 'card-body', testid: 'cost-days' },
+        h('h3', null, 'This month by day'),
+        spendChart(cost.days, {
+          prefix: 'cost-days', currency: acc.currency,
+          perDay: cost.budget.monthly_usd != null ? cost.budget.monthly_usd / daysInMonth(cost.month_start) : null,
+        })),
       budgetBox(cost));
   }
 
