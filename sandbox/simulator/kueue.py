@@ -148,8 +148,10 @@ class KueueController:
         return items
 
     def _status(self, plural: str, obj: dict[str, Any], status: dict[str, Any]) -> None:
+        """Write `obj`'s status if it changed (and keep `obj` in step with it)."""
         if status == (obj.get("status") or {}):
             return
+        obj["status"] = status
         md = _md(obj)
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": obj["kind"],
                 "metadata": {"name": md["name"]}, "status": status}
@@ -257,7 +259,6 @@ class KueueController:
         status["conditions"] = set_condition(
             status.get("conditions") or [], "Finished", "True", "Succeeded" if ok else "Failed",
             "Job finished successfully" if ok else "Job failed")
-        wl["status"] = status
         self._status("workloads", wl, status)
 
     @staticmethod
@@ -368,7 +369,6 @@ class KueueController:
         conditions = set_condition(status.get("conditions") or [], "QuotaReserved", "False",
                                    reason, message)
         status["conditions"] = conditions
-        wl["status"] = status
         self._status("workloads", wl, status)
 
     def _reserve(self, wl: dict[str, Any], cq: str, assignments: list[dict[str, Any]]) -> None:
@@ -381,7 +381,6 @@ class KueueController:
         for kind in ("Evicted", "Preempted"):
             conditions = _reset(conditions, kind, "QuotaReserved")
         status["conditions"] = conditions
-        wl["status"] = status
         self._status("workloads", wl, status)
 
     def _evict(self, wl: dict[str, Any], by: dict[str, Any], reason: str,
@@ -404,7 +403,6 @@ class KueueController:
         conditions = set_condition(conditions, "Admitted", "False", "NoReservation",
                                    "The workload has no reservation")
         status["conditions"] = conditions
-        wl["status"] = status
         self._status("workloads", wl, status)
 
     # --- queue status ------------------------------------------------------------------------

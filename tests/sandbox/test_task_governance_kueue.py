@@ -44,6 +44,7 @@ class Governed:
     sm: Any
     control: SandboxControl
     api: k8s.ApiClient
+    training: Any  # the local AWS's TrainingBook: how long training containers run
 
     @property
     def custom(self) -> k8s.CustomObjectsApi:
@@ -92,7 +93,7 @@ def _governed(local_aws: LocalAws, client_factory: Any, prefix: str) -> Governed
     kubes = local_aws.app.kubes
     kubes.set_access(lab.eks_name, ME, {CLUSTER_ADMIN: {"type": "cluster"}})
     api = local_api(kubes.get(lab.eks_name))
-    governed = Governed(arn, lab.eks_name, sm, control, api)
+    governed = Governed(arn, lab.eks_name, sm, control, api, local_aws.app.training)
     wait_for(lambda: sum(1 for n in governed.core.list_node().items
                          if n.metadata.labels.get("node.kubernetes.io/instance-type") == P5
                          ) == 2 and sm.describe_cluster(ClusterName=arn)["ClusterStatus"]
@@ -207,3 +208,176 @@ def test_a_quota_and_the_scheduler_config_become_kueue_objects_and_follow_update
     lab.sm.delete_cluster_scheduler_config(
         ClusterSchedulerConfigId=config["ClusterSchedulerConfigId"])
     lab.eventually(lambda: lab.gone("WorkloadPriorityClass", "training-priority"))
+
+
+def _job(name: str, team: str | None, replicas: int, gpus: int = 8,
+         priority: str | None = None, queue: str | None = None) -> dict[str, Any]:
+    """A HyperPodPyTorchJob as hypd submits it to a team's queue: `replicas` pods of `gpus`
+    GPUs each, on p5 nodes."""
+    labels = {"kueue.x-k8s.io/queue-name": queue or f"hyperpod-ns-{team}-localqueue"}
+    if priority:
+        labels["kueue.x-k8s.io/priority-class"] = f"{priority}-priority"
+    container = {"name": "pytorch", "image": "pytorch/pytorch:latest",
+                 "command": ["hyperpodrun", "train.py"],
+                 "resources": {"requests": {"nvidia.com/gpu": str(gpus)},
+                               "limits": {"nvidia.com/gpu": str(gpus)}}}
+    return {"apiVersion": "sagemaker.amazonaws.com/v1", "kind": "HyperPodPyTorchJob",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"nprocPerNode": str(gpus), "replicaSpecs": [{
+                "name": "pods", "replicas": replicas,
+                "template": {"spec": {"nodeSelector": {"node.kubernetes.io/instance-type": P5},
+                                      "containers": [container],
+                                      "restartPolicy": "OnFailure"}}}],
+                     "runPolicy": {"jobMaxRetryCount": 3}}}
+
+
+def _submit(lab: Governed, namespace: str, job: dict[str, Any]) -> dict[str, Any]:
+    lab.training.configure({"job": job["metadata"]["name"], "steps": 100000,
+                            "lines_per_second": 0.001})  # runs until preempted
+    return lab.custom.create_namespaced_custom_object(
+        "sagemaker.amazonaws.com", "v1", namespace, "hyperpodpytorchjobs", job)
+
+
+def _read_job(lab: Governed, namespace: str, name: str) -> dict[str, Any]:
+    return lab.custom.get_namespaced_custom_object(
+        "sagemaker.amazonaws.com", "v1", namespace, "hyperpodpytorchjobs", name)
+
+
+def _workload(lab: Governed, namespace: str, job: str) -> dict[str, Any] | None:
+    """The job's Workload, found as a product would: by the job-uid label Kueue sets."""
+    uid = _read_job(lab, namespace, job)["metadata"]["uid"]
+    found = lab.custom.list_namespaced_custom_object(
+        *KUEUE, namespace, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={uid}")["items"]
+    if not found:
+        return None
+    return lab.kueue("Workload", found[0]["metadata"]["name"], namespace)
+
+
+def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    return next((c for c in ((wl or {}).get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), {})
+
+
+def _admitted(lab: Governed, namespace: str, job: str) -> dict[str, Any]:
+    return wait_for(lambda: (lambda wl: wl if _condition(wl, "Admitted").get("status") == "True"
+                             else None)(_workload(lab, namespace, job)), 15)
+
+
+def _running_pods(lab: Governed, namespace: str, job: str) -> list[Any]:
+    pods = lab.core.list_namespaced_pod(namespace, label_selector=f"HPJob={job}").items
+    return pods if pods and all(p.status.phase == "Running" for p in pods) else []
+
+
+def _suspended(lab: Governed, namespace: str, job: str) -> bool:
+    return bool(_read_job(lab, namespace, job)["spec"]["runPolicy"].get("suspend"))
+
+
+def _usage(status: dict[str, Any], resource: str = "nvidia.com/gpu") -> dict[str, str]:
+    flavor = next(f for f in status["flavorsUsage"] if f["name"] == P5)
+    return next(r for r in flavor["resources"] if r["name"] == resource)
+
+
+def test_b_borrows_a_s_idle_capacity_and_is_preempted_when_a_needs_it_back(
+        queue_lab: Governed) -> None:
+    lab = queue_lab
+    ns_a, ns_b = "hyperpod-ns-a", "hyperpod-ns-b"
+    big, mine = f"b-{uuid.uuid4().hex[:5]}", f"a-{uuid.uuid4().hex[:5]}"
+    # B asks for two p5s' GPUs (16) with a quota of one: it borrows A's idle 8
+    made = _submit(lab, ns_b, _job(big, "b", replicas=2, priority="high"))
+    wl_b = _admitted(lab, ns_b, big)
+    assert wl_b["status"]["admission"]["clusterQueue"] == "hyperpod-ns-b-clusterqueue"
+    assert wl_b["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
+    assert wl_b["spec"]["priority"] == 90 and wl_b["spec"]["priorityClassRef"]["name"] == \
+        "high-priority"
+    assert _condition(wl_b, "QuotaReserved")["message"] == \
+        "Quota reserved in ClusterQueue hyperpod-ns-b-clusterqueue"
+    assert not _suspended(lab, ns_b, big)
+    assert len(wait_for(lambda: _running_pods(lab, ns_b, big), 20)) == 2
+    cq_b = lab.kueue("ClusterQueue", "hyperpod-ns-b-clusterqueue")["status"]
+    assert (cq_b["admittedWorkloads"], cq_b["pendingWorkloads"]) == (1, 0)
+    assert _usage(cq_b) == {"name": "nvidia.com/gpu", "total": "16", "borrowed": "8"}
+
+    # A submits work its own quota covers: Kueue reclaims the lent GPUs, whatever B's priority
+    urgent = _submit(lab, ns_a, _job(mine, "a", replicas=1, priority="low"))
+    wl_a = _admitted(lab, ns_a, mine)
+    assert len(wait_for(lambda: _running_pods(lab, ns_a, mine), 20)) == 1
+    wl_b = _workload(lab, ns_b, big)
+    evicted, preempted = _condition(wl_b, "Evicted"), _condition(wl_b, "Preempted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+    assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
+    assert evicted["message"] == (
+        f"Preempted to accommodate a workload (UID: {wl_a['metadata']['uid']}, JobUID: "
+        f"{urgent['metadata']['uid']}) due to reclamation within the cohort; preemptor path: "
+        "/hyperpod-cohort/hyperpod-ns-a-clusterqueue; preemptee path: "
+        "/hyperpod-cohort/hyperpod-ns-b-clusterqueue")
+    assert _condition(wl_b, "QuotaReserved")["status"] == "False"
+    assert _condition(wl_b, "Admitted")["status"] == "False"
+    assert "admission" not in wl_b["status"]
+    # the job is held again and its pods are gone
+    assert _suspended(lab, ns_b, big)
+    wait_for(lambda: not lab.core.list_namespaced_pod(ns_b, label_selector=f"HPJob={big}").items)
+    job_b = _read_job(lab, ns_b, big)
+    assert any(c["type"] == "Suspended" and c["status"] == "True"
+               for c in job_b["status"]["conditions"])
+    # it waits for quota, in Kueue's words, while A's runs within A's quota
+    wait_for(lambda: "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge"
+             in _condition(_workload(lab, ns_b, big), "QuotaReserved").get("message", ""))
+    cq_a = lab.kueue("ClusterQueue", "hyperpod-ns-a-clusterqueue")["status"]
+    assert _usage(cq_a) == {"name": "nvidia.com/gpu", "total": "8", "borrowed": "0"}
+    cq_b = lab.kueue("ClusterQueue", "hyperpod-ns-b-clusterqueue")["status"]
+    assert (cq_b["admittedWorkloads"], cq_b["pendingWorkloads"]) == (0, 1)
+    lq_b = lab.kueue("LocalQueue", "hyperpod-ns-b-localqueue", ns_b)["status"]
+    assert (lq_b["admittedWorkloads"], lq_b["pendingWorkloads"]) == (0, 1)
+    lq_a = lab.kueue("LocalQueue", "hyperpod-ns-a-localqueue", ns_a)["status"]
+    assert (lq_a["admittedWorkloads"], lq_a["reservingWorkloads"]) == (1, 1)
+
+    # A's job goes: B is admitted again, and the old eviction reads as history
+    lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", ns_a,
+                                               "hyperpodpytorchjobs", mine)
+    wl_b = _admitted(lab, ns_b, big)
+    assert _condition(wl_b, "Evicted")["status"] == "False"
+    assert _condition(wl_b, "Evicted")["message"].startswith("Previously: Preempted to")
+
+
+def test_within_a_team_the_lowest_priority_task_is_preempted_first(queue_lab: Governed) -> None:
+    lab, ns = queue_lab, "hyperpod-ns-c"  # C: one p5, lends and borrows nothing
+    tag = uuid.uuid4().hex[:5]
+    low, medium, high = f"low-{tag}", f"medium-{tag}", f"high-{tag}"
+    _submit(lab, ns, _job(medium, "c", replicas=1, gpus=4, priority="medium"))
+    _admitted(lab, ns, medium)
+    _submit(lab, ns, _job(low, "c", replicas=1, gpus=4, priority="low"))
+    _admitted(lab, ns, low)
+    cq = lab.kueue("ClusterQueue", "hyperpod-ns-c-clusterqueue")["status"]
+    assert _usage(cq) == {"name": "nvidia.com/gpu", "total": "8", "borrowed": "0"}
+    made = _submit(lab, ns, _job(high, "c", replicas=1, gpus=4, priority="high"))
+    wl_high = _admitted(lab, ns, high)
+    wl_low, wl_medium = _workload(lab, ns, low), _workload(lab, ns, medium)
+    preempted = _condition(wl_low, "Preempted")
+    assert (preempted["status"], preempted["reason"]) == ("True", "InClusterQueue")
+    assert preempted["message"].startswith(
+        f"Preempted to accommodate a workload (UID: {wl_high['metadata']['uid']}, JobUID: "
+        f"{made['metadata']['uid']}) due to prioritization in the ClusterQueue")
+    assert _condition(wl_medium, "Admitted")["status"] == "True"
+    assert _condition(wl_medium, "Evicted") == {}
+    assert _suspended(lab, ns, low) and not _suspended(lab, ns, medium)
+    # the high-priority task goes: the preempted one is admitted again
+    lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", ns,
+                                               "hyperpodpytorchjobs", high)
+    _admitted(lab, ns, low)
+
+
+def test_a_job_naming_a_queue_that_does_not_exist_waits_suspended_with_kueue_s_reason(
+        queue_lab: Governed) -> None:
+    lab, ns = queue_lab, "hyperpod-ns-a"
+    name = f"lost-{uuid.uuid4().hex[:5]}"
+    _submit(lab, ns, _job(name, None, replicas=1, queue="nowhere-localqueue"))
+    wl = wait_for(lambda: (lambda w: w if _condition(w, "QuotaReserved") else None)(
+        _workload(lab, ns, name)))
+    reserved = _condition(wl, "QuotaReserved")
+    assert (reserved["status"], reserved["reason"], reserved["message"]) == (
+        "False", "Inadmissible", "LocalQueue nowhere-localqueue doesn't exist")
+    assert _suspended(lab, ns, name)
+    assert not lab.core.list_namespaced_pod(ns, label_selector=f"HPJob={name}").items
+    # a queue nobody governs is not counted on any team's queue
+    lq = lab.kueue("LocalQueue", "hyperpod-ns-a-localqueue", ns)["status"]
+    assert lq["pendingWorkloads"] == 0
