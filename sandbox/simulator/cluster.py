@@ -157,6 +157,8 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
+        if changed & {"training-jobs", "kueue", "jobs"}:  # first: it holds queued jobs
+            steps.append(self.kueue.reconcile)
         if changed & {"inference-endpoints", "deployments", "services"}:
             steps.append(self.inference.reconcile)
         if changed & {"workspaces", "deployments", "services"}:
@@ -165,8 +167,6 @@ class ClusterSimulator:
             steps.append(self.workloads.reconcile)
         if changed & VOLUME_KINDS:
             steps.append(self._bind_volumes)
-        if changed & {"training-jobs", "kueue"}:  # before the operator: it holds jobs
-            steps.append(self.kueue.reconcile)
         if changed & {"training-jobs", "pods"}:
             steps.append(self.training.reconcile)
         if changed & {"pods", "nodes", "persistentvolumeclaims"}:

@@ -3,17 +3,20 @@ jobs labelled `kueue.x-k8s.io/queue-name` wait, suspended, until their Workload 
 
 Runs only once the Kueue CRDs are served (the add-on installed them). Each reconcile:
 
-1. every HyperPodPyTorchJob carrying the queue label gets a Workload (Kueue's job
-   integration): named `hyperpodpytorchjob-<job>-<5 hex>`, in the job's namespace, owned by
-   the job (it goes with it), labelled `kueue.x-k8s.io/job-uid: <job uid>`; `spec.queueName`
-   from the label, one pod set per replica spec (its name, `count` = replicas, the
-   template), `priorityClassRef` + `priority` from the WorkloadPriorityClass the job's
+1. every HyperPodPyTorchJob and batch/v1 Job carrying the queue label gets a Workload
+   (Kueue's job integrations): named `<kind>-<job>-<5 hex>` (`hyperpodpytorchjob-…`,
+   `job-…`), in the job's namespace, owned by the job (it goes with it), labelled
+   `kueue.x-k8s.io/job-uid: <job uid>`; `spec.queueName` from the label, one pod set per
+   replica spec (its name, `count` = replicas, the template; a Job's one pod set `main`,
+   `count` = parallelism), `priorityClassRef` + `priority` from the WorkloadPriorityClass the job's
    `kueue.x-k8s.io/priority-class` label names (no label: priority 0). A label naming no
    WorkloadPriorityClass makes no Workload (Kueue cannot build it): the job stays suspended;
-2. the job is held suspended — `spec.runPolicy.suspend: true` (inferred: the HyperPod
-   training operator's CRD is not public; Kubeflow's jobs, which Kueue integrates, suspend
-   there) — until its Workload is admitted, and suspended again when it is evicted (the
-   training simulator then removes its pods);
+2. the job is held suspended — a Job's `spec.suspend`, a HyperPodPyTorchJob's
+   `spec.runPolicy.suspend` (inferred: the HyperPod training operator's CRD is not public;
+   Kubeflow's jobs, which Kueue integrates, suspend there) — until its Workload is admitted,
+   and suspended again when it is evicted (the training and Job simulators then remove its
+   pods); Kueue's webhook suspends a queued job as it is created, here the first reconcile
+   does, before the operators see the job;
 3. admission (`kueue_admission.decide`), and the Workloads' status as Kueue writes it:
    - waiting: `QuotaReserved` False, reason `Pending`, message "couldn't assign flavors to
      pod set <ps>: insufficient unused quota for <resource> in flavor <flavor>, <n> more
@@ -29,8 +32,8 @@ Runs only once the Kueue CRDs are served (the add-on installed them). Each recon
      <reclamation within the cohort | prioritization in the ClusterQueue>; preemptor path:
      /<cohort>/<cq>; preemptee path: /<cohort>/<cq>"; `QuotaReserved` and `Admitted` False;
      the workload then waits again, in order;
-   - the job finished (its Completed or Failed condition): `Finished` True (reason
-     `Succeeded` / `Failed`), and its quota is free;
+   - the job finished (a HyperPodPyTorchJob's Completed or Failed condition, a Job's Complete
+     or Failed): `Finished` True (reason `Succeeded` / `Failed`), and its quota is free;
 4. ClusterQueue status: `pendingWorkloads`, `reservingWorkloads`, `admittedWorkloads`,
    `flavorsReservation` and `flavorsUsage` (per flavor and covered resource: `total`,
    `borrowed` above the nominal quota), condition `Active` True; LocalQueue status: the same
@@ -47,6 +50,7 @@ import copy
 import hashlib
 import logging
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sandbox.kube import validation
@@ -74,6 +78,48 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MANAGER = "kueue-controller-manager"
 REASONS = {"InCohortReclamation": "reclamation within the cohort",
            "InClusterQueue": "prioritization in the ClusterQueue"}
+
+
+@dataclass(frozen=True)
+class Integration:
+    """A job kind Kueue manages: where it is served, where its suspend flag is, which
+    conditions say it is done (the success one first)."""
+
+    group: str
+    version: str
+    plural: str
+    suspend_path: tuple[str, ...]
+    done: tuple[str, str]
+
+    def pod_sets(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        spec = job.get("spec") or {}
+        if self.plural == "jobs":  # batch/v1: one pod set, as many pods as run at once
+            return [{"name": "main", "count": int(spec.get("parallelism", 1)),
+                     "template": copy.deepcopy(spec.get("template") or {})}]
+        return [{"name": str(r.get("name") or "main").lower(),
+                 "count": int(r.get("replicas") or 0),
+                 "template": copy.deepcopy(r.get("template") or {})}
+                for r in spec.get("replicaSpecs") or []]
+
+    def suspended(self, job: dict[str, Any]) -> bool:
+        value: Any = job
+        for key in self.suspend_path:
+            value = (value or {}).get(key)
+        return bool(value)
+
+    def suspend_patch(self, suspend: bool) -> dict[str, Any]:
+        patch: dict[str, Any] = {self.suspend_path[-1]: suspend}
+        for key in reversed(self.suspend_path[:-1]):
+            patch = {key: patch}
+        return patch
+
+
+INTEGRATIONS = (
+    # the HyperPod training operator's CRD is not public: Kubeflow's runPolicy.suspend
+    Integration(HPJ[0], HPJ[1], HPJ[2], ("spec", "runPolicy", "suspend"),
+                ("Completed", "Failed")),
+    Integration("batch", "v1", "jobs", ("spec", "suspend"), ("Complete", "Failed")),
+)
 
 
 def _md(obj: dict[str, Any]) -> dict[str, Any]:
@@ -163,29 +209,23 @@ class KueueController:
             log.info("kueue simulator: status of %s %s not written: %s", plural,
                      md["name"], exc)
 
-    def _suspend(self, job: dict[str, Any], suspend: bool) -> None:
-        run_policy = (job.get("spec") or {}).get("runPolicy") or {}
-        if bool(run_policy.get("suspend")) == suspend:
+    def _suspend(self, kind: Integration, job: dict[str, Any], suspend: bool) -> None:
+        if kind.suspended(job) == suspend:
             return
         md = _md(job)
-        rt = self.sim.kube.catalog.lookup(HPJ[0], HPJ[1], HPJ[2])
+        rt = self.sim.kube.catalog.lookup(kind.group, kind.version, kind.plural)
         with contextlib.suppress(KubeError):
             self.sim.kube.store.patch(rt, md.get("namespace"), md["name"], MERGE_PATCH,
-                                      {"spec": {"runPolicy": {"suspend": suspend}}}, MANAGER)
+                                      kind.suspend_patch(suspend), MANAGER)
 
     # --- workloads of jobs -----------------------------------------------------------------
 
-    def _workload_for(self, job: dict[str, Any], priorities: dict[str, int]
+    def _workload_for(self, kind: Integration, job: dict[str, Any], priorities: dict[str, int]
                       ) -> dict[str, Any] | None:
         md = _md(job)
         labels = md.get("labels") or {}
         spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "active": True,
-                                "podSets": [
-                                    {"name": str(r.get("name") or "main").lower(),
-                                     "count": int(r.get("replicas") or 0),
-                                     "template": copy.deepcopy(r.get("template") or {})}
-                                    for r in (job.get("spec") or {}).get("replicaSpecs") or []
-                                ]}
+                                "podSets": kind.pod_sets(job)}
         wanted = labels.get(PRIORITY_LABEL)
         if wanted:
             if wanted not in priorities:
@@ -204,14 +244,15 @@ class KueueController:
                                  "blockOwnerDeletion": True}]},
                 "spec": spec}
 
-    def _ensure_workloads(self, jobs: list[dict[str, Any]], priorities: dict[str, int],
+    def _ensure_workloads(self, jobs: list[tuple[Integration, dict[str, Any]]],
+                          priorities: dict[str, int],
                           workloads: dict[str, dict[str, Any]]) -> None:
         rt = self._rt("workloads")
-        for job in jobs:
+        for kind, job in jobs:
             uid = str(_md(job).get("uid"))
             if uid in workloads or _md(job).get("deletionTimestamp"):
                 continue
-            body = self._workload_for(job, priorities)
+            body = self._workload_for(kind, job, priorities)
             if body is None:
                 continue
             try:
@@ -227,34 +268,35 @@ class KueueController:
     def reconcile(self) -> None:
         if self._rt("workloads") is None:
             return
-        jobs = [j for j in self._list(HPJ[2], HPJ[0], HPJ[1])
+        jobs = [(kind, j) for kind in INTEGRATIONS
+                for j in self._list(kind.plural, kind.group, kind.version)
                 if (_md(j).get("labels") or {}).get(QUEUE_LABEL)]
         priorities = {str(_md(p)["name"]): int(p.get("value") or 0)
                       for p in self._list("workloadpriorityclasses")}
         workloads = {str((_md(w).get("labels") or {}).get(JOB_UID_LABEL)): w
                      for w in self._list("workloads")}
         self._ensure_workloads(jobs, priorities, workloads)
-        by_uid = {str(_md(j).get("uid")): j for j in jobs}
+        by_uid = {str(_md(j).get("uid")): (kind, j) for kind, j in jobs}
         for uid, wl in workloads.items():
-            job = by_uid.get(uid)
-            if job is not None and not is_true(wl, "Finished"):
-                self._finish_if_done(job, wl)
+            if uid in by_uid and not is_true(wl, "Finished"):
+                self._finish_if_done(*by_uid[uid], wl)
         queues = self._queues()
         local = {(str(_md(q).get("namespace")), str(_md(q)["name"])): q
                  for q in self._list("localqueues")}
         self._admit(list(workloads.values()), queues, local)
-        for job in jobs:
+        for kind, job in jobs:
             wl = workloads.get(str(_md(job).get("uid")))
-            self._suspend(job, wl is None or not self._holds_quota(wl))
+            if not (wl is not None and is_true(wl, "Finished")):
+                self._suspend(kind, job, wl is None or not self._holds_quota(wl))
         self._queue_status(queues, local)
 
-    def _finish_if_done(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
+    def _finish_if_done(self, kind: Integration, job: dict[str, Any], wl: dict[str, Any]
+                        ) -> None:
         done = next((c.get("type") for c in _conditions(job)
-                     if c.get("type") in ("Completed", "Failed") and c.get("status") == "True"),
-                    None)
+                     if c.get("type") in kind.done and c.get("status") == "True"), None)
         if done is None:
             return
-        ok = done == "Completed"
+        ok = done == kind.done[0]
         status = copy.deepcopy(wl.get("status") or {})
         status["conditions"] = set_condition(
             status.get("conditions") or [], "Finished", "True", "Succeeded" if ok else "Failed",

@@ -108,8 +108,9 @@ def objects_lab(local_aws: LocalAws, client_factory: Any) -> Governed:
 
 @pytest.fixture(scope="module")
 def queue_lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Governed]:
-    """Teams `a` and `b` (one p5 each, B may borrow all of A's), team `c` (one p5, lends and
-    borrows nothing, preempts its own lower-priority tasks), priority classes."""
+    """Teams `a` and `b` (one p5 each, B may borrow all of A's), teams `c` and `d` (one p5
+    each, lend and borrow nothing, preempt their own lower-priority tasks), priority
+    classes. Each test deletes the jobs it made (the cluster has two p5 nodes)."""
     lab = _governed(local_aws, client_factory, "kqq")
     lab.sm.create_cluster_scheduler_config(
         Name="policy", ClusterArn=lab.arn, SchedulerConfig={
@@ -118,11 +119,12 @@ def queue_lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Governed]:
     for team, sharing, preempt in (
             ("a", {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "Never"),
             ("b", {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "Never"),
-            ("c", {"Strategy": "DontLend"}, "LowerPriority")):
+            ("c", {"Strategy": "DontLend"}, "LowerPriority"),
+            ("d", {"Strategy": "DontLend"}, "LowerPriority")):
         lab.sm.create_compute_quota(**_quota(lab.arn, team, ResourceSharingConfig=sharing,
                                              PreemptTeamTasks=preempt))
     lab.eventually(lambda: not any(lab.gone("ClusterQueue", f"hyperpod-ns-{t}-clusterqueue")
-                                   for t in "abc"))
+                                   for t in "abcd"))
     yield lab
 
 
@@ -231,11 +233,20 @@ def _job(name: str, team: str | None, replicas: int, gpus: int = 8,
                      "runPolicy": {"jobMaxRetryCount": 3}}}
 
 
-def _submit(lab: Governed, namespace: str, job: dict[str, Any]) -> dict[str, Any]:
-    lab.training.configure({"job": job["metadata"]["name"], "steps": 100000,
-                            "lines_per_second": 0.001})  # runs until preempted
+def _submit(lab: Governed, namespace: str, job: dict[str, Any], steps: int = 100000
+            ) -> dict[str, Any]:
+    """Create the job; its training containers print `steps` lines, one a simulated second
+    (the default: until the test deletes it)."""
+    lab.training.configure({"job": job["metadata"]["name"], "steps": steps,
+                            "lines_per_second": 1})
     return lab.custom.create_namespaced_custom_object(
         "sagemaker.amazonaws.com", "v1", namespace, "hyperpodpytorchjobs", job)
+
+
+def _delete(lab: Governed, namespace: str, *jobs: str) -> None:
+    for job in jobs:
+        lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", namespace,
+                                                   "hyperpodpytorchjobs", job)
 
 
 def _read_job(lab: Governed, namespace: str, name: str) -> dict[str, Any]:
@@ -332,11 +343,11 @@ def test_b_borrows_a_s_idle_capacity_and_is_preempted_when_a_needs_it_back(
     assert (lq_a["admittedWorkloads"], lq_a["reservingWorkloads"]) == (1, 1)
 
     # A's job goes: B is admitted again, and the old eviction reads as history
-    lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", ns_a,
-                                               "hyperpodpytorchjobs", mine)
+    _delete(lab, ns_a, mine)
     wl_b = _admitted(lab, ns_b, big)
     assert _condition(wl_b, "Evicted")["status"] == "False"
     assert _condition(wl_b, "Evicted")["message"].startswith("Previously: Preempted to")
+    _delete(lab, ns_b, big)
 
 
 def test_within_a_team_the_lowest_priority_task_is_preempted_first(queue_lab: Governed) -> None:
@@ -361,9 +372,9 @@ def test_within_a_team_the_lowest_priority_task_is_preempted_first(queue_lab: Go
     assert _condition(wl_medium, "Evicted") == {}
     assert _suspended(lab, ns, low) and not _suspended(lab, ns, medium)
     # the high-priority task goes: the preempted one is admitted again
-    lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", ns,
-                                               "hyperpodpytorchjobs", high)
+    _delete(lab, ns, high)
     _admitted(lab, ns, low)
+    _delete(lab, ns, low, medium)
 
 
 def test_a_job_naming_a_queue_that_does_not_exist_waits_suspended_with_kueue_s_reason(
@@ -381,3 +392,48 @@ def test_a_job_naming_a_queue_that_does_not_exist_waits_suspended_with_kueue_s_r
     # a queue nobody governs is not counted on any team's queue
     lq = lab.kueue("LocalQueue", "hyperpod-ns-a-localqueue", ns)["status"]
     assert lq["pendingWorkloads"] == 0
+    _delete(lab, ns, name)
+
+
+def test_a_finished_job_gives_its_quota_back_and_a_queued_batch_job_waits_for_it(
+        queue_lab: Governed) -> None:
+    lab, ns = queue_lab, "hyperpod-ns-d"  # D: one p5 (8 GPUs), DontLend
+    tag = uuid.uuid4().hex[:5]
+    first = f"short-{tag}"
+    _submit(lab, ns, _job(first, "d", replicas=1), steps=3000)  # ~3 s at the tests' speed
+    _admitted(lab, ns, first)
+    batch = k8s.BatchV1Api(lab.api)
+    container = {"name": "main", "image": "busybox", "command": ["true"],
+                 "resources": {"requests": {"nvidia.com/gpu": "8"},
+                               "limits": {"nvidia.com/gpu": "8"}}}
+    batch.create_namespaced_job(ns, {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"etl-{tag}",
+                     "labels": {"kueue.x-k8s.io/queue-name": "hyperpod-ns-d-localqueue"}},
+        "spec": {"template": {"spec": {
+            "nodeSelector": {"node.kubernetes.io/instance-type": P5},
+            "containers": [container], "restartPolicy": "Never"}}}})
+    # the Job waits, suspended, for the GPUs the training job holds
+    uid = batch.read_namespaced_job(f"etl-{tag}", ns).metadata.uid
+
+    def etl() -> dict[str, Any] | None:
+        found = lab.custom.list_namespaced_custom_object(
+            *KUEUE, ns, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={uid}")["items"]
+        return lab.kueue("Workload", found[0]["metadata"]["name"], ns) if found else None
+
+    wait_for(lambda: _condition(etl(), "QuotaReserved").get("reason") == "Pending", 2)
+    assert etl()["metadata"]["name"].startswith(f"job-etl-{tag}-")
+    assert batch.read_namespaced_job(f"etl-{tag}", ns).spec.suspend is True
+    # the training job completes: its Workload is Finished and the Job gets the quota
+    done = wait_for(lambda: (lambda wl: wl if _condition(wl, "Finished").get("status") == "True"
+                             else None)(_workload(lab, ns, first)), 20)
+    assert _condition(done, "Finished")["reason"] == "Succeeded"
+    wait_for(lambda: _condition(etl(), "Admitted").get("status") == "True")
+    assert batch.read_namespaced_job(f"etl-{tag}", ns).spec.suspend is False
+    # it runs (its container exits at once) and finishes too: the queue is empty again
+    wait_for(lambda: _condition(etl(), "Finished").get("reason") == "Succeeded")
+    assert batch.read_namespaced_job(f"etl-{tag}", ns).status.succeeded == 1
+    cq = lab.kueue("ClusterQueue", "hyperpod-ns-d-clusterqueue")["status"]
+    assert (cq["admittedWorkloads"], cq["pendingWorkloads"], _usage(cq)["total"]) == (0, 0, "0")
+    batch.delete_namespaced_job(f"etl-{tag}", ns, propagation_policy="Background")
+    _delete(lab, ns, first)
