@@ -32,6 +32,8 @@ Runs only once the Kueue CRDs are served (the add-on installed them). Each recon
      <reclamation within the cohort | prioritization in the ClusterQueue>; preemptor path:
      /<cohort>/<cq>; preemptee path: /<cohort>/<cq>"; `QuotaReserved` and `Admitted` False;
      the workload then waits again, in order;
+   - on the job, Kueue's events: `CreatedWorkload` "Created Workload: <ns>/<workload>",
+     `Started` "Admitted by clusterQueue <cq>", `Stopped` with the eviction's message;
    - the job finished (a HyperPodPyTorchJob's Completed or Failed condition, a Job's Complete
      or Failed): `Finished` True (reason `Succeeded` / `Failed`), and its quota is free;
 4. ClusterQueue status: `pendingWorkloads`, `reservingWorkloads`, `admittedWorkloads`,
@@ -209,14 +211,30 @@ class KueueController:
             log.info("kueue simulator: status of %s %s not written: %s", plural,
                      md["name"], exc)
 
-    def _suspend(self, kind: Integration, job: dict[str, Any], suspend: bool) -> None:
-        if kind.suspended(job) == suspend:
+    def _hold(self, kind: Integration, job: dict[str, Any], wl: dict[str, Any] | None) -> None:
+        """Suspend or resume the job as its Workload says, with the job's events Kueue
+        records: `Started` "Admitted by clusterQueue <cq>", `Stopped` with the eviction's
+        message."""
+        admitted = wl is not None and self._holds_quota(wl)
+        if kind.suspended(job) != admitted:
             return
+        self._suspend(kind, job, not admitted)
+        if admitted:
+            cq = wl["status"]["admission"]["clusterQueue"]  # type: ignore[index]
+            self.sim._event(job, "Normal", "Started", f"Admitted by clusterQueue {cq}", MANAGER)
+        elif wl is not None and is_true(wl, "Evicted"):
+            message = next(c.get("message", "") for c in _conditions(wl)
+                           if c.get("type") == "Evicted")
+            self.sim._event(job, "Normal", "Stopped", message, MANAGER)
+
+    def _suspend(self, kind: Integration, job: dict[str, Any], suspend: bool) -> None:
+        """Set the job's suspend flag (in the store, and in `job` as this pass holds it)."""
         md = _md(job)
         rt = self.sim.kube.catalog.lookup(kind.group, kind.version, kind.plural)
         with contextlib.suppress(KubeError):
-            self.sim.kube.store.patch(rt, md.get("namespace"), md["name"], MERGE_PATCH,
-                                      kind.suspend_patch(suspend), MANAGER)
+            job.update(self.sim.kube.store.patch(rt, md.get("namespace"), md["name"],
+                                                 MERGE_PATCH, kind.suspend_patch(suspend),
+                                                 MANAGER)[0])
 
     # --- workloads of jobs -----------------------------------------------------------------
 
@@ -252,6 +270,8 @@ class KueueController:
             uid = str(_md(job).get("uid"))
             if uid in workloads or _md(job).get("deletionTimestamp"):
                 continue
+            if not kind.suspended(job):  # what Kueue's webhook does as the job is created
+                self._suspend(kind, job, True)
             body = self._workload_for(kind, job, priorities)
             if body is None:
                 continue
@@ -262,6 +282,9 @@ class KueueController:
                 log.info("kueue simulator: no workload for %s: %s", _md(job)["name"], exc)
                 continue
             workloads[uid] = made
+            self.sim._event(job, "Normal", "CreatedWorkload",
+                            f"Created Workload: {_md(made).get('namespace')}/{_md(made)['name']}",
+                            MANAGER)
 
     # --- reconcile ---------------------------------------------------------------------------
 
@@ -287,7 +310,7 @@ class KueueController:
         for kind, job in jobs:
             wl = workloads.get(str(_md(job).get("uid")))
             if not (wl is not None and is_true(wl, "Finished")):
-                self._suspend(kind, job, wl is None or not self._holds_quota(wl))
+                self._hold(kind, job, wl)
         self._queue_status(queues, local)
 
     def _finish_if_done(self, kind: Integration, job: dict[str, Any], wl: dict[str, Any]

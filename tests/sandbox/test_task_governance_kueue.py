@@ -8,6 +8,7 @@ statuses."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from sandbox.control import SandboxControl
+from sandbox.gaps.eks_addons import BY_NAME, CRD_DIR
 from sandbox.kube.access import CLUSTER_ADMIN
 from sandbox.local_aws import LocalAws
 from tests import crdkit
@@ -330,6 +332,12 @@ def test_b_borrows_a_s_idle_capacity_and_is_preempted_when_a_needs_it_back(
     job_b = _read_job(lab, ns_b, big)
     assert any(c["type"] == "Suspended" and c["status"] == "True"
                for c in job_b["status"]["conditions"])
+    # and the job's events tell its story as Kueue records it
+    events = {e.reason: e.message for e in lab.core.list_namespaced_event(
+        ns_b, field_selector=f"involvedObject.name={big}").items}
+    assert events["CreatedWorkload"] == f"Created Workload: {ns_b}/{wl_b['metadata']['name']}"
+    assert events["Started"] == "Admitted by clusterQueue hyperpod-ns-b-clusterqueue"
+    assert events["Stopped"] == evicted["message"]
     # it waits for quota, in Kueue's words, while A's runs within A's quota
     wait_for(lambda: "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge"
              in _condition(_workload(lab, ns_b, big), "QuotaReserved").get("message", ""))
@@ -437,3 +445,18 @@ def test_a_finished_job_gives_its_quota_back_and_a_queued_batch_job_waits_for_it
     assert (cq["admittedWorkloads"], cq["pendingWorkloads"], _usage(cq)["total"]) == (0, 0, "0")
     batch.delete_namespaced_job(f"etl-{tag}", ns, propagation_policy="Background")
     _delete(lab, ns, first)
+
+
+def test_the_kueue_crds_the_add_on_installs_are_upstream_s_unchanged() -> None:
+    """kubernetes-sigs/kueue v0.19.2 `config/components/crd/bases/` (SOURCES.md there)."""
+    blobs = {"clusterqueues": "a605e10a33050f30a5a31a5240444216a2a4f553",
+             "localqueues": "379c64452ad090fa12861c24aad7f102d0118a5f",
+             "resourceflavors": "6c3216d8ce5f59a77dcee45e3697bc110a249df9",
+             "workloadpriorityclasses": "75c01e1ac63cc3f885437334dccb168364c6ed94",
+             "workloads": "fc1fd767332d555e72b6330017309d7d9f8ff79d"}
+    for plural, blob in blobs.items():
+        data = (CRD_DIR / f"kueue.x-k8s.io_{plural}.yaml").read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, plural
+    installed = {c.plural: c for c in BY_NAME[GOVERNANCE].crds}
+    assert set(installed) == set(blobs)
+    assert all(c.manifest()["spec"]["names"]["plural"] == p for p, c in installed.items())
