@@ -80,18 +80,19 @@ class Governed:
         return False
 
 
-def _governed(local_aws: LocalAws, client_factory: Any, prefix: str) -> Governed:
+def _governed(local_aws: LocalAws, client_factory: Any, prefix: str,
+              addons: tuple[str, ...] = (GOVERNANCE, TRAINING)) -> Governed:
     control = SandboxControl(local_aws.url)
     lab = make_lab(client_factory, control, prefix)
     sm, eks = client_factory("sagemaker"), client_factory("eks")
     group = gpu_group(lab, InstanceCount=2)
     group.pop("OnStartDeepHealthChecks")
     arn = sm.create_cluster(**cluster_request(lab, groups=[group]))["ClusterArn"]
-    for addon in (GOVERNANCE, TRAINING):
+    for addon in addons:
         eks.create_addon(clusterName=lab.eks_name, addonName=addon)
     control.advance_clock(600)
     wait_for(lambda: all(eks.describe_addon(clusterName=lab.eks_name, addonName=a)["addon"][
-        "status"] in ("ACTIVE", "DEGRADED") for a in (GOVERNANCE, TRAINING)))
+        "status"] in ("ACTIVE", "DEGRADED") for a in addons))
     kubes = local_aws.app.kubes
     kubes.set_access(lab.eks_name, ME, {CLUSTER_ADMIN: {"type": "cluster"}})
     api = local_api(kubes.get(lab.eks_name))
@@ -460,3 +461,19 @@ def test_the_kueue_crds_the_add_on_installs_are_upstream_s_unchanged() -> None:
     installed = {c.plural: c for c in BY_NAME[GOVERNANCE].crds}
     assert set(installed) == set(blobs)
     assert all(c.manifest()["spec"]["names"]["plural"] == p for p, c in installed.items())
+
+
+def test_quotas_act_on_the_cluster_only_once_the_add_on_is_active(
+        local_aws: LocalAws, client_factory: Any) -> None:
+    lab = _governed(local_aws, client_factory, "kqn", addons=())
+    ident = lab.sm.create_compute_quota(**_quota(lab.arn, "early"))["ComputeQuotaId"]
+    _settled(lab, ident, "Created")
+    with pytest.raises(ApiException) as missing:  # no add-on: no Kueue at all
+        lab.custom.list_cluster_custom_object(*KUEUE, "clusterqueues")
+    assert missing.value.status == 404
+    eks = client_factory("eks")
+    eks.create_addon(clusterName=lab.eks, addonName=GOVERNANCE)  # ACTIVE 90 s later
+    lab.control.advance_clock(90)
+    lab.eventually(lambda: not lab.gone("ClusterQueue", "hyperpod-ns-early-clusterqueue"))
+    assert lab.kueue("LocalQueue", "hyperpod-ns-early-localqueue", "hyperpod-ns-early")[
+        "spec"]["clusterQueue"] == "hyperpod-ns-early-clusterqueue"
