@@ -188,6 +188,15 @@ def test_a_quota_and_the_scheduler_config_become_kueue_objects_and_follow_update
         "ClusterSchedulerConfigId"])["Status"] == "Created")
     wpc = lab.kueue("WorkloadPriorityClass", "training-priority")
     assert wpc["value"] == 80
+    config_id = config["ClusterSchedulerConfigId"]
+    lab.sm.update_cluster_scheduler_config(
+        ClusterSchedulerConfigId=config_id, TargetVersion=1, SchedulerConfig={
+            "PriorityClasses": [{"Name": "inference", "Weight": 100}], "FairShare": "Disabled"})
+    wait_for(lambda: lab.sm.describe_cluster_scheduler_config(
+        ClusterSchedulerConfigId=config_id)["Status"] == "Updated")
+    assert lab.kueue("WorkloadPriorityClass", "inference-priority")["value"] == 100
+    assert lab.gone("WorkloadPriorityClass", "training-priority")
+    assert "fairSharing" not in lab.kueue("ClusterQueue", cq_name)["spec"]  # FairShare off
 
     lab.sm.update_compute_quota(
         ComputeQuotaId=ident, TargetVersion=1, ActivationState="Disabled",
@@ -212,7 +221,7 @@ def test_a_quota_and_the_scheduler_config_become_kueue_objects_and_follow_update
     assert lab.gone("ResourceFlavor", P5)  # no quota names the type any more
     lab.sm.delete_cluster_scheduler_config(
         ClusterSchedulerConfigId=config["ClusterSchedulerConfigId"])
-    lab.eventually(lambda: lab.gone("WorkloadPriorityClass", "training-priority"))
+    lab.eventually(lambda: lab.gone("WorkloadPriorityClass", "inference-priority"))
 
 
 def _job(name: str, team: str | None, replicas: int, gpus: int = 8,
