@@ -49,22 +49,28 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sandbox.kube import validation
 from sandbox.kube.errors import KubeError
-from sandbox.kube.objects import now as stamp
 from sandbox.kube.patches import MERGE_PATCH
 from sandbox.kube.store import Checks
 from sandbox.simulator import kueue_admission as ka
 from sandbox.simulator import kueue_objects as ko
-from sandbox.simulator.nodes import LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA
+from sandbox.simulator.kueue_jobs import (
+    INTEGRATIONS,
+    Integration,
+    conditions_of,
+    is_true,
+    meta,
+    reset_condition,
+    selected_type,
+    set_condition,
+    workload_name,
+)
 from sandbox.simulator.scheduling import quantity, requests
-from sandbox.simulator.training import HPJ
 
 if TYPE_CHECKING:
     from sandbox.kube.store import Event
@@ -80,97 +86,6 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MANAGER = "kueue-controller-manager"
 REASONS = {"InCohortReclamation": "reclamation within the cohort",
            "InClusterQueue": "prioritization in the ClusterQueue"}
-
-
-@dataclass(frozen=True)
-class Integration:
-    """A job kind Kueue manages: where it is served, where its suspend flag is, which
-    conditions say it is done (the success one first)."""
-
-    group: str
-    version: str
-    plural: str
-    suspend_path: tuple[str, ...]
-    done: tuple[str, str]
-
-    def pod_sets(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        spec = job.get("spec") or {}
-        if self.plural == "jobs":  # batch/v1: one pod set, as many pods as run at once
-            return [{"name": "main", "count": int(spec.get("parallelism", 1)),
-                     "template": copy.deepcopy(spec.get("template") or {})}]
-        return [{"name": str(r.get("name") or "main").lower(),
-                 "count": int(r.get("replicas") or 0),
-                 "template": copy.deepcopy(r.get("template") or {})}
-                for r in spec.get("replicaSpecs") or []]
-
-    def suspended(self, job: dict[str, Any]) -> bool:
-        value: Any = job
-        for key in self.suspend_path:
-            value = (value or {}).get(key)
-        return bool(value)
-
-    def suspend_patch(self, suspend: bool) -> dict[str, Any]:
-        patch: dict[str, Any] = {self.suspend_path[-1]: suspend}
-        for key in reversed(self.suspend_path[:-1]):
-            patch = {key: patch}
-        return patch
-
-
-INTEGRATIONS = (
-    # the HyperPod training operator's CRD is not public: Kubeflow's runPolicy.suspend
-    Integration(HPJ[0], HPJ[1], HPJ[2], ("spec", "runPolicy", "suspend"),
-                ("Completed", "Failed")),
-    Integration("batch", "v1", "jobs", ("spec", "suspend"), ("Complete", "Failed")),
-)
-
-
-def _md(obj: dict[str, Any]) -> dict[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((obj.get("status") or {}).get("conditions") or [])
-
-
-def is_true(obj: dict[str, Any], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True" for c in _conditions(obj))
-
-
-def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str,
-                  message: str) -> list[dict[str, Any]]:
-    """As apimachinery's SetStatusCondition: the transition time moves only when the status
-    does."""
-    out = [dict(c) for c in conditions]
-    old = next((c for c in out if c.get("type") == kind), None)
-    if old is None:
-        out.append({"type": kind, "status": status, "reason": reason, "message": message,
-                    "lastTransitionTime": stamp()})
-        return out
-    if old["status"] != status:
-        old["lastTransitionTime"] = stamp()
-    old.update(status=status, reason=reason, message=message)
-    return out
-
-
-def _reset(conditions: list[dict[str, Any]], kind: str, reason: str) -> list[dict[str, Any]]:
-    """An active condition turned False ("Previously: …"), as Kueue does on re-admission."""
-    old = next((c for c in conditions if c.get("type") == kind), None)
-    if old is None or old.get("status") != "True":
-        return conditions
-    return set_condition(conditions, kind, "False", reason,
-                         f"Previously: {old.get('message', '')}")
-
-
-def workload_name(job: dict[str, Any]) -> str:
-    """Kueue's name for a job's Workload: `<kind>-<job>-<5 hex of its uid>`."""
-    md = _md(job)
-    digest = hashlib.sha1(str(md.get("uid")).encode()).hexdigest()[:5]
-    return f"{job['kind'].lower()}-{md['name']}"[:247] + f"-{digest}"
-
-
-def _selected_type(template: dict[str, Any]) -> str | None:
-    selector = (template.get("spec") or {}).get("nodeSelector") or {}
-    return selector.get(LABEL_INSTANCE_TYPE) or selector.get(LABEL_INSTANCE_TYPE_BETA)
 
 
 class KueueController:
@@ -200,7 +115,7 @@ class KueueController:
         if status == (obj.get("status") or {}):
             return
         obj["status"] = status
-        md = _md(obj)
+        md = meta(obj)
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": obj["kind"],
                 "metadata": {"name": md["name"]}, "status": status}
         try:
@@ -223,13 +138,13 @@ class KueueController:
             cq = wl["status"]["admission"]["clusterQueue"]  # type: ignore[index]
             self.sim._event(job, "Normal", "Started", f"Admitted by clusterQueue {cq}", MANAGER)
         elif wl is not None and is_true(wl, "Evicted"):
-            message = next(c.get("message", "") for c in _conditions(wl)
+            message = next(c.get("message", "") for c in conditions_of(wl)
                            if c.get("type") == "Evicted")
             self.sim._event(job, "Normal", "Stopped", message, MANAGER)
 
     def _suspend(self, kind: Integration, job: dict[str, Any], suspend: bool) -> None:
         """Set the job's suspend flag (in the store, and in `job` as this pass holds it)."""
-        md = _md(job)
+        md = meta(job)
         rt = self.sim.kube.catalog.lookup(kind.group, kind.version, kind.plural)
         with contextlib.suppress(KubeError):
             job.update(self.sim.kube.store.patch(rt, md.get("namespace"), md["name"],
@@ -240,7 +155,7 @@ class KueueController:
 
     def _workload_for(self, kind: Integration, job: dict[str, Any], priorities: dict[str, int]
                       ) -> dict[str, Any] | None:
-        md = _md(job)
+        md = meta(job)
         labels = md.get("labels") or {}
         spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "active": True,
                                 "podSets": kind.pod_sets(job)}
@@ -267,8 +182,8 @@ class KueueController:
                           workloads: dict[str, dict[str, Any]]) -> None:
         rt = self._rt("workloads")
         for kind, job in jobs:
-            uid = str(_md(job).get("uid"))
-            if uid in workloads or _md(job).get("deletionTimestamp"):
+            uid = str(meta(job).get("uid"))
+            if uid in workloads or meta(job).get("deletionTimestamp"):
                 continue
             if not kind.suspended(job):  # what Kueue's webhook does as the job is created
                 self._suspend(kind, job, True)
@@ -276,14 +191,14 @@ class KueueController:
             if body is None:
                 continue
             try:
-                made = self.sim.kube.store.create(rt, _md(job).get("namespace"), body, MANAGER,
+                made = self.sim.kube.store.create(rt, meta(job).get("namespace"), body, MANAGER,
                                                   checks=Checks(mode=validation.STRICT))
             except KubeError as exc:
-                log.info("kueue simulator: no workload for %s: %s", _md(job)["name"], exc)
+                log.info("kueue simulator: no workload for %s: %s", meta(job)["name"], exc)
                 continue
             workloads[uid] = made
             self.sim._event(job, "Normal", "CreatedWorkload",
-                            f"Created Workload: {_md(made).get('namespace')}/{_md(made)['name']}",
+                            f"Created Workload: {meta(made).get('namespace')}/{meta(made)['name']}",
                             MANAGER)
 
     # --- reconcile ---------------------------------------------------------------------------
@@ -293,29 +208,29 @@ class KueueController:
             return
         jobs = [(kind, j) for kind in INTEGRATIONS
                 for j in self._list(kind.plural, kind.group, kind.version)
-                if (_md(j).get("labels") or {}).get(QUEUE_LABEL)]
-        priorities = {str(_md(p)["name"]): int(p.get("value") or 0)
+                if (meta(j).get("labels") or {}).get(QUEUE_LABEL)]
+        priorities = {str(meta(p)["name"]): int(p.get("value") or 0)
                       for p in self._list("workloadpriorityclasses")}
-        workloads = {str((_md(w).get("labels") or {}).get(JOB_UID_LABEL)): w
+        workloads = {str((meta(w).get("labels") or {}).get(JOB_UID_LABEL)): w
                      for w in self._list("workloads")}
         self._ensure_workloads(jobs, priorities, workloads)
-        by_uid = {str(_md(j).get("uid")): (kind, j) for kind, j in jobs}
+        by_uid = {str(meta(j).get("uid")): (kind, j) for kind, j in jobs}
         for uid, wl in workloads.items():
             if uid in by_uid and not is_true(wl, "Finished"):
                 self._finish_if_done(*by_uid[uid], wl)
         queues = self._queues()
-        local = {(str(_md(q).get("namespace")), str(_md(q)["name"])): q
+        local = {(str(meta(q).get("namespace")), str(meta(q)["name"])): q
                  for q in self._list("localqueues")}
         self._admit(list(workloads.values()), queues, local)
         for kind, job in jobs:
-            wl = workloads.get(str(_md(job).get("uid")))
+            wl = workloads.get(str(meta(job).get("uid")))
             if not (wl is not None and is_true(wl, "Finished")):
                 self._hold(kind, job, wl)
         self._queue_status(queues, local)
 
     def _finish_if_done(self, kind: Integration, job: dict[str, Any], wl: dict[str, Any]
                         ) -> None:
-        done = next((c.get("type") for c in _conditions(job)
+        done = next((c.get("type") for c in conditions_of(job)
                      if c.get("type") in kind.done and c.get("status") == "True"), None)
         if done is None:
             return
@@ -347,7 +262,7 @@ class KueueController:
                             ka.UNLIMITED if limit is None else quantity(limit),
                             None if lend is None else quantity(lend))
             preemption = spec.get("preemption") or {}
-            name = str(_md(cq)["name"])
+            name = str(meta(cq)["name"])
             out[name] = (cq, ka.Queue(
                 name, spec.get("cohortName"), quotas, flavors,
                 preemption.get("withinClusterQueue", "Never"),
@@ -363,7 +278,7 @@ class KueueController:
         covered = {r for _, r in queue.quotas}
         for ps in (wl.get("spec") or {}).get("podSets") or []:
             template = ps.get("template") or {}
-            selected = _selected_type(template)
+            selected = selected_type(template)
             flavor = selected if selected in queue.flavors else (
                 None if selected else (queue.flavors[0] if queue.flavors else None))
             count = int(ps.get("count", 1))
@@ -381,7 +296,7 @@ class KueueController:
     def _admit(self, workloads: list[dict[str, Any]],
                queues: dict[str, tuple[dict[str, Any], ka.Queue]],
                local: dict[tuple[str, str], dict[str, Any]]) -> None:
-        by_key = {f"{_md(w).get('namespace')}/{_md(w)['name']}": w for w in workloads}
+        by_key = {f"{meta(w).get('namespace')}/{meta(w)['name']}": w for w in workloads}
         running, pending, plans = [], [], {}
         for key, wl in by_key.items():
             if is_true(wl, "Finished"):
@@ -391,11 +306,11 @@ class KueueController:
                 cq = status["admission"]["clusterQueue"]
                 entry = queues.get(cq)
                 usage = self._request(wl, entry[1])[0] if entry else {}
-                when = next((c.get("lastTransitionTime", "") for c in _conditions(wl)
+                when = next((c.get("lastTransitionTime", "") for c in conditions_of(wl)
                              if c.get("type") == "QuotaReserved"), "")
                 running.append(ka.Running(key, cq, int(spec.get("priority") or 0), when, usage))
                 continue
-            lq = local.get((str(_md(wl).get("namespace")), str(spec.get("queueName"))))
+            lq = local.get((str(meta(wl).get("namespace")), str(spec.get("queueName"))))
             if lq is None:
                 self._wait(wl, "Inadmissible", f"LocalQueue {spec.get('queueName')} doesn't exist")
                 continue
@@ -410,7 +325,7 @@ class KueueController:
                 continue
             plans[key] = (cq_name, assignments)
             pending.append(ka.Candidate(key, cq_name, int(spec.get("priority") or 0),
-                                        str(_md(wl).get("creationTimestamp") or ""), request))
+                                        str(meta(wl).get("creationTimestamp") or ""), request))
         decision = ka.decide({n: q for n, (_, q) in queues.items()}, running, pending)
         for key, (preemptor, reason) in decision.preempted.items():
             self._evict(by_key[key], by_key[preemptor], reason, queues, plans[preemptor][0])
@@ -444,7 +359,7 @@ class KueueController:
         conditions = set_condition(conditions, "Admitted", "True", "Admitted",
                                    "The workload is admitted")
         for kind in ("Evicted", "Preempted"):
-            conditions = _reset(conditions, kind, "QuotaReserved")
+            conditions = reset_condition(conditions, kind, "QuotaReserved")
         status["conditions"] = conditions
         self._status("workloads", wl, status)
 
@@ -456,8 +371,8 @@ class KueueController:
 
         status = copy.deepcopy(wl.get("status") or {})
         mine = (status.get("admission") or {}).get("clusterQueue", "")
-        message = (f"Preempted to accommodate a workload (UID: {_md(by).get('uid')}, JobUID: "
-                   f"{(_md(by).get('labels') or {}).get(JOB_UID_LABEL)}) due to "
+        message = (f"Preempted to accommodate a workload (UID: {meta(by).get('uid')}, JobUID: "
+                   f"{(meta(by).get('labels') or {}).get(JOB_UID_LABEL)}) due to "
                    f"{REASONS[reason]}; preemptor path: {path(theirs)}; preemptee path: "
                    f"{path(mine)}")
         status.pop("admission", None)
@@ -479,7 +394,7 @@ class KueueController:
         per_cq: dict[str, list[dict[str, Any]]] = defaultdict(list)
         per_lq: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for wl in workloads:
-            key = (str(_md(wl).get("namespace")), str((wl.get("spec") or {}).get("queueName")))
+            key = (str(meta(wl).get("namespace")), str((wl.get("spec") or {}).get("queueName")))
             if key in local:
                 per_lq[key].append(wl)
                 per_cq[lq_cq[key]].append(wl)
