@@ -32,10 +32,12 @@ from sandbox.gaps.eks_state import (
     state,
 )
 from sandbox.gaps.sagemaker_common import iam_role, s3_bucket
+from sandbox.gaps.sagemaker_governance import settle_kueue
 
 ADDON_CREATING_S = 90.0
 ADDON_UPDATING_S = 60.0
 ADDON_DELETING_S = 60.0
+GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
 
 
 def _after(ctx: GapContext, seconds: float, change: Any) -> None:
@@ -216,6 +218,8 @@ def _becomes(
                 return
             if status == "CREATING":
                 _install_objects(app, rec, BY_NAME[name])
+                if name == GOVERNANCE_ADDON:  # the add-on's controller makes the quotas real
+                    settle_kueue(app)
             addon["status"] = "ACTIVE"
             addon["modifiedAt"] = now()
             _settle(app, rec, name)

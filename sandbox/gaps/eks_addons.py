@@ -2,8 +2,8 @@
 puts into the cluster once ACTIVE: its namespace, its CRDs (so custom resources such as
 HyperPodPyTorchJob or InferenceEndpointConfig exist only after their add-on, as on EKS) and
 a workload object. A CRD is upstream's where it is public and stored under
-sandbox/data/crds/ (the inference operator's), so its resources are validated against the
-real schema; otherwise (the training operator's, Kueue's ...) its schema is open. The Spaces
+sandbox/data/crds/ (the inference operator's, Kueue's), so its resources are validated
+against the real schema; otherwise (the training operator's ...) its schema is open. The Spaces
 add-on's three (Workspace, WorkspaceTemplate, WorkspaceAccessStrategy) are jupyter-k8s's,
 upstream's. Versions are real add-on version strings (the Spaces add-on's is a stand-in);
 each lists the Kubernetes versions it supports, and the newest compatible one is the
@@ -382,11 +382,15 @@ CATALOGUE: tuple[Addon, ...] = (
     Addon(
         "amazon-sagemaker-hyperpod-taskgovernance",
         "machine-learning",
-        (("v1.3.0-eksbuild.1", "1.28", "1.34"), ("v1.2.2-eksbuild.1", "1.28", "1.33")),
+        # v1.6 packages Kueue v0.19.2 (AWS's add-on upgrade guide): upstream's CRDs, whose
+        # storage version is v1beta2 (sandbox/gaps/governance_addon.py plays its controller)
+        (("v1.6.0-eksbuild.1", "1.30", "1.34"), ("v1.3.0-eksbuild.1", "1.28", "1.34"),
+         ("v1.2.2-eksbuild.1", "1.28", "1.33")),
         namespace="kueue-system",
         workload=("Deployment", "kueue-controller-manager"),
         crds=tuple(
-            Crd("kueue.x-k8s.io", kind, plural, scope, ("v1beta1",))
+            Crd("kueue.x-k8s.io", kind, plural, scope, ("v1beta2", "v1beta1"),
+                file=f"kueue.x-k8s.io_{plural}.yaml")
             for kind, plural, scope in (
                 ("ClusterQueue", "clusterqueues", "Cluster"),
                 ("LocalQueue", "localqueues", "Namespaced"),

@@ -243,7 +243,19 @@ def _change(ctx: GapContext, kind: Kind, ident: str, frm: str, to: str | None,
             record["current"]["Status"] = to
             record["versions"][record["current"][kind.version_key]]["Status"] = to
 
-    ctx.app.transitions.timeline.after(seconds, change)
+    def change_and_sync() -> None:
+        change()
+        settle_kueue(ctx.app)
+
+    ctx.app.transitions.timeline.after(seconds, change_and_sync)
+
+
+def settle_kueue(app: Any) -> None:
+    """Let the task-governance add-on's controller catch up (`governance_addon`: a timed
+    change due at once, run once this one has let go of its locks)."""
+    from sandbox.gaps.governance_addon import sync
+
+    app.transitions.timeline.after(0, lambda: sync(app))
 
 
 def _team_taken(others: list[dict[str, Any]], team: str, ident: str | None = None

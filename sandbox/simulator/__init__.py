@@ -12,6 +12,9 @@ workload registers what its containers do). The workspace controller (`workspace
 Spaces add-on's jupyter-k8s) also gives each workspace's server an HTTP face
 (`workspace_server`: its `/api/status` and a listing of the bucket at /s3, behind the
 cluster's `/workspaces/<namespace>/<name>/` router) and idles it by the sandbox clock.
+Kueue (`kueue`, `kueue_admission`, run by `cluster` before the operators) holds queued jobs
+suspended until their Workloads are admitted; `kueue_objects` builds the queues the
+task-governance add-on makes from SageMaker's compute quotas.
 """
 
 from sandbox.simulator.nodes import (

@@ -38,6 +38,7 @@ from sandbox.kube.store import Event
 from sandbox.kube.streams import CLOSING
 from sandbox.simulator import provisioner, scheduling, volumes
 from sandbox.simulator.inference import InferenceOperator
+from sandbox.simulator.kueue import KueueController
 from sandbox.simulator.pods import (
     PULL_S,
     TERMINAL,
@@ -87,6 +88,7 @@ class ClusterSimulator:
         self.files = ScriptFiles(kube, lambda: self.objects)
         self.programs.register(self.files)  # asked after every workload's own resolver
         self.training = TrainingControllers(self, training or TrainingBook())
+        self.kueue = KueueController(self)
         self.runs: dict[str, PodRun] = {}  # pod uid → its run
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -139,6 +141,8 @@ class ClusterSimulator:
         """The kind an event changed, if the controllers care."""
         if isinstance(item, Event) and self.training.watches(item):
             return {"training-jobs"}
+        if isinstance(item, Event) and self.kueue.watches(item):
+            return {"kueue"}
         if isinstance(item, Event) and self.inference.watches(item):
             return {"inference-endpoints"}
         if isinstance(item, Event) and self.workspaces.watches(item):
@@ -153,6 +157,8 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
+        if changed & {"training-jobs", "kueue", "jobs"}:  # first: it holds queued jobs
+            steps.append(self.kueue.reconcile)
         if changed & {"inference-endpoints", "deployments", "services"}:
             steps.append(self.inference.reconcile)
         if changed & {"workspaces", "deployments", "services"}:

@@ -404,11 +404,14 @@ class TrainingControllers:
                for c in old):
             return
         name = md["name"]
+        run_policy = (job.get("spec") or {}).get("runPolicy") or {}
+        if run_policy.get("suspend"):
+            self._suspended(job, pods, old)
+            return
         existing = {str(_md(p).get("name")): p for p in pods}
         for pod_name, template in self._replicas(job):
             if pod_name not in existing:
                 self._create_pod(job, HPJ, pod_name, template, {JOB_LABEL: name}, OPERATOR)
-        run_policy = (job.get("spec") or {}).get("runPolicy") or {}
         allowed = run_policy.get("jobMaxRetryCount")
         restarts, waiting_restart = 0, False
         for pod in pods:
@@ -456,6 +459,22 @@ class TrainingControllers:
         if first and (first.get("status") or {}).get("podIP"):
             status["masterAddr"] = first["status"]["podIP"]
             status["masterPort"] = MASTER_PORT
+        self._write_status(job, HPJ, status, OPERATOR)
+
+    def _suspended(self, job: dict[str, Any], pods: list[dict[str, Any]],
+                   old: list[dict[str, Any]]) -> None:
+        """`runPolicy.suspend` (Kueue holds the job until it is admitted, or evicted it): no
+        pods — those running go — and a Suspended condition, as Kubeflow's operators do."""
+        self._delete_pods(pods)
+        status = copy.deepcopy(job.get("status") or {})
+        status["conditions"] = [
+            _condition("Created", "JobCreated",
+                       f"HyperPodPyTorchJob {_md(job)['name']} is created.", old),
+            _condition("Suspended", "JobSuspended",
+                       f"HyperPodPyTorchJob {_md(job)['name']} is suspended.", old)]
+        status["jobPods"] = []
+        status.pop("masterAddr", None)
+        status.pop("masterPort", None)
         self._write_status(job, HPJ, status, OPERATOR)
 
     # --- RayJob ---------------------------------------------------------------------------------

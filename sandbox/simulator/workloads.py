@@ -428,7 +428,11 @@ class Workloads:
             for pod in active:
                 self._delete_pod(pod)
             new["active"] = 0
-        elif not spec.get("suspend"):
+        elif spec.get("suspend"):  # suspended (by Kueue, say): its running pods go
+            for pod in active:
+                self._delete_pod(pod)
+            new["active"] = 0
+        else:
             missing = min(parallelism, completions - succeeded) - len(active)
             labels = {k: md["name"] for k in JOB_NAME_LABELS}
             labels.update({k: str(md.get("uid")) for k in JOB_UID_LABELS})
