@@ -149,6 +149,28 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
     page.get_by_test_id("ig-count").fill("2")
     expect(create).to_be_enabled()
 
+    # a subnet outside the cluster's VPC passes the check (quotas) but the API refuses the
+    # add on its field; the next check clears it
+    page.get_by_test_id("placement-subnet").check(force=True)
+    subnet = page.get_by_test_id("ig-subnet")
+    subnet.fill("subnet-0123456789abcdef0")
+    with page.expect_response(lambda r: "/api/v1/preflight?" in r.url):
+        page.get_by_test_id("ig-check").click()
+    expect(create).to_be_enabled()
+    with page.expect_response(lambda r: r.request.method == "POST") as refused:
+        create.click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(page.get_by_test_id("error-ig-subnet_id")).to_contain_text("not in the cluster's VPC")
+    expect(subnet).to_have_attribute("aria-invalid", "true")
+    expect(subnet).to_be_focused()
+    expect(page.get_by_test_id("ig-form-error")).to_be_empty()  # said once, on its field
+    page.get_by_test_id("placement-zone").check(force=True)
+    with page.expect_response(lambda r: "/api/v1/preflight?" in r.url):
+        page.get_by_test_id("ig-check").click()
+    expect(page.get_by_test_id("error-ig-subnet_id")).to_be_empty()
+    expect(subnet).to_have_attribute("aria-invalid", "false")
+    expect(create).to_be_enabled()
+
     with page.expect_request(lambda r: r.method == "POST"
                              and r.url.endswith(_group_url(cluster))) as posted:
         create.click()
