@@ -62,7 +62,9 @@ export function mountMlflow(card, ctx, cluster) {
     confirmDestroy({
       kind: 'tracking server from cluster', name: cluster, verb: 'Detach', confirmText: 'Detach', url: path,
       action: 'mlflow-detach', signal: ctx.signal, send,
-      about: h('p', null, 'New jobs stop logging to it; the jobs\' role and identities go. ',
+      about: h('p', { testid: 'mlflow-detach-about' },
+        view.tracking_server ? ['Detaches tracking server ', h('b', { class: 'id' }, view.tracking_server.name), ': '] : 'Detaches what a failed attach left: ',
+        'new jobs stop logging to it; the jobs\' role and identities go. ',
         view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).'),
     }).then((reply) => {
       if (!reply) return;
