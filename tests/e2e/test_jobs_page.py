@@ -41,9 +41,20 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     page.get_by_test_id("job-image").fill("repo/train:1")
     page.get_by_test_id("job-script").fill("/s3/code/train.py")
     page.get_by_test_id("job-gpus").fill("1")
+    # more nodes than the cluster has: refused on the field, cleared by the good submit
+    nodes, nodes_error = page.get_by_test_id("job-nodes"), page.get_by_test_id("error-job-nodes")
+    nodes.fill("99")
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/jobs")) as refused:
+        page.get_by_test_id("job-submit").click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(nodes_error).to_contain_text("99 nodes asked")
+    nodes.fill("1")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/jobs")) as sent:
         page.get_by_test_id("job-submit").click()
     assert sent.value.post_data_json["recipe"] == "torchrun"
+    expect(nodes_error).to_be_empty()
+    expect(nodes).to_have_attribute("aria-invalid", "false")
     assert sent.value.headers.get("idempotency-key")
     accepted = sent.value.response()
     assert accepted.status == 202 and accepted.json()["operation"]["kind"] == "job.create"
@@ -163,10 +174,13 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
         page.get_by_test_id("job-gpus").fill("1")
         page.get_by_test_id("job-nodes").fill("99")
         page.get_by_test_id("job-submit").click()
-        expect(page.get_by_test_id("job-form-error")).to_contain_text(
-            "nodes: 99 nodes asked, each with 1 GPU; the cluster can hold at most 2: group "
+        # said once, on its field (form_fields.js), the focus with it
+        expect(page.get_by_test_id("error-job-nodes")).to_contain_text(
+            "99 nodes asked, each with 1 GPU; the cluster can hold at most 2: group "
             "'workers' holds 2", timeout=AWS_READ_TIMEOUT_MS)
         expect(page.get_by_test_id("job-nodes")).to_have_attribute("aria-invalid", "true")
+        expect(page.get_by_test_id("job-nodes")).to_be_focused()
+        expect(page.get_by_test_id("job-form-error")).to_be_empty()
 
         def on_the_endpoints_page() -> None:  # an endpoint that waits says why there too
             page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
