@@ -17,7 +17,7 @@ import { fieldErrors } from './api.js';
 export function fieldSet(prefix) {
   const inputs = {};
   const lines = {};
-  const id = (key) => `${prefix}-${key.replace(/[._]/g, '-')}`;
+  const id = (key) => fieldId(prefix, key);
 
   /** The error line of a field the form lays out itself (a radio group, a field in a row or
    * shown only for one choice): `input` is what turns aria-invalid (a radio group's box is
@@ -89,11 +89,9 @@ export function fieldSet(prefix) {
    * field said together; `as(name)` renames an API field to the form's, for a form that asks
    * it differently), the rest — or the message when it names none — on the form's line. */
   function showRefusal(err, formErr, as = (name) => name) {
-    const raw = err.status === 422 ? err.details : null;
-    const details = raw && raw.fields ? { fields: raw.fields } : raw;
     const said = {};
     const other = [];
-    for (const [name, msg] of Object.entries(fieldErrors(details))) {
+    for (const [name, msg] of Object.entries(refusedFields(err))) {
       const key = placeOf(as(name));
       if (key === null) { other.push(`${name}: ${msg}`); continue; }
       const words = msg.startsWith(`${key}: `) ? msg.slice(key.length + 2) : msg;
@@ -105,4 +103,24 @@ export function fieldSet(prefix) {
   }
 
   return { field, line, setError, show, clear, focus, showRefusal, inputs };
+}
+
+const fieldId = (prefix, key) => `${prefix}-${key.replace(/[._]/g, '-')}`;
+
+/** A refusal's messages by field ({name: message}, dotted for nested fields): a 422's
+ * details (its `fields` when it has numbers beside them); none for any other error. */
+export function refusedFields(err) {
+  const raw = err && err.status === 422 ? err.details : null;
+  return fieldErrors(raw && raw.fields ? { fields: raw.fields } : raw);
+}
+
+/** For a view that re-renders its inputs from its state (a card, a table row) and keeps the
+ * last refusal there: `input` with that field's message on its line, as fieldSet shows it
+ * (`error-<prefix>-<key>`, aria-invalid); the input alone when there is none. */
+export function withFieldError(prefix, key, input, msg) {
+  if (!msg) return [input];
+  const line = h('span', { class: 'err', id: `${fieldId(prefix, key)}-error`, testid: `error-${prefix}-${key}`, role: 'alert' }, msg);
+  input.setAttribute('aria-invalid', 'true');
+  input.setAttribute('aria-describedby', line.id);
+  return [input, line];
 }

@@ -111,6 +111,9 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     assert put.value.headers.get("idempotency-key")
     expect(page.get_by_test_id("toast-message").last).to_contain_text(
         "no tracking server no-such-server")
+    expect(page.get_by_test_id("error-mlflow-tracking_server")).to_contain_text(
+        "no tracking server no-such-server")  # and on its field (form_fields.js)
+    expect(page.get_by_test_id("mlflow-existing")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
     # deleted from its row: the page follows the delete's operation until the job is gone
     page.get_by_test_id(f"job-delete-{name}").click()
