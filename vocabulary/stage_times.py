@@ -14,10 +14,13 @@ says where it comes from (the sandbox plays the same waits: sandbox/timing.py, s
 - activate: hypd's own records: seconds;
 - dependencies: EKS add-ons (each `CREATING` for a minute or two) and HyperPod's Helm
   dependencies;
-- hyperpod: SageMaker's CreateCluster (its cluster-level resources, commonly 10 minutes or
-  more), then each instance's launch, lifecycle scripts and kubelet join (several more).
-  AWS documents no figure. On-start deep health checks add 15 minutes or more (not in the
-  range);
+- hyperpod: SageMaker's CreateCluster until `InService`: its cluster-level resources, then
+  each instance's launch, lifecycle scripts and kubelet join. An estimate: AWS's
+  CreateCluster reference and HyperPod guide give no figure (searched 2026-12). The only
+  figures found are reports: Alchemy's SageMaker provider says provisioning a HyperPod
+  cluster takes 10-25 minutes; AWS Labs' SageMaker AI MCP server says about 30 minutes for
+  its whole stack (VPC, EKS and HyperPod together, so its HyperPod share is less). On-start
+  deep health checks add 15 minutes or more (not in the range);
 - storage: the shared S3 bucket and its mount, seconds to a minute; an FSx for Lustre file
   system adds commonly 5 to 10 minutes.
 """
@@ -30,6 +33,10 @@ SOURCES = {
     "eks_roadmap": "https://github.com/aws/containers-roadmap/issues/1227",
     "hyperpod_create": "https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
                        "API_CreateCluster.html",
+    # reports, not AWS's word: the hyperpod row is an estimate (the docstring says why)
+    "hyperpod_report_alchemy": "https://alchemy.run/providers/aws/sagemaker/cluster",
+    "hyperpod_report_awslabs": "https://github.com/awslabs/mcp/tree/main/src/"
+                               "sagemaker-ai-mcp-server",
 }
 
 TYPICAL_MINUTES: dict[str, tuple[int, int]] = {
@@ -37,6 +44,6 @@ TYPICAL_MINUTES: dict[str, tuple[int, int]] = {
     "eks": (10, 15),
     "activate": (0, 1),
     "dependencies": (2, 5),
-    "hyperpod": (15, 25),
+    "hyperpod": (10, 25),  # an estimate from reports: AWS gives no figure
     "storage": (1, 2),
 }

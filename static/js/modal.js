@@ -2,18 +2,20 @@
 // confirm button that shows a spinner while its submit runs. The dashboard's mutating
 // dialogs (instance groups, node actions, cluster software) are built on it.
 
-import { isAbort, fieldErrors } from './api.js';
+import { isAbort } from './api.js';
 import { h, spinner } from './ui.js';
+import { fieldSet } from './form_fields.js';
 
 /**
  * openModal({testid, title, content, confirmText, cancelText, danger, wide, signal, onSubmit,
  * onError, canConfirm, fields}) testids: `<testid>` (the dialog), `<testid>-title`, `<testid>-error`,
  * `<testid>-cancel`, `<testid>-confirm`. onSubmit({close, error}) may throw: an ApiError's
- * message lands in the error line unless onError(err, errorEl) handles it. canConfirm(), when
- * given, decides whether the confirm button is enabled once a submit has settled (the
- * caller keeps it up to date otherwise). fields: {key: input} — a refusal's `details` for a
- * key (the API's field name, dotted when nested) is shown on that input's own error line
- * (`error-<testid>-<key>`, aria-invalid), all cleared at the next submit and on success.
+ * refusal is shown the one way (form_fields.js) unless onError(err, errorEl) handles it (a
+ * dialog with its own fieldSet). canConfirm(), when given, decides whether the confirm
+ * button is enabled once a submit has settled (the caller keeps it up to date otherwise).
+ * fields: {key: input} — a 422's `details` for a key (the API's field name, dotted when
+ * nested) is shown on that input's own error line (`error-<testid>-<key>`, aria-invalid),
+ * the rest on the dialog's error line; all cleared at the next submit.
  * Answers {dlg, confirmBtn, error, close}.
  */
 export function openModal({ testid, title, content, confirmText, cancelText = 'Cancel', danger = false, wide = false, signal, onSubmit, onError, canConfirm, fields = {} }) {
@@ -24,29 +26,8 @@ export function openModal({ testid, title, content, confirmText, cancelText = 'C
     h('h2', { id: `${testid}-title`, testid: `${testid}-title` }, title), content, error,
     h('div', { class: 'modal-actions' }, cancelBtn, confirmBtn));
   // each field's own error line, right after its input
-  const fieldErr = {};
-  for (const [key, input] of Object.entries(fields)) {
-    fieldErr[key] = h('div', { class: 'err', id: `error-${testid}-${key}`, testid: `error-${testid}-${key}`, role: 'alert' });
-    input.after(fieldErr[key]);
-    input.setAttribute('aria-describedby', fieldErr[key].id);
-  }
-  const clearFields = () => {
-    for (const [key, line] of Object.entries(fieldErr)) {
-      line.textContent = '';
-      fields[key].removeAttribute('aria-invalid');
-    }
-  };
-  /** Show the refusal's per-field messages; answers whether any field took one. */
-  const showFields = (ex) => {
-    let shown = false;
-    for (const [key, msg] of Object.entries(fieldErrors(ex && ex.details))) {
-      if (!fieldErr[key]) continue;
-      fieldErr[key].textContent = msg;
-      fields[key].setAttribute('aria-invalid', 'true');
-      shown = true;
-    }
-    return shown;
-  };
+  const fieldLines = fieldSet(testid);
+  for (const [key, input] of Object.entries(fields)) input.after(fieldLines.line(key, input));
   const dlg = h('dialog', { class: `modal${wide ? ' wide' : ''}`, testid, 'aria-labelledby': `${testid}-title` }, form);
   document.body.appendChild(dlg);
 
@@ -62,15 +43,13 @@ export function openModal({ testid, title, content, confirmText, cancelText = 'C
     const label = [...confirmBtn.childNodes];
     confirmBtn.disabled = true;
     confirmBtn.replaceChildren(spinner(), 'Sending…');
-    error.textContent = '';
-    clearFields();
+    fieldLines.clear(error);
     try {
       await onSubmit({ close, error });
     } catch (ex) {
       if (isAbort(ex)) return;
       if (onError) onError(ex, error);
-      else error.textContent = ex.message;
-      showFields(ex);
+      else fieldLines.showRefusal(ex, error);
     } finally {
       busy = false;
       if (dlg.open) {

@@ -125,6 +125,12 @@ def page_checks(page, where: str, within: str = "body") -> None:
     assert not leaks, f"{where}: the page says {leaks}: {lines[:5]}"
     wide = page.evaluate(TOO_WIDE, within)
     assert not wide, f"{where}: wider than the window ({page.viewport_size['width']} px): {wide}"
+    axe_check(page, where, within)
+
+
+def axe_check(page, where: str, within: str = "body") -> None:
+    """axe-core's serious or critical violations of the page as it is now, in the colour
+    scheme it is shown in (page_checks runs it; a walk runs it again under `dark`)."""
     # evaluated by the DevTools protocol, not as a page script: the dashboard's CSP stays on
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(_axe_source())
@@ -138,3 +144,16 @@ def page_checks(page, where: str, within: str = "body") -> None:
     bad = [v for v in violations if v["impact"] in AXE_FAILS]
     assert not bad, f"{where}: axe-core finds " + "; ".join(
         f"{v['id']} ({v['impact']}: {v['help']}) at {v['nodes']}" for v in bad)
+
+
+
+@contextlib.contextmanager
+def dark(page):
+    """The page in its dark theme (app.css's prefers-color-scheme: dark) for the block, then
+    light again. Only colours change, so what page_checks read of the text and the widths
+    holds: a walk reruns only axe (its contrast rules) inside."""
+    page.emulate_media(color_scheme="dark")
+    try:
+        yield page
+    finally:
+        page.emulate_media(color_scheme="light")

@@ -27,8 +27,10 @@ from tests.e2e.helpers import (
     AWS_READ_TIMEOUT_MS,
     OPERATION_TIMEOUT_MS,
     UUID_RE,
+    axe_check,
     base,
     cancel,
+    dark,
     destroy_dialog,
     page_checks,
     plan_read,
@@ -147,6 +149,28 @@ def test_operator_adds_a_spot_group_then_changes_its_count(page, stack, cluster)
     expect(create).to_be_disabled()
     expect(page.get_by_test_id("ig-create-hint")).to_have_attribute("data-state", "stale")
     page.get_by_test_id("ig-count").fill("2")
+    expect(create).to_be_enabled()
+
+    # a subnet outside the cluster's VPC passes the check (quotas) but the API refuses the
+    # add on its field; the next check clears it
+    page.get_by_test_id("placement-subnet").check(force=True)
+    subnet = page.get_by_test_id("ig-subnet")
+    subnet.fill("subnet-0123456789abcdef0")
+    with page.expect_response(lambda r: "/api/v1/preflight?" in r.url):
+        page.get_by_test_id("ig-check").click()
+    expect(create).to_be_enabled()
+    with page.expect_response(lambda r: r.request.method == "POST") as refused:
+        create.click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(page.get_by_test_id("error-ig-subnet_id")).to_contain_text("not in the cluster's VPC")
+    expect(subnet).to_have_attribute("aria-invalid", "true")
+    expect(subnet).to_be_focused()
+    expect(page.get_by_test_id("ig-form-error")).to_be_empty()  # said once, on its field
+    page.get_by_test_id("placement-zone").check(force=True)
+    with page.expect_response(lambda r: "/api/v1/preflight?" in r.url):
+        page.get_by_test_id("ig-check").click()
+    expect(page.get_by_test_id("error-ig-subnet_id")).to_be_empty()
+    expect(subnet).to_have_attribute("aria-invalid", "false")
     expect(create).to_be_enabled()
 
     with page.expect_request(lambda r: r.method == "POST"
@@ -336,6 +360,8 @@ def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster)
     page.goto(f"{base(stack)}/")
     expect(page.get_by_test_id("token-input")).to_be_visible()
     page_checks(page, "sign-in")
+    with dark(page):
+        axe_check(page, "sign-in (dark)")
     sign_in(page, stack, stack.operator_token, "operator")
     with stack.client("viewer") as c:
         ops = c.get("/api/v1/operations", params={"target": f"cluster/{cluster}"}).json()["items"]
@@ -356,12 +382,19 @@ def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster)
             page.set_viewport_size({"width": width, "height": 860})
             page.screenshot(path=shots / f"{route.replace('/', '_')}-{width}.png", full_page=True)
         page.set_viewport_size({"width": 1280, "height": 860})
+        # and in the dark theme: axe again (its contrast), and how it looks at 1280 px
+        with dark(page):
+            axe_check(page, f"#/{route} (dark)")
+            page.screenshot(path=shots / f"{route.replace('/', '_')}-1280-dark.png",
+                            full_page=True)
     # the one confirmation, open with its plan
     open_capacity(page, stack, cluster)
     page.get_by_test_id("ig-delete-workers").click()
     dialog = destroy_dialog(page, "instance group", "workers", "ig-delete")
     plan_read(dialog)
     page_checks(page, "the delete dialog of an instance group", within="dialog[open]")
+    with dark(page):
+        axe_check(page, "the delete dialog of an instance group (dark)", within="dialog[open]")
     cancel(dialog)
 
 

@@ -307,7 +307,7 @@ def test_a_type_without_efa_is_planned_as_the_api_accepts_it(page, stack):
     planned = review_plan(page)
     assert planned.status == 200, planned.text()
     assert "efa_mode" not in planned.request.post_data_json
-    expect(page.get_by_test_id("error-instance_type")).to_be_empty()
+    expect(page.get_by_test_id("error-cluster-instance_type")).to_be_empty()
 
 
 def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
@@ -319,9 +319,9 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
     # refused before any request
     page.get_by_test_id("cluster-name").fill("Bad_Name")
     page.get_by_test_id("cluster-plan").click()
-    expect(page.get_by_test_id("error-name")).not_to_be_empty()
+    expect(page.get_by_test_id("error-cluster-name")).not_to_be_empty()
     expect(page.get_by_test_id("cluster-name")).to_have_attribute("aria-invalid", "true")
-    expect(page.get_by_test_id("error-availability_zone")).not_to_be_empty()
+    expect(page.get_by_test_id("error-cluster-availability_zone")).not_to_be_empty()
     assert posts == []
 
     # a type with many EFA interfaces offers EFA-only; a real preflight shortfall is shown
@@ -354,9 +354,9 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
 
     page.route(lambda url: "/api/v1/clusters?dry_run=true" in url, refuse_422)
     page.get_by_test_id("cluster-plan").click()
-    expect(page.get_by_test_id("error-instance_count")).to_have_text(fields["instance_count"][0])
+    expect(page.get_by_test_id("error-cluster-instance_count")).to_have_text(fields["instance_count"][0])
     expect(page.get_by_test_id("cluster-count")).to_have_attribute("aria-invalid", "true")
-    expect(page.get_by_test_id("error-subnet_ids")).to_have_text(
+    expect(page.get_by_test_id("error-cluster-existing_vpc.subnet_ids")).to_have_text(
         fields["existing_vpc"]["subnet_ids"][0])
     expect(page.get_by_test_id("plan-error")).to_be_visible()
     expect(page.get_by_test_id("cluster-create")).to_be_disabled()
@@ -366,7 +366,7 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
     planned = review_plan(page)
     assert planned.status == 200
     expect(page.get_by_test_id("cluster-create")).to_be_enabled()
-    assert not page.get_by_test_id("error-instance_count").text_content()
+    assert not page.get_by_test_id("error-cluster-instance_count").text_content()
     failed_check = {"name": "instance_quota", "ok": False, "status": "fail", "required": 2,
                     "available": 0, "message": "quota now 0", "how_to_fix": "ask for more"}
 
@@ -391,9 +391,14 @@ def test_form_shows_field_errors_preflight_failures_and_412(page, stack):
     page.get_by_test_id("cluster-cidr").fill("10.0.0.0/20")
     refused = review_plan(page)
     assert refused.status == 422
-    expect(page.get_by_test_id("error-cidr")).to_contain_text("/16 to /18")
+    expect(page.get_by_test_id("error-cluster-cidr")).to_contain_text("/16 to /18")
     expect(page.get_by_test_id("cluster-cidr")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("cluster-form-error")).not_to_contain_text("/16 to /18")
+    expect(page.get_by_test_id("cluster-cidr")).to_be_focused()
+    page.get_by_test_id("cluster-cidr").fill("10.0.0.0/16")
+    assert review_plan(page).status == 200
+    expect(page.get_by_test_id("error-cluster-cidr")).to_be_empty()
+    expect(page.get_by_test_id("cluster-cidr")).to_have_attribute("aria-invalid", "false")
 
 
 def test_viewer_sees_cluster_controls_disabled(page, stack, rest_cluster):

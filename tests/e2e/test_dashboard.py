@@ -60,10 +60,33 @@ def test_operator_creates_network_and_follows_progress(page, stack):
     page.get_by_test_id("network-name").fill(name)
     expect(page.get_by_test_id("network-cidr")).to_have_value("10.0.0.0/16")
 
+    # the API's refusal lands on its field (form_fields.js) and the focus with it
+    cidr = page.get_by_test_id("network-cidr")
+    cidr_error = page.get_by_test_id("error-network-cidr")
+    cidr.fill("10.0.0.0/20")
+    with page.expect_response(lambda r: r.request.method == "POST") as refused:
+        create.click()
+    assert refused.value.status == 422
+    expect(cidr_error).to_contain_text("/16 to /18")
+    expect(cidr).to_have_attribute("aria-invalid", "true")
+    expect(cidr).to_be_focused()
+    cidr.fill("10.0.0.0/16")
+
+    # the successful submit goes out from a clean form: its POST is held while the form is
+    # read (its 202 leaves the page), then let through
+    held = []
+    page.route("**/api/v1/networks", lambda route: held.append(route)
+               if route.request.method == "POST" else route.continue_())
     with page.expect_request(
         lambda r: r.method == "POST" and r.url.split("?")[0].endswith("/api/v1/networks")
     ) as posted:
         create.click()
+    expect(cidr_error).to_be_empty()
+    expect(cidr).to_have_attribute("aria-invalid", "false")
+    expect(page.get_by_test_id("network-form-error")).to_be_empty()
+    page.wait_for_timeout(50)
+    assert held, "the create was not sent"
+    held[0].continue_()
     request = posted.value
     assert UUID_RE.match(request.headers.get("idempotency-key", "")), request.headers
     assert request.headers.get("authorization") == f"Bearer {stack.operator_token}"
@@ -205,7 +228,7 @@ def test_invalid_name_is_refused_before_any_request(page, stack):
     page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
     page.get_by_test_id("network-name").fill("Bad_Name")
     page.get_by_test_id("network-create").click()
-    expect(page.get_by_test_id("error-name")).not_to_be_empty()
+    expect(page.get_by_test_id("error-network-name")).not_to_be_empty()
     expect(page.get_by_test_id("network-name")).to_have_attribute("aria-invalid", "true")
     assert posts == []
     page_checks(page, "the network form with an error")

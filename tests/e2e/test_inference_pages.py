@@ -95,11 +95,26 @@ def test_an_endpoint_is_created_tested_and_deleted_from_its_page(page, stack, cl
         ["Choose a model", "llama", "qwen"])
     page.get_by_test_id("ep-model").select_option("llama")
     page.get_by_test_id("ep-gpus").fill("1")
+    # more replicas than the cluster can ever hold: the API's refusal on the field it names
+    # (form_fields.js), cleared by the successful create that follows
+    page.get_by_test_id("ep-replicas").fill("64")
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/endpoints")) as refused:
+        page.get_by_test_id("ep-create").click()
+    assert refused.value.status == 422, refused.value.text()
+    [named] = refused.value.json()["error"]["details"]["fields"]
+    error = page.get_by_test_id(f"error-ep-{named}")
+    expect(error).not_to_be_empty()
+    expect(page.get_by_test_id(f"ep-{named}")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("ep-form-error")).to_be_empty()  # said once, on its field
+    page.get_by_test_id("ep-replicas").fill("1")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
             f"/api/v1/clusters/{cluster}/endpoints")) as sent:
         page.get_by_test_id("ep-create").click()
     assert sent.value.post_data_json == {"name": "web", "kind": "vllm", "model": "llama",
                                          "gpus": 1, "replicas": 1, "service": "in_cluster"}
+    expect(error).to_be_empty()
+    expect(page.get_by_test_id(f"ep-{named}")).to_have_attribute("aria-invalid", "false")
     expect(page.get_by_test_id("endpoint-state-web")).to_have_text(
         "ready", timeout=OPERATION_TIMEOUT_MS)
     page.get_by_test_id("endpoint-invoke-web").click()
@@ -147,11 +162,27 @@ def test_a_download_shows_its_progress_to_the_end(page, stack, cluster):
     _open(page, stack, stack.operator_token, "operator", cluster, "models")
     page.get_by_test_id("model-name").fill("tiny-ui")
     page.get_by_test_id("model-repo").fill("acme/tiny")
+    # a hub token Secret the cluster has not: the API's refusal on the Secret's name, cleared
+    # by the successful download that follows
+    secret = page.get_by_test_id("model-secret")
+    secret.fill("no-such-secret")
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/models")) as refused:
+        page.get_by_test_id("model-download").click()
+    assert refused.value.status == 422, refused.value.text()
+    error = page.get_by_test_id("error-model-hub_token_secret.name")
+    expect(error).to_contain_text("no-such-secret")
+    expect(secret).to_have_attribute("aria-invalid", "true")
+    expect(secret).to_be_focused()
+    expect(page.get_by_test_id("model-form-error")).to_be_empty()
+    secret.fill("")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
             f"/api/v1/clusters/{cluster}/models")) as sent:
         page.get_by_test_id("model-download").click()
     assert sent.value.post_data_json == {"name": "tiny-ui", "source": "huggingface",
                                          "repo": "acme/tiny", "revision": "main"}
+    expect(error).to_be_empty()
+    expect(secret).to_have_attribute("aria-invalid", "false")
     expect(page.get_by_test_id("model-state-tiny-ui")).to_have_text(
         "available", timeout=OPERATION_TIMEOUT_MS)
     expect(page.get_by_test_id("model-files-tiny-ui")).to_have_text("4")
@@ -175,7 +206,7 @@ def test_an_s3_prefix_is_downloaded_from_the_form(page, stack, cluster):
     expect(page.get_by_test_id("model-repo")).to_be_hidden()
     page.get_by_test_id("model-s3-uri").fill("not-a-uri")
     page.get_by_test_id("model-download").click()
-    expect(page.get_by_test_id("error-model-s3-uri")).to_contain_text("s3://")
+    expect(page.get_by_test_id("error-model-s3_uri")).to_contain_text("s3://")
     page.get_by_test_id("model-s3-uri").fill(f"s3://src-{cluster}/exports/m2")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith(
             f"/api/v1/clusters/{cluster}/models")) as sent:

@@ -9,6 +9,7 @@ import re
 import uuid
 
 import pytest
+from botocore.exceptions import ClientError
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
@@ -40,9 +41,20 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     page.get_by_test_id("job-image").fill("repo/train:1")
     page.get_by_test_id("job-script").fill("/s3/code/train.py")
     page.get_by_test_id("job-gpus").fill("1")
+    # more nodes than the cluster has: refused on the field, cleared by the good submit
+    nodes, nodes_error = page.get_by_test_id("job-nodes"), page.get_by_test_id("error-job-nodes")
+    nodes.fill("99")
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/jobs")) as refused:
+        page.get_by_test_id("job-submit").click()
+    assert refused.value.status == 422, refused.value.text()
+    expect(nodes_error).to_contain_text("99 nodes asked")
+    nodes.fill("1")
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/jobs")) as sent:
         page.get_by_test_id("job-submit").click()
     assert sent.value.post_data_json["recipe"] == "torchrun"
+    expect(nodes_error).to_be_empty()
+    expect(nodes).to_have_attribute("aria-invalid", "false")
     assert sent.value.headers.get("idempotency-key")
     accepted = sent.value.response()
     assert accepted.status == 202 and accepted.json()["operation"]["kind"] == "job.create"
@@ -99,6 +111,9 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     assert put.value.headers.get("idempotency-key")
     expect(page.get_by_test_id("toast-message").last).to_contain_text(
         "no tracking server no-such-server")
+    expect(page.get_by_test_id("error-mlflow-tracking_server")).to_contain_text(
+        "no tracking server no-such-server")  # and on its field (form_fields.js)
+    expect(page.get_by_test_id("mlflow-existing")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("mlflow-state")).to_have_text("none")
     # deleted from its row: the page follows the delete's operation until the job is gone
     page.get_by_test_id(f"job-delete-{name}").click()
@@ -162,10 +177,13 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
         page.get_by_test_id("job-gpus").fill("1")
         page.get_by_test_id("job-nodes").fill("99")
         page.get_by_test_id("job-submit").click()
-        expect(page.get_by_test_id("job-form-error")).to_contain_text(
-            "nodes: 99 nodes asked, each with 1 GPU; the cluster can hold at most 2: group "
+        # said once, on its field (form_fields.js), the focus with it
+        expect(page.get_by_test_id("error-job-nodes")).to_contain_text(
+            "99 nodes asked, each with 1 GPU; the cluster can hold at most 2: group "
             "'workers' holds 2", timeout=AWS_READ_TIMEOUT_MS)
         expect(page.get_by_test_id("job-nodes")).to_have_attribute("aria-invalid", "true")
+        expect(page.get_by_test_id("job-nodes")).to_be_focused()
+        expect(page.get_by_test_id("job-form-error")).to_be_empty()
 
         def on_the_endpoints_page() -> None:  # an endpoint that waits says why there too
             page.goto(f"{base(stack)}/#/clusters/{cluster}/endpoints")
@@ -181,3 +199,60 @@ def test_chromium_shows_why_a_job_is_refused_or_waits(page, stack, training):
     expect(page.get_by_test_id(f"job-state-{waiter}")).to_have_text(
         "succeeded", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id(f"job-waiting-{waiter}")).to_have_count(0)
+
+
+def test_mlflow_detach_asks_once_naming_the_server_and_what_goes(page, stack, training):
+    """The MLflow card's Detach goes through the one confirmation (confirm.js): it names the
+    tracking server and says detaching deletes it (hypd made it) before Detach is pressed;
+    confirmed, the detach succeeds, AWS no longer has the server and the card shows none
+    attached. The server is made from the card itself; the shared cluster is left without one,
+    as its other tests expect."""
+    cluster = training["name"]
+    server = f"hypd-{cluster}"
+    url = f"/api/v1/clusters/{cluster}/mlflow"
+    sign_in(page, stack, stack.operator_token, "operator")
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
+    state = page.get_by_test_id("mlflow-state")
+    expect(state).to_have_text("none", timeout=AWS_READ_TIMEOUT_MS)
+    try:
+        with page.expect_response(lambda r: r.request.method == "PUT"
+                                  and r.url.endswith("/mlflow")) as put:
+            page.get_by_test_id("mlflow-create").click()
+        assert put.value.status == 202, put.value.text()
+        created = stack.wait_operation(put.value.json()["operation"]["id"], timeout=120)
+        assert created["status"] == "succeeded", created
+        expect(state).to_have_text("ready", timeout=AWS_READ_TIMEOUT_MS)
+        with stack.client("viewer") as c:
+            arn = c.get(url).json()["tracking_server"]["arn"]
+        expect(page.get_by_test_id("mlflow-arn")).to_have_text(arn)
+
+        page.get_by_test_id("mlflow-detach").click()
+        dialog = destroy_dialog(page, "tracking server from cluster", cluster, "mlflow-detach")
+        expect(dialog.get_by_test_id("destroy-dialog-title")).to_contain_text("Detach")
+        expect(dialog).to_contain_text(f"Detaches tracking server {server}")
+        expect(dialog).to_contain_text("It is deleted with its runs (hypd made it).")
+        plan_read(dialog)  # the route's dry run: what it removes, nothing depending on it
+        expect(dialog.get_by_test_id("destroy-removes")).to_contain_text(
+            f"tracking server {server} and its role")
+        expect(dialog.get_by_test_id("destroy-no-dependents")).to_be_visible()
+        page_checks(page, "the MLflow detach dialog")
+        with page.expect_response(lambda r: r.request.method == "DELETE"
+                                  and r.url.endswith("/mlflow")) as gone:
+            dialog.get_by_test_id("destroy-dialog-confirm").click()
+        assert gone.value.status == 202, gone.value.text()
+        op = gone.value.json()["operation"]
+        assert op["kind"] == "mlflow.detach"
+        assert stack.wait_operation(op["id"], timeout=120)["status"] == "succeeded"
+        expect(dialog).to_have_count(0)
+        # the card shows it detached: none, and the create/attach form again
+        expect(state).to_have_text("none", timeout=AWS_READ_TIMEOUT_MS)
+        expect(page.get_by_test_id("mlflow-create")).to_be_enabled()
+        expect(page.get_by_test_id("mlflow-arn")).to_have_count(0)
+        with pytest.raises(ClientError) as deleted:
+            stack.aws("sagemaker").describe_mlflow_tracking_server(TrackingServerName=server)
+        assert deleted.value.response["Error"]["Code"] == "ResourceNotFound"
+    finally:
+        with stack.client() as c:
+            if c.get(url).json()["state"] != "none":  # left attached by a failure above
+                reply = c.delete(url, params={"force": "true"})
+                stack.wait_operation(reply.json()["operation"]["id"], timeout=120)

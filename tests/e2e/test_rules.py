@@ -101,7 +101,7 @@ def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):
     page.goto(stack.url + "/#/networks")
     page.get_by_test_id("network-name").fill("lab-")
     page.get_by_test_id("network-name").blur()
-    expect(page.get_by_test_id("error-name")).to_contain_text("hyphen")
+    expect(page.get_by_test_id("error-network-name")).to_contain_text("hyphen")
     expect(page.get_by_test_id("network-cidr")).to_have_value("10.0.0.0/16")
     # the CIDR's default and allowed range are shown before any submit (the document's)
     expect(page.get_by_test_id("network-cidr-hint")).to_contain_text("Default 10.0.0.0/16")
@@ -113,7 +113,7 @@ def test_the_network_form_refuses_a_trailing_hyphen_before_sending(page, stack):
                               and r.url.split("?")[0].endswith("/api/v1/networks")) as refused:
         page.get_by_test_id("network-create").click()
     assert refused.value.status == 422
-    expect(page.get_by_test_id("error-cidr")).to_contain_text("prefix must be /16 to /18")
+    expect(page.get_by_test_id("error-network-cidr")).to_contain_text("prefix must be /16 to /18")
     expect(page.get_by_test_id("network-cidr")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_text("prefix must be /16 to /18")).to_have_count(1)
     expect(page.get_by_test_id("network-form-error")).to_be_empty()

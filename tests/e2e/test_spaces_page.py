@@ -228,7 +228,8 @@ def test_the_form_is_the_apis_and_a_refusal_lands_on_its_field(page, stack, clus
                                           spaces.NAMESPACE) is None
 
 
-def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, cluster):
+def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, cluster,
+                                                               expected_console):
     _open(page, stack, cluster)
     page.get_by_test_id("space-name").fill("lab")
     page.get_by_test_id("space-app-type").select_option("code-editor")
@@ -236,6 +237,17 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     page.get_by_test_id("space-memory_gib").fill("4")
     page.get_by_test_id("space-home_gib").fill("10")
     page.get_by_test_id("space-idle-never").check()  # the sandbox's clock runs 1000x
+    # more vCPUs than the group's nodes have: refused on the group's field; the good submit
+    # that follows clears it
+    expected_console.append(re.compile(r"status of 422"))
+    page.get_by_test_id("space-cpu").fill("64")
+    with page.expect_response(lambda r: r.request.method == "POST") as refused:
+        page.get_by_test_id("space-create").click()
+    assert refused.value.status == 422
+    group_error = page.get_by_test_id("error-space-instance_group")
+    expect(group_error).to_contain_text("64")
+    expect(page.get_by_test_id("space-instance-group")).to_be_focused()
+    page.get_by_test_id("space-cpu").fill("1")
     with page.expect_request(lambda r: r.method == "POST"
                              and r.url.endswith(_url(cluster))) as sent:
         page.get_by_test_id("space-create").click()
@@ -243,6 +255,8 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
         "name": "lab", "app_type": "code-editor", "instance_group": "workers", "cpu": 1,
         "memory_gib": 4, "gpus": 0, "home_gib": 10, "idle_shutdown_minutes": None}
     assert sent.value.headers.get("idempotency-key")
+    expect(group_error).to_be_empty()
+    expect(page.get_by_test_id("space-instance-group")).to_have_attribute("aria-invalid", "false")
     _follow(page, stack, "space.create", cluster)
 
     row = page.get_by_test_id("space-row-lab")

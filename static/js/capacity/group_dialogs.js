@@ -53,7 +53,7 @@ export function openEditGroup({ cluster, group: g, signal }) {
       const n = Number(countIn.value);
       if (!Number.isInteger(n) || n < rules.group.count.min || n > rules.group.count.max) {
         const msg = `A whole number from ${rules.group.count.min} to ${rules.group.count.max}.`;
-        throw Object.assign(new Error(msg), { details: { instance_count: [msg] } }); // on the field, as the API would
+        throw Object.assign(new Error(msg), { status: 422, details: { instance_count: [msg] } }); // on the field, as the API's 422 would
       }
       const diff = {};
       if (n !== g.target_count) diff.instance_count = n;

@@ -6,7 +6,8 @@
 // (confirm.js): what uses it is listed from the dry run, and force is sent only once the user
 // types the feature's name.
 
-import { api, isAbort, uuid4, canMutate, fieldErrors } from '../api.js';
+import { api, isAbort, uuid4, canMutate } from '../api.js';
+import { refusedFields, withFieldError } from '../form_fields.js';
 import { h, clear, fill, badge, guard, toastError } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
@@ -130,7 +131,7 @@ export function mountFeatures(box, ctx, name) {
       } catch (e) {
         if (isAbort(e)) return;
         state.results[f] = { text: e.message, error: true };
-        Object.assign(state.fieldErrs, fieldErrors(e.details));
+        Object.assign(state.fieldErrs, refusedFields(e));
         toastError(e, `${LABELS[f] || f}: `);
       }
       renderResult(f);
@@ -203,12 +204,7 @@ export function mountFeatures(box, ctx, name) {
   }
 
   /** An input with the last Apply's refusal of its field, on its own line. */
-  function withError(key, input) {
-    const msg = state.fieldErrs[key];
-    if (!msg) return [input];
-    input.setAttribute('aria-invalid', 'true');
-    return [input, h('span', { class: 'err', testid: `error-feature-${key}`, role: 'alert' }, msg)];
-  }
+  const withError = (key, input) => withFieldError('feature', key, input, state.fieldErrs[key]);
 
   function groupsTable(f, feature, t) {
     const groups = feature.groups || [];

@@ -5,7 +5,7 @@
 // "Review plan" runs POST /api/v1/clusters?dry_run=true (plan, cost estimate, preflight) and
 // "Create" sends exactly the reviewed body with an Idempotency-Key.
 
-import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
+import { api, isAbort, uuid4, canMutate } from '../api.js';
 import {
   h, fill, badge, toastError, guard, roleHint, regionSelect, spinner, section,
 } from '../ui.js';
@@ -18,9 +18,6 @@ import {
 import { preflightCard } from '../preflight.js';
 import { fieldSet } from '../form_fields.js';
 import { costBody, costSource } from '../cost.js';
-
-const FIELDS = ['name', 'region', 'kubernetes_version', 'availability_zone', 'instance_type', 'instance_count', 'capacity_type',
-  'training_plan_arn', 'efa_mode', 'deep_health_checks', 'cidr', 'network', 'vpc_id', 'subnet_ids'];
 
 /** The network a cluster goes into: the radio group's values. */
 const NEW_NETWORK = 'new';
@@ -39,42 +36,44 @@ export function mount(root, ctx) {
   };
 
   // ---------- fields ----------
-  const errs = {};
-  for (const f of FIELDS) errs[f] = h('div', { class: 'err', id: `error-${f}`, testid: `error-${f}`, role: 'alert' });
+  // each field by the API's name (`existing_vpc.vpc_id`, `fsx.…`): its error line is
+  // `error-cluster-<field>` (form_fields.js)
+  const fields = fieldSet('cluster');
+  const field = fields.field;
 
   const nameIn = h('input', {
     type: 'text', id: 'cluster-name', testid: 'cluster-name', class: 'mono', autocomplete: 'off', spellcheck: 'false',
-    placeholder: 'e.g. llm-train', maxlength: 64, value: q.get('name') || '', 'aria-describedby': 'error-name hint-cluster-name',
+    placeholder: 'e.g. llm-train', maxlength: 64, value: q.get('name') || '',
   });
   const regionIn = regionSelect({ id: 'cluster-region', testid: 'cluster-region' }, q.get('region') || '');
-  const azSel = h('select', { id: 'cluster-az', testid: 'cluster-az', disabled: true, 'aria-describedby': 'error-availability_zone' },
+  const azSel = h('select', { id: 'cluster-az', testid: 'cluster-az', disabled: true },
     h('option', { value: '' }, 'Loading zones…'));
-  const typeSel = h('select', { id: 'cluster-type', testid: 'cluster-type', disabled: true, 'aria-describedby': 'error-instance_type' },
+  const typeSel = h('select', { id: 'cluster-type', testid: 'cluster-type', disabled: true },
     h('option', { value: '' }, 'Choose a zone first'));
   const typeInfo = h('div', { class: 'type-info', testid: 'cluster-type-info' });
   const countIn = h('input', {
     type: 'number', id: 'cluster-count', testid: 'cluster-count', class: 'mono', min: 1, max: rules.instanceCount.max, step: 1,
-    value: q.get('count') || '1', inputmode: 'numeric', 'aria-describedby': 'error-instance_count',
+    value: q.get('count') || '1', inputmode: 'numeric',
   });
   const totalNote = h('div', { class: 'hint', testid: 'cluster-total' });
 
   const capacity = capacityChoices(rules.capacityTypes);
   const capacityBox = makeCapacityBox(rules.capacityTypes, rules.defaultCapacityType, 'cluster-capacity');
-  const capacityHint = h('div', { class: 'hint', testid: 'cluster-capacity-hint' });
+  const capacityHint = h('div', { class: 'hint', id: 'cluster-capacity-hint', testid: 'cluster-capacity-hint' });
   const planArnIn = h('input', {
     type: 'text', id: 'cluster-training-plan', testid: 'cluster-training-plan', class: 'mono', autocomplete: 'off', spellcheck: 'false',
-    placeholder: 'arn:aws:sagemaker:us-west-2:123456789012:training-plan/…', 'aria-describedby': 'error-training_plan_arn',
+    placeholder: 'arn:aws:sagemaker:us-west-2:123456789012:training-plan/…',
   });
-  const planArnField = h('div', { class: 'field', testid: 'cluster-training-plan-field', hidden: true },
-    h('label', { for: 'cluster-training-plan' }, 'Training plan ARN'), planArnIn, errs.training_plan_arn,
-    h('div', { class: 'hint' }, 'The reservation must cover this instance type, count and zone (preflight checks it).'));
+  const planArnField = field('training_plan_arn', 'Training plan ARN', planArnIn,
+    'The reservation must cover this instance type, count and zone (preflight checks it).');
+  planArnField.hidden = true;
+  planArnField.dataset.testid = 'cluster-training-plan-field';
 
   const efaBox = makeEfaBox(rules.efaModes, 'cluster-efa');
-  const efaHint = h('div', { class: 'hint', testid: 'cluster-efa-hint' });
+  const efaHint = h('div', { class: 'hint', id: 'cluster-efa-hint', testid: 'cluster-efa-hint' });
   const deepBox = h('input', { type: 'checkbox', id: 'cluster-deep-health', testid: 'cluster-deep-health' });
 
-  const versionSel = h('select', { id: 'cluster-k8s-version', testid: 'cluster-k8s-version',
-    'aria-describedby': 'error-kubernetes_version hint-cluster-k8s-version' },
+  const versionSel = h('select', { id: 'cluster-k8s-version', testid: 'cluster-k8s-version' },
   rules.kubernetesVersions.map((v) => h('option', { value: v, selected: v === rules.defaultKubernetesVersion }, versionLabel(v))));
   const versionHint = h('div', { class: 'hint', id: 'hint-cluster-k8s-version', testid: 'cluster-k8s-version-hint' });
 
@@ -90,27 +89,25 @@ export function mount(root, ctx) {
   const cidrRule = rules.field('ClusterCreate', 'cidr');
   const cidrIn = h('input', {
     type: 'text', id: 'cluster-cidr', testid: 'cluster-cidr', class: 'mono', autocomplete: 'off', spellcheck: 'false',
-    value: rules.defaultCidr, placeholder: rules.defaultCidr, 'aria-describedby': 'error-cidr hint-cluster-cidr',
+    value: rules.defaultCidr, placeholder: rules.defaultCidr,
   });
   const cidrFields = h('div', { class: 'sub-fields', testid: 'cluster-cidr-fields' },
-    h('div', { class: 'field' }, h('label', { for: 'cluster-cidr' }, 'VPC CIDR'), cidrIn, errs.cidr,
-      h('div', { class: 'hint', id: 'hint-cluster-cidr', testid: 'cluster-cidr-hint' },
-        `Default ${rules.defaultCidr}. Allowed: a ${cidrRule.description}.`)));
-  const networkSel = h('select', { id: 'cluster-network', testid: 'cluster-network', 'aria-describedby': 'error-network hint-cluster-network' },
+    field('cidr', 'VPC CIDR', cidrIn, h('div', { class: 'hint', testid: 'cluster-cidr-hint' },
+      `Default ${rules.defaultCidr}. Allowed: a ${cidrRule.description}.`)));
+  const networkSel = h('select', { id: 'cluster-network', testid: 'cluster-network' },
     h('option', { value: '' }, 'Loading networks…'));
-  const networkInfo = h('div', { class: 'hint', id: 'hint-cluster-network', testid: 'cluster-network-info' });
+  const networkInfo = h('div', { class: 'hint', testid: 'cluster-network-info' });
   const networkFields = h('div', { class: 'sub-fields', testid: 'cluster-network-fields', hidden: true },
-    h('div', { class: 'field' }, h('label', { for: 'cluster-network' }, 'hypd network'), networkSel, errs.network, networkInfo));
+    field('network', 'hypd network', networkSel, networkInfo));
   const vpcIn = h('input', {
     type: 'text', id: 'cluster-vpc-id', testid: 'cluster-vpc-id', class: 'mono', autocomplete: 'off', spellcheck: 'false',
-    placeholder: 'vpc-0123456789abcdef0', 'aria-describedby': 'error-vpc_id',
+    placeholder: 'vpc-0123456789abcdef0',
   });
   const subnetsIn = h('textarea', {
     id: 'cluster-subnet-ids', testid: 'cluster-subnet-ids', class: 'mono', rows: 3, spellcheck: 'false',
-    placeholder: 'subnet-0aaa…\nsubnet-0bbb…', 'aria-describedby': 'error-subnet_ids',
+    placeholder: 'subnet-0aaa…\nsubnet-0bbb…',
   });
   const fsxRule = (f) => rules.field('Fsx', f);
-  const fsx = fieldSet('cluster-fsx');
   const fsxBox = h('input', { type: 'checkbox', id: 'cluster-fsx', testid: 'cluster-fsx' });
   const fsxCapacity = h('input', {
     type: 'number', testid: 'cluster-fsx-capacity', class: 'mono', inputmode: 'numeric',
@@ -123,14 +120,14 @@ export function mount(root, ctx) {
     h('option', { value: '' }, 'default'),
     fsxRule('per_unit_storage_throughput').enum.map((v) => h('option', { value: String(v) }, `${v} MB/s per TiB`)));
   const fsxFields = h('div', { class: 'sub-fields', testid: 'cluster-fsx-fields', hidden: true },
-    fsx.field('storage_capacity_gib', 'Capacity (GiB)', fsxCapacity, fsxRule('storage_capacity_gib').description),
-    fsx.field('deployment_type', 'Deployment type', fsxType, fsxRule('deployment_type').description),
-    fsx.field('per_unit_storage_throughput', 'Throughput', fsxThroughput, fsxRule('per_unit_storage_throughput').description));
+    field('fsx.storage_capacity_gib', 'Capacity (GiB)', fsxCapacity, fsxRule('storage_capacity_gib').description),
+    field('fsx.deployment_type', 'Deployment type', fsxType, fsxRule('deployment_type').description),
+    field('fsx.per_unit_storage_throughput', 'Throughput', fsxThroughput, fsxRule('per_unit_storage_throughput').description));
 
   const vpcFields = h('div', { class: 'sub-fields', testid: 'cluster-vpc-fields', hidden: true },
-    h('div', { class: 'field' }, h('label', { for: 'cluster-vpc-id' }, 'VPC id'), vpcIn, errs.vpc_id),
-    h('div', { class: 'field' }, h('label', { for: 'cluster-subnet-ids' }, 'Private subnet ids'), subnetsIn, errs.subnet_ids,
-      h('div', { class: 'hint' }, 'One per line or comma-separated, in at least two availability zones. hypd still carves the /20 compute subnet for the instances.')));
+    field('existing_vpc.vpc_id', 'VPC id', vpcIn),
+    field('existing_vpc.subnet_ids', 'Private subnet ids', subnetsIn,
+      'One per line or comma-separated, in at least two availability zones. hypd still carves the /20 compute subnet for the instances.'));
 
   const formErr = h('div', { class: 'form-error', testid: 'cluster-form-error', role: 'alert' });
   const planBtn = h('button', { type: 'button', class: 'btn', testid: 'cluster-plan' }, 'Review plan');
@@ -140,29 +137,27 @@ export function mount(root, ctx) {
   const form = h('form', { testid: 'cluster-form', novalidate: true },
     formErr,
     section('Cluster',
-      h('div', { class: 'field' },
-        h('label', { for: 'cluster-name' }, 'Name'), nameIn, errs.name,
-        h('div', { class: 'hint', id: 'hint-cluster-name' }, "Names the EKS and HyperPod clusters. Lowercase letters, digits and '-'; starts with a letter; up to 32.")),
+      field('name', 'Name', nameIn, `Names the EKS and HyperPod clusters. ${rules.name.rule}`),
       h('div', { class: 'field-row' },
-        h('div', { class: 'field' }, h('label', { for: 'cluster-region' }, 'Region'), regionIn, errs.region),
-        h('div', { class: 'field' }, h('label', { for: 'cluster-az' }, 'Availability zone'), azSel, errs.availability_zone)),
+        field('region', 'Region', regionIn),
+        field('availability_zone', 'Availability zone', azSel)),
       h('div', { class: 'hint field-note' }, 'The zone where the accelerator instances run. hypd picks a second zone for the control plane and fills in subnets, routes and security groups itself.'),
-      h('div', { class: 'field' }, h('label', { for: 'cluster-k8s-version' }, 'Kubernetes version'), versionSel, errs.kubernetes_version, versionHint)),
+      field('kubernetes_version', 'Kubernetes version', versionSel, versionHint)),
     section('Capacity',
-      h('div', { class: 'field' }, h('label', { for: 'cluster-type' }, 'Instance type'), typeSel, errs.instance_type, typeInfo),
-      h('div', { class: 'field' },
-        h('label', { for: 'cluster-count' }, 'Instance count'), countIn, errs.instance_count, totalNote),
-      h('div', { class: 'field' }, h('span', { class: 'label' }, 'Capacity type'), capacityBox, errs.capacity_type, capacityHint),
+      field('instance_type', 'Instance type', typeSel, typeInfo),
+      field('instance_count', 'Instance count', countIn, totalNote),
+      h('div', { class: 'field' }, h('span', { class: 'label' }, 'Capacity type'), capacityBox, capacityHint,
+        fields.line('capacity_type', capacityBox, capacityHint.id)),
       planArnField,
       h('div', { class: 'hint field-note' }, 'Capacity type and EFA mode are fixed for the instance group\'s life.')),
     section('Network and health',
       h('div', { class: 'field' }, h('span', { class: 'label' }, 'Network'), networkBox, cidrFields, networkFields, vpcFields),
-      h('div', { class: 'field' }, h('span', { class: 'label' }, 'EFA mode'), efaBox, errs.efa_mode, efaHint),
+      h('div', { class: 'field' }, h('span', { class: 'label' }, 'EFA mode'), efaBox, efaHint, fields.line('efa_mode', efaBox, efaHint.id)),
       h('div', { class: 'field' },
         h('label', { class: 'check strong-check', for: 'cluster-deep-health' }, deepBox,
           h('span', null, h('b', null, 'Deep health checks'),
             h('span', { class: 'faint' }, ' — instance stress and connectivity (GPU, EFA) checks before nodes accept work; node start takes longer.'))),
-        errs.deep_health_checks)),
+        fields.line('deep_health_checks', deepBox))),
     section('Storage',
       h('div', { class: 'field' },
         h('label', { class: 'check strong-check', for: 'cluster-fsx' }, fsxBox,
@@ -211,7 +206,7 @@ export function mount(root, ctx) {
     } catch (e) {
       if (isAbort(e) || req !== state.zonesReq) return;
       fill(azSel, h('option', { value: '' }, 'Could not load zones'));
-      setFieldError('availability_zone', `Could not load zones: ${e.message}`);
+      fields.setError('availability_zone', `Could not load zones: ${e.message}`);
     }
     changed();
   }
@@ -240,7 +235,7 @@ export function mount(root, ctx) {
     } catch (e) {
       if (isAbort(e) || req !== state.typesReq) return;
       fill(typeSel, h('option', { value: '' }, 'Could not load instance types'));
-      setFieldError('instance_type', `Could not load instance types: ${e.message}`);
+      fields.setError('instance_type', `Could not load instance types: ${e.message}`);
     }
     changed();
   }
@@ -256,7 +251,7 @@ export function mount(root, ctx) {
 
   function renderTypeInfo() {
     const t = selectedType();
-    setFieldError('instance_type', '');
+    fields.setError('instance_type', '');
     fillTypeInfo(typeInfo, t, 'cluster-type-efa');
     updateEfa(t);
     updateTotal();
@@ -293,7 +288,7 @@ export function mount(root, ctx) {
       if (isAbort(e) || req !== state.networksReq) return;
       state.networks = [];
       fill(networkSel, h('option', { value: '' }, 'Could not load networks'));
-      setFieldError('network', `Could not load hypd's networks: ${e.message}`);
+      fields.setError('network', `Could not load hypd's networks: ${e.message}`);
     }
     changed();
   }
@@ -346,27 +341,6 @@ export function mount(root, ctx) {
     return state.networks.find((n) => n.name === networkSel.value) || null;
   }
 
-  const INPUTS = {
-    name: nameIn, region: regionIn, availability_zone: azSel, instance_type: typeSel, instance_count: countIn,
-    training_plan_arn: planArnIn, vpc_id: vpcIn, subnet_ids: subnetsIn, kubernetes_version: versionSel,
-    cidr: cidrIn, network: networkSel,
-  };
-
-  function setFieldError(field, msg) {
-    const el = errs[field];
-    if (!el) return false;
-    el.textContent = msg || '';
-    const input = INPUTS[field];
-    if (input) input.setAttribute('aria-invalid', msg ? 'true' : 'false');
-    return true;
-  }
-
-  function clearErrors() {
-    for (const f of FIELDS) setFieldError(f, '');
-    fsx.clear();
-    formErr.textContent = '';
-  }
-
   function clientValidate(body) {
     const problems = {};
     const nameErr = validateName(body.name);
@@ -387,60 +361,39 @@ export function mount(root, ctx) {
     if (radioValue(networkBox) === HYPD_NETWORK && !body.existing_vpc) {
       problems.network = state.networks.length ? 'Choose one of hypd\'s networks.' : 'hypd has no finished network in this region: choose another network option.';
     } else if (body.existing_vpc) {
-      if (!rules.vpcId.test(body.existing_vpc.vpc_id)) problems.vpc_id = 'Not a VPC id (vpc-…).';
+      if (!rules.vpcId.test(body.existing_vpc.vpc_id)) problems['existing_vpc.vpc_id'] = 'Not a VPC id (vpc-…).';
       const bad = body.existing_vpc.subnet_ids.filter((s) => !rules.subnetId.test(s));
-      if (bad.length) problems.subnet_ids = `Not subnet ids: ${bad.join(', ')}`;
-      else if (body.existing_vpc.subnet_ids.length < 2) problems.subnet_ids = 'Give subnets in at least two availability zones.';
+      if (bad.length) problems['existing_vpc.subnet_ids'] = `Not subnet ids: ${bad.join(', ')}`;
+      else if (body.existing_vpc.subnet_ids.length < 2) problems['existing_vpc.subnet_ids'] = 'Give subnets in at least two availability zones.';
     }
     if (body.fsx) {
       const cap = fsxRule('storage_capacity_gib');
       if (!Number.isInteger(body.fsx.storage_capacity_gib) || body.fsx.storage_capacity_gib < cap.minimum || body.fsx.storage_capacity_gib > cap.maximum) {
-        fsx.setError('storage_capacity_gib', `A whole number of GiB from ${cap.minimum} to ${cap.maximum}.`);
+        problems['fsx.storage_capacity_gib'] = `A whole number of GiB from ${cap.minimum} to ${cap.maximum}.`;
       }
     }
-    for (const [f, m] of Object.entries(problems)) setFieldError(f, m);
-    const first = FIELDS.find((f) => problems[f]);
-    if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
-    else if (!first) fsx.focus();
-    return !first && !fsxHasError();
+    return fields.show(problems);
   }
 
-  const fsxHasError = () => Object.values(fsx.inputs).some((el) => el.getAttribute('aria-invalid') === 'true');
-
-  function fieldFor(key) {
-    if (key.startsWith('existing_vpc') && radioValue(networkBox) === HYPD_NETWORK) return 'network';
-    if (key.startsWith('existing_vpc.vpc_id')) return 'vpc_id';
-    if (key.startsWith('existing_vpc.subnet_ids')) return 'subnet_ids';
-    if (key.startsWith('existing_vpc')) return 'vpc_id';
-    return key.split('.')[0];
+  /** The form's field for an API field: a hypd network is sent as its VPC and subnets, so
+   * their refusal is the network's. */
+  function asField(name) {
+    if (!name.startsWith('existing_vpc')) return name;
+    if (radioValue(networkBox) === HYPD_NETWORK) return 'network';
+    return name === 'existing_vpc' ? 'existing_vpc.vpc_id' : name;
   }
 
-  /** 422: messages next to their fields; others in the form error. */
+  /** A refusal on its fields (form_fields.js); a taken name also on the name. */
   function showApiError(err) {
-    if (err.status === 422 || err.code === 'validation_failed') {
-      const fe = fieldErrors(err.details);
-      const unplaced = [];
-      for (const [k, msg] of Object.entries(fe)) {
-        if (k.startsWith('fsx.') && fsx.setError(k.slice(4).split('.')[0], msg)) continue;
-        const field = fieldFor(k);
-        const prev = errs[field] ? errs[field].textContent : '';
-        if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
-      }
-      formErr.textContent = unplaced.length || !Object.keys(fe).length ? [err.message, ...unplaced].join(' — ') : 'Fix the fields marked below.';
-      const first = FIELDS.find((f) => errs[f].textContent);
-      if (first && INPUTS[first] && !INPUTS[first].disabled) INPUTS[first].focus();
-      else if (!first) fsx.focus();
-      return;
-    }
-    if (err.status === 409 && err.details && err.details.name) setFieldError('name', err.message);
-    formErr.textContent = err.message;
+    fields.showRefusal(err, formErr, asField);
+    if (err.status === 409 && err.details && err.details.name) fields.setError('name', err.message);
   }
 
   // ---------- plan ----------
 
   async function reviewPlan() {
     if (state.planning) return;
-    clearErrors();
+    fields.clear(formErr);
     const body = buildBody();
     if (!clientValidate(body)) { renderPlanEmpty(); updateCreate(); return; }
     const json = JSON.stringify(body);
@@ -638,7 +591,7 @@ export function mount(root, ctx) {
     if (!(state.plan.reply.preflight && state.plan.reply.preflight.ok)) return;
     const { body, json } = state.plan;
     if (!state.pending || state.pending.json !== json) state.pending = { key: uuid4(), json };
-    clearErrors();
+    fields.clear(formErr);
     state.creating = true;
     createBtn.disabled = true;
     createBtn.replaceChildren(spinner(), 'Creating…');
@@ -673,10 +626,10 @@ export function mount(root, ctx) {
   // ---------- wiring ----------
 
   regionIn.addEventListener('change', () => { loadZones(); loadNetworks(); });
-  azSel.addEventListener('change', () => { setFieldError('availability_zone', ''); loadTypes(); });
+  azSel.addEventListener('change', () => { fields.setError('availability_zone', ''); loadTypes(); });
   typeSel.addEventListener('change', () => renderTypeInfo());
-  nameIn.addEventListener('blur', () => { if (nameIn.value) setFieldError('name', validateName(nameIn.value.trim())); });
-  nameIn.addEventListener('input', () => { if (errs.name.textContent) setFieldError('name', validateName(nameIn.value.trim())); });
+  nameIn.addEventListener('blur', () => { if (nameIn.value) fields.setError('name', validateName(nameIn.value.trim())); });
+  nameIn.addEventListener('input', () => { if (nameIn.getAttribute('aria-invalid') === 'true') fields.setError('name', validateName(nameIn.value.trim())); });
   form.addEventListener('input', changed);
   form.addEventListener('change', changed);
   planBtn.addEventListener('click', reviewPlan);

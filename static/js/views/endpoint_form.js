@@ -5,18 +5,16 @@
 // KV cache's second tier). Choices and bounds are the API's (rules.js); the API refuses
 // what a form cannot know (a model not in the bucket, the inference operator off).
 
-import { api, isAbort, mutator, fieldErrors } from '../api.js';
+import { api, isAbort, mutator } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import { h, guard, roleHint, toastError } from '../ui.js';
 import { rules, validateName } from '../rules.js';
-
-const FIELDS = ['name', 'kind', 'model', 'gpus', 'replicas', 'instance_type', 'service', 'pool_models',
-  'routing', 'kv_cache_l2'];
 
 /** The form; `onSent(reply, name)` runs after the API accepted a create. */
 export function endpointForm(cluster, ctx, onSent) {
   const r = rules.endpoints;
   const send = mutator();
-  const errs = Object.fromEntries(FIELDS.map((f) => [f, h('div', { class: 'err', testid: `error-ep-${f}`, role: 'alert' })]));
+  const fields = fieldSet('ep'); // error lines `error-ep-<field>`
   const input = (id, attrs = {}) => h('input', { type: 'text', id: `ep-${id}`, testid: `ep-${id}`, class: 'mono', autocomplete: 'off', spellcheck: 'false', ...attrs });
   const nameIn = input('name', { placeholder: 'e.g. chat' });
   const kindSel = h('select', { id: 'ep-kind', testid: 'ep-kind' }, r.kinds.map((k) => h('option', { value: k, selected: k === 'vllm' }, k)));
@@ -31,21 +29,22 @@ export function endpointForm(cluster, ctx, onSent) {
   const l2Box = h('input', { type: 'checkbox', id: 'ep-kv-l2', testid: 'ep-kv-l2' });
   const formErr = h('div', { class: 'form-error', testid: 'ep-form-error', role: 'alert' });
   const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'ep-create' }, 'Create endpoint'));
-  const field = (label, forId, el, err, hint) => h('div', { class: 'field' }, h('label', { for: forId }, label), el, err,
-    hint ? h('div', { class: 'hint' }, hint) : null);
-  const serviceField = field('Service', 'ep-service', serviceSel, errs.service, 'in_cluster: a ClusterIP Service; load_balancer: an NLB; pool: warm workers, one Service per model.');
-  const poolField = h('div', { class: 'field' }, h('div', { class: 'label' }, 'Pool models'), poolIn, errs.pool_models,
-    h('div', { class: 'hint' }, 'The models its workers serve, one Service each.'));
-  const routingField = field('Routing', 'ep-routing', routingSel, errs.routing);
-  const l2Field = h('div', { class: 'field' }, h('label', { for: 'ep-kv-l2' }, l2Box, ' Tiered storage as the KV cache\'s second tier'), errs.kv_cache_l2);
+  const { field } = fields;
+  const serviceField = field('service', 'Service', serviceSel, 'in_cluster: a ClusterIP Service; load_balancer: an NLB; pool: warm workers, one Service per model.');
+  const poolHint = h('div', { class: 'hint', id: 'ep-pool-models-hint' }, 'The models its workers serve, one Service each.');
+  const poolField = h('div', { class: 'field' }, h('div', { class: 'label' }, 'Pool models'), poolIn, poolHint,
+    fields.line('pool_models', poolIn, poolHint.id));
+  const routingField = field('routing', 'Routing', routingSel);
+  const l2Field = h('div', { class: 'field' }, h('label', { for: 'ep-kv-l2' }, l2Box, ' Tiered storage as the KV cache\'s second tier'),
+    fields.line('kv_cache_l2', l2Box));
   const form = h('form', { testid: 'ep-form', novalidate: true }, formErr,
-    field('Name', 'ep-name', nameIn, errs.name),
-    field('Kind', 'ep-kind', kindSel, errs.kind, 'managed: the HyperPod inference operator serves it; vllm, sglang: a Deployment hypd makes.'),
-    field('Model', 'ep-model', modelIn, errs.model), modelHint,
+    field('name', 'Name', nameIn),
+    field('kind', 'Kind', kindSel, 'managed: the HyperPod inference operator serves it; vllm, sglang: a Deployment hypd makes.'),
+    field('model', 'Model', modelIn), modelHint,
     h('div', { class: 'field-row' },
-      field('GPUs per server', 'ep-gpus', gpusIn, errs.gpus, 'State it: hypd never guesses it.'),
-      field('Replicas', 'ep-replicas', replicasIn, errs.replicas)),
-    field('Instance type', 'ep-instance-type', typeIn, errs.instance_type),
+      field('gpus', 'GPUs per server', gpusIn, 'State it: hypd never guesses it.'),
+      field('replicas', 'Replicas', replicasIn)),
+    field('instance_type', 'Instance type', typeIn),
     serviceField, poolField, routingField, l2Field,
     h('div', { class: 'inline' }, submit), roleHint('creating an endpoint', 'ep-role-hint'));
 
@@ -107,20 +106,11 @@ export function endpointForm(cluster, ctx, onSent) {
     return body;
   }
 
-  function show(fields) {
-    for (const [name, msg] of Object.entries(fields)) {
-      const err = errs[name.split('.')[0]];
-      if (err) err.textContent = msg; else formErr.textContent = `${name}: ${msg}`;
-    }
-  }
-
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    formErr.textContent = '';
-    for (const el of Object.values(errs)) el.textContent = '';
+    fields.clear(formErr);
     const body = request();
-    const wrong = problems(body);
-    if (Object.keys(wrong).length) { show(wrong); return; }
+    if (!fields.show(problems(body))) return;
     submit.disabled = true;
     try {
       const reply = await send(`/api/v1/clusters/${encodeURIComponent(cluster)}/endpoints`, { body, signal: ctx.signal });
@@ -128,9 +118,7 @@ export function endpointForm(cluster, ctx, onSent) {
       onSent(reply, body.name);
     } catch (e) {
       if (isAbort(e)) return;
-      const fields = fieldErrors(e.details);
-      show(fields);
-      if (!Object.keys(fields).length) formErr.textContent = e.message;
+      fields.showRefusal(e, formErr);
     } finally {
       submit.disabled = false;
     }

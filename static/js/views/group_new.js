@@ -4,7 +4,8 @@
 // labels and taints; deep health checks). "Check" validates and runs the preflight (quotas,
 // the plan); "Add instance group" sends exactly the checked request and opens its progress.
 
-import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
+import { api, isAbort, mutator, canMutate } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import { h, fill, badge, toastError, guard, roleHint, spinner, section } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 import {
@@ -16,15 +17,12 @@ import { money, HOURS_PER_MONTH } from '../cost.js';
 import { capacityHref } from '../capacity/links.js';
 import { parseLabels, parseTaints, groupBodyProblems } from '../capacity/group_body.js';
 
-const FIELDS = ['name', 'availability_zone', 'subnet_id', 'instance_type', 'instance_count', 'capacity_type',
-  'training_plan_arn', 'efa_mode', 'threads_per_core', 'volume_size_gb', 'labels', 'taints', 'deep_health_checks'];
-
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const send = mutator();
   const state = { c: null, existing: new Set(), types: [], typesReq: 0, check: null, checking: false, adding: false };
 
-  const errs = Object.fromEntries(FIELDS.map((f) => [f, h('div', { class: 'err', testid: `error-${f}`, role: 'alert' })]));
+  const fields = fieldSet('ig');
   const nameIn = h('input', { type: 'text', id: 'ig-name', testid: 'ig-name', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. spot-workers' });
   const azSel = h('select', { id: 'ig-az', testid: 'ig-az', disabled: true }, h('option', { value: '' }, 'Loading zones…'));
   const placement = radioGroup({
@@ -32,9 +30,10 @@ export function mount(root, ctx) {
     choices: [{ value: 'zone', label: 'New subnet in the zone' }, { value: 'subnet', label: 'Existing subnet' }],
   });
   const subnetIn = h('input', { type: 'text', id: 'ig-subnet', testid: 'ig-subnet', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'subnet-0123456789abcdef0' });
-  const subnetField = h('div', { class: 'field', hidden: true, testid: 'ig-subnet-field' },
-    h('label', { for: 'ig-subnet' }, 'Subnet id'), subnetIn, errs.subnet_id,
-    h('div', { class: 'hint' }, 'A subnet of the cluster\'s VPC, in the zone chosen above; the group\'s nodes take their addresses from it.'));
+  const subnetField = fields.field('subnet_id', 'Subnet id', subnetIn,
+    'A subnet of the cluster\'s VPC, in the zone chosen above; the group\'s nodes take their addresses from it.');
+  subnetField.hidden = true;
+  subnetField.dataset.testid = 'ig-subnet-field';
   const typeSel = h('select', { id: 'ig-type', testid: 'ig-type', disabled: true }, h('option', { value: '' }, 'Choose a zone first'));
   const typeInfo = h('div', { class: 'type-info', testid: 'ig-type-info' });
   const countIn = h('input', { type: 'number', id: 'ig-count', testid: 'ig-count', class: 'mono', min: rules.group.count.min, max: rules.group.count.max, step: 1, value: '1' });
@@ -43,9 +42,10 @@ export function mount(root, ctx) {
   const capBox = capacityBox(rules.group.capacityTypes, rules.group.defaultCapacityType, 'ig-capacity');
   const capHint = h('div', { class: 'hint', testid: 'ig-capacity-hint' });
   const planIn = h('input', { type: 'text', id: 'ig-training-plan', testid: 'ig-training-plan', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'arn:aws:sagemaker:…:training-plan/…' });
-  const planField = h('div', { class: 'field', hidden: true, testid: 'ig-training-plan-field' },
-    h('label', { for: 'ig-training-plan' }, 'Training plan ARN'), planIn, errs.training_plan_arn,
-    h('div', { class: 'hint' }, 'The plan\'s zone wins: the group is placed where the plan reserves capacity, and another zone is refused.'));
+  const planField = fields.field('training_plan_arn', 'Training plan ARN', planIn,
+    'The plan\'s zone wins: the group is placed where the plan reserves capacity, and another zone is refused.');
+  planField.hidden = true;
+  planField.dataset.testid = 'ig-training-plan-field';
   const efa = efaBox(rules.group.efaModes, 'ig-efa');
   const efaHint = h('div', { class: 'hint', testid: 'ig-efa-hint' });
   const threadsSel = h('select', { id: 'ig-threads', testid: 'ig-threads' }, h('option', { value: '' }, 'Default'),
@@ -60,31 +60,33 @@ export function mount(root, ctx) {
   const addHint = h('div', { class: 'hint action-hint', testid: 'ig-create-hint' });
   const panel = h('div', { class: 'plan-panel', testid: 'ig-check-panel' });
 
-  const field = (label, forId, input, err, hint) => h('div', { class: 'field' },
-    label ? h(forId ? 'label' : 'span', forId ? { for: forId } : { class: 'label' }, label) : null, input, err, hint ? h('div', { class: 'hint' }, hint) : null);
+  const field = (key, label, input, hint) => fields.field(key, label, input, hint);
+  // a radio group has no one input to label: its box is named (aria-label) and turns invalid
+  const group = (key, label, box, hint = null) => h('div', { class: 'field' }, h('span', { class: 'label' }, label), box,
+    hint ? h('div', { class: 'hint' }, hint) : null, key ? fields.line(key, box) : null);
   const form = h('form', { testid: 'ig-form', novalidate: true },
     formErr,
     section('Group',
-      field('Name', 'ig-name', nameIn, errs.name, 'Names the instance group; fixed once made.'),
-      field('Availability zone', 'ig-az', azSel, errs.availability_zone),
-      field('Placement', null, placement, null, 'hypd makes the group\'s own /20 subnet in the zone and routes it; or name an existing subnet. Never CIDRs or route tables.'),
+      field('name', 'Name', nameIn, 'Names the instance group; fixed once made.'),
+      field('availability_zone', 'Availability zone', azSel),
+      group(null, 'Placement', placement, 'hypd makes the group\'s own /20 subnet in the zone and routes it; or name an existing subnet. Never CIDRs or route tables.'),
       subnetField),
     section('Capacity',
-      field('Instance type', 'ig-type', typeSel, errs.instance_type, null), typeInfo,
-      field('Instance count', 'ig-count', countIn, errs.instance_count, null), totalNote,
-      field('Capacity type', null, capBox, errs.capacity_type, null), capHint,
+      field('instance_type', 'Instance type', typeSel), typeInfo,
+      field('instance_count', 'Instance count', countIn), totalNote,
+      group('capacity_type', 'Capacity type', capBox), capHint,
       planField,
       h('div', { class: 'hint field-note' }, 'Instance type, capacity type, EFA mode and placement are fixed for the group\'s life; only the count (and labels, taints, threads, health checks) can change later.')),
     section('Nodes',
-      field('EFA mode', null, efa, errs.efa_mode, null), efaHint,
+      group('efa_mode', 'EFA mode', efa), efaHint,
       h('div', { class: 'field-row' },
-        field('Threads per core', 'ig-threads', threadsSel, errs.threads_per_core, '2 turns SMT on, for types that have it.'),
-        field('Extra EBS volume (GB)', 'ig-volume', volumeIn, errs.volume_size_gb, 'Per node, at /opt/sagemaker.')),
-      field('Kubernetes labels', 'ig-labels', labelsIn, errs.labels, 'key=value, one per line.'),
-      field('Kubernetes taints', 'ig-taints', taintsIn, errs.taints, `key=value:effect or key:effect, one per line; effect one of ${rules.group.taintEffects.join(', ')}.`),
+        field('threads_per_core', 'Threads per core', threadsSel, '2 turns SMT on, for types that have it.'),
+        field('volume_size_gb', 'Extra EBS volume (GB)', volumeIn, 'Per node, at /opt/sagemaker.')),
+      field('labels', 'Kubernetes labels', labelsIn, 'key=value, one per line.'),
+      field('taints', 'Kubernetes taints', taintsIn, `key=value:effect or key:effect, one per line; effect one of ${rules.group.taintEffects.join(', ')}.`),
       h('div', { class: 'field' }, h('label', { class: 'check strong-check', for: 'ig-deep-health' }, deepBox,
         h('span', null, h('b', null, 'Deep health checks'), h('span', { class: 'faint' }, ' — stress and connectivity checks (GPU, EFA) before nodes accept work; AWS refuses other changes to the cluster while they run.'))),
-      errs.deep_health_checks)),
+      fields.line('deep_health_checks', deepBox))),
     h('div', { class: 'form-actions' }, checkBtn, addBtn), addHint,
     roleHint('adding an instance group', 'ig-role-hint'));
 
@@ -139,7 +141,7 @@ export function mount(root, ctx) {
     } catch (e) {
       if (isAbort(e) || req !== state.typesReq) return;
       fill(typeSel, h('option', { value: '' }, 'Could not load instance types'));
-      errs.instance_type.textContent = e.message;
+      fields.setError('instance_type', e.message);
     }
     renderType();
     changed();
@@ -176,23 +178,17 @@ export function mount(root, ctx) {
     return { body, parseErrors: { labels: labels.error, taints: taints.error } };
   }
 
-  function clearErrors() {
-    for (const f of FIELDS) errs[f].textContent = '';
-    formErr.textContent = '';
-  }
-
   function validate() {
     const { body, parseErrors } = buildBody();
     const problems = groupBodyProblems(body, { type: selectedType(), existing: state.existing, nameProblem: validateName(body.name) });
     for (const [k, v] of Object.entries(parseErrors)) if (v) problems[k] = v;
     if (!azSel.value) problems.availability_zone = 'Choose the zone (it lists the instance types offered there).';
-    for (const [f, m] of Object.entries(problems)) if (errs[f]) errs[f].textContent = m;
-    return Object.keys(problems).length ? null : body;
+    return fields.show(problems) ? body : null;
   }
 
   async function check() {
     if (state.checking) return;
-    clearErrors();
+    fields.clear(formErr);
     const body = validate();
     if (!body) { state.check = null; renderPanelEmpty(); updateAdd(); return; }
     state.checking = true;
@@ -208,7 +204,7 @@ export function mount(root, ctx) {
     } catch (e) {
       if (isAbort(e)) return;
       state.check = null;
-      showApiError(e);
+      fields.showRefusal(e, formErr);
       renderPanelEmpty();
     } finally {
       state.checking = false;
@@ -247,24 +243,13 @@ export function mount(root, ctx) {
         state.check.pf = e.details.preflight;
         renderPanel();
         formErr.textContent = `Preflight failed when adding: ${e.message}`;
-      } else showApiError(e);
+      } else fields.showRefusal(e, formErr);
       toastError(e, 'Add refused: ');
     } finally {
       state.adding = false;
       addBtn.replaceChildren('Add instance group');
       updateAdd();
     }
-  }
-
-  function showApiError(e) {
-    const fe = e.status === 422 ? fieldErrors(e.details) : {};
-    const unplaced = Object.entries(fe).filter(([k, m]) => {
-      const f = k.split('.')[0];
-      if (!errs[f]) return true;
-      errs[f].textContent = m;
-      return false;
-    });
-    formErr.textContent = Object.keys(fe).length && !unplaced.length ? 'Fix the fields marked below.' : [e.message, ...unplaced.map(([k, m]) => `${k}: ${m}`)].join(' — ');
   }
 
   function renderPanelEmpty() {
@@ -310,9 +295,9 @@ export function mount(root, ctx) {
     updateAdd();
   }
 
-  azSel.addEventListener('change', () => { errs.availability_zone.textContent = ''; loadTypes(); });
-  typeSel.addEventListener('change', () => { errs.instance_type.textContent = ''; renderType(); });
-  nameIn.addEventListener('blur', () => { if (nameIn.value) errs.name.textContent = validateName(nameIn.value.trim()); });
+  azSel.addEventListener('change', () => { fields.setError('availability_zone', ''); loadTypes(); });
+  typeSel.addEventListener('change', () => { fields.setError('instance_type', ''); renderType(); });
+  nameIn.addEventListener('blur', () => { if (nameIn.value) fields.setError('name', validateName(nameIn.value.trim())); });
   form.addEventListener('input', changed);
   form.addEventListener('change', changed);
   checkBtn.addEventListener('click', check);

@@ -9,7 +9,8 @@
 // The recipes, what each needs and what elastic training excludes come from
 // GET /api/v1/training/limits: nothing about them is written here.
 
-import { api, isAbort, mutator, canMutate, session, fieldErrors } from '../api.js';
+import { api, isAbort, mutator, canMutate, session } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import { h, clear, badge, timeEl, clockTime, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { rules } from '../rules.js';
@@ -177,8 +178,15 @@ export function mount(root, ctx) {
       retries: h('input', { id: 'job-retries', testid: 'job-retries', type: 'number', min: 0, value: 3 }),
     };
     const err = h('div', { class: 'form-error', testid: 'job-form-error', role: 'alert' });
-    const field = (key, label, hint) => h('div', { class: 'field', testid: `job-field-${key}` },
-      h('label', { for: inputs[key].id }, label), inputs[key], hint ? h('div', { class: 'hint' }, hint) : null);
+    // each field by the API's name (the retry limit is `run_policy.job_max_retry_count`): its
+    // error line is `error-job-<field>` (form_fields.js)
+    const fields = fieldSet('job');
+    const API_NAME = { retries: 'run_policy.job_max_retry_count' };
+    const field = (key, label, hint) => {
+      const el = fields.field(API_NAME[key] || key, label, inputs[key], hint);
+      el.dataset.testid = `job-field-${key}`;
+      return el;
+    };
     const recipeFields = Object.fromEntries(Object.entries(FIELD_HINTS).map(([key, [label, placeholder, hint]]) => {
       inputs[key].placeholder = placeholder;
       return [key, field(key, label, hint)];
@@ -209,7 +217,7 @@ export function mount(root, ctx) {
     showFields();
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
-      err.textContent = '';
+      fields.clear(err);
       const number = (el) => (el.value === '' ? undefined : Number(el.value));
       const body = {
         name: inputs.name.value.trim(), recipe: recipe.value, image: inputs.image.value.trim(),
@@ -238,9 +246,7 @@ export function mount(root, ctx) {
         select(body.name);
       } catch (e2) {
         if (isAbort(e2)) return;
-        const fields = fieldErrors(e2.details);
-        err.textContent = e2.message;
-        for (const key of Object.keys(fields)) if (inputs[key]) inputs[key].setAttribute('aria-invalid', 'true');
+        fields.showRefusal(e2, err);
       } finally {
         button.disabled = !canMutate();
       }

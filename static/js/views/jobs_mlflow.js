@@ -3,7 +3,8 @@
 // while jobs log to it: listed, and forced only once the user types its name), open the
 // MLflow UI (a presigned URL asked for on the click and opened at once, never kept or shown).
 
-import { api, isAbort, mutator, canMutate, fieldErrors } from '../api.js';
+import { api, isAbort, mutator, canMutate } from '../api.js';
+import { refusedFields, withFieldError } from '../form_fields.js';
 import { h, clear, badge, toast, toastError, guard, roleHint, loading } from '../ui.js';
 import { waitOperation } from '../feed.js';
 import { confirmDestroy } from '../confirm.js';
@@ -45,24 +46,22 @@ export function mountMlflow(card, ctx, cluster) {
       if (reply.operation) return follow(reply.operation.id);
     } catch (e) {
       if (isAbort(e)) return;
-      fieldErrs = fieldErrors(e.details);
+      fieldErrs = refusedFields(e);
       toastError(e);
     }
     load();
   }
 
   /** A control with the last refusal's message for its field, on its own line. */
-  function withError(field, control) {
-    const msg = fieldErrs[field];
-    if (msg) control.setAttribute('aria-invalid', 'true');
-    return msg ? [control, h('span', { class: 'err', testid: `error-mlflow-${field}`, role: 'alert' }, msg)] : [control];
-  }
+  const withError = (field, control) => withFieldError('mlflow', field, control, fieldErrs[field]);
 
   function openDetach(view) {
     confirmDestroy({
       kind: 'tracking server from cluster', name: cluster, verb: 'Detach', confirmText: 'Detach', url: path,
       action: 'mlflow-detach', signal: ctx.signal, send,
-      about: h('p', null, 'New jobs stop logging to it; the jobs\' role and identities go. ',
+      about: h('p', { testid: 'mlflow-detach-about' },
+        view.tracking_server ? ['Detaches tracking server ', h('b', { class: 'id' }, view.tracking_server.name), ': '] : 'Detaches what a failed attach left: ',
+        'new jobs stop logging to it; the jobs\' role and identities go. ',
         view.made_by_hypd ? 'It is deleted with its runs (hypd made it).' : 'It is kept (hypd did not make it).'),
     }).then((reply) => {
       if (!reply) return;

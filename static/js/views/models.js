@@ -3,7 +3,8 @@
 // token is named by its Secret) or copied from an S3 prefix; and a model's removal (refused,
 // 409 in_use, while endpoints serve it: listed, forced only once the user types its name).
 
-import { api, isAbort, mutator, fieldErrors, canMutate } from '../api.js';
+import { api, isAbort, mutator, canMutate } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
 import { rules } from '../rules.js';
 import { openOperation } from '../modal.js';
@@ -26,21 +27,21 @@ export function mount(root, ctx) {
   const cluster = ctx.params[0];
   const send = mutator();
   const list = h('div', { testid: 'models-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the bucket…'));
-  const field = (id, label, attrs = {}) => {
+  // each field by the API's name: its error line is `error-model-<field>` (form_fields.js)
+  const fields = fieldSet('model');
+  const field = (key, id, label, attrs = {}) => {
     const input = h('input', { type: 'text', id: `model-${id}`, testid: `model-${id}`, class: 'mono', autocomplete: 'off', spellcheck: 'false', ...attrs });
-    return [input, h('div', { class: 'field' }, h('label', { for: `model-${id}` }, label), input,
-      h('div', { class: 'err', testid: `error-model-${id}`, role: 'alert' }))];
+    return [input, fields.field(key, label, input)];
   };
-  const [nameIn, nameField] = field('name', 'Name in the bucket (models/<name>/)', { placeholder: 'e.g. llama-3-8b' });
-  const [repoIn, repoField] = field('repo', 'Hugging Face id', { placeholder: 'org/model' });
-  const [revIn, revField] = field('revision', 'Revision', { value: rules.downloads.defaultRevision });
-  const [s3In, s3Field] = field('s3-uri', 'S3 prefix to copy', { placeholder: 's3://bucket/prefix' });
+  const [nameIn, nameField] = field('name', 'name', 'Name in the bucket (models/<name>/)', { placeholder: 'e.g. llama-3-8b' });
+  const [repoIn, repoField] = field('repo', 'repo', 'Hugging Face id', { placeholder: 'org/model' });
+  const [revIn, revField] = field('revision', 'revision', 'Revision', { value: rules.downloads.defaultRevision });
+  const [s3In, s3Field] = field('s3_uri', 's3-uri', 'S3 prefix to copy', { placeholder: 's3://bucket/prefix' });
   const sourceSel = h('select', { id: 'model-source', testid: 'model-source' },
     rules.downloads.sources.map((v) => h('option', { value: v }, { huggingface: 'Hugging Face hub', s3: 'S3 prefix' }[v] || v)));
-  const sourceField = h('div', { class: 'field' }, h('label', { for: 'model-source' }, 'Source'), sourceSel,
-    h('div', { class: 'err', testid: 'error-model-source', role: 'alert' }));
-  const [secretIn, secretField] = field('secret', 'Hub token: Secret name (optional, default namespace)');
-  const [keyIn, keyField] = field('secret-key', 'Its key', { value: 'token' });
+  const sourceField = fields.field('source', 'Source', sourceSel);
+  const [secretIn, secretField] = field('hub_token_secret.name', 'secret', 'Hub token: Secret name (optional, default namespace)');
+  const [keyIn, keyField] = field('hub_token_secret.key', 'secret-key', 'Its key', { value: 'token' });
   const formErr = h('div', { class: 'form-error', testid: 'model-form-error', role: 'alert' });
   const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'model-download' }, 'Download'));
   const hubOnly = [repoField, revField, secretField, keyField,
@@ -111,15 +112,11 @@ export function mount(root, ctx) {
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    formErr.textContent = '';
-    for (const el of form.querySelectorAll('.err')) el.textContent = '';
+    fields.clear(formErr);
     const body = { name: nameIn.value.trim(), source: sourceSel.value };
     if (body.source === 's3') {
       body.s3_uri = s3In.value.trim();
-      if (!rules.downloads.s3Uri.test(body.s3_uri)) {
-        form.querySelector('[data-testid=error-model-s3-uri]').textContent = 'An S3 prefix: s3://bucket/prefix';
-        return;
-      }
+      if (!fields.show({ s3_uri: rules.downloads.s3Uri.test(body.s3_uri) ? '' : 'An S3 prefix: s3://bucket/prefix' })) return;
     } else {
       body.repo = repoIn.value.trim();
       body.revision = revIn.value.trim() || rules.downloads.defaultRevision;
@@ -132,14 +129,8 @@ export function mount(root, ctx) {
       load();
     } catch (e) {
       if (isAbort(e)) return;
-      const fields = fieldErrors(e.details);
-      for (const [name, msg] of Object.entries(fields)) {
-        const id = { name: 'name', source: 'source', repo: 'repo', revision: 'revision', s3_uri: 's3-uri',
-          hub_token_secret: 'secret' }[name.split('.')[0]];
-        const el = id && form.querySelector(`[data-testid=error-model-${id}]`);
-        if (el) el.textContent = msg; else formErr.textContent = `${name}: ${msg}`;
-      }
-      if (!Object.keys(fields).length) formErr.textContent = e.message;
+      // a Secret without the key is the Secret's refusal: shown on its name
+      fields.showRefusal(e, formErr, (name) => (name === 'hub_token_secret' ? 'hub_token_secret.name' : name));
     } finally {
       submit.disabled = false;
     }

@@ -1,13 +1,13 @@
 // #/networks — networks read from AWS by tag, delete, and the create form.
 
-import { api, isAbort, uuid4, fieldErrors, canMutate } from '../api.js';
+import { api, isAbort, uuid4, canMutate } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import {
   h, clear, fill, badge, idEl, toastError, guard, roleHint, regionSelect, spinner, debounce,
 } from '../ui.js';
 import { rules, validateName } from '../rules.js';
 import { confirmDestroy } from '../confirm.js';
 
-const FIELDS = ['name', 'region', 'cidr', 'availability_zones'];
 const REFRESH_MS = 15000;
 
 export function validateCidr(v) {
@@ -31,32 +31,28 @@ export function mount(root, ctx) {
   // ---------- form ----------
   const nameIn = h('input', {
     type: 'text', id: 'network-name', testid: 'network-name', class: 'mono', autocomplete: 'off',
-    spellcheck: 'false', placeholder: 'e.g. lab', maxlength: 64, 'aria-describedby': 'error-name hint-name',
+    spellcheck: 'false', placeholder: 'e.g. lab', maxlength: 64,
   });
   const regionIn = regionSelect({ id: 'network-region', testid: 'network-region' }, ctx.query.get('region') || '');
   const cidrIn = h('input', {
     type: 'text', id: 'network-cidr', testid: 'network-cidr', class: 'mono', value: rules.defaultCidr,
-    autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'error-cidr hint-cidr',
+    autocomplete: 'off', spellcheck: 'false',
   });
   const zonesBox = h('div', { class: 'zones', testid: 'network-zones', role: 'group', 'aria-label': 'Availability zones' });
-  const errs = {};
-  for (const f of FIELDS) errs[f] = h('div', { class: 'err', id: `error-${f}`, testid: `error-${f}`, role: 'alert' });
+  const fields = fieldSet('network');
   const formErr = h('div', { class: 'form-error', testid: 'network-form-error', role: 'alert' });
   const submitBtn = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'network-create' }, 'Create network'));
   const form = h('form', { testid: 'network-form', novalidate: true },
     formErr,
+    fields.field('name', 'Name', nameIn, rules.name.rule),
+    fields.field('region', 'Region', regionIn),
+    // the allowed range and default, from the API's document, before any submit
+    fields.field('cidr', 'VPC CIDR', cidrIn, h('div', { class: 'hint', testid: 'network-cidr-hint' },
+      `Default ${rules.defaultCidr}. Allowed: a ${rules.field('NetworkCreate', 'cidr').description}.`)),
     h('div', { class: 'field' },
-      h('label', { for: 'network-name' }, 'Name'), nameIn, errs.name,
-      h('div', { class: 'hint', id: 'hint-name' }, "Lowercase letters, digits, '-'; starts with a letter; up to 32.")),
-    h('div', { class: 'field' }, h('label', { for: 'network-region' }, 'Region'), regionIn, errs.region),
-    h('div', { class: 'field' },
-      h('label', { for: 'network-cidr' }, 'VPC CIDR'), cidrIn, errs.cidr,
-      // the allowed range and default, from the API's document, before any submit
-      h('div', { class: 'hint', id: 'hint-cidr', testid: 'network-cidr-hint' },
-        `Default ${rules.defaultCidr}. Allowed: a ${rules.field('NetworkCreate', 'cidr').description}.`)),
-    h('div', { class: 'field' },
-      h('span', { class: 'label' }, 'Availability zones'), zonesBox, errs.availability_zones,
-      h('div', { class: 'hint' }, 'None selected: the first two available zones.')),
+      h('span', { class: 'label' }, 'Availability zones'), zonesBox,
+      h('div', { class: 'hint', id: 'network-zones-hint' }, 'None selected: the first two available zones.'),
+      fields.line('availability_zones', zonesBox, 'network-zones-hint')),
     h('div', { class: 'inline' }, submitBtn),
     roleHint('creating a network', 'network-create-hint'));
 
@@ -187,42 +183,21 @@ export function mount(root, ctx) {
   let pending = null; // {key, body: json}
   let submitting = false;
 
-  function setFieldError(field, msg) {
-    const el = errs[field];
-    if (!el) return false;
-    el.textContent = msg || '';
-    const input = { name: nameIn, region: regionIn, cidr: cidrIn }[field];
-    if (input) input.setAttribute('aria-invalid', msg ? 'true' : 'false');
-    return true;
-  }
-
-  function clearErrors() {
-    for (const f of FIELDS) setFieldError(f, '');
-    formErr.textContent = '';
-  }
-
   function clientValidate() {
-    const e1 = validateName(nameIn.value.trim());
-    const e2 = validateCidr(cidrIn.value.trim());
-    setFieldError('name', e1);
-    setFieldError('cidr', e2);
-    return !e1 && !e2;
+    return fields.show({ name: validateName(nameIn.value.trim()), cidr: validateCidr(cidrIn.value.trim()) });
   }
 
   let touched = false;
-  nameIn.addEventListener('input', () => { if (touched) setFieldError('name', validateName(nameIn.value.trim())); });
-  nameIn.addEventListener('blur', () => { if (nameIn.value) { touched = true; setFieldError('name', validateName(nameIn.value.trim())); } });
-  cidrIn.addEventListener('input', () => { if (touched) setFieldError('cidr', validateCidr(cidrIn.value.trim())); });
+  nameIn.addEventListener('input', () => { if (touched) fields.setError('name', validateName(nameIn.value.trim())); });
+  nameIn.addEventListener('blur', () => { if (nameIn.value) { touched = true; fields.setError('name', validateName(nameIn.value.trim())); } });
+  cidrIn.addEventListener('input', () => { if (touched) fields.setError('cidr', validateCidr(cidrIn.value.trim())); });
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!canMutate() || submitting) return; // a second click while in flight is the same submission
     touched = true;
-    clearErrors();
-    if (!clientValidate()) {
-      nameIn.focus();
-      return;
-    }
+    fields.clear(formErr);
+    if (!clientValidate()) return;
     const body = { name: nameIn.value.trim(), cidr: cidrIn.value.trim() || rules.defaultCidr };
     if (regionIn.value) body.region = regionIn.value;
     const zones = selectedZones();
@@ -249,26 +224,10 @@ export function mount(root, ctx) {
     }
   });
 
+  /** A refusal on its fields, said once; anything else also as a toast. */
   function showSubmitError(err) {
-    if (err.status === 422 || err.code === 'validation_failed') {
-      const fe = fieldErrors(err.details);
-      const unplaced = [];
-      for (const [k, msg] of Object.entries(fe)) {
-        const field = k.split('.')[0];
-        const prev = errs[field] ? errs[field].textContent : '';
-        if (!setFieldError(field, prev ? `${prev} ${msg}` : msg)) unplaced.push(`${k}: ${msg}`);
-      }
-      // a refusal is said once: on its field when it names one, else on the form's line
-      formErr.textContent = unplaced.length || !Object.keys(fe).length
-        ? [err.message, ...unplaced].join(' — ')
-        : '';
-      const firstBad = FIELDS.find((f) => errs[f].textContent);
-      if (firstBad === 'name') nameIn.focus();
-      else if (firstBad === 'cidr') cidrIn.focus();
-      return;
-    }
-    formErr.textContent = err.message;
-    toastError(err);
+    fields.showRefusal(err, formErr);
+    if (err.status !== 422) toastError(err);
   }
 
   function goToOperation(reply) {

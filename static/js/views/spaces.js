@@ -4,7 +4,8 @@
 // from the API's document (`spaceRules`, through rules.field); opened, stopped, started and deleted in place. Only
 // a space's owner may change it: the others' buttons are disabled and say whose it is.
 
-import { api, isAbort, mutator, fieldErrors, canMutate, session } from '../api.js';
+import { api, isAbort, mutator, canMutate, session } from '../api.js';
+import { fieldSet } from '../form_fields.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { rules, validateName, words } from '../rules.js';
 import { openOperation } from '../modal.js';
@@ -40,18 +41,9 @@ export function mount(root, ctx) {
   const S = spaceRules();
   const list = h('div', { testid: 'spaces-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
 
-  // Each field's input, by the API's field name: its error line is `error-space-<field>`
-  // (described by it, and aria-invalid while it shows a refusal).
-  const inputs = {};
-  const errorLine = (field) => h('div', { class: 'err', id: `space-${field}-error`, testid: `error-space-${field}`, role: 'alert' });
-  const described = (field, hint) => (hint ? `space-${field}-hint space-${field}-error` : `space-${field}-error`);
-  const field = (key, label, input, hint, hintAttrs = {}) => {
-    inputs[key] = input;
-    input.setAttribute('aria-describedby', described(key, hint));
-    return h('div', { class: 'field' }, h('label', { for: input.id }, label), input,
-      hint ? h('div', { class: 'hint', id: `space-${key}-hint`, ...hintAttrs }, hint) : null,
-      errorLine(key));
-  };
+  // Each field by the API's field name: its error line is `error-space-<field>` (form_fields.js).
+  const fields = fieldSet('space');
+  const field = fields.field;
   const number = (id, label, b, hint) => {
     const input = h('input', { type: 'number', id: `space-${id}`, testid: `space-${id}`, min: b.min, max: b.max, value: b.default, step: 1, inputmode: 'numeric' });
     return [input, field(id, label, input, hint || `${b.min} to ${b.max}`)];
@@ -62,7 +54,8 @@ export function mount(root, ctx) {
     S.appTypes.map((v) => h('option', { value: v, selected: v === S.defaultAppType }, EDITORS[v] || v)));
   const editorField = field('app_type', 'Editor', editorSel);
   const groupSel = h('select', { id: 'space-instance-group', testid: 'space-instance-group' }, h('option', { value: '' }, 'Reading the groups…'));
-  const groupField = field('instance_group', 'Instance group', groupSel, 'The space runs on one node of this group.', { testid: 'space-group-hint' });
+  const groupField = field('instance_group', 'Instance group', groupSel,
+    h('div', { class: 'hint', testid: 'space-group-hint' }, 'The space runs on one node of this group.'));
   const [cpuIn, cpuField] = number('cpu', 'vCPUs', S.cpu);
   const [memIn, memField] = number('memory_gib', 'Memory (GiB)', S.memoryGib);
   const [gpuIn, gpuField] = number('gpus', 'GPUs', S.gpus, 'Held for as long as the space runs.');
@@ -207,29 +200,10 @@ export function mount(root, ctx) {
     });
   }
 
-  /** Show `msg` on a field (its error line, aria-invalid); an empty msg clears it. */
-  function setError(key, msg) {
-    const line = form.querySelector(`[data-testid=error-space-${key}]`);
-    if (line) line.textContent = msg || '';
-    if (inputs[key]) inputs[key].setAttribute('aria-invalid', msg ? 'true' : 'false');
-    return Boolean(line);
-  }
-
-  function clearErrors() {
-    formErr.textContent = '';
-    for (const key of Object.keys(inputs)) setError(key, '');
-  }
-
-  /** Move the focus to the first field that shows an error (or the form's own line). */
-  function focusError() {
-    const bad = Object.values(inputs).find((el) => el.getAttribute('aria-invalid') === 'true');
-    if (bad) bad.focus();
-  }
-
   function checkNumber(input, id, b) {
     const v = Number(input.value);
     if (input.value.trim() === '' || !Number.isInteger(v) || v < b.min || v > b.max) {
-      setError(id, `A whole number from ${b.min} to ${b.max}.`);
+      fields.setError(id, `A whole number from ${b.min} to ${b.max}.`);
       return false;
     }
     return true;
@@ -238,11 +212,11 @@ export function mount(root, ctx) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     if (!canMutate()) return;
-    clearErrors();
+    fields.clear(formErr);
     const name = nameIn.value.trim();
     const why = validateName(name);
     let ok = true;
-    if (why) { setError('name', why); ok = false; }
+    if (why) { fields.setError('name', why); ok = false; }
     ok = checkNumber(cpuIn, 'cpu', S.cpu) && ok;
     ok = checkNumber(memIn, 'memory_gib', S.memoryGib) && ok;
     ok = checkNumber(gpuIn, 'gpus', S.gpus) && ok;
@@ -250,14 +224,14 @@ export function mount(root, ctx) {
     if (!neverIn.checked) ok = checkNumber(idleIn, 'idle_shutdown_minutes', S.idleMinutes) && ok;
     const image = imageIn.value.trim();
     if (image && !S.image.test(image)) {
-      setError('image', 'Not a container image reference (e.g. repo/name:tag).');
+      fields.setError('image', 'Not a container image reference (e.g. repo/name:tag).');
       ok = false;
     }
     if (!groupSel.value) {
-      setError('instance_group', 'Choose an instance group.');
+      fields.setError('instance_group', 'Choose an instance group.');
       ok = false;
     }
-    if (!ok) { focusError(); return; }
+    if (!ok) { fields.focus(); return; }
     const body = {
       name, app_type: editorSel.value, instance_group: groupSel.value,
       cpu: Number(cpuIn.value), memory_gib: Number(memIn.value), gpus: Number(gpuIn.value),
@@ -273,17 +247,8 @@ export function mount(root, ctx) {
       load();
     } catch (e) {
       if (isAbort(e)) return;
-      // a refusal with the numbers (exceeds_capacity) names its fields in details.fields;
-      // the rest of its details are numbers, not words for a field
-      const details = e.details && e.details.fields ? { fields: e.details.fields } : e.details;
-      const other = [];
-      for (const [key, msg] of Object.entries(fieldErrors(details))) {
-        const top = key.split('.')[0];
-        const words = msg.startsWith(`${top}: `) ? msg.slice(top.length + 2) : msg;
-        if (!setError(top, words)) other.push(`${key}: ${msg}`);
-      }
-      if (other.length || !form.querySelector('[aria-invalid=true]')) formErr.textContent = other.length ? other.join(' ') : e.message;
-      focusError();
+      // a refusal with the numbers (exceeds_capacity) names its fields in details.fields
+      fields.showRefusal(e, formErr);
     } finally {
       submit.disabled = !canMutate();
     }
