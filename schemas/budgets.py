@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from vocabulary.budgets import BUDGET_STATES, MAX_MONTHLY_USD, MIN_MONTHLY_USD, WARN_AT
+from vocabulary.budgets import BUDGET_STATES, MAX_MONTHLY_USD, MIN_MONTHLY_USD
 
 
 class BudgetSetSchema(Schema):
@@ -14,8 +14,8 @@ class BudgetSetSchema(Schema):
 
 
 class BudgetWarningSchema(Schema):
-    at = fields.Float(required=True, validate=validate.OneOf(WARN_AT), metadata={
-        "description": "the fraction of the budget crossed"})
+    at = fields.Float(required=True, metadata={
+        "description": "the fraction of the budget crossed: one of warn_at"})
     raised_at = fields.String(required=True, metadata={"description": "when hypd saw it"})
 
 
