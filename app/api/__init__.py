@@ -24,11 +24,13 @@ from app.api import (
     operations,
     spaces,
     storage,
+    teams,
 )
 
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
               diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, spaces.blp,
+              teams.scheduler_blp, teams.blp,
               operations.blp,
               audit.blp, metrics.blp)
 

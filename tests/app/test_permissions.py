@@ -71,6 +71,8 @@ OPEN_DRY_RUNS = {
     ("DELETE", "/api/v1/clusters/{cluster}/jobs/{job}"),
     ("DELETE", "/api/v1/clusters/{cluster}/models/{name}"),
     ("DELETE", "/api/v1/clusters/{cluster}/spaces/{name}"),
+    ("DELETE", "/api/v1/clusters/{cluster}/teams/{name}"),
+    ("DELETE", "/api/v1/clusters/{cluster}/scheduler"),
     ("POST", "/api/v1/clusters/{cluster}/nodes/reboot"),
     # every other change of AWS or Kubernetes: its dry run rehearses the operation
     ("POST", "/api/v1/networks"),
@@ -90,6 +92,9 @@ OPEN_DRY_RUNS = {
     ("PATCH", "/api/v1/clusters/{cluster}/spaces/{name}"),
     ("POST", "/api/v1/clusters/{cluster}/spaces/{name}/stop"),
     ("POST", "/api/v1/clusters/{cluster}/spaces/{name}/start"),
+    ("POST", "/api/v1/clusters/{cluster}/teams"),
+    ("PATCH", "/api/v1/clusters/{cluster}/teams/{name}"),
+    ("PUT", "/api/v1/clusters/{cluster}/scheduler"),
 }
 """The routes whose `?dry_run=true` a viewer may ask for (pinned: a route opening its dry run
 must be added here on purpose)."""
@@ -252,6 +257,12 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("POST", "/api/v1/clusters/walk-c/spaces/lab/stop", None),
         ("POST", "/api/v1/clusters/walk-c/spaces/lab/start", None),
         ("DELETE", "/api/v1/clusters/walk-c/spaces/lab", None),
+        ("PUT", "/api/v1/clusters/walk-c/scheduler", {"fair_share": True}),
+        ("DELETE", "/api/v1/clusters/walk-c/scheduler", None),
+        ("POST", "/api/v1/clusters/walk-c/teams",
+         {"name": "lab", "quota": [{"instance_type": "ml.g5.8xlarge", "count": 1}]}),
+        ("PATCH", "/api/v1/clusters/walk-c/teams/lab", {"fair_share_weight": 5}),
+        ("DELETE", "/api/v1/clusters/walk-c/teams/lab", None),
         ("POST", f"/api/v1/operations/{targets['running']}/cancel", None),
         ("POST", f"/api/v1/operations/{targets['failed']}/retry", None),
         ("POST", "/api/v1/clusters/walk-c/jobs", JOB),
