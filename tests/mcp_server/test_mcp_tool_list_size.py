@@ -39,14 +39,15 @@ pytestmark = pytest.mark.asyncio
 ALL = "all"
 AGENT = ",".join(AGENT_TOOLSETS)
 BUDGETS: dict[str, int] = {
-    ALL: 85_200,            # 71 tools: 82,672 bytes (99,230 before the second lean pass)
+    ALL: 94_700,            # 79 tools: 91,927 bytes (82,672 before the 8 teams tools)
     "clusters": 19_100,     # 18,529: networks, clusters, stages, software (22,306 before)
     "capacity": 28_550,     # 27,716 (33,282 before)
     "training": 14_100,     # 13,652 (15,819)
     "inference": 15_600,    # 15,102 (17,922)
     "spaces": 9_400,        # 9,080 (10,930)
+    "teams": 11_200,        # 10,829: the scheduler config and teams
     "operations": 6_850,    # 6,648 (7,906); each about 3 per cent above today's
-    AGENT: 85_200,          # the agent configs' (skills/agents): every toolset, named
+    AGENT: 94_700,          # the agent configs' (skills/agents): every toolset, named
 }
 GOALS: dict[str, int] = {ALL: 60_000, "clusters": 20_000}
 """Issue 22's: the cluster lifecycle's holds (asserted); all tools' does not (strict xfail)."""
