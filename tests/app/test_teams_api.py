@@ -218,5 +218,19 @@ def test_a_patch_that_changes_nothing_sends_nothing(stack, cluster):
     assert unknown.status_code == 422, unknown.text
     assert missing.status_code == 404, missing.text
     assert not [c for c in _governance_calls(stack, since) if c["action"].startswith("Update")]
+
+    wait_until(lambda: read(stack, url(cluster, team))["state"] == "Created", 30,
+               what="the quota created")
+    plan = rehearsed(stack, "PATCH", url(cluster, team), {"fair_share_weight": 20},
+                     kind="team.update")
+    [update] = [c for s in plan["steps"] for c in s["calls"]
+                if c["operation"] == "UpdateComputeQuota"]
+    assert update["params"]["TargetVersion"] == 1, update  # the version the request read
+    assert update["params"]["ComputeQuotaId"] == read(stack, url(cluster, team))[
+        "compute_quota"]["id"]
+    plan = rehearsed(stack, "DELETE", url(cluster, team), kind="team.delete")
+    assert (plan["refused"], plan["dependents"]) == (False, [])
+    assert calls_in_order(plan, [("sagemaker", "DeleteComputeQuota")])
+    assert read(stack, url(cluster, team))["fair_share_weight"] == 10
     with stack.client() as c:
         follow(stack, c.delete(url(cluster, team)))
