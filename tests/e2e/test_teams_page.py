@@ -47,12 +47,18 @@ def _open(page, stack, cluster: str, token: str, role: str) -> None:
 
 
 def _followed(page, stack, cluster: str, kind: str) -> None:
-    """On the progress panel: the operation of `kind` succeeded; back to the teams page."""
+    """On the progress panel: the operation of `kind` succeeded; back to the teams page by
+    the panel's link."""
     expect(page).to_have_url(OP_URL, timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("op-kind")).to_have_text(kind)
     expect(page.get_by_test_id("op-status")).to_have_text("succeeded",
                                                           timeout=OPERATION_TIMEOUT_MS)
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/teams")
+    # back through the panel's link to what it changed (read, then followed: the panel
+    # re-renders once its operation ends)
+    link = page.get_by_test_id("op-resource-link")
+    expect(link).to_have_attribute("href", f"#/clusters/{cluster}/teams")
+    page.evaluate("href => { location.hash = href; }", link.get_attribute("href"))
+    expect(page).to_have_url(re.compile(rf"#/clusters/{cluster}/teams$"))
 
 
 def test_an_operator_runs_teams_from_the_page(page, stack, cluster):
