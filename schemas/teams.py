@@ -189,7 +189,8 @@ class TeamSchema(Schema):
     local_queue = fields.String(required=True)
     cluster_queue = fields.String(required=True)
     queue = fields.Nested(TeamQueueSchema, allow_none=True, metadata={
-        "description": "what Kueue says of the team's ClusterQueue (detail reads only)"})
+        "description": "what Kueue says of the team's ClusterQueue (null while the team is "
+                        "being created or its cluster's API cannot be read)"})
     operation_id = fields.String(allow_none=True)
 
 

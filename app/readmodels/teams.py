@@ -164,13 +164,16 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
 
 
 def listing(gov: Governed) -> list[dict[str, Any]]:
+    """Every team of the cluster with its queue (one ClusterQueue read each: a page wants
+    what was admitted and what waits at a glance)."""
     ops = operations(gov.ref.name)
     found: dict[str, dict[str, Any]] = {}
+    api = _api(gov.ref)
     for summary in teams.quotas(gov.sm, gov.arn):
         quota = teams.describe_quota(gov.sm, summary["ComputeQuotaId"])
         if quota is not None:
-            view = team_view(gov, quota, None)
-            view["operation_id"] = (ops.get(view["name"]) or {}).get("id")
+            with talking_to(gov.ref):
+                view = team_view(gov, quota, ops.get(summary["Name"]), api)
             found[view["name"]] = view
     for name, op in ops.items():
         if name not in found and _unmade(op):

@@ -93,7 +93,7 @@ export function mount(root, ctx) {
         t.message ? h('div', { class: 'sub-id' }, t.message) : null),
       h('td', { testid: `team-quota-${t.name}` }, (t.quota || []).map((e) => `${e.instance_type} × ${e.count}`).join(', ') || '—'),
       h('td', { class: 'sub-id', testid: `team-sharing-${t.name}` }, sharing),
-      h('td', { testid: `team-queue-${t.name}` }, !q ? 'read one team for its queue' : q.present
+      h('td', { testid: `team-queue-${t.name}` }, !q ? '—' : q.present
         ? `${q.admitted_workloads} admitted · ${q.pending_workloads} pending` : q.message),
       h('td', { class: 'actions' }, del));
   }
