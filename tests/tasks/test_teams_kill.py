@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.teamkit import TEAM, cluster_arn, quota, read, team_name, url
+from tests.app.teamkit import TEAM, cluster_arn, follow, quota, read, team_name, url
 
 
 @pytest.fixture
@@ -46,3 +46,7 @@ def test_a_worker_killed_mid_team_create_makes_one_quota(stack, cluster):
     assert after - before == 1
     assert read(stack, url(cluster, team))["compute_quota"]["id"] == made["ComputeQuotaId"]
     assert quota(stack, arn, team)["ComputeQuotaTarget"]["TeamName"] == team
+    with stack.client() as c:  # the cluster is shared: its scheduler config's tests count teams
+        follow(stack, c.delete(url(cluster, team)))
+
+
