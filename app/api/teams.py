@@ -5,8 +5,10 @@ the version read: an Update names it) and delete, each change an operation
 (tasks/teams.py).
 
 A change needs an EKS-orchestrated HyperPod cluster with the `task_governance` feature on
-(412 otherwise). A team's delete is refused while work runs in its namespace, the scheduler
-config's while any team has a quota (409 in_use naming them), unless `force=true`."""
+(412 otherwise). A quota or config someone made outside hypd (without hypd's tags) is read
+(`managed: false`), never changed or deleted here (409). A team's delete is refused while
+work runs in its namespace, the scheduler config's while any team has a quota (409 in_use
+naming them), unless `force=true`."""
 
 from __future__ import annotations
 
@@ -71,6 +73,13 @@ def _busy(status: str, what: str) -> None:
         raise ApiError(409, "conflict", f"{what} is being deleted")
 
 
+def _ours(gov: teams_readmodel.Governed, arn: str, what: str) -> None:
+    """hypd changes and deletes only what it made (its tags): another's is read-only here."""
+    if not teams.ours(gov.sm, arn, gov.ref.name):
+        raise ApiError(409, "conflict", f"{what} was not made by hypd (it lacks hypd's tags "
+                                        "for this cluster): change it where it was made")
+
+
 @scheduler_blp.route("/<string:cluster>/scheduler")
 class Scheduler(MethodView):
     @access(Role.VIEWER)
@@ -108,6 +117,8 @@ class Scheduler(MethodView):
         found = teams.find_scheduler(gov.sm, gov.arn)
         if found is not None:
             _busy(found["Status"], f"the scheduler config of cluster {cluster}")
+            _ours(gov, found["ClusterSchedulerConfigArn"],
+                  f"the scheduler config of cluster {cluster}")
             before = teams.scheduler_of(found)
             if before == wanted:
                 return mutations.no_change(scheduler_url(params), "the scheduler config of "
@@ -129,6 +140,8 @@ class Scheduler(MethodView):
             found = teams.find_scheduler(gov.sm, gov.arn)
             if found is None:
                 raise ApiError(404, "not_found", f"cluster {cluster} has no scheduler config")
+            _ours(gov, found["ClusterSchedulerConfigArn"],
+                  f"the scheduler config of cluster {cluster}")
             params.update(region=gov.ref.region, cluster_arn=gov.arn)
             return mutations.Impact(
                 f"the scheduler config of cluster {cluster}",
@@ -208,6 +221,7 @@ class Team(MethodView):
         gov = _governed(cluster, changing=True)
         found = teams_readmodel.quota_of(gov, name)
         _busy(found["Status"], f"team {name!r} of cluster {cluster}")
+        _ours(gov, found["ComputeQuotaArn"], f"team {name!r}'s compute quota")
         before = teams.team_of(found).params()
         after = {**before, **body}
         if after.get("lend_idle") is False and after.get("borrow_limit_percent"):
@@ -238,6 +252,7 @@ class Team(MethodView):
         def impact() -> mutations.Impact:
             gov = _governed(cluster)
             found = teams_readmodel.quota_of(gov, name)
+            _ours(gov, found["ComputeQuotaArn"], f"team {name!r}'s compute quota")
             params.update(region=gov.ref.region, cluster_arn=gov.arn)
             return mutations.Impact(
                 f"team {name} of cluster {cluster}",

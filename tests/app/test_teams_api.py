@@ -276,3 +276,27 @@ def test_a_team_reads_what_kueue_says_of_its_queue(stack, cluster):
                                              queue)
         with stack.client() as c:
             follow(stack, c.delete(url(cluster, team)))
+
+
+def test_a_quota_made_outside_hypd_is_read_never_changed(stack, cluster):
+    """A team's quota made straight through SageMaker (no hypd tags): listed and read with
+    `managed: false`; its change and its delete are refused, sending nothing."""
+    team, sm = team_name("theirs"), stack.aws("sagemaker")
+    made = sm.create_compute_quota(
+        Name=team, ClusterArn=cluster_arn(stack, cluster),
+        ComputeQuotaTarget={"TeamName": team},
+        ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": TYPE, "Count": 1}]})
+    try:
+        got = read(stack, url(cluster, team))
+        assert (got["managed"], got["compute_quota"]["id"]) == (False, made["ComputeQuotaId"])
+        since = _seq(stack)
+        with stack.client() as c:
+            changed = c.patch(url(cluster, team), json={"fair_share_weight": 5})
+            deleted = c.delete(url(cluster, team), params={"force": "true"})
+        for reply in (changed, deleted):
+            assert reply.status_code == 409, reply.text
+            assert "not made by hypd" in reply.json()["error"]["message"]
+        assert not [c for c in _governance_calls(stack, since)
+                    if c["action"].startswith(("Update", "Delete"))]
+    finally:
+        sm.delete_compute_quota(ComputeQuotaId=made["ComputeQuotaId"])
