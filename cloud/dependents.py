@@ -64,6 +64,10 @@ Each request's dependents, and whether `force` overrides them:
 - `DELETE .../jobs/<j>`: a job not finished: its live pods. Force: yes.
 - `DELETE .../models/<m>`: hypd's endpoints serving the model (its model, or one of a
   pool's). Force: yes.
+- `DELETE .../teams/<t>`: the team's running work, the live pods in its namespace
+  `hyperpod-ns-<t>` (one per training job). Force: yes (the work loses its quota).
+- `DELETE .../scheduler`: every team quota on the cluster (a plain list from SageMaker, not
+  Kubernetes: app/readmodels/teams.py). Force: yes.
 
 A dependent can appear between the check and the act. The network's and the cluster's delete
 re-run the check as their first step (`in_use`), and the cluster's again before its network
@@ -491,6 +495,24 @@ def feature_users(api: Any, feature: str, autoscaled_groups: Iterable[str] = ()
                 for pod in kube.iter_objects(api, "v1", "Pod", label_selector=QUEUE_LABEL)
                 if live_pod(pod)]
     return []
+
+
+def team_work(api: Any, namespace: str) -> list[Dependent]:
+    """A team's running work: the live pods in its namespace (what its queue admitted or
+    holds), one dependent per training job where a pod belongs to one."""
+    found: dict[tuple[str, str], Dependent] = {}
+    for pod in kube.iter_objects(api, "v1", "Pod", namespace):
+        if not live_pod(pod):
+            continue
+        job = _labels(pod).get(training.JOB_LABEL)
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        if job:
+            found.setdefault(("training_job", job), Dependent(
+                "training_job", job, "runs in the team's namespace", namespace=namespace))
+        else:
+            found[("pod", _md(pod)["name"])] = _of(pod, f"{phase} in the team's namespace",
+                                                   kind="pod")
+    return list(found.values())
 
 
 # -- MLflow, endpoints, jobs, models ------------------------------------------------------------

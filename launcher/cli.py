@@ -332,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--read-only", action="store_true", help="publish read tools only")
     mcp.add_argument("--toolsets", default=None,
                      help="comma-separated toolsets to publish (default: all): clusters, "
-                     "capacity, training, inference, spaces, operations (get_operation and "
-                     "wait_operation always); an unknown name is refused at start")
+                     "capacity, training, inference, spaces, teams, operations (get_operation "
+                     "and wait_operation always); an unknown name is refused at start")
     mcp.set_defaults(func=cmd_mcp)
 
     sandbox = sub.add_parser("sandbox", help="the local AWS alone; prints its environment")

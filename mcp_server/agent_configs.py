@@ -45,9 +45,9 @@ _TOOLS_LINE = re.compile(r"^tools: .*$", re.MULTILINE)
 _PLAYBOOK_TOOLS = re.compile(r"^Version \d+\. Tools:(.*?)(?:\n\n|\Z)", re.M | re.S)
 
 AGENT_TOOLSETS: tuple[str, ...] = ("clusters", "capacity", "training", "inference",
-                                   "spaces", "operations")
+                                   "spaces", "teams", "operations")
 """The toolsets the agent's server publishes: those its playbooks use (all of them, since
-skills/dev-spaces.md)."""
+skills/dev-spaces.md; teams since skills/teams-and-cost.md)."""
 
 
 def server_args() -> list[str]:

@@ -1037,6 +1037,73 @@ SPACE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+TEAM_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_scheduler", method="GET", path="/api/v1/clusters/{cluster}/scheduler",
+        toolset="teams",
+        title="Read a cluster's scheduler config",
+        description="Priority classes with weights, fair share, SageMaker status and version; "
+        "not_found until put_scheduler makes one.",
+    ),
+    ToolSpec(
+        name="put_scheduler", method="PUT", path="/api/v1/clusters/{cluster}/scheduler",
+        toolset="teams",
+        title="Set a cluster's scheduler config",
+        description="Create or replace the priority classes and fair share (updates from the "
+        "version read now). Needs the task_governance feature (update_features)." + _FOLLOW,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_scheduler", method="DELETE", path="/api/v1/clusters/{cluster}/scheduler",
+        toolset="teams",
+        title="Delete a cluster's scheduler config",
+        description="Remove the priority classes and fair share; in_use while any team has a "
+        "quota: confirm with the user." + _FOLLOW,
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="list_teams", method="GET", path="/api/v1/clusters/{cluster}/teams",
+        toolset="teams",
+        title="List a cluster's teams",
+        description="Each team's compute quota and state, namespace and queues, and the "
+        "scheduler config. get_team adds what Kueue admitted and what waits.",
+    ),
+    ToolSpec(
+        name="get_team", method="GET", path="/api/v1/clusters/{cluster}/teams/{name}",
+        toolset="teams",
+        title="Read one team",
+        description="A team's quota, SageMaker state, namespace, queues and its ClusterQueue's "
+        "admitted and pending work and usage. update_team changes it.",
+    ),
+    ToolSpec(
+        name="create_team", method="POST", path="/api/v1/clusters/{cluster}/teams",
+        toolset="teams",
+        title="Create a team",
+        description="A team's compute quota: instances per type, borrowing, lending, "
+        "preemption, fair-share weight. Needs the task_governance feature." + _FOLLOW,
+        notes={"quota": "Ask the user: instance types of the cluster's groups."},
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="update_team", method="PATCH", path="/api/v1/clusters/{cluster}/teams/{name}",
+        toolset="teams",
+        title="Change a team's quota",
+        description="Change only the given fields of a team's quota." + _FOLLOW,
+        mutating=True, status_tool="wait_operation", status_args_from=_BY_OPERATION,
+    ),
+    ToolSpec(
+        name="delete_team", method="DELETE", path="/api/v1/clusters/{cluster}/teams/{name}",
+        toolset="teams",
+        title="Delete a team",
+        description="Delete a team's quota; in_use while work runs in its namespace: confirm "
+        "with the user." + _FOLLOW,
+        mutating=True, destructive=True, status_tool="wait_operation",
+        status_args_from=_BY_OPERATION,
+    ),
+)
+
+
 AUDIT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_audit", method="GET", path="/api/v1/audit", title="Read the audit log",
@@ -1050,6 +1117,6 @@ AUDIT_TOOLS: tuple[ToolSpec, ...] = (
 TOOLS: tuple[ToolSpec, ...] = (*_CORE_TOOLS, *CLUSTER_TOOLS, *GROUP_TOOLS, *SOFTWARE_TOOLS,
                                *NODE_TOOLS, *STORAGE_TOOLS, *FEATURE_TOOLS, *DIAGNOSTIC_TOOLS,
                                *JOB_TOOLS, *MLFLOW_TOOLS, *ENDPOINT_TOOLS, *MODEL_TOOLS,
-                               *SPACE_TOOLS, *AUDIT_TOOLS)
+                               *SPACE_TOOLS, *TEAM_TOOLS, *AUDIT_TOOLS)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -21,6 +21,13 @@ from tasks.networks import NETWORK_CREATE, NETWORK_DELETE
 from tasks.nodes import NODES_DELETE, NODES_REBOOT, NODES_REPLACE
 from tasks.spaces import SPACE_CREATE, SPACE_DELETE, SPACE_START, SPACE_STOP, SPACE_UPDATE
 from tasks.storage import STORAGE_CREATE, STORAGE_DELETE
+from tasks.teams import (
+    SCHEDULER_DELETE,
+    SCHEDULER_PUT,
+    TEAM_CREATE,
+    TEAM_DELETE,
+    TEAM_UPDATE,
+)
 
 KINDS = kind_table(
     NETWORK_CREATE,
@@ -54,4 +61,9 @@ KINDS = kind_table(
     SPACE_STOP,
     SPACE_START,
     SPACE_DELETE,
+    SCHEDULER_PUT,
+    SCHEDULER_DELETE,
+    TEAM_CREATE,
+    TEAM_UPDATE,
+    TEAM_DELETE,
 )

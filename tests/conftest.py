@@ -16,7 +16,7 @@ import pytest
 from tests.stack import REPO, RUNNING, Stack, free_port, tls
 
 SHARED_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["']module["']""")
-GROUPED_SESSION_FIXTURES = ("spaces_cluster",)
+GROUPED_SESSION_FIXTURES = ("spaces_cluster", "governed_cluster")
 """Session-scoped clusters whose modules go to one worker together: spread over both, each
 worker would make its own (the spaces feature's is among the dearest to make)."""
 
@@ -103,6 +103,15 @@ def spaces_cluster(stack):
     from tests.app.featurekit import spaces_cluster
 
     return spaces_cluster(stack)
+
+
+@pytest.fixture(scope="session")
+def governed_cluster(stack):
+    """A one-node cluster with task governance on, shared by the teams tests of this test
+    process (REST, MCP, the kill test, the page; each team has its own name)."""
+    from tests.app.teamkit import governed_cluster
+
+    return governed_cluster(stack)
 
 
 @pytest.fixture(scope="session")

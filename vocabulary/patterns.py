@@ -84,6 +84,9 @@ IMAGE_ID = from_botocore("sagemaker", "ImageId")
 """A HyperPod group's AMI: an `ami-…` id or `default`."""
 TRACKING_SERVER_NAME = from_botocore("sagemaker", "TrackingServerName")
 TRACKING_SERVER_ARN = arn_from_botocore("sagemaker", "TrackingServerArn", "TrackingServerName")
+TEAM_NAME = from_botocore("sagemaker", "ComputeQuotaTargetTeamName")
+"""A task-governance team (a compute quota's `TeamName`)."""
+PRIORITY_CLASS_NAME = from_botocore("sagemaker", "ClusterSchedulerPriorityClassName")
 TRACKING_SERVER = _bounded(re.compile(
     f"{TRACKING_SERVER_NAME.pattern}|{TRACKING_SERVER_ARN.pattern}", re.ASCII),
     {"min": 1, "max": _BOUNDS[TRACKING_SERVER_ARN][1]})

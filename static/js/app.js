@@ -21,6 +21,7 @@ import * as jobs from './views/jobs.js';
 import * as endpoints from './views/endpoints.js';
 import * as models from './views/models.js';
 import * as spaces from './views/spaces.js';
+import * as teams from './views/teams.js';
 import * as storage from './views/storage.js';
 
 // A page of one cluster's own resources, `#/clusters/<c>/<path>`: the cluster page links
@@ -43,6 +44,7 @@ const ROUTES = [
   clusterPage('endpoints', endpoints),
   clusterPage('models', models),
   clusterPage('spaces', spaces),
+  clusterPage('teams', teams),
   clusterPage('storage', storage),
   { re: /^\/operations\/?$/, view: operations, nav: 'operations' },
   { re: /^\/operations\/([^/]+)\/?$/, view: operation, nav: 'operations' },

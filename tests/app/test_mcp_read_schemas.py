@@ -19,11 +19,12 @@ from mcp import Client
 from mcp_server.tools import TOOLS
 from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted
 
-SKIPPABLE = frozenset({"get_storage", "get_endpoint", "get_space"})
-"""Reads of a resource kind this cluster has none of (storage, endpoints, spaces): their lists
-are checked here; a get_storage, get_endpoint and get_space reply are checked against their
-output schema by the SDK's client in test_storage_api.py, test_endpoints_api.py and
-test_spaces_api.py."""
+SKIPPABLE = frozenset({"get_storage", "get_endpoint", "get_space", "get_team", "get_scheduler"})
+"""Reads of a resource kind this cluster has none of (storage, endpoints, spaces, teams, a
+scheduler config): their lists are checked here; a get_storage, get_endpoint, get_space,
+get_team and get_scheduler reply are checked against their output schema by the SDK's client
+in test_storage_api.py, test_endpoints_api.py, test_spaces_api.py and
+tests/mcp_server/test_mcp_teams.py."""
 
 
 def _first(reply: dict[str, Any], *keys: str) -> Any:
@@ -111,5 +112,10 @@ async def _read_everything(stack, cluster: str, job: str) -> dict[str, dict[str,
         spaces = await read("list_spaces", {"cluster": cluster})
         if _first(spaces, "name"):
             await read("get_space", {"cluster": cluster, "name": _first(spaces, "name")})
+        teams = await read("list_teams", {"cluster": cluster})
+        if _first(teams, "name"):
+            await read("get_team", {"cluster": cluster, "name": _first(teams, "name")})
+        if teams.get("scheduler"):
+            await read("get_scheduler", {"cluster": cluster})
         await read("list_audit", {})
     return seen

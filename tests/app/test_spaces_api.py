@@ -16,13 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
-from jsonschema import Draft202012Validator
 from mcp import Client
 
 from cloud import kube, spaces, storage
 from tests.app.dryrunkit import calls_in_order, rehearsed
 from tests.app.test_clusters_api import _client
 from tests.crdkit import validate
+from tests.mcp_server.agentkit import Agent
 from tests.stack import wait_until
 
 WORKSPACE_CRD = "workspace.jupyter.org_workspaces.yaml"
@@ -264,27 +264,8 @@ async def test_an_agent_runs_a_space_through_the_mcp_tools(stack, cluster):
     from mcp_server.server import build_server
 
     async with Client(build_server(stack.url, stack.operator_token)) as client:
-        tools = {t.name: t for t in (await client.list_tools()).tools}
-
-        async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-            result = await client.call_tool(name, args)
-            assert not result.is_error, (name, result.content[0].text)
-            schema = tools[name].output_schema
-            if schema:
-                errors = list(Draft202012Validator(schema).iter_errors(
-                    result.structured_content))
-                assert not errors, (name, [e.message for e in errors])
-            return result.structured_content
-
-        async def done(name: str, args: dict[str, Any]) -> None:
-            reply = await call(name, args)
-            assert reply["status_tool"] == "wait_operation"
-            while True:
-                waited = await call("wait_operation", {**reply["status_args"],
-                                                       "timeout_seconds": 20})
-                if waited["terminal"]:
-                    assert waited["status"] == "succeeded", waited
-                    return
+        agent = await Agent.of(client)
+        call, done = agent.call, agent.done
 
         here = {"cluster": cluster, "name": "agent"}
         await done("create_space", {**here, "instance_group": "workers", "cpu": 1,

@@ -368,7 +368,8 @@ def test_every_page_passes_axe_and_shows_no_unfilled_value(page, stack, cluster)
     routes = ["clusters", f"clusters/{cluster}", f"clusters/{cluster}/capacity",
               f"clusters/{cluster}/capacity/add-group", f"clusters/{cluster}/jobs",
               f"clusters/{cluster}/endpoints", f"clusters/{cluster}/models",
-              f"clusters/{cluster}/spaces", f"clusters/{cluster}/storage", "clusters/new",
+              f"clusters/{cluster}/spaces", f"clusters/{cluster}/teams",
+              f"clusters/{cluster}/storage", "clusters/new",
               "clusters/import", "networks", "operations",
               f"operations/{ops[-1]['id']}", "discovery", "audit"]
     shots = SCREENSHOTS / "pages"

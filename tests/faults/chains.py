@@ -293,4 +293,34 @@ SPACE = Chain(
     arrange=_spaces_on,
 )
 
-ALL = (NETWORK, CLUSTER, STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE)
+TEAMS = "/api/v1/clusters/{cluster}/teams"
+SCHEDULER = "/api/v1/clusters/{cluster}/scheduler"
+
+
+def _governance_on(stack: Stack, n: dict[str, str]) -> None:
+    """The task_governance feature on (the first round turns it on; later rounds find it)."""
+    op = toggle(stack, n["cluster"], {"task_governance": {"enabled": True}}, timeout=300)
+    assert op is None or op["status"] == "succeeded", op
+
+
+# Task governance's whole life on the cluster: the scheduler config made and changed, a
+# team's quota made, changed and deleted, then the config deleted (SageMaker calls only;
+# neither takes a client token, so each re-run adopts by name).
+TEAM = Chain(
+    "team",
+    acts=(
+        Act("scheduler.put", put(SCHEDULER, {"priority_classes": [
+            {"name": "training", "weight": 50}], "fair_share": True})),
+        Act("team.create", post(TEAMS, {"name": "{team}", "quota": [
+            {"instance_type": SHARED_TYPE, "count": 1}]})),
+        Act("team.update", patch(TEAMS + "/{team}", {"borrow_limit_percent": 0})),
+        Act("scheduler.put", put(SCHEDULER, {"priority_classes": [
+            {"name": "training", "weight": 60}], "fair_share": False})),
+        Act("team.delete", delete(TEAMS + "/{team}")),
+        Act("scheduler.delete", delete(SCHEDULER)),
+    ),
+    names=lambda token: {"team": f"tm-{token}"},
+    arrange=_governance_on,
+)
+
+ALL = (NETWORK, CLUSTER, STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE, TEAM)

@@ -1,6 +1,7 @@
 """The fault campaign (tests/faults/campaign.py) over what runs on a cluster, on one shared
 cluster: storage items, an instance group and its nodes' actions, managed features, MLflow,
-a model downloaded and removed, inference endpoints, and a dev space's whole life."""
+a model downloaded and removed, inference endpoints, a dev space's whole life, and task
+governance's (the scheduler config and a team)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from tests.faults.chains import (
     SHARED_TYPE,
     SPACE,
     STORAGE,
+    TEAM,
 )
 
-CHAINS = (STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE)
+CHAINS = (STORAGE, GROUP, FEATURE, MLFLOW_CHAIN, MODEL, ENDPOINT, SPACE, TEAM)
 
 # a round of a chain strikes every step of several operations: minutes, not the suite's 300 s
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

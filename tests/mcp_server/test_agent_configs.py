@@ -36,7 +36,7 @@ def test_the_agent_s_server_publishes_its_toolsets_and_every_playbook_s_tools() 
     claude = json.loads(agent_configs.CLAUDE_MCP.read_text())["mcpServers"]["hypd"]
     for server in (kiro, claude):
         assert server["args"] == ["mcp", "--toolsets",
-                                  "clusters,capacity,training,inference,spaces,operations"]
+                                  "clusters,capacity,training,inference,spaces,teams,operations"]
     ours = {t.name for t in agent_configs.agent_table()}
     used = {n for names in agent_configs.playbook_tools().values() for n in names}
     assert used and used <= ours, sorted(used - ours)

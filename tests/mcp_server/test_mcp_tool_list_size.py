@@ -39,16 +39,17 @@ pytestmark = pytest.mark.asyncio
 ALL = "all"
 AGENT = ",".join(AGENT_TOOLSETS)
 BUDGETS: dict[str, int] = {
-    ALL: 87_900,            # 74 tools: 85,369 bytes (82,672 before the 3 budget tools;
-                            # 99,230 before the second lean pass)
+    ALL: 97_500,            # 82 tools: 94,659 bytes (82,672 before the 3 budget and 8 teams
+                            # tools; 99,230 before the second lean pass)
     "clusters": 19_100,     # 18,529: networks, clusters, stages, software (22,306 before)
     "capacity": 31_300,     # 30,376 with the budget's 3 tools (27,716 before them; 33,282
                             # before the lean pass)
     "training": 14_100,     # 13,652 (15,819)
     "inference": 15_600,    # 15,102 (17,922)
     "spaces": 9_400,        # 9,080 (10,930)
+    "teams": 11_200,        # 10,829: the scheduler config and teams
     "operations": 6_850,    # 6,648 (7,906); each about 3 per cent above today's
-    AGENT: 87_900,          # the agent configs' (skills/agents): every toolset, named
+    AGENT: 97_500,          # the agent configs' (skills/agents): every toolset, named
 }
 GOALS: dict[str, int] = {ALL: 60_000, "clusters": 20_000}
 """Issue 22's: the cluster lifecycle's holds (asserted); all tools' does not (strict xfail)."""

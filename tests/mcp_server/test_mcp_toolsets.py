@@ -55,7 +55,7 @@ def test_every_tool_is_in_exactly_one_toolset() -> None:
         "get_teapot: in no toolset (give its row a toolset= in mcp_server/tools.py)"]
     assert toolsets._check([*TOOLS, dataclasses.replace(row, toolset="teapots")]) == [
         "get_teapot: in toolset teapots, which mcp_server/toolsets.py does not declare "
-        "(clusters, capacity, training, inference, spaces, operations)"]
+        "(clusters, capacity, training, inference, spaces, teams, operations)"]
     assert toolsets._check([t for t in TOOLS if t.toolset != "spaces"]) == [
         "toolset spaces: no tool names it"]
 
@@ -70,7 +70,7 @@ def test_names_are_parsed_and_an_unknown_one_is_refused_naming_the_valid_ones() 
         toolsets.parse("clusters,gpus")
     assert str(caught.value) == (
         "unknown toolset gpus; valid: all, clusters, capacity, training, inference, "
-        "spaces, operations")
+        "spaces, teams, operations")
 
 
 @pytest.mark.asyncio
@@ -136,7 +136,7 @@ def test_an_unknown_toolset_is_refused_at_start(capsys: pytest.CaptureFixture[st
         main(["--toolsets", "clusters,gpus"])
     assert caught.value.code == 2
     assert ("argument --toolsets: unknown toolset gpus; valid: all, clusters, capacity, "
-            "training, inference, spaces, operations") in capsys.readouterr().err
+            "training, inference, spaces, teams, operations") in capsys.readouterr().err
     # `hypd mcp` (the launcher's parser) refuses it before reading a token or the API
     hypd = subprocess.run(
         [sys.executable, "-c", "import sys; from launcher.cli import main; sys.exit(main())",

@@ -43,6 +43,8 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
                         ["-lab", f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/x",
                          f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/"]),
     "TRACKING_SERVER_NAME": (["hypd-lab"], ["-lab", "a" * 257]),
+    "TEAM_NAME": (["research", "team-a", "7b"], ["Team", "-team", "team-", "team_a", ""]),
+    "PRIORITY_CLASS_NAME": (["inference", "p-1"], ["High", "-p", "p-", "p.1", ""]),
     "TRACKING_SERVER_ARN": ([f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/x"],
                             ["hypd-lab",
                              f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-tracking-server/",

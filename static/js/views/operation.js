@@ -504,6 +504,11 @@ function resourceLink(url) {
   if (cap) return h('a', { href: capacityHref(decodeURIComponent(cap[1])), class: 'id', title: url, testid: 'op-resource-link' }, `${cap[2].replace('-', ' ')} of ${decodeURIComponent(cap[1])}`);
   const sp = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)\/spaces\/([^/?#]+)/);
   if (sp) return h('a', { href: spacesHref(decodeURIComponent(sp[1])), class: 'id', title: url, testid: 'op-resource-link' }, `space ${decodeURIComponent(sp[2])} of ${decodeURIComponent(sp[1])}`);
+  const tm = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)\/(teams\/([^/?#]+)|scheduler)/);
+  if (tm) {
+    const what = tm[3] ? `team ${decodeURIComponent(tm[3])}` : 'scheduler config';
+    return h('a', { href: `#/clusters/${tm[1]}/teams`, class: 'id', title: url, testid: 'op-resource-link' }, `${what} of ${decodeURIComponent(tm[1])}`);
+  }
   const c = String(url).match(/^\/api\/v1\/clusters\/([^/?#]+)/);
   if (c) return h('a', { href: clusterHref(decodeURIComponent(c[1])), class: 'id', title: url, testid: 'op-resource-link' }, `cluster ${decodeURIComponent(c[1])}`);
   return h('span', { class: 'id' }, url);

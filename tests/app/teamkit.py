@@ -1,0 +1,75 @@
+"""Helpers for the teams tests: a cluster with task governance on (and what a team asked
+before it was on got), the REST calls, and SageMaker's own view through boto3."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.app.featurekit import state, toggle
+from tests.app.test_clusters_api import TYPE, _body, _create
+
+TEAM = {"quota": [{"instance_type": TYPE, "count": 1}], "borrow_limit_percent": 50,
+        "lend_idle": True, "may_preempt": True, "fair_share_weight": 10}
+
+
+def team_name(prefix: str = "team") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:5]}"
+
+
+def url(cluster: str, team: str = "") -> str:
+    return f"/api/v1/clusters/{cluster}/teams" + (f"/{team}" if team else "")
+
+
+def scheduler_url(cluster: str) -> str:
+    return f"/api/v1/clusters/{cluster}/scheduler"
+
+
+def governed_cluster(stack) -> dict[str, Any]:
+    """One node with the task_governance feature on; the reply to a team asked for before
+    the feature was on."""
+    stack.wait_idle()
+    name = f"gov-{uuid.uuid4().hex[:5]}"
+    op = _create(stack, _body(name, instance_count=1))
+    assert op["status"] == "succeeded", op
+    with stack.client() as c:
+        refused = c.post(url(name), json={"name": "early", **TEAM})
+    op = toggle(stack, name, {"task_governance": {"enabled": True}}, timeout=180)
+    assert op is not None and op["status"] == "succeeded", op
+    assert state(stack, name, "task_governance") == "on"
+    return {"name": name, "refused": refused}
+
+
+def follow(stack, reply: httpx.Response, timeout: float = 120) -> dict[str, Any]:
+    assert reply.status_code == 202, reply.text
+    op = stack.wait_operation(reply.json()["operation"]["id"], timeout)
+    assert op["status"] == "succeeded", op
+    return op
+
+
+def create_team(stack, cluster: str, name: str, **extra: Any) -> dict[str, Any]:
+    with stack.client() as c:
+        reply = c.post(url(cluster), json={"name": name, **TEAM, **extra})
+    return follow(stack, reply)
+
+
+def read(stack, path: str) -> dict[str, Any]:
+    with stack.client("viewer") as c:
+        reply = c.get(path)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def quota(stack, cluster_arn: str, team: str) -> dict[str, Any] | None:
+    """SageMaker's own answer for the team's quota (boto3 against the local AWS)."""
+    sm = stack.aws("sagemaker")
+    for q in sm.list_compute_quotas(ClusterArn=cluster_arn)["ComputeQuotaSummaries"]:
+        if q["ComputeQuotaTarget"]["TeamName"] == team:
+            return sm.describe_compute_quota(ComputeQuotaId=q["ComputeQuotaId"])
+    return None
+
+
+def cluster_arn(stack, cluster: str) -> str:
+    return stack.aws("sagemaker").describe_cluster(ClusterName=cluster)["ClusterArn"]

@@ -1,0 +1,49 @@
+"""The words of task governance (teams and the cluster's scheduler config), stated once.
+
+SageMaker's states of a compute quota or scheduler config are botocore's
+`SchedulerResourceStatus` enum, read from the model (never retyped); the settled ones end an
+operation's wait, the failed ones fail it. The Kubernetes names are those AWS's task-governance
+add-on makes for a team (the HyperPod CLI's constants: `hyperpod-ns-<team>`, its
+`-localqueue` and `-clusterqueue`): hypd reads them, it never writes them.
+"""
+
+from __future__ import annotations
+
+import botocore.session
+
+_MODEL = botocore.session.get_session().get_service_model("sagemaker")
+
+STATUSES: tuple[str, ...] = tuple(_MODEL.shape_for("SchedulerResourceStatus").enum)
+"""Creating, Created, Updating, Updated, Deleting, Deleted and their *Failed states."""
+SETTLED = tuple(s for s in STATUSES if s in ("Created", "Updated"))
+FAILED = tuple(s for s in STATUSES if s.endswith("Failed"))
+DELETING = "Deleting"
+GONE = "Deleted"
+
+PREEMPT = "LowerPriority"
+NEVER_PREEMPT = "Never"
+LEND_AND_BORROW = "LendAndBorrow"
+LEND = "Lend"
+DONT_LEND = "DontLend"
+ENABLED = "Enabled"
+DISABLED = "Disabled"
+
+NAMESPACE_PREFIX = "hyperpod-ns-"
+LOCAL_QUEUE_SUFFIX = "-localqueue"
+CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
+TEAM_NAME_MAX = 63 - len(NAMESPACE_PREFIX) - len(CLUSTER_QUEUE_SUFFIX)
+"""A team's longest name: its ClusterQueue's name must stay a Kubernetes name (63)."""
+BORROW_LIMIT_MAX = 500
+"""AWS documents BorrowLimit as 1-500 percent (the model allows more)."""
+
+
+def namespace(team: str) -> str:
+    return f"{NAMESPACE_PREFIX}{team}"
+
+
+def local_queue(team: str) -> str:
+    return f"{namespace(team)}{LOCAL_QUEUE_SUFFIX}"
+
+
+def cluster_queue(team: str) -> str:
+    return f"{namespace(team)}{CLUSTER_QUEUE_SUFFIX}"
