@@ -97,7 +97,11 @@ def test_scheduler_and_team_lifecycle(stack, cluster):
     assert (got["namespace"], got["local_queue"], got["cluster_queue"]) == (
         f"hyperpod-ns-{team}", f"hyperpod-ns-{team}-localqueue",
         f"hyperpod-ns-{team}-clusterqueue")
-    assert got["queue"]["present"] is False and "not made" in got["queue"]["message"]
+    # the add-on makes the team's queues once SageMaker has the quota: until then the read
+    # says so, then it reads Kueue's count of the team's work
+    assert got["queue"]["present"] or "not made" in got["queue"]["message"]
+    queue = _queue_made(stack, cluster, team)
+    assert (queue["admitted_workloads"], queue["pending_workloads"]) == (0, 0)
     theirs = quota(stack, arn, team)
     assert theirs["ComputeQuotaId"] == got["compute_quota"]["id"]
     assert theirs["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
@@ -238,44 +242,57 @@ def test_a_patch_that_changes_nothing_sends_nothing(stack, cluster):
         follow(stack, c.delete(url(cluster, team)))
 
 
+def _queue_made(stack, cluster: str, team: str) -> dict:
+    """The team's queue state once the add-on has made its ClusterQueue."""
+    def made() -> dict | None:
+        queue = read(stack, url(cluster, team))["queue"]
+        return queue if queue["present"] else None
+
+    return wait_until(made, 60, interval=0.5, what=f"the add-on to make {team}'s ClusterQueue")
+
+
+def _queued_job(name: str, namespace: str, cpu: str) -> dict:
+    """A batch Job for the team's LocalQueue, created suspended as Kueue's examples do."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"kueue.x-k8s.io/queue-name": f"{namespace}-localqueue"}},
+            "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "work", "image": "busybox:1.36",
+                                "command": ["sleep", "3600"],
+                                "resources": {"requests": {"cpu": cpu}}}]}}}}
+
+
 def test_a_team_reads_what_kueue_says_of_its_queue(stack, cluster):
-    """The add-on's ClusterQueue for the team (written here as the add-on writes it, with the
-    status Kueue keeps: the sandbox does not play the add-on's controller yet): the team's
-    read shows its admitted, pending and reserving work and its usage, borrowing included."""
-    from kubernetes.client import CustomObjectsApi
+    """The team's ClusterQueue as the task-governance add-on makes it and Kueue keeps its
+    status (the sandbox plays both): a Job in the team's queue within its quota is admitted,
+    one asking more than the quota (and the cohort can lend) waits; the team's read counts
+    both and shows the quota used."""
+    from kubernetes.client import BatchV1Api
 
     team = team_name("queue")
     create_team(stack, cluster, team)
-    objects = CustomObjectsApi(stack.kube(cluster).api)
-    queue = f"hyperpod-ns-{team}-clusterqueue"
-    objects.create_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "clusterqueues", {
-        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
-        "metadata": {"name": queue},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["nvidia.com/gpu"],
-            "flavors": [{"name": TYPE, "resources": [{"name": "nvidia.com/gpu",
-                                                       "nominalQuota": 1}]}]}]}})
-    objects.patch_cluster_custom_object_status("kueue.x-k8s.io", "v1beta1", "clusterqueues",
-                                               queue, {"status": {
-        "admittedWorkloads": 2, "pendingWorkloads": 3, "reservingWorkloads": 2,
-        "flavorsUsage": [{"name": TYPE, "resources": [
-            {"name": "nvidia.com/gpu", "total": "2", "borrowed": "1"}]}],
-        "conditions": [{"type": "Active", "status": "True", "reason": "Ready",
-                        "message": "Can admit new workloads",
-                        "lastTransitionTime": "2026-12-01T00:00:00Z"}]}})
+    _queue_made(stack, cluster, team)
+    namespace = f"hyperpod-ns-{team}"
+    batch = BatchV1Api(stack.kube(cluster).api)
+    batch.create_namespaced_job(namespace, _queued_job("fits", namespace, "1"))
+    batch.create_namespaced_job(namespace, _queued_job("too-big", namespace, "900"))
     try:
-        got = read(stack, url(cluster, team))["queue"]
-        assert got == {"present": True, "admitted_workloads": 2, "pending_workloads": 3,
-                       "reserving_workloads": 2, "message": "Can admit new workloads",
-                       "usage": [{"flavor": TYPE, "resource": "nvidia.com/gpu", "total": "2",
-                                  "borrowed": "1"}]}
+        def counted() -> dict | None:
+            queue = read(stack, url(cluster, team))["queue"]
+            return queue if (queue["admitted_workloads"], queue["pending_workloads"]) == (
+                1, 1) else None
+
+        queue = wait_until(counted, 60, interval=0.5, what="one job admitted and one waiting")
+        cpu = [u for u in queue["usage"] if u["resource"] == "cpu"]
+        assert cpu == [{"flavor": TYPE, "resource": "cpu", "total": "1", "borrowed": "0"}]
         listed = {t["name"]: t for t in read(stack, url(cluster))["items"]}
-        assert listed[team]["queue"] == got
+        assert listed[team]["queue"] == queue
+        assert not batch.read_namespaced_job("fits", namespace).spec.suspend
+        assert batch.read_namespaced_job("too-big", namespace).spec.suspend
     finally:
-        objects.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "clusterqueues",
-                                             queue)
         with stack.client() as c:
-            follow(stack, c.delete(url(cluster, team)))
+            follow(stack, c.delete(url(cluster, team), params={"force": "true"}))
 
 
 def test_a_quota_made_outside_hypd_is_read_never_changed(stack, cluster):

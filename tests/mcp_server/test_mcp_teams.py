@@ -40,7 +40,8 @@ async def test_an_agent_runs_teams_through_the_teams_toolset(stack, cluster):
         listed = await call("list_teams", {"cluster": cluster})
         assert team in {t["name"] for t in listed["items"]}
         one = await call("get_team", {"cluster": cluster, "name": team})
-        assert one["namespace"] == f"hyperpod-ns-{team}" and one["queue"]["present"] is False
+        assert one["namespace"] == f"hyperpod-ns-{team}"
+        assert one["queue"]["present"] or "not made" in one["queue"]["message"]
 
         refused = await client.call_tool("create_team", {
             "cluster": cluster, "name": team_name(),
