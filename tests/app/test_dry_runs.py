@@ -19,6 +19,8 @@ EXEMPT = {
     "cancel_operation": "asks a running operation to stop",
     "retry_operation": "re-runs a recorded operation",
     "set_active_cluster": "the panel's own choice of cluster",
+    "set_cluster_budget": "the panel's own budget record",
+    "clear_cluster_budget": "the panel's own budget record",
     "import_cluster": "the panel's own record of a cluster it only reads",
     "get_mlflow_ui_url": "presigns a URL; changes nothing",
 }

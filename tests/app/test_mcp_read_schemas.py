@@ -81,6 +81,7 @@ async def _read_everything(stack, cluster: str, job: str) -> dict[str, dict[str,
         await read("list_clusters", {})
         await read("get_cluster", {"name": cluster})
         await read("get_cluster_cost", {"name": cluster})
+        await read("get_cluster_budget", {"name": cluster})
         await read("plan_cluster", {"name": "schema-plan", "availability_zone": zone,
                                     "instance_type": "ml.g5.8xlarge", "instance_count": 1})
         await read("get_kubeconfig", {"name": cluster})

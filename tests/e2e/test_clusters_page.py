@@ -117,7 +117,7 @@ def expect_op_succeeded_by_stage(page, stages):
             expect(step).to_have_attribute("data-testid", f"step-{step.get_attribute('data-step')}")
 
 
-CLUSTER_PAGES = ("jobs", "endpoints", "models", "spaces", "storage")
+CLUSTER_PAGES = ("jobs", "endpoints", "models", "spaces", "teams", "storage")
 """The pages of a cluster's own resources, in the dashboard's route order."""
 
 
