@@ -24,7 +24,8 @@ from tasks import budgets as records
 
 log = logging.getLogger(__name__)
 
-LOCK_KEY = "hypd:budget-watch"
+LOCK_KEY = "hypd:mutex:budget-watch"
+"""In the engine's mutex family (`hypd:mutex:`): held for one turn, never a record."""
 
 
 class BudgetWatch(threading.Thread):
