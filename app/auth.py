@@ -1,8 +1,9 @@
-"""Named bearer tokens with two roles, viewer and operator.
+"""Named bearer tokens with two roles, viewer and operator, and optionally a team.
 
 Secrets are never stored or logged: the tokens file holds SHA-256 digests, and tokens given
 by environment are hashed at start. A token's *name* scopes Idempotency-Keys, the active
-cluster and the audit log.
+cluster and the audit log. A token of the tokens file may name its *team* (a team of the
+clusters' task governance, issue 25): the team's members are the tokens naming it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from flask import Flask, current_app, g, request
 from app import permissions
 from app.errors import ApiError
 from cloud.settings import Settings, SettingsError
+from vocabulary import patterns, teams
 from vocabulary.roles import PUBLIC, Role
 
 
@@ -25,6 +27,7 @@ from vocabulary.roles import PUBLIC, Role
 class Principal:
     name: str
     role: str
+    team: str | None = None
 
     def may(self, role: str) -> bool:
         return Role(self.role).covers(role)
@@ -34,18 +37,26 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+Entry = tuple[str, str, str] | tuple[str, str, str, str | None]
+"""(name, role, sha256 hex of the secret[, team])"""
+
+
 class TokenTable:
-    def __init__(self, entries: list[tuple[str, str, str]]) -> None:
-        """entries: (name, role, sha256 hex of the secret)"""
-        for name, role, _ in entries:
+    def __init__(self, entries: list[Entry]) -> None:
+        self._entries: list[tuple[str, str, str, str | None]] = []
+        for entry in entries:
+            name, role, known, team = (*entry, None)[:4]
             if role not in list(Role):
                 raise SettingsError(f"token {name!r}: role must be one of "
                                     f"{', '.join(Role)}")
-        self._entries = entries
+            if team is not None and not valid_team(team):
+                raise SettingsError(f"token {name!r}: team {team!r} is not a team name "
+                                    f"({teams.TEAM_NAME_RULE})")
+            self._entries.append((name, role, known, team))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TokenTable:
-        entries: list[tuple[str, str, str]] = []
+        entries: list[Entry] = []
         if settings.operator_token:
             # each of these two tokens is named after its role (DESIGN: Settings)
             role = Role.OPERATOR.value
@@ -63,14 +74,22 @@ class TokenTable:
     def lookup(self, secret: str) -> Principal | None:
         presented = digest(secret)
         found = None
-        for name, role, known in self._entries:
+        for name, role, known, team in self._entries:
             if hmac.compare_digest(presented, known):  # no early exit: constant-ish time
-                found = Principal(name, role)
+                found = Principal(name, role, team)
         return found
 
+    def members(self, team: str) -> list[str]:
+        """The names of the tokens in `team`."""
+        return sorted(name for name, _, _, member_of in self._entries if member_of == team)
 
-def read_tokens_file(path: Path) -> list[tuple[str, str, str]]:
-    """YAML or JSON: a list of {name, role, sha256}."""
+
+def valid_team(team: str) -> bool:
+    return bool(patterns.TEAM_NAME.fullmatch(team)) and len(team) <= teams.TEAM_NAME_MAX
+
+
+def read_tokens_file(path: Path) -> list[Entry]:
+    """YAML or JSON: a list of {name, role, sha256[, team]}."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -81,7 +100,9 @@ def read_tokens_file(path: Path) -> list[tuple[str, str, str]]:
     for item in data:
         if not isinstance(item, dict) or not {"name", "role", "sha256"} <= item.keys():
             raise SettingsError(f"{path}: every entry needs name, role and sha256")
-        entries.append((str(item["name"]), str(item["role"]), str(item["sha256"]).lower()))
+        team = item.get("team")
+        entries.append((str(item["name"]), str(item["role"]), str(item["sha256"]).lower(),
+                        None if team is None else str(team)))
     return entries
 
 
@@ -145,6 +166,11 @@ def declared_role(endpoint: str, method: str) -> str:
 
 def current() -> Principal:
     return g.principal
+
+
+def members(team: str) -> list[str]:
+    """The names of this app's tokens in `team`."""
+    return current_app.extensions["hypd.tokens"].members(team)
 
 
 def dry_run() -> bool:

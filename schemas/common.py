@@ -279,6 +279,8 @@ class WhoamiSchema(Schema):
                        "its machine; no AWS account, nothing billed) or `aws` (a real "
                        "account: what it makes is billed)"})
     region = fields.String(required=True, metadata={"description": "its AWS region"})
+    team = fields.String(required=True, allow_none=True, metadata={
+        "description": "the token's team (task governance), null: none"})
 
 
 class HealthSchema(Schema):

@@ -16,9 +16,7 @@ from schemas.common import Pattern
 from vocabulary import patterns
 from vocabulary import teams as words
 
-TEAM_RULE = (f"a team name as SageMaker takes it (lowercase letters, digits and hyphens, "
-             f"starting and ending with a letter or digit), at most {words.TEAM_NAME_MAX} "
-             "characters")
+TEAM_RULE = words.TEAM_NAME_RULE
 
 
 class QuotaEntrySchema(Schema):
@@ -188,6 +186,8 @@ class TeamSchema(Schema):
     namespace = fields.String(required=True)
     local_queue = fields.String(required=True)
     cluster_queue = fields.String(required=True)
+    members = fields.List(fields.String(), required=True, metadata={
+        "description": "the tokens in the team (HYPD_TOKENS_FILE entries naming it)"})
     queue = fields.Nested(TeamQueueSchema, allow_none=True, metadata={
         "description": "what Kueue says of the team's ClusterQueue (null while the team is "
                         "being created or its cluster's API cannot be read)"})

@@ -31,6 +31,10 @@ from botocore.config import Config
 REPO = Path(__file__).resolve().parent.parent
 OPERATOR_TOKEN = "test-operator-token-0123456789"
 VIEWER_TOKEN = "test-viewer-token-0123456789"
+TEAM = "research"
+MEMBER_TOKENS = {"ana": ("operator", "test-ana-token-0123456789"),
+                 "ben": ("viewer", "test-ben-token-0123456789")}
+"""Tokens of the stack's tokens file, members of TEAM (name: role, secret)."""
 
 TEST_ENV = {
     "HYPD_AWS": "sandbox",
@@ -145,6 +149,7 @@ class Stack:
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
+            "HYPD_TOKENS_FILE": str(self._tokens_file()),
             **self.settings,
             "HYPD_REDIS_URL": self.redis_url,
             "HYPD_PORT": str(port),
@@ -323,13 +328,24 @@ class Stack:
         """The EKS cluster's Kubernetes, reached as the product reaches it."""
         return ClusterKube(cluster, self.aws("eks"), self.aws("sts"))
 
+    def _tokens_file(self) -> Path:
+        """The tokens file: TEAM's members beside the operator and viewer tokens."""
+        import hashlib
+
+        path = self.tmp / "tokens.json"
+        path.write_text(json.dumps([
+            {"name": name, "role": role, "sha256": hashlib.sha256(secret.encode()).hexdigest(),
+             "team": TEAM} for name, (role, secret) in MEMBER_TOKENS.items()]))
+        return path
+
     def redis(self) -> redis.Redis:
         return redis.Redis.from_url(self.redis_url, decode_responses=True)
 
     @contextmanager
     def client(self, token: str | None = "operator") -> Iterator[httpx.Client]:
-        secret = {"operator": self.operator_token, "viewer": self.viewer_token}.get(
-            token or "", token)
+        named = {"operator": self.operator_token, "viewer": self.viewer_token,
+                 **{name: secret for name, (_, secret) in MEMBER_TOKENS.items()}}
+        secret = named.get(token or "", token)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         with httpx.Client(base_url=self.url, headers=headers, timeout=30,
                           verify=tls()) as c:

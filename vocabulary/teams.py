@@ -33,6 +33,9 @@ LOCAL_QUEUE_SUFFIX = "-localqueue"
 CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
 TEAM_NAME_MAX = 63 - len(NAMESPACE_PREFIX) - len(CLUSTER_QUEUE_SUFFIX)
 """A team's longest name: its ClusterQueue's name must stay a Kubernetes name (63)."""
+TEAM_NAME_RULE = (f"a team name as SageMaker takes it (lowercase letters, digits and hyphens, "
+                  f"starting and ending with a letter or digit), at most {TEAM_NAME_MAX} "
+                  "characters")
 BORROW_LIMIT_MAX = 500
 """AWS documents BorrowLimit as 1-500 percent (the model allows more)."""
 

@@ -17,9 +17,9 @@ blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth", description="Authen
 @blp.response(200, WhoamiSchema)
 @blp.doc(operationId="whoami")
 def whoami():
-    """The name and role of the calling token, and where this hypd acts (the sandbox or a
-    real AWS account, and its region): what a person signing in must know first."""
+    """The name, role and team of the calling token, and where this hypd acts (the sandbox
+    or a real AWS account, and its region): what a person signing in must know first."""
     principal = auth.current()
     settings = context.settings()
     return {"name": principal.name, "role": principal.role, "aws": settings.aws_mode,
-            "region": settings.region}
+            "region": settings.region, "team": principal.team}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app import context
+from app import auth, context
 from app.errors import ApiError
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import talking_to
@@ -117,9 +117,11 @@ def operations(cluster: str) -> dict[str, dict[str, Any]]:
     return context.engine().store.newest_by_child(f"cluster/{cluster}/team")
 
 
-def _names(team: str) -> dict[str, str]:
+def _names(team: str) -> dict[str, Any]:
+    """What follows from the team's name: its namespace and queues (the add-on's names) and
+    its members (the tokens naming it, app/auth.py)."""
     return {"namespace": words.namespace(team), "local_queue": words.local_queue(team),
-            "cluster_queue": words.cluster_queue(team)}
+            "cluster_queue": words.cluster_queue(team), "members": auth.members(team)}
 
 
 def team_view(gov: Governed, quota: dict[str, Any], op: dict[str, Any] | None,

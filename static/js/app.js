@@ -128,7 +128,10 @@ function showUser(user) {
   const role = $('whoami-role');
   role.textContent = user.role;
   role.className = `role role-${user.role}`;
-  $('whoami').title = `Signed in as ${user.name} (${user.role})`;
+  $('whoami').title = `Signed in as ${user.name} (${user.role}`
+    + `${user.team ? `, team ${user.team}` : ''})`;
+  $('whoami-team').textContent = user.team ? `team ${user.team}` : '';
+  $('whoami-team').hidden = !user.team;
   $('readonly-hint').hidden = canMutate();
   const sandbox = $('sandbox-badge');
   sandbox.hidden = user.aws !== 'sandbox';

@@ -24,7 +24,8 @@ from tests.app.teamkit import (
     url,
 )
 from tests.app.test_clusters_api import TYPE
-from tests.stack import wait_until
+from tests.stack import MEMBER_TOKENS, wait_until
+from tests.stack import TEAM as MEMBERS_TEAM
 
 SCHEDULER = {"priority_classes": [{"name": "inference", "weight": 90},
                                   {"name": "training", "weight": 50}], "fair_share": True}
@@ -317,3 +318,19 @@ def test_a_quota_made_outside_hypd_is_read_never_changed(stack, cluster):
                     if c["action"].startswith(("Update", "Delete"))]
     finally:
         sm.delete_compute_quota(ComputeQuotaId=made["ComputeQuotaId"])
+
+
+def test_a_team_s_members_are_the_tokens_naming_it(stack, cluster):
+    """The stack's tokens file puts two tokens in its team: its read lists them; another team
+    has none."""
+    create_team(stack, cluster, MEMBERS_TEAM)
+    other = team_name("nobody")
+    create_team(stack, cluster, other)
+    try:
+        assert read(stack, url(cluster, MEMBERS_TEAM))["members"] == sorted(MEMBER_TOKENS)
+        listed = {t["name"]: t["members"] for t in read(stack, url(cluster))["items"]}
+        assert (listed[MEMBERS_TEAM], listed[other]) == (sorted(MEMBER_TOKENS), [])
+    finally:
+        with stack.client() as c:
+            for team in (MEMBERS_TEAM, other):
+                follow(stack, c.delete(url(cluster, team)))

@@ -26,6 +26,8 @@ from tests.e2e.helpers import (
     plan_read,
     sign_in,
 )
+from tests.stack import MEMBER_TOKENS
+from tests.stack import TEAM as MEMBERS_TEAM
 
 pytestmark = pytest.mark.browser
 OP_URL = re.compile(r"#/operations/([^/]+)$")
@@ -138,3 +140,14 @@ def test_a_viewer_sees_the_teams_read_only(page, stack, cluster):
     expect(page.get_by_test_id("scheduler-role-hint")).to_be_visible()
     for testid in ("team-create", "scheduler-save", "scheduler-add-class"):
         expect(page.get_by_test_id(testid)).to_be_disabled()
+
+
+def test_a_member_sees_their_team_beside_their_name(page, stack):
+    """A token of the tokens file naming a team: the header says which; others say none."""
+    sign_in(page, stack, MEMBER_TOKENS["ana"][1], "operator")
+    expect(page.get_by_test_id("whoami-name")).to_have_text("ana")
+    expect(page.get_by_test_id("whoami-team")).to_have_text(f"team {MEMBERS_TEAM}")
+    page_checks(page, "the header of a team member")
+    page.evaluate("() => sessionStorage.clear()")
+    sign_in(page, stack, stack.viewer_token, "viewer")
+    expect(page.get_by_test_id("whoami-team")).to_be_hidden()

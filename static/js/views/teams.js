@@ -87,7 +87,9 @@ export function mount(root, ctx) {
     del.addEventListener('click', () => destroy('team', t.name, `${base}/teams/${encodeURIComponent(t.name)}`, 'team-delete',
       `Team ${t.name}'s compute quota; the add-on then removes its queues.`));
     return h('tr', { testid: `team-row-${t.name}` },
-      h('td', null, h('b', { class: 'id' }, t.name), h('div', { class: 'sub-id' }, t.namespace)),
+      h('td', null, h('b', { class: 'id' }, t.name), h('div', { class: 'sub-id' }, t.namespace),
+        h('div', { class: 'sub-id', testid: `team-members-${t.name}` },
+          t.members.length ? `members: ${t.members.join(', ')}` : 'no member tokens')),
       h('td', null, badge(t.state, { testid: `team-state-${t.name}` }),
         t.operation_id ? h('a', { href: opHref(t.operation_id), class: 'sub-id', 'aria-label': `last operation of team ${t.name}` }, ' operation') : null,
         t.message ? h('div', { class: 'sub-id' }, t.message) : null),
