@@ -178,7 +178,7 @@ function showSignIn(message = '') {
     err.textContent = '';
     try {
       const me = await api('/api/v1/auth/whoami', { token });
-      saveSession(token, { name: me.name, role: me.role, aws: me.aws, region: me.region });
+      saveSession(token, { name: me.name, role: me.role, aws: me.aws, region: me.region, team: me.team });
       showUser(session.user);
       render();
     } catch (ex) {
@@ -231,7 +231,7 @@ async function boot() {
   clear(viewEl()).appendChild(h('div', { class: 'loading' }, h('span', { class: 'spin' }), 'Checking token…'));
   try {
     const me = await api('/api/v1/auth/whoami');
-    session.user = { name: me.name, role: me.role, aws: me.aws, region: me.region };
+    session.user = { name: me.name, role: me.role, aws: me.aws, region: me.region, team: me.team };
     showUser(session.user);
     render();
   } catch (e) {

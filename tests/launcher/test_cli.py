@@ -158,7 +158,7 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
         who = httpx.get(base + "/api/v1/auth/whoami", verify=tls(),
                         headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert who.json() == {"name": "operator", "role": "operator", "aws": "sandbox",
-                              "region": "us-west-2"}
+                              "region": "us-west-2", "team": None}
         zones = httpx.get(base + "/api/v1/discovery/availability-zones", verify=tls(),
                           headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert zones.status_code == 200 and len(zones.json()["items"]) >= 2

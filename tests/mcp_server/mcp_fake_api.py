@@ -141,7 +141,7 @@ class FakeApi:
         if self.refusing is not None and m != "GET":
             raise self.refusing
         if m == "GET" and p == "/api/v1/auth/whoami":
-            return 200, {**who, "aws": "sandbox", "region": "us-west-2"}, {}
+            return 200, {**who, "aws": "sandbox", "region": "us-west-2", "team": None}, {}
         if m == "GET" and p == "/api/v1/discovery/availability-zones":
             region = request.args.get("region", "us-west-2")
             return 200, {"region": region, "items": [

@@ -95,7 +95,7 @@ async def test_viewer_bearer_gets_read_tools_only(mcp_http: str, fake_api: FakeA
         refused = await client.call_tool("create_network", {"name": "lab"})
     assert names == {t.name for t in TOOLS if t.read_only} - OPERATOR_READS
     assert who.structured_content == {"name": "viewer", "role": "viewer", "aws": "sandbox",
-                                      "region": "us-west-2"}
+                                      "region": "us-west-2", "team": None}
     assert refused.is_error
     assert fake_api.seen("POST") == []
 

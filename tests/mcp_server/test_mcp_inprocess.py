@@ -120,7 +120,7 @@ async def test_reads_pass_query_and_path_arguments(fake_api: FakeApi) -> None:
                                        {"availability_zone": "us-west-2a"})
         missing = await client.call_tool("get_network", {"name": "nope"})
     assert who.structured_content == {"name": "operator", "role": "operator", "aws": "sandbox",
-                                      "region": "us-west-2"}
+                                      "region": "us-west-2", "team": None}
     assert json.loads(_text(who)) == who.structured_content
     assert zones.structured_content["items"][0]["name"] == "eu-west-1a"
     assert types.structured_content["items"][0]["max_efa_interfaces"] == 32
