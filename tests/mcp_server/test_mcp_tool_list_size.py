@@ -16,8 +16,10 @@ types, patterns, enums, bounds, defaults, required, nested fields, each the Open
 document's, tests/mcp_server/test_mcp_e2e.py; every reply's top-level field names and
 what every shape requires ~20 KB, test_mcp_tools.py; annotations ~3.5 KB; names ~2 KB),
 which leaves ~4 KB for 71 tools' and their arguments' words (today ~27 KB: what, when and
-which status tool per row, ~13 KB; what the arguments' schemas cannot say, ~13 KB). It
-stands below as a strict xfail, to be turned into a budget the day it holds.
+which status tool per row, ~13 KB; what the arguments' schemas cannot say, ~13 KB). Those
+were the figures at 71 tools; at 82 (budgets and teams since) the list is 94.7 KB. It
+stands below as a strict xfail until a decision (drop the goal for per-toolset budgets,
+publish less, or dynamic toolsets), to be turned into a budget the day it holds.
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ async def test_the_cluster_lifecycle_meets_issue_22_s_goal() -> None:
                    "held equal to the OpenAPI document's (~31 KB), every reply's top-level "
                    "field names and required fields (~20 KB), annotations and names (~5 KB) "
                    "— leaving ~4 KB for the words of 71 tools and their arguments (~27 KB "
-                   "today); strict, so the day it holds it fails and becomes a budget")
+                   "then; 82 tools and 94.7 KB now); strict, so the day it holds it fails "
+                   "and becomes a budget")
 async def test_all_tools_meet_issue_22_s_goal() -> None:
     assert _bytes(await _tools_list(ALL)) <= GOALS[ALL]
 
