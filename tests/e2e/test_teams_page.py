@@ -116,6 +116,28 @@ def test_an_operator_runs_teams_from_the_page(page, stack, cluster):
     assert read(stack, url(cluster, team))["borrow_limit_percent"] == 20
     page_checks(page, "the teams page with a team")
 
+    # edited in place: only what changed is sent (an explicit diff), then followed
+    page.get_by_test_id(f"team-edit-{team}").click()
+    edit = page.get_by_test_id("team-edit-dialog")
+    expect(edit.get_by_test_id("team-edit-borrow")).to_have_value("20")
+    page_checks(page, "the team's edit dialog", within="[data-testid=team-edit-dialog]")
+    edit.get_by_test_id("team-edit-dialog-confirm").click()  # nothing changed: nothing sent
+    expect(edit.get_by_test_id("team-edit-dialog-error")).to_have_text("Nothing changed.")
+    edit.get_by_test_id("team-edit-borrow").fill("600")  # over the API's bound: on its field
+    edit.get_by_test_id("team-edit-dialog-confirm").click()
+    expect(edit.get_by_test_id("error-team-edit-borrow_limit_percent")).not_to_be_empty()
+    with page.expect_request(lambda r: r.method == "PATCH") as patched:
+        edit.get_by_test_id("team-edit-borrow").fill("30")
+        edit.get_by_test_id("team-edit-count-0").fill("2")
+        edit.get_by_test_id("team-edit-dialog-confirm").click()
+    assert patched.value.post_data_json == {
+        "quota": [{"instance_type": TYPE, "count": 2}], "borrow_limit_percent": 30}
+    _followed(page, stack, cluster, "team.update")
+    got = read(stack, url(cluster, team))
+    assert (got["borrow_limit_percent"], got["quota"]) == (30, [{"instance_type": TYPE,
+                                                                 "count": 2}])
+    expect(page.get_by_test_id(f"team-sharing-{team}")).to_contain_text("borrows ≤ 30 %")
+
     # deleted through the one confirmation, its dry run first
     page.get_by_test_id(f"team-delete-{team}").click()
     dialog = destroy_dialog(page, "team", team, "team-delete")

@@ -2,8 +2,8 @@
 // compute quota and its state, its namespace and what Kueue admitted; the cluster's scheduler
 // config (priority classes, fair share), editable in place; a new team's form (its bounds from
 // the API's document through rules.field, the API's refusals on their fields through
-// form_fields.js); deletes through confirm.js (the dry run first). Changing a team's quota is
-// the API's and the MCP tools' (update_team); this page creates and deletes teams.
+// form_fields.js); a team's Edit changes its quota and sharing by an explicit diff
+// (team_edit.js); deletes through confirm.js (the dry run first).
 
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
@@ -11,6 +11,7 @@ import { rules } from '../rules.js';
 import { openOperation } from '../modal.js';
 import { confirmDestroy } from '../confirm.js';
 import { fieldSet } from '../form_fields.js';
+import { openTeamEdit } from './team_edit.js';
 
 const REFRESH_MS = 3000;
 
@@ -83,6 +84,11 @@ export function mount(root, ctx) {
     const q = t.queue;
     const sharing = [t.lend_idle ? 'lends idle' : 'does not lend', t.borrow_limit_percent ? `borrows ≤ ${t.borrow_limit_percent} %` : 'borrows nothing',
       t.may_preempt ? 'may preempt' : 'never preempts', `weight ${t.fair_share_weight ?? 0}`].join(' · ');
+    const edit = guard(h('button', { type: 'button', class: 'btn btn-sm', testid: `team-edit-${t.name}` }, 'Edit'));
+    edit.disabled = edit.disabled || !t.managed || !t.quota || !t.quota.length;
+    edit.addEventListener('click', () => {
+      if (canMutate()) openTeamEdit(cluster, t, ctx.signal, (reply) => { openOperation(reply); load(); });
+    });
     const del = guard(h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `team-delete-${t.name}` }, 'Delete'));
     del.addEventListener('click', () => destroy('team', t.name, `${base}/teams/${encodeURIComponent(t.name)}`, 'team-delete',
       `Team ${t.name}'s compute quota; the add-on then removes its queues.`));
@@ -97,7 +103,7 @@ export function mount(root, ctx) {
       h('td', { class: 'sub-id', testid: `team-sharing-${t.name}` }, sharing),
       h('td', { testid: `team-queue-${t.name}` }, !q ? '—' : q.present
         ? `${q.admitted_workloads} admitted · ${q.pending_workloads} pending` : q.message),
-      h('td', { class: 'actions' }, del));
+      h('td', { class: 'actions' }, edit, ' ', del));
   }
 
   function destroy(kind, name, url, action, about) {
