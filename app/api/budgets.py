@@ -17,6 +17,7 @@ from app.readmodels import clusters as clusters_readmodel
 from app.readmodels import cost as cost_model
 from schemas.budgets import BudgetSchema, BudgetSetSchema
 from tasks import budgets as records
+from tasks.engine.model import now_iso
 from vocabulary.roles import Role
 
 blp = Blueprint("budgets", __name__, url_prefix="/api/v1/clusters",
@@ -45,7 +46,7 @@ class Budget(MethodView):
         ref = clusters_readmodel.find(name)
         cost = cost_model.read(ref)
         records.set_budget(context.redis_conn(), ref.name, body["monthly_usd"],
-                           auth.current().name, readmodel.now_iso(), cost["month_start"][:7])
+                           auth.current().name, now_iso(), cost["month_start"][:7])
         return readmodel.of_cost(ref.name, cost)
 
     @access(Role.OPERATOR)

@@ -12,7 +12,6 @@ read lists it. tasks/budgets.py's `raise_once` makes it once across every proces
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from app import audit, context
@@ -71,7 +70,3 @@ def _raise_crossed(conn: Any, cluster: str, month: str, spent: float, budget: fl
                 audit.record(entry)
             except Exception:  # the warning stands (the read lists it); the log says why
                 audit.log.exception("could not write the budget warning's audit entry")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
