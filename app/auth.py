@@ -124,11 +124,26 @@ def authenticate(tokens: TokenTable, secret: str | None) -> Principal:
     return principal
 
 
-def require_role(principal: Principal, role: str) -> None:
+def refusal(principal: Principal, declared: permissions.Access, dry_run_asked: bool = False
+            ) -> str | None:
+    """Why the principal may not call a route so declared (None: it may). A team member's
+    operator token changes only its team's work: a change not declared `team_work` is for
+    an operator outside any team (the route refuses another team's work itself)."""
+    role = declared.needed(dry_run_asked)
     if not principal.may(role):
-        raise ApiError(403, "forbidden",
-                       f"token {principal.name!r} has the {principal.role} role; "
-                       f"this needs {role}")
+        return f"token {principal.name!r} has the {principal.role} role; this needs {role}"
+    if principal.team and role == Role.OPERATOR and not declared.team_work:
+        return (f"token {principal.name!r} is a member of team {principal.team}: it changes "
+                "only its team's work (submitting and deleting its jobs); this change is for "
+                "an operator outside any team")
+    return None
+
+
+def require(principal: Principal, declared: permissions.Access, dry_run_asked: bool = False
+            ) -> None:
+    why = refusal(principal, declared, dry_run_asked)
+    if why is not None:
+        raise ApiError(403, "forbidden", why)
 
 
 def install(app: Flask, tokens: TokenTable) -> None:
@@ -156,12 +171,12 @@ def install(app: Flask, tokens: TokenTable) -> None:
         g.principal = principal
         asked = needs.dry_run and permissions.dry_run_asked(request.args)
         g.dry_run = asked
-        require_role(principal, needs.needed(asked))
+        require(principal, needs, asked)
 
 
-def declared_role(endpoint: str, method: str) -> str:
-    """The role a route declares (the WebSocket allows an action by its REST twin's)."""
-    return current_app.extensions["hypd.access"][(endpoint, method)].role
+def declared(endpoint: str, method: str) -> permissions.Access:
+    """What a route declares (the WebSocket allows an action by its REST twin's)."""
+    return current_app.extensions["hypd.access"][(endpoint, method)]
 
 
 def current() -> Principal:

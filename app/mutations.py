@@ -163,8 +163,8 @@ def no_change(resource_url: str | None, message: str) -> Response:
                                       "message": message})
 
 
-def changing(blp: Blueprint, *, own_200: tuple[type[Schema], str] | None = None
-             ) -> Callable[[Any], Any]:
+def changing(blp: Blueprint, *, own_200: tuple[type[Schema], str] | None = None,
+             team_work: bool = False) -> Callable[[Any], Any]:
     """What every route declares that changes AWS or Kubernetes through an operation (a
     destructive one declares `destructive`): an operator's, its `?dry_run=true` open to
     viewers and answered by `submit` with the operation rehearsed (RehearsalSchema) — or
@@ -183,7 +183,7 @@ def changing(blp: Blueprint, *, own_200: tuple[type[Schema], str] | None = None
         else:
             run = blp.alt_response(200, schema=RehearsalSchema,
                                    description=REHEARSAL_DESCRIPTION)(run)
-        return access(Role.OPERATOR, dry_run=True)(run)
+        return access(Role.OPERATOR, dry_run=True, team_work=team_work)(run)
 
     return decorate
 
@@ -202,8 +202,8 @@ class Impact:
 
 def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
                 reply: type[Schema] = MutationReplySchema, status: int = 202,
-                own_200: tuple[type[Schema], str] | None = None, conflict: str = ""
-                ) -> Callable[[Any], Any]:
+                own_200: tuple[type[Schema], str] | None = None, conflict: str = "",
+                team_work: bool = False) -> Callable[[Any], Any]:
     """What every destructive route declares, in one place: an operator's, its dry run open
     to viewers; `query` (`dry_run`, and `force` where a person may override dependents);
     its reply; the dry run's 200 (DestroyPlan — or either, where the route has a 200 of its
@@ -219,7 +219,7 @@ def destructive(blp: Blueprint, query: type[Schema] = ForceQuerySchema, *,
                                                 "would break, changing nothing")(view)
         view = blp.response(status, reply)(view)
         view = blp.arguments(query, location="query")(view)
-        return access(Role.OPERATOR, dry_run=True)(view)
+        return access(Role.OPERATOR, dry_run=True, team_work=team_work)(view)
 
     return decorate
 

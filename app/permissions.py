@@ -53,6 +53,7 @@ from vocabulary.roles import ACCESS_LEVELS, PUBLIC, Role
 
 ROLE_EXTENSION = "x-hypd-role"
 DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
+TEAM_WORK_EXTENSION = "x-hypd-team-work"
 
 IGNORED_METHODS = frozenset({"HEAD", "OPTIONS"})
 """Answered by Flask for every route: HEAD as the GET, OPTIONS with the allowed methods."""
@@ -70,6 +71,10 @@ class Access:
     """The route's `?dry_run=true` changes nothing, so a viewer may ask for it."""
     websocket: bool = False
     """A WebSocket: its token arrives as the first message, checked by the socket itself."""
+    team_work: bool = False
+    """A change a team member's operator token may ask for: it changes one team's work (a
+    job), and the route itself refuses a member another team's. Every other change is for
+    an operator outside any team (`forbidden` to a member)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "role", str(self.role))  # a Role member, stored as its word
@@ -78,6 +83,8 @@ class Access:
                 f"access role must be one of {', '.join(ACCESS_LEVELS)}: {self.role!r}")
         if self.dry_run and self.role != Role.OPERATOR:
             raise ValueError("only an operator route can open its dry run to viewers")
+        if self.team_work and self.role != Role.OPERATOR:
+            raise ValueError("only a change can be declared team work")
 
     def needed(self, dry_run_asked: bool) -> str:
         """The role this request needs."""
@@ -87,6 +94,8 @@ class Access:
         doc: dict[str, Any] = {ROLE_EXTENSION: self.role}
         if self.dry_run:
             doc[DRY_RUN_EXTENSION] = Role.VIEWER.value
+        if self.team_work:
+            doc[TEAM_WORK_EXTENSION] = True
         if self.role == PUBLIC:
             doc["security"] = []
         return doc
@@ -99,9 +108,10 @@ INFRASTRUCTURE: Mapping[str, Access] = {
 """Endpoints served by libraries, declared here because they cannot carry a decorator."""
 
 
-def access(role: str, *, dry_run: bool = False, websocket: bool = False) -> Callable[[F], F]:
+def access(role: str, *, dry_run: bool = False, websocket: bool = False,
+           team_work: bool = False) -> Callable[[F], F]:
     """Declare who may call the view this decorates (see the module docstring)."""
-    declared = Access(role, dry_run, websocket)
+    declared = Access(role, dry_run, websocket, team_work)
 
     def decorate(view: F) -> F:
         wrapped = view if websocket else Blueprint.doc(**declared.openapi())(view)

@@ -173,10 +173,10 @@ def _admit(ws: Any, what: str) -> tuple[auth.Principal, dict[str, Any]] | None:
     if authed is None:
         return None
     principal, _first = authed
-    needs = auth.declared_role(request.url_rule.endpoint, "GET")
-    if not principal.may(needs):
+    needs = auth.declared(request.url_rule.endpoint, "GET")
+    if auth.refusal(principal, needs) is not None:
         audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden")
-        ws.close(CLOSE_FORBIDDEN, f"{what} needs the {needs} role")
+        ws.close(CLOSE_FORBIDDEN, f"{what} needs the {needs.role} role")
         return None
     return authed
 
@@ -187,14 +187,13 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
     message = _message(raw)
     if not isinstance(message, dict) or message.get("type") != "cancel":
         return True
-    needs = auth.declared_role(CANCEL_ROUTE, "POST")  # the REST twin's declaration decides
-    if not principal.may(needs):
+    # the REST twin's declaration decides, as it would for POST …/cancel
+    why = auth.refusal(principal, auth.declared(CANCEL_ROUTE, "POST"))
+    if why is not None:
         audit.record_socket(request.path, principal, CLOSE_FORBIDDEN, "refused", "forbidden",
                             engine.store.get(op_id))
-        _send(ws, {"type": "error", "error": {
-            "code": "forbidden",
-            "message": f"token {principal.name!r} has the {principal.role} role; "
-                       f"cancelling needs {needs}"}})
+        _send(ws, {"type": "error", "error": {"code": "forbidden",
+                                             "message": f"cancelling: {why}"}})
         ws.close(CLOSE_FORBIDDEN, "forbidden")
         return False
     try:

@@ -115,13 +115,13 @@ from cloud import (
 )
 from cloud.errors import Refusal
 from cloud.nodes import INSTANCE_GROUP_LABEL
+from vocabulary.teams import QUEUE_LABEL
 
 IN_USE = "in_use"
 LISTED_MAX = 50
 """At most this many dependents are named in a reply (`total` counts them all)."""
 NAMED_IN_MESSAGE = 5
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 CONTROLLERS_THAT_MOVE = ("ReplicaSet", "StatefulSet", "Job", "ReplicationController")
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -292,6 +292,19 @@ def training_jobs(api: Any, *, hypds_only: bool = True) -> list[Dependent]:
         found.append(_of(job, f"{job.get('kind')} {state.state}"
                               + ("" if hypds else " (not submitted through hypd)"),
                          kind="training_job"))
+    return found
+
+
+def queued_jobs(api: Any) -> list[Dependent]:
+    """hypd's training jobs in a team's Kueue queue that have not finished: Kueue admits,
+    holds and preempts them (Kueue reads the queue on the job; its pods carry no label)."""
+    found = []
+    for job in jobs.list_jobs(api):
+        queue = _labels(job).get(QUEUE_LABEL)
+        state = jobs.state(job, [])
+        if queue and state.state not in (*jobs.TERMINAL_STATES, "deleting"):
+            found.append(_of(job, f"{job.get('kind')} {state.state} in Kueue queue {queue}",
+                             kind="training_job"))
     return found
 
 
@@ -490,10 +503,11 @@ def feature_users(api: Any, feature: str, autoscaled_groups: Iterable[str] = ()
     if feature == "spaces":
         return [_space(w) for w in workspaces(api)]
     if feature == "task_governance":
-        return [_of(pod, f"admitted through Kueue queue {_labels(pod)[QUEUE_LABEL]}",
-                    kind="pod")
-                for pod in kube.iter_objects(api, "v1", "Pod", label_selector=QUEUE_LABEL)
-                if live_pod(pod)]
+        return [*queued_jobs(api),
+                *(_of(pod, f"admitted through Kueue queue {_labels(pod)[QUEUE_LABEL]}",
+                      kind="pod")
+                  for pod in kube.iter_objects(api, "v1", "Pod", label_selector=QUEUE_LABEL)
+                  if live_pod(pod))]
     return []
 
 

@@ -124,6 +124,7 @@ from typing import Any
 from cloud import fit, kube, storage
 from cloud.errors import Refusal
 from cloud.nodes import INSTANCE_GROUP_LABEL
+from vocabulary import teams
 
 PYTORCH_API = "sagemaker.amazonaws.com/v1"
 PYTORCH_KIND = "HyperPodPyTorchJob"
@@ -235,6 +236,11 @@ class JobSpec:
     run_policy: RunPolicy = RunPolicy()
     service_account: str | None = None
     """The pods' service account (the MLflow identity's, when the cluster has MLflow)."""
+    team: str | None = None
+    """The team the job runs for: Kueue admits it through the team's LocalQueue (in the
+    team's namespace, where the job must be)."""
+    priority: str | None = None
+    """A priority class of the cluster's scheduler config (only with a team)."""
 
     @property
     def elastic(self) -> bool:
@@ -272,6 +278,18 @@ def fit_asks(spec: JobSpec, ray: bool) -> list[fit.Ask]:
 
 def _pod_labels(spec: JobSpec) -> dict[str, str]:
     return kube.labels({JOB_LABEL: spec.name, RECIPE_LABEL: spec.recipe})
+
+
+def _job_labels(spec: JobSpec) -> dict[str, str]:
+    """The job's own labels: its pods', and for a team's job the team's queue and its
+    priority class (Kueue reads them on the job, never on its pods: a pod labelled with a
+    queue would be queued a second time, as a plain pod)."""
+    out = _pod_labels(spec)
+    if spec.team:
+        out[teams.QUEUE_LABEL] = teams.local_queue(spec.team)
+        if spec.priority:
+            out[teams.PRIORITY_LABEL] = teams.priority_class(spec.priority)
+    return out
 
 
 def _container(spec: JobSpec, name: str, command: Sequence[str] | None,
@@ -357,7 +375,7 @@ def pytorch_job(spec: JobSpec) -> dict[str, Any]:
         body["elasticPolicy"] = {"minReplicas": spec.nodes, "maxReplicas": spec.max_nodes}
     return {"apiVersion": PYTORCH_API, "kind": PYTORCH_KIND,
             "metadata": {"name": spec.name, "namespace": spec.namespace,
-                         "labels": _pod_labels(spec)},
+                         "labels": _job_labels(spec)},
             "spec": body}
 
 
@@ -378,7 +396,8 @@ def ray_job(spec: JobSpec, entrypoint: str) -> dict[str, Any]:
             "template": {"metadata": {"labels": labels},
                          "spec": _pod_spec(spec, [_container(spec, "ray-worker", None)])}}]
     return {"apiVersion": RAY_API, "kind": RAY_KIND,
-            "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": labels},
+            "metadata": {"name": spec.name, "namespace": spec.namespace,
+                         "labels": _job_labels(spec)},
             "spec": {"entrypoint": entrypoint, "shutdownAfterJobFinishes": True,
                      "ttlSecondsAfterFinished": 3600,
                      "backoffLimit": spec.run_policy.job_max_retry_count,

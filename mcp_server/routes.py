@@ -2,10 +2,11 @@
 
 The document is the rulebook: each tool's input schema (path and query parameters and the
 JSON body's fields — types, enums, patterns, bounds, required, defaults), its output schema
-(the route's 2xx reply schemas, `Route.replies`) and who may call it (`x-hypd-role`, and
-`x-hypd-dry-run-role` where a route's dry run is open to viewers) are read from it, never
-re-typed here. The server reads the document from the API it calls
-(`GET /api/v1/openapi.json`, public), so the two cannot drift.
+(the route's 2xx reply schemas, `Route.replies`) and who may call it (`x-hypd-role`,
+`x-hypd-dry-run-role` where a route's dry run is open to viewers, and `x-hypd-team-work` where
+a team member's operator token may call it) are read from it, never re-typed here. The
+server reads the document from the API it calls (`GET /api/v1/openapi.json`, public), so the
+two cannot drift.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vocabulary.roles import ACCESS_LEVELS
+from vocabulary.roles import ACCESS_LEVELS, Role
 
 Location = Literal["path", "query", "body"]
 
 ROLE_EXTENSION = "x-hypd-role"
 DRY_RUN_EXTENSION = "x-hypd-dry-run-role"
+TEAM_WORK_EXTENSION = "x-hypd-team-work"
 ROLE_ORDER = ACCESS_LEVELS
+MEMBER = "member"
+"""A session of a team member's operator token: a viewer's tools, and the changes declared
+team work (the API refuses the member any other change, and another team's work)."""
 
 _MAX_DEPTH = 20
 
@@ -52,6 +57,8 @@ class Route:
     replies: tuple[dict[str, Any], ...] = ()
     """The JSON schema of each 2xx reply the document describes (references inlined), in
     the document's order, without repeats."""
+    team_work: bool = False
+    """A change a team member's operator token may ask for (its team's work)."""
 
     def role_for(self, fixed_query: Mapping[str, str]) -> str:
         """The role a call needs when these query parameters are always sent."""
@@ -64,6 +71,21 @@ class Route:
 
 def may(role: str, needs: str) -> bool:
     return ROLE_ORDER.index(role) >= ROLE_ORDER.index(needs)
+
+
+def session_role(who: Mapping[str, Any]) -> str:
+    """What a session of this token (whoami's answer) may call: `operator`, `member` (an
+    operator's token in a team) or `viewer`."""
+    if who.get("role") != Role.OPERATOR:
+        return Role.VIEWER.value
+    return MEMBER if who.get("team") else Role.OPERATOR.value
+
+
+def may_call(session: str, route: Route, needs: str) -> bool:
+    """Whether a session may call `route` when the call needs `needs`."""
+    if session == MEMBER:
+        return may(Role.VIEWER, needs) or (needs == Role.OPERATOR and route.team_work)
+    return may(session, needs)
 
 
 class RouteBook:
@@ -122,7 +144,8 @@ class RouteBook:
         if role not in ROLE_ORDER:
             raise RouteBookError(f"{method} {path} declares no role ({ROLE_EXTENSION})")
         return Route(method, path, tuple(params.values()), role,
-                     operation.get(DRY_RUN_EXTENSION), self._replies(operation))
+                     operation.get(DRY_RUN_EXTENSION), self._replies(operation),
+                     bool(operation.get(TEAM_WORK_EXTENSION)))
 
     def _replies(self, operation: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         replies: list[dict[str, Any]] = []

@@ -7,9 +7,10 @@ Two ways to run it (`hypd mcp` calls `run()` or `main()`):
 - streamable HTTP (`--http`, default 127.0.0.1:3098, path `/mcp`): every request must carry
   `Authorization: Bearer <token>` (401 without one, or with one the API refuses). The token is
   forwarded to the REST API; the request is served by the server built for that token's role
-  (operator: every tool, viewer: the read-only ones), so a viewer neither sees nor can call
-  a mutating tool. whoami answers are cached 30 s per token. Sessions are stateless, so any
-  number of replicas can run behind a load balancer.
+  (operator: every tool, viewer: the read-only ones, a team member's operator token: those and
+  the changes of its team's work), so a viewer neither sees nor can call a mutating tool.
+  whoami answers are cached 30 s per token. Sessions are stateless, so any number of replicas
+  can run behind a load balancer.
 
 The server imports nothing else of hypd: it speaks HTTP only.
 """
@@ -42,7 +43,7 @@ from mcp_server.arguments import ArgumentCheck, summary
 from mcp_server.client import ApiClient, ApiError, ApiResponse, openapi_sync, whoami_sync
 from mcp_server.idempotency import IdempotencyKeys, headers_for, principal_of
 from mcp_server.routemap import ROUTES
-from mcp_server.routes import RouteBook
+from mcp_server.routes import MEMBER, RouteBook, session_role
 from mcp_server.tools import (
     IDEMPOTENCY_KEY,
     TOOLS_BY_NAME,
@@ -364,8 +365,10 @@ class _RoleServer(MCPServer):
     the schema refuses (an unknown name too) is `validation_failed` naming each field."""
 
     def __init__(self, *args: Any, tools: list[Tool], toolsets: frozenset[str],
-                 checks: dict[str, dict[str, Any]], **kwargs: Any) -> None:
+                 checks: dict[str, dict[str, Any]], role: str = OPERATOR,
+                 **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
+        self._role = role
         self._published = frozenset(tool.name for tool in tools)
         self._toolsets = toolsets
         # the published schema's rules, in the document's words (a refused name quotes the
@@ -382,6 +385,10 @@ class _RoleServer(MCPServer):
                     f"publish; start hypd mcp with --toolsets "
                     f"{','.join(sorted(self._toolsets | {str(toolset)}))}"),
                     {"toolset": toolset}, 404))
+            if self._role == MEMBER:
+                return _error(ApiError("forbidden", (
+                    f"{name} changes more than a team's work, and this session's token is "
+                    "a team member's: use an operator token outside any team")))
             return _error(ApiError("forbidden", (
                 f"{name} changes things and this session may only read "
                 "(a viewer token or --read-only); use an operator token")))
@@ -418,10 +425,10 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
     """
     if role is None:
         if token and not read_only:
-            role = str(whoami_sync(api_url, token).get("role"))
+            role = session_role(whoami_sync(api_url, token))
         else:
             role = VIEWER if token else OPERATOR
-    role = OPERATOR if role == OPERATOR else VIEWER
+    role = role if role in (OPERATOR, MEMBER) else VIEWER
     chosen = parse_toolsets(toolsets)
     keys = keys or IdempotencyKeys()
     bound = bind(routes or load_routes(api_url))
@@ -435,6 +442,7 @@ def build_server(api_url: str = DEFAULT_API_URL, token: str | None = None,
         tools=tools,
         toolsets=chosen,
         checks={tool.spec.name: tool.input_schema(published=False) for tool in publishes},
+        role=role,
         log_level="WARNING",
     )
 
@@ -459,7 +467,7 @@ class HttpGateway:
         self.servers = {
             role: build_server(api_url, None, read_only, role=role, keys=keys,
                                routes=routes, toolsets=toolsets)
-            for role in (OPERATOR, VIEWER)
+            for role in (OPERATOR, MEMBER, VIEWER)
         }
         self.apps = {
             role: server.streamable_http_app(streamable_http_path=HTTP_PATH,
@@ -492,7 +500,7 @@ class HttpGateway:
             else:
                 await _json(send, 502, _envelope("upstream_error", err.text))
             return
-        role = OPERATOR if who.get("role") == OPERATOR else VIEWER
+        role = session_role(who)
         name = str(who.get("name") or "unknown")
         user = AuthenticatedUser(AccessToken(token=token, client_id=name, scopes=[role],
                                              subject=principal_of(token)))
@@ -589,15 +597,14 @@ def run(api_url: str | None = None, token: str | None = None, http: bool = False
         who = whoami_sync(api_url, token)
     except ApiError as err:
         raise SystemExit(f"hypd mcp: {err.text}") from None
-    role = str(who.get("role"))
+    role = session_role(who)
     try:
         routes = load_routes(api_url)
     except ApiError as err:
         raise SystemExit(f"hypd mcp: {err.text}") from None
     server = build_server(api_url, token, read_only, role=role, routes=routes,
                           toolsets=chosen)
-    n = len(_publishes(bind(routes), OPERATOR if role == OPERATOR else VIEWER, read_only,
-                       chosen))
+    n = len(_publishes(bind(routes), role, read_only, chosen))
     print(f"hypd mcp: {n} tools for {who.get('name')} ({role}) on {api_url}, over stdio"
           + _toolsets_said(chosen), file=sys.stderr, flush=True)
     server.run("stdio")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mcp_server import lean
-from mcp_server.routes import Param, Route, RouteBook, RouteBookError, may
+from mcp_server.routes import Param, Route, RouteBook, RouteBookError, may_call
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -149,7 +149,8 @@ class BoundTool:
         return self.route.role_for(self.spec.fixed_query)
 
     def visible_to(self, role: str) -> bool:
-        return may(role, self.needs)
+        """`role`: a session's (routes.session_role)."""
+        return may_call(role, self.route, self.needs)
 
     def input_schema(self, published: bool = True) -> dict[str, Any]:
         """The tool's arguments: the route's inputs as the document types them, without its

@@ -6,6 +6,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from schemas.common import MostEntries, Name, Pattern, WaitingPodSchema
 from schemas.mlflow import JobMlflowSchema
+from schemas.teams import priority_name, team_name
 from vocabulary import patterns
 
 RECIPES = ("torchrun", "llama-factory", "ms-swift", "verl", "pytorch", "ray")
@@ -54,9 +55,13 @@ class RunPolicySchema(Schema):
 class JobCreateSchema(Schema):
     name = Name(required=True)
     namespace = fields.String(
-        load_default="default",
         validate=Pattern(patterns.DNS_LABEL, error="not a Kubernetes namespace name"),
-        metadata={"description": "made (and labelled as hypd's) when missing"})
+        metadata={"description": "made when missing; default `default` (a team's job: the "
+                                 "team's)"})
+    team = team_name(metadata={"description": "the team it runs for, through the team's "
+                                              "queue (default: your token's team)"})
+    priority = priority_name(metadata={"description": "a priority class of the cluster's "
+                                                      "scheduler config (with a team)"})
     recipe = fields.String(required=True, validate=validate.OneOf(RECIPES), metadata={
         "description": "verl runs as a RayJob, the others as HyperPodPyTorchJobs; pytorch and "
                        "ray run your own command"})
@@ -138,10 +143,52 @@ class JobEventSchema(Schema):
     message = fields.String(allow_none=True)
 
 
+QUEUE_STATES = ("waiting", "admitted", "preempted", "finished")
+
+
+class PreemptionSchema(Schema):
+    """One preemption: the other job (who took the quota, or whose quota was taken)."""
+
+    job = fields.String(allow_none=True, metadata={"description": "the other job (null: not "
+                                                                   "one of hypd's)"})
+    team = fields.String(allow_none=True)
+    namespace = fields.String(allow_none=True)
+    reason = fields.String(allow_none=True, metadata={
+        "description": "Kueue's: InCohortReclamation (its team took back what it lent) or "
+                       "InClusterQueue (a higher priority of the same team)"})
+    at = fields.String(allow_none=True)
+
+
+class JobQueueSchema(Schema):
+    """Where a team's job stands in its queue, as Kueue says (its Workload)."""
+
+    state = fields.String(required=True, validate=validate.OneOf(QUEUE_STATES), metadata={
+        "description": "waiting for quota, admitted, preempted (and waiting again), or "
+                       "finished (its quota given back)"})
+    message = fields.String(allow_none=True, metadata={"description": "Kueue's words"})
+    local_queue = fields.String(required=True)
+    cluster_queue = fields.String(allow_none=True)
+    workload = fields.String(allow_none=True, metadata={"description": "Kueue's Workload "
+                                                                       "for the job"})
+    priority = fields.Integer(allow_none=True)
+    admitted_at = fields.String(allow_none=True)
+    borrowing = fields.Boolean(allow_none=True, metadata={
+        "description": "admitted while its team uses more than its own quota: the lending "
+                       "teams may take it back"})
+    preempted_by = fields.Nested(PreemptionSchema, allow_none=True, metadata={
+        "description": "while preempted: the job that took its quota"})
+    preempted = fields.List(fields.Nested(PreemptionSchema), metadata={
+        "description": "the jobs this one took quota from, waiting again"})
+
+
 class JobSchema(Schema):
     name = fields.String(required=True)
     cluster = fields.String(required=True)
     namespace = fields.String(required=True)
+    team = fields.String(allow_none=True, metadata={"description": "the team it runs for"})
+    priority = fields.String(allow_none=True, metadata={"description": "its priority class"})
+    queue = fields.Nested(JobQueueSchema, allow_none=True, metadata={
+        "description": "a team's job in its queue (null: not a team's job)"})
     kind = fields.String(validate=validate.OneOf(KINDS))
     recipe = fields.String(allow_none=True)
     state = fields.String(validate=validate.OneOf(STATES))

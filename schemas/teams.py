@@ -10,6 +10,8 @@ limit), plus one of hypd's: a team name short enough that its ClusterQueue's nam
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.common import Pattern
@@ -17,6 +19,21 @@ from vocabulary import patterns
 from vocabulary import teams as words
 
 TEAM_RULE = words.TEAM_NAME_RULE
+
+
+def team_name(**kwargs: Any) -> fields.String:
+    """A team's name as SageMaker takes it (a team's create, a job's team)."""
+    return fields.String(validate=[
+        validate.Length(min=1, max=words.TEAM_NAME_MAX),
+        Pattern(patterns.TEAM_NAME, error=f"invalid team name: {TEAM_RULE}")], **kwargs)
+
+
+def priority_name(**kwargs: Any) -> fields.String:
+    """A priority class's name as SageMaker takes it (the scheduler config's, a job's)."""
+    return fields.String(validate=[
+        validate.Length(min=1, max=63),
+        Pattern(patterns.PRIORITY_CLASS_NAME, error="invalid priority class name: lowercase "
+                                                    "letters, digits and hyphens")], **kwargs)
 
 
 class QuotaEntrySchema(Schema):
@@ -72,10 +89,7 @@ def _lends_to_borrow(lend: bool | None, borrow: int | None) -> None:
 
 
 class TeamCreateSchema(Schema):
-    name = fields.String(required=True, validate=[
-        validate.Length(min=1, max=words.TEAM_NAME_MAX),
-        Pattern(patterns.TEAM_NAME, error=f"invalid team name: {TEAM_RULE}")],
-        metadata={"description": f"The team's name: {TEAM_RULE}."})
+    name = team_name(required=True, metadata={"description": f"The team's name: {TEAM_RULE}."})
     quota = _quota(required=True)
     borrow_limit_percent = _borrow(load_default=50)
     lend_idle = _lend(load_default=True)
@@ -104,10 +118,7 @@ class TeamUpdateSchema(Schema):
 
 
 class PriorityClassSchema(Schema):
-    name = fields.String(required=True, validate=[
-        validate.Length(min=1, max=63),
-        Pattern(patterns.PRIORITY_CLASS_NAME, error="invalid priority class name: lowercase "
-                                                    "letters, digits and hyphens")])
+    name = priority_name(required=True)
     weight = fields.Integer(required=True, validate=validate.Range(min=0, max=100),
                             metadata={"description": "higher runs first (0-100)"})
 

@@ -28,6 +28,17 @@ DONT_LEND = "DontLend"
 ENABLED = "Enabled"
 DISABLED = "Disabled"
 
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""A job's label naming the LocalQueue (in its own namespace) Kueue admits it through."""
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+"""A job's label naming its WorkloadPriorityClass."""
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""A Workload's label naming the uid of the job it stands for."""
+PRIORITY_SUFFIX = "-priority"
+"""The scheduler config's priority class `<name>` is WorkloadPriorityClass `<name>-priority`
+(AWS's task-governance examples label jobs `kueue.x-k8s.io/priority-class:
+training-priority`)."""
+
 NAMESPACE_PREFIX = "hyperpod-ns-"
 LOCAL_QUEUE_SUFFIX = "-localqueue"
 CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
@@ -50,3 +61,22 @@ def local_queue(team: str) -> str:
 
 def cluster_queue(team: str) -> str:
     return f"{namespace(team)}{CLUSTER_QUEUE_SUFFIX}"
+
+
+def priority_class(name: str) -> str:
+    """The WorkloadPriorityClass the add-on makes for the scheduler config's class `name`."""
+    return f"{name}{PRIORITY_SUFFIX}"
+
+
+def priority_name(workload_class: str | None) -> str | None:
+    """The scheduler config's class a WorkloadPriorityClass stands for (None: not one)."""
+    if not workload_class or not workload_class.endswith(PRIORITY_SUFFIX):
+        return None
+    return workload_class[: -len(PRIORITY_SUFFIX)] or None
+
+
+def team_of_namespace(namespace: str | None) -> str | None:
+    """The team whose namespace this is (`hyperpod-ns-<team>`), or None."""
+    if not namespace or not namespace.startswith(NAMESPACE_PREFIX):
+        return None
+    return namespace[len(NAMESPACE_PREFIX):] or None

@@ -20,13 +20,14 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import audit, mutations
+from app import audit, auth, mutations
 from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import features as features_readmodel
 from app.readmodels import fit as fit_readmodel
 from app.readmodels import jobs as jobs_readmodel
+from app.readmodels import team_work
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
@@ -72,7 +73,8 @@ def _spec(body: dict[str, Any]) -> JobSpec:
         image=body["image"], command=(), nodes=body["nodes"], max_nodes=body.get("max_nodes"),
         processes_per_node=body["processes_per_node"], gpus_per_node=body["gpus_per_node"],
         efa_per_node=body["efa_per_node"], instance_group=body.get("instance_group"),
-        env=tuple(sorted(body["env"].items())),
+        env=tuple(sorted(body["env"].items())), team=body.get("team"),
+        priority=body.get("priority"),
         run_policy=RunPolicy(job_max_retry_count=policy["job_max_retry_count"],
                              restarts_before_full_job_restart=policy.get(
                                  "restarts_before_full_job_restart"),
@@ -166,7 +168,7 @@ class Jobs(MethodView):
                  and query.get("recipe") in (None, i["recipe"])]
         return {"cluster": cluster, "items": items}
 
-    @mutations.changing(blp)
+    @mutations.changing(blp, team_work=True)
     @blp.arguments(JobCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a job of that name exists or is being submitted, or "
@@ -190,12 +192,19 @@ class Jobs(MethodView):
         before anything is made; one that fits but waits for capacity is accepted, and its
         read says why it waits (`waiting`). Answers 202 with the operation that makes the
         job (its namespace and bucket claim, MLflow identity, KubeRay when needed, the job);
-        follow it, then GET …/jobs/<job> (its resource_url)."""
+        follow it, then GET …/jobs/<job> (its resource_url). A job runs for a team (`team`,
+        default your token's): Kueue admits it through the team's queue in the team's
+        namespace, ordered by its `priority` class; its read says whether it waits, is
+        admitted (borrowing or not) or was preempted, and by whom. On a cluster with teams
+        every job runs for one; a team member submits only for their own team."""
         params: dict[str, Any] = {"cluster": cluster, "name": body["name"],
-                                  "namespace": body["namespace"], "recipe": body["recipe"]}
+                                  "recipe": body["recipe"]}
 
         def precheck() -> None:
             ref = readmodel.find(cluster)
+            placed = team_work.place(ref, body, auth.current())
+            body.update(namespace=placed.namespace, team=placed.team, priority=placed.priority)
+            params.update(namespace=placed.namespace, team=placed.team)
             api = kube_api(ref)
             with talking_to(ref):
                 tracking = mlflow.read_record(api)
@@ -228,13 +237,13 @@ class Job(MethodView):
             raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
         return found
 
-    @mutations.destructive(blp)
+    @mutations.destructive(blp, team_work=True)
     @blp.doc(operationId="delete_job")
     def delete(self, query, cluster, job):
         """Delete a job: its operator stops it and its pods go with it (an operation that
         waits until they are gone). A job that has not finished is live work: refused (409
         in_use, naming its pods) unless force=true. A submission that failed before its job
-        was made is cleared the same way."""
+        was made is cleared the same way. A team member deletes only their team's jobs."""
         params: dict[str, Any] = {"cluster": cluster, "name": job}
 
         def impact() -> mutations.Impact:
@@ -245,15 +254,23 @@ class Job(MethodView):
                 found = jobs.find(api, job)
                 if found is not None:
                     params["namespace"] = found["metadata"].get("namespace")
+                    _may_change(job, params["namespace"])
                     return job_impact(ref, api, found)
             op = jobs_readmodel.operations(cluster).get(job)
             if not jobs_readmodel.unsubmitted(op):
                 raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
             params["namespace"] = op["params"]["namespace"]
+            _may_change(job, params["namespace"])
             return mutations.Impact(f"the unmade submission of job {job} of cluster {cluster}",
                                     [])
 
         return mutations.destroy(JOB_DELETE, target(cluster, job), params, impact, query)
+
+
+def _may_change(job: str, namespace: str | None) -> None:
+    """A member's token changes only its team's jobs; a dry run changes nothing."""
+    if not auth.dry_run():
+        team_work.may_change(auth.current(), job, namespace)
 
 
 @blp.route("/clusters/<string:cluster>/jobs/<string:job>/logs")

@@ -6,12 +6,14 @@ reason, until a new submission of the name or a delete replaces that operation."
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from cloud import jobs, kube, mlflow, recipes, training
+from cloud import jobs, kube, mlflow, queueing, recipes, training
 from tasks.engine.model import OpStatus, StepPhase
 from tasks.jobs import JOB_CREATE
+from vocabulary import teams as team_words
 
 if TYPE_CHECKING:
     from app.readmodels.clusters import ClusterRef
@@ -41,14 +43,64 @@ def unsubmitted(op: dict[str, Any] | None) -> bool:
             and OpStatus(op["status"]) != OpStatus.SUCCEEDED)
 
 
-def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True) -> dict[str, Any]:
+class Queues:
+    """What Kueue says of the teams' jobs of one answer, each thing read once: the cluster's
+    Workloads (a job's read names the jobs it preempted, in other teams' namespaces too),
+    hypd's jobs by uid (to name them), ClusterQueues."""
+
+    def __init__(self, api: Any, found: list[dict[str, Any]] | None = None) -> None:
+        self.api, self._found = api, found
+        self._queues: dict[str, dict[str, Any] | None] = {}
+
+    @cached_property
+    def workloads(self) -> dict[str, dict[str, Any]]:
+        return queueing.workloads_by_job(self.api)
+
+    @cached_property
+    def jobs_by_uid(self) -> dict[str, dict[str, Any]]:
+        """hypd's jobs by uid; read only when some Workload was preempted (to name who)."""
+        if not any(queueing.preempted(w) for w in self.workloads.values()):
+            return {}
+        found = self._found if self._found is not None else jobs.list_jobs(self.api)
+        return {str(_md(j).get("uid")): j for j in found}
+
+    def queue(self, name: str) -> dict[str, Any] | None:
+        if name not in self._queues:
+            self._queues[name] = queueing.cluster_queue(self.api, name)
+        return self._queues[name]
+
+    def place(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The job's place in its team's queue; None for a job outside any queue."""
+        if team_words.QUEUE_LABEL not in (_md(obj).get("labels") or {}):
+            return None
+        workload = self.workloads.get(str(_md(obj).get("uid")))
+        found = queueing.place(obj, workload, self.jobs_by_uid, self.queue)
+        found["preempted"] = queueing.preempted_by_job(obj, self.workloads, self.jobs_by_uid)
+        return found
+
+
+def team_of(obj: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(team, priority class) a job runs for, from its labels: its queue is its team's
+    LocalQueue, in the team's namespace."""
+    labels = _md(obj).get("labels") or {}
+    if team_words.QUEUE_LABEL not in labels:
+        return None, None
+    return (team_words.team_of_namespace(_md(obj).get("namespace")),
+            team_words.priority_name(labels.get(team_words.PRIORITY_LABEL)))
+
+
+def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True,
+         queues: Queues | None = None) -> dict[str, Any]:
     md = _md(obj)
     labels = md.get("labels") or {}
+    team, priority = team_of(obj)
     job_pods = jobs.pods(api, obj)
     found = jobs.state(obj, job_pods)
     name = md["name"]
     out: dict[str, Any] = {
         "name": name, "cluster": cluster, "namespace": md.get("namespace"),
+        "team": team, "priority": priority,
+        "queue": (queues or Queues(api)).place(obj),
         "kind": obj.get("kind"), "recipe": labels.get(training.RECIPE_LABEL),
         "state": found.state, "message": found.message,
         "image": _image(obj), "nodes": _nodes(obj),
@@ -81,8 +133,10 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
                      and not StepPhase(s["phase"]).is_done), None)
         state, message = "submitting", (f"operation {op['id']} is {status.value}"
                                         + (f": {step['name']}" if step else ""))
+    team, priority = team_of(manifest)
     return {"name": params["name"], "cluster": cluster, "namespace": params["namespace"],
-            "kind": manifest["kind"], "recipe": params.get("recipe"), "state": state,
+            "team": team, "priority": priority, "queue": None, "kind": manifest["kind"],
+            "recipe": params.get("recipe"), "state": state,
             "message": message, "image": _image(manifest),
             "nodes": _nodes(manifest), "created_at": op.get("created_at"),
             "started_at": None, "finished_at": op.get("updated_at") if status.is_finished
@@ -154,9 +208,12 @@ def one(cluster: str, api: Any, name: str) -> dict[str, Any] | None:
 
 def listing(ref: ClusterRef, api: Any) -> list[dict[str, Any]]:
     ops = operations(ref.name)
-    items = {(_md(o))["name"]: with_operation(view(ref.name, api, o, detail=False),
+    found = jobs.list_jobs(api)
+    queues = Queues(api, found=found)
+    items = {(_md(o))["name"]: with_operation(view(ref.name, api, o, detail=False,
+                                                   queues=queues),
                                               ops.get(_md(o)["name"]))
-             for o in jobs.list_jobs(api)}
+             for o in found}
     for name, op in ops.items():
         if name not in items and unsubmitted(op):
             items[name] = from_operation(ref.name, op)
