@@ -13,6 +13,7 @@ from mcp import Client
 from mcp_server.toolsets import TOOLSETS_BY_NAME
 from tests.app.teamkit import TEAM, team_name
 from tests.mcp_server.agentkit import Agent
+from tests.stack import MEMBER_TOKENS
 
 pytestmark = pytest.mark.asyncio
 
@@ -58,3 +59,24 @@ async def test_an_agent_runs_teams_through_the_teams_toolset(stack, cluster):
         assert plan["dry_run"] is True and plan["refused"] is False
         await done("delete_team", {"cluster": cluster, "name": team})
         await done("delete_scheduler", {"cluster": cluster})
+
+
+async def test_a_member_s_session_publishes_its_team_s_work_and_reads_only(stack):
+    """ana's operator token is a team member's: her session publishes the reads and the
+    changes declared team work (submitting and deleting jobs), never a cluster-wide change;
+    calling one says why. ben, a viewer member, gets the reads only."""
+    from mcp_server.server import build_server
+    from mcp_server.tools import TOOLS
+
+    reads = {t.name for t in TOOLS if t.read_only}
+    sessions = {}
+    for member in ("ana", "ben"):
+        async with Client(build_server(stack.url, MEMBER_TOKENS[member][1])) as client:
+            sessions[member] = {t.name for t in (await client.list_tools()).tools}
+            if member == "ana":
+                refused = await client.call_tool("create_team", {
+                    "cluster": "any", "name": "mine", **TEAM})
+    assert sessions["ana"] - reads == {"submit_job", "delete_job"}
+    assert {"submit_job", "delete_job"}.isdisjoint(sessions["ben"])
+    assert not sessions["ben"] - reads
+    assert refused.is_error and "team member" in refused.content[0].text
