@@ -3,20 +3,23 @@ jobs labelled `kueue.x-k8s.io/queue-name` wait, suspended, until their Workload 
 
 Runs only once the Kueue CRDs are served (the add-on installed them). Each reconcile:
 
-1. every HyperPodPyTorchJob and batch/v1 Job carrying the queue label gets a Workload
-   (Kueue's job integrations): named `<kind>-<job>-<5 hex>` (`hyperpodpytorchjob-…`,
-   `job-…`), in the job's namespace, owned by the job (it goes with it), labelled
-   `kueue.x-k8s.io/job-uid: <job uid>`; `spec.queueName` from the label, one pod set per
-   replica spec (its name, `count` = replicas, the template; a Job's one pod set `main`,
-   `count` = parallelism), `priorityClassRef` + `priority` from the WorkloadPriorityClass the job's
-   `kueue.x-k8s.io/priority-class` label names (no label: priority 0). A label naming no
-   WorkloadPriorityClass makes no Workload (Kueue cannot build it): the job stays suspended;
-2. the job is held suspended — a Job's `spec.suspend`, a HyperPodPyTorchJob's
+1. every HyperPodPyTorchJob, batch/v1 Job and KubeRay RayJob carrying the queue label gets a
+   Workload (Kueue's job integrations, `kueue_jobs.INTEGRATIONS`): named
+   `<kind>-<job>-<5 hex>` (`hyperpodpytorchjob-…`, `job-…`, `rayjob-…`), in the job's
+   namespace, owned by the job (it goes with it), labelled `kueue.x-k8s.io/job-uid: <job
+   uid>`; `spec.queueName` from the label, the kind's pod sets (a HyperPodPyTorchJob's one
+   per replica spec, `count` = replicas; a Job's one `main`, `count` = parallelism; a
+   RayJob's `head`, one per worker group and its `submitter`), `priorityClassRef` +
+   `priority` from the WorkloadPriorityClass the job's `kueue.x-k8s.io/priority-class` label
+   names (no label: priority 0). A label naming no WorkloadPriorityClass makes no Workload
+   (Kueue cannot build it): the job stays suspended;
+2. the job is held suspended — a Job's and a RayJob's `spec.suspend`, a HyperPodPyTorchJob's
    `spec.runPolicy.suspend` (inferred: the HyperPod training operator's CRD is not public;
    Kubeflow's jobs, which Kueue integrates, suspend there) — until its Workload is admitted,
    and suspended again when it is evicted (the training and Job simulators then remove its
-   pods); Kueue's webhook suspends a queued job as it is created, here the first reconcile
-   does, before the operators see the job;
+   pods; KubeRay's RayJob goes `Suspending`, then `Suspended`); Kueue's webhook suspends a
+   queued job as it is created, here the first reconcile does, before the operators see the
+   job;
 3. admission (`kueue_admission.decide`), and the Workloads' status as Kueue writes it:
    - waiting: `QuotaReserved` False, reason `Pending`, message "couldn't assign flavors to
      pod set <ps>: insufficient unused quota for <resource> in flavor <flavor>, <n> more
@@ -35,7 +38,9 @@ Runs only once the Kueue CRDs are served (the add-on installed them). Each recon
    - on the job, Kueue's events: `CreatedWorkload` "Created Workload: <ns>/<workload>",
      `Started` "Admitted by clusterQueue <cq>", `Stopped` with the eviction's message;
    - the job finished (a HyperPodPyTorchJob's Completed or Failed condition, a Job's Complete
-     or Failed): `Finished` True (reason `Succeeded` / `Failed`), and its quota is free;
+     or Failed, a RayJob's `jobDeploymentStatus` Complete or Failed): `Finished` True (reason
+     `Succeeded` / `Failed` — a RayJob's by its `jobStatus` —, the job's message), and its
+     quota is free;
 4. ClusterQueue status: `pendingWorkloads`, `reservingWorkloads`, `admittedWorkloads`,
    `flavorsReservation` and `flavorsUsage` (per flavor and covered resource: `total`,
    `borrowed` above the nominal quota), condition `Active` True; LocalQueue status: the same
@@ -149,7 +154,8 @@ class KueueController:
         with contextlib.suppress(KubeError):
             job.update(self.sim.kube.store.patch(rt, md.get("namespace"), md["name"],
                                                  MERGE_PATCH, kind.suspend_patch(suspend),
-                                                 MANAGER)[0])
+                                                 MANAGER, checks=Checks(mode=validation.STRICT)
+                                                 )[0])
 
     # --- workloads of jobs -----------------------------------------------------------------
 
@@ -230,15 +236,16 @@ class KueueController:
 
     def _finish_if_done(self, kind: Integration, job: dict[str, Any], wl: dict[str, Any]
                         ) -> None:
-        done = next((c.get("type") for c in conditions_of(job)
-                     if c.get("type") in kind.done and c.get("status") == "True"), None)
+        """A finished job's Workload gets `Finished` (reason `Succeeded` / `Failed`, the job's
+        message), which frees its quota."""
+        done = kind.finished(job)
         if done is None:
             return
-        ok = done == kind.done[0]
+        ok, message = done
         status = copy.deepcopy(wl.get("status") or {})
         status["conditions"] = set_condition(
             status.get("conditions") or [], "Finished", "True", "Succeeded" if ok else "Failed",
-            "Job finished successfully" if ok else "Job failed")
+            message)
         self._status("workloads", wl, status)
 
     @staticmethod

@@ -1,5 +1,5 @@
 """The job side of Kueue in the sandbox: the job kinds it queues (where each is served,
-where its suspend flag is, which conditions end it, its pod sets), the Workload name it
+where its suspend flag is, how it says it has finished, its pod sets), the Workload name it
 derives, and status conditions set as apimachinery sets them (`kueue.KueueController` uses
 these).
 
@@ -9,40 +9,55 @@ Job is one pod set `main` of `parallelism` pods; a condition's transition time m
 when its status does; an ended condition reads "Previously: …" when Kueue turns it False.
 Inferred: a HyperPodPyTorchJob is suspended at `spec.runPolicy.suspend` (Kubeflow's place;
 the HyperPod training operator's CRD is not public) and has one pod set per replica spec.
+
+A KubeRay RayJob (`ray.io/v1`, Workload `rayjob-<job>-<hash>`), from Kueue v0.19.2's
+`pkg/controller/jobs/rayjob` and `raycluster/common.go`: suspended at `spec.suspend`; pod sets
+`head` (1 pod, `headGroupSpec.template`), one per worker group named by its `groupName`
+lower-cased, `count` = `replicas` (1 when unset; the real CRD defaults it to 0) times
+`numOfHosts` when above 1, and for `submissionMode: K8sJobMode` (the CRD's default, so also
+when absent) a last pod set `submitter` of 1 pod: `submitterPodTemplate`, else KubeRay's
+default submitter (container `ray-job-submitter` with the head's image, requests 500m CPU and
+200Mi, limits 1 CPU and 1Gi, `restartPolicy: Never`); `SidecarMode` adds that container to
+the head's pod set instead. Finished, as Kueue's `Finished()` reads it: `jobDeploymentStatus`
+`Complete` or `Failed`, succeeded when `jobStatus` is `SUCCEEDED`, with the job's
+`status.message`. Left out: the autoscaler sidecar (`enableInTreeAutoscaling`) and Redis
+cleanup (GCS fault tolerance) that Kueue adds to the head's requests, topology requests,
+workload slicing, RayJobs on an existing cluster (`clusterSelector`, which Kueue skips) and
+the webhook's refusals (e.g. a queued RayJob without `shutdownAfterJobFinishes`).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sandbox.kube.objects import now as stamp
 from sandbox.simulator.nodes import LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA
-from sandbox.simulator.training import HPJ
+from sandbox.simulator.training import HPJ, RAYJOB
+
+Finish = tuple[bool, str]
+"""How a job ended, as Kueue's `Finished()` reports it: (succeeded, message)."""
+
+RAY_SUBMITTER = "ray-job-submitter"
+RAY_SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"},
+                           "limits": {"cpu": "1", "memory": "1Gi"}}
+"""KubeRay's default submitter container's resources, which Kueue v0.19.2 mirrors."""
 
 
 @dataclass(frozen=True)
 class Integration:
-    """A job kind Kueue manages: where it is served, where its suspend flag is, which
-    conditions say it is done (the success one first)."""
+    """A job kind Kueue manages: where it is served, where its suspend flag is, its pod sets
+    (as Kueue's integration for the kind builds them) and whether it has finished."""
 
     group: str
     version: str
     plural: str
     suspend_path: tuple[str, ...]
-    done: tuple[str, str]
-
-    def pod_sets(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        spec = job.get("spec") or {}
-        if self.plural == "jobs":  # batch/v1: one pod set, as many pods as run at once
-            return [{"name": "main", "count": int(spec.get("parallelism", 1)),
-                     "template": copy.deepcopy(spec.get("template") or {})}]
-        return [{"name": str(r.get("name") or "main").lower(),
-                 "count": int(r.get("replicas") or 0),
-                 "template": copy.deepcopy(r.get("template") or {})}
-                for r in spec.get("replicaSpecs") or []]
+    pod_sets: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    finished: Callable[[dict[str, Any]], Finish | None]
 
     def suspended(self, job: dict[str, Any]) -> bool:
         value: Any = job
@@ -57,11 +72,86 @@ class Integration:
         return patch
 
 
+def _pod_set(name: str, count: int, template: dict[str, Any] | None) -> dict[str, Any]:
+    return {"name": name, "count": count, "template": copy.deepcopy(template or {})}
+
+
+def _batch_pod_sets(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A batch/v1 Job: one pod set, as many pods as run at once."""
+    spec = job.get("spec") or {}
+    return [_pod_set("main", int(spec.get("parallelism", 1)), spec.get("template"))]
+
+
+def _replica_pod_sets(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A HyperPodPyTorchJob: one pod set per replica spec."""
+    return [_pod_set(str(r.get("name") or "main").lower(), int(r.get("replicas") or 0),
+                     r.get("template"))
+            for r in (job.get("spec") or {}).get("replicaSpecs") or []]
+
+
+def _ray_pod_sets(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A RayJob: its Ray cluster's head and worker groups, then its submitter (see the module
+    docstring for what is taken from Kueue and what is left out)."""
+    spec = job.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") or {}
+    head_template = (cluster.get("headGroupSpec") or {}).get("template") or {}
+    mode = spec.get("submissionMode") or "K8sJobMode"
+    head = _pod_set("head", 1, head_template)
+    if mode == "SidecarMode":  # KubeRay runs the submitter in the head pod
+        head["template"].setdefault("spec", {}).setdefault("containers", []).append(
+            {"name": RAY_SUBMITTER, "resources": copy.deepcopy(RAY_SUBMITTER_RESOURCES)})
+    sets = [head]
+    for group in cluster.get("workerGroupSpecs") or []:
+        replicas = group.get("replicas")
+        count = 1 if replicas is None else int(replicas)
+        hosts = max(int(group.get("numOfHosts") or 1), 1)
+        sets.append(_pod_set(str(group.get("groupName")).lower(), count * hosts,
+                             group.get("template")))
+    if mode == "K8sJobMode":
+        sets.append(_pod_set("submitter", 1, spec.get("submitterPodTemplate")
+                             or _ray_submitter(head_template)))
+    return sets
+
+
+def _ray_submitter(head_template: dict[str, Any]) -> dict[str, Any]:
+    """KubeRay's default submitter Job pod: the head's image, so that versions match."""
+    containers = (head_template.get("spec") or {}).get("containers") or [{}]
+    container = {"name": RAY_SUBMITTER, "resources": copy.deepcopy(RAY_SUBMITTER_RESOURCES)}
+    if containers[0].get("image"):
+        container["image"] = containers[0]["image"]
+    return {"spec": {"containers": [container], "restartPolicy": "Never"}}
+
+
+def _by_conditions(success: str, failure: str) -> Callable[[dict[str, Any]], Finish | None]:
+    """Finished when the `success` or `failure` condition is True (with its message)."""
+    defaults = {success: "Job finished successfully", failure: "Job failed"}
+
+    def finished(job: dict[str, Any]) -> Finish | None:
+        done = next((c for c in conditions_of(job) if c.get("type") in defaults
+                     and c.get("status") == "True"), None)
+        if done is None:
+            return None
+        return done["type"] == success, done.get("message") or defaults[done["type"]]
+
+    return finished
+
+
+def _ray_finished(job: dict[str, Any]) -> Finish | None:
+    """Kueue reads `jobDeploymentStatus` for whether, `jobStatus` for how."""
+    status = job.get("status") or {}
+    if status.get("jobDeploymentStatus") not in ("Complete", "Failed"):
+        return None
+    return status.get("jobStatus") == "SUCCEEDED", str(status.get("message") or "")
+
+
 INTEGRATIONS = (
     # the HyperPod training operator's CRD is not public: Kubeflow's runPolicy.suspend
-    Integration(HPJ[0], HPJ[1], HPJ[2], ("spec", "runPolicy", "suspend"),
-                ("Completed", "Failed")),
-    Integration("batch", "v1", "jobs", ("spec", "suspend"), ("Complete", "Failed")),
+    Integration(HPJ[0], HPJ[1], HPJ[2], ("spec", "runPolicy", "suspend"), _replica_pod_sets,
+                _by_conditions("Completed", "Failed")),
+    Integration("batch", "v1", "jobs", ("spec", "suspend"), _batch_pod_sets,
+                _by_conditions("Complete", "Failed")),
+    Integration(RAYJOB[0], RAYJOB[1], RAYJOB[2], ("spec", "suspend"), _ray_pod_sets,
+                _ray_finished),
 )
 
 

@@ -20,7 +20,9 @@ restarts, and writes the job's status with the fields the real controllers docum
   entrypoint. Status: `jobId`, `rayClusterName`, `startTime`, `jobStatus` (PENDING, RUNNING,
   SUCCEEDED, FAILED), `jobDeploymentStatus` (Initializing, Running, Complete, Failed),
   `endTime`, `message`, `succeeded`/`failed`; with `shutdownAfterJobFinishes` the pods go
-  when the job ends.
+  when the job ends. `spec.suspend` (Kueue's hold) tears the Ray cluster down:
+  `jobDeploymentStatus` Suspending while its pods remain, then Suspended (the cluster's and
+  the Ray job's fields cleared, as KubeRay does); unsuspended, it starts again as a new job.
 
 Every pod goes through the cluster's scheduler: one that fits no node stays Pending with the
 scheduler's FailedScheduling event, and a job's processes wait in their rendezvous until all
@@ -52,8 +54,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from sandbox.kube import validation
 from sandbox.kube.errors import KubeError
 from sandbox.kube.objects import now as stamp
+from sandbox.kube.store import Checks
 from sandbox.simulator.programs import Line, Program
 
 if TYPE_CHECKING:
@@ -74,6 +78,10 @@ RAY_FROM_NAME = "ray.io/originated-from-cr-name"
 OPERATOR = "hp-training-operator"
 KUBERAY = "kuberay-operator"
 MASTER_PORT = "23456"
+RAY_RESET_ON_SUSPEND = ("rayClusterStatus", "rayClusterName", "dashboardURL", "jobId", "message",
+                        "reason", "rayJobInfo", "jobStatusCheckFailureStartTime", "jobStatus")
+"""What KubeRay clears once a suspended RayJob's resources are gone (jobStatus back to New,
+which is empty)."""
 MAX_TIMERS_PER_REAL_S = 200.0  # a fast log is printed in batches, not one timer per line
 
 
@@ -375,7 +383,7 @@ class TrainingControllers:
                 "metadata": {"name": md["name"]}, "status": status}
         with contextlib.suppress(KubeError):  # gone meanwhile
             self.sim.kube.store.replace(self._rt(kind), md.get("namespace"), md["name"], body,
-                                        manager, "status")
+                                        manager, "status", checks=Checks(mode=validation.STRICT))
 
     def _delete_pods(self, pods: list[dict[str, Any]]) -> None:
         rt = self.sim._type("pods")
@@ -497,6 +505,11 @@ class TrainingControllers:
         if md.get("deletionTimestamp") or status.get("jobDeploymentStatus") in (
                 "Complete", "Failed"):
             return
+        if (job.get("spec") or {}).get("suspend"):
+            self._ray_suspended(job, pods)
+            return
+        if status.get("jobDeploymentStatus") == "Suspended":
+            status.pop("startTime", None)  # resumed: KubeRay's Suspended → New → Initializing
         name, spec = md["name"], job.get("spec") or {}
         cluster = f"{name}-raycluster"
         existing = {str(_md(p).get("name")): p for p in pods}
@@ -527,4 +540,20 @@ class TrainingControllers:
         else:
             status.update(jobStatus="PENDING", jobDeploymentStatus="Initializing",
                           message="The Ray cluster is being created.")
+        self._write_status(job, RAYJOB, status, KUBERAY)
+
+    def _ray_suspended(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        """`spec.suspend` (Kueue holds the RayJob until admitted, or evicted it), as KubeRay
+        v1.7.0's rayjob_controller plays it: the Ray cluster is torn down, `Suspending` while
+        its pods are still there, then `Suspended` with the cluster's and the Ray job's
+        fields cleared (a job created suspended passes Initializing, so it has a startTime)."""
+        status = copy.deepcopy(job.get("status") or {})
+        status.setdefault("startTime", stamp())
+        if pods:
+            self._delete_pods(pods)
+            status["jobDeploymentStatus"] = "Suspending"
+        else:
+            for key in RAY_RESET_ON_SUSPEND:
+                status.pop(key, None)
+            status["jobDeploymentStatus"] = "Suspended"
         self._write_status(job, RAYJOB, status, KUBERAY)

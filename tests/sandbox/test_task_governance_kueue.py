@@ -8,6 +8,7 @@ statuses."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import uuid
 from collections.abc import Iterator
@@ -15,19 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from cloud.dependencies import MANIFEST_DIR
 from sandbox.control import SandboxControl
 from sandbox.gaps.eks_addons import BY_NAME, CRD_DIR
 from sandbox.kube.access import CLUSTER_ADMIN
 from sandbox.local_aws import LocalAws
+from sandbox.simulator.kueue_jobs import INTEGRATIONS
 from tests import crdkit
 from tests.sandbox.ekskit import local_api
 from tests.sandbox.hyperpodkit import cluster_request, gpu_group, make_lab, wait_for
 from tests.sandbox.test_pod_lifecycle import ME
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
+HPJ = ("sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs")
+RAY = ("ray.io", "v1", "rayjobs")
+KINDS = {"HyperPodPyTorchJob": HPJ, "RayJob": RAY}
+RAY_IMAGE = "rayproject/ray:2.9.0"
 GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 P5 = "ml.p5.48xlarge"  # 8 GPUs, 192 vCPUs, 2048 GiB, 32 EFA interfaces
@@ -129,6 +137,16 @@ def queue_lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Governed]:
     lab.eventually(lambda: not any(lab.gone("ClusterQueue", f"hyperpod-ns-{t}-clusterqueue")
                                    for t in "abcd"))
     yield lab
+
+
+@pytest.fixture(scope="module")
+def kuberay(queue_lab: Governed) -> Governed:
+    """The queue lab with KubeRay's RayJob CRD (v1.7.0, the one hypd installs, as a closed
+    schema with its defaults) put in through the API: the sandbox's KubeRay runs RayJobs."""
+    crd = yaml.load((MANIFEST_DIR / "kuberay-crds" / "ray.io_rayjobs.yaml").read_text(),
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    k8s.ApiextensionsV1Api(queue_lab.api).create_custom_resource_definition(crd)
+    return queue_lab
 
 
 def _quota(cluster: str, team: str, count: int = 1, **config: Any) -> dict[str, Any]:
@@ -245,6 +263,32 @@ def _job(name: str, team: str | None, replicas: int, gpus: int = 8,
                      "runPolicy": {"jobMaxRetryCount": 3}}}
 
 
+def _ray_job(name: str, team: str, workers: int, gpus: int = 8,
+             priority: str | None = None) -> dict[str, Any]:
+    """A RayJob as hypd submits it to a team's queue: a head without GPUs and one worker
+    group `gpu` of `workers` pods of `gpus` GPUs each, on p5 nodes, the cluster shut down when
+    the job ends (Kueue requires it of a queued RayJob)."""
+    labels = {"kueue.x-k8s.io/queue-name": f"hyperpod-ns-{team}-localqueue"}
+    if priority:
+        labels["kueue.x-k8s.io/priority-class"] = f"{priority}-priority"
+    on_p5 = {"node.kubernetes.io/instance-type": P5}
+    gpu = {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+    head = {"spec": {"nodeSelector": on_p5,
+                     "containers": [{"name": "ray-head", "image": RAY_IMAGE}]}}
+    worker = {"spec": {"nodeSelector": on_p5, "containers": [
+        {"name": "ray-worker", "image": RAY_IMAGE, "resources": gpu}]}}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"entrypoint": "python -m verl.trainer.main_ppo",
+                     "shutdownAfterJobFinishes": True,
+                     "rayClusterSpec": {
+                         "headGroupSpec": {"rayStartParams": {}, "template": head},
+                         "workerGroupSpecs": [{
+                             "groupName": "gpu", "replicas": workers, "minReplicas": workers,
+                             "maxReplicas": workers, "rayStartParams": {},
+                             "template": worker}]}}}
+
+
 def _submit(lab: Governed, namespace: str, job: dict[str, Any], steps: int = 100000
             ) -> dict[str, Any]:
     """Create the job; its training containers print `steps` lines, one a simulated second
@@ -252,23 +296,23 @@ def _submit(lab: Governed, namespace: str, job: dict[str, Any], steps: int = 100
     lab.training.configure({"job": job["metadata"]["name"], "steps": steps,
                             "lines_per_second": 1})
     return lab.custom.create_namespaced_custom_object(
-        "sagemaker.amazonaws.com", "v1", namespace, "hyperpodpytorchjobs", job)
+        *KINDS[job["kind"]][:2], namespace, KINDS[job["kind"]][2], job)
 
 
-def _delete(lab: Governed, namespace: str, *jobs: str) -> None:
+def _delete(lab: Governed, namespace: str, *jobs: str, kind: tuple[str, ...] = HPJ) -> None:
     for job in jobs:
-        lab.custom.delete_namespaced_custom_object("sagemaker.amazonaws.com", "v1", namespace,
-                                                   "hyperpodpytorchjobs", job)
+        lab.custom.delete_namespaced_custom_object(*kind[:2], namespace, kind[2], job)
 
 
-def _read_job(lab: Governed, namespace: str, name: str) -> dict[str, Any]:
-    return lab.custom.get_namespaced_custom_object(
-        "sagemaker.amazonaws.com", "v1", namespace, "hyperpodpytorchjobs", name)
+def _read_job(lab: Governed, namespace: str, name: str, kind: tuple[str, ...] = HPJ
+              ) -> dict[str, Any]:
+    return lab.custom.get_namespaced_custom_object(*kind[:2], namespace, kind[2], name)
 
 
-def _workload(lab: Governed, namespace: str, job: str) -> dict[str, Any] | None:
+def _workload(lab: Governed, namespace: str, job: str, kind: tuple[str, ...] = HPJ
+              ) -> dict[str, Any] | None:
     """The job's Workload, found as a product would: by the job-uid label Kueue sets."""
-    uid = _read_job(lab, namespace, job)["metadata"]["uid"]
+    uid = _read_job(lab, namespace, job, kind)["metadata"]["uid"]
     found = lab.custom.list_namespaced_custom_object(
         *KUEUE, namespace, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={uid}")["items"]
     if not found:
@@ -281,9 +325,10 @@ def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
                  if c["type"] == kind), {})
 
 
-def _admitted(lab: Governed, namespace: str, job: str) -> dict[str, Any]:
+def _admitted(lab: Governed, namespace: str, job: str, kind: tuple[str, ...] = HPJ
+              ) -> dict[str, Any]:
     return wait_for(lambda: (lambda wl: wl if _condition(wl, "Admitted").get("status") == "True"
-                             else None)(_workload(lab, namespace, job)), 15)
+                             else None)(_workload(lab, namespace, job, kind)), 15)
 
 
 def _running_pods(lab: Governed, namespace: str, job: str) -> list[Any]:
@@ -455,6 +500,122 @@ def test_a_finished_job_gives_its_quota_back_and_a_queued_batch_job_waits_for_it
     assert (cq["admittedWorkloads"], cq["pendingWorkloads"], _usage(cq)["total"]) == (0, 0, "0")
     batch.delete_namespaced_job(f"etl-{tag}", ns, propagation_policy="Background")
     _delete(lab, ns, first)
+
+
+def _ray_pods(lab: Governed, namespace: str, job: str) -> list[Any]:
+    return lab.core.list_namespaced_pod(
+        namespace, label_selector=f"ray.io/originated-from-cr-name={job}").items
+
+
+def _ray_status(lab: Governed, namespace: str, job: str, deployment: str) -> dict[str, Any]:
+    """The RayJob's status once KubeRay's `jobDeploymentStatus` reads `deployment`."""
+    return wait_for(lambda: (lambda st: st if st.get("jobDeploymentStatus") == deployment
+                             else None)(_read_job(lab, namespace, job, RAY).get("status") or {}),
+                    20)
+
+
+def test_a_queued_rayjob_waits_suspended_runs_once_admitted_and_is_suspended_when_preempted(
+        kuberay: Governed) -> None:
+    lab, ns = kuberay, "hyperpod-ns-c"  # C: one p5 (8 GPUs), lends and borrows nothing
+    tag = uuid.uuid4().hex[:5]
+    holder, ray, urgent = f"holder-{tag}", f"rl-{tag}", f"urgent-{tag}"
+    _submit(lab, ns, _job(holder, "c", replicas=1, priority="high"))
+    _admitted(lab, ns, holder)
+    made = _submit(lab, ns, _ray_job(ray, "c", workers=1, priority="low"))
+    # C's GPUs are taken: the RayJob waits, suspended, without a Ray cluster
+    wl = wait_for(lambda: (lambda w: w if _condition(w, "QuotaReserved").get("reason")
+                           == "Pending" else None)(_workload(lab, ns, ray, RAY)))
+    assert _condition(wl, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set gpu: insufficient unused quota for nvidia.com/gpu "
+        "in flavor ml.p5.48xlarge, 8 more needed")
+    assert wl["metadata"]["name"].startswith(f"rayjob-{ray}-")
+    owner = wl["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "RayJob", ray, made["metadata"]["uid"], True)
+    # Kueue's pod sets of a RayJob: the head, each worker group, the K8sJobMode submitter
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [
+        ("head", 1), ("gpu", 1), ("submitter", 1)]
+    submitter = wl["spec"]["podSets"][2]["template"]["spec"]["containers"][0]
+    assert (submitter["name"], submitter["image"], submitter["resources"]["requests"]) == (
+        "ray-job-submitter", RAY_IMAGE, {"cpu": "500m", "memory": "200Mi"})
+    assert _read_job(lab, ns, ray, RAY)["spec"]["suspend"] is True
+    assert _ray_status(lab, ns, ray, "Suspended").get("jobStatus") is None
+    assert not _ray_pods(lab, ns, ray)
+
+    # the holder goes: the RayJob is admitted, unsuspended, and its Ray cluster runs
+    _delete(lab, ns, holder)
+    wl = _admitted(lab, ns, ray, RAY)
+    assert [(a["name"], a["count"], a["resourceUsage"].get("nvidia.com/gpu"))
+            for a in wl["status"]["admission"]["podSetAssignments"]] == [
+        ("head", 1, None), ("gpu", 1, "8"), ("submitter", 1, None)]
+    assert _read_job(lab, ns, ray, RAY)["spec"]["suspend"] is False
+    running = _ray_status(lab, ns, ray, "Running")
+    assert (running["jobStatus"], running["rayClusterName"]) == ("RUNNING", f"{ray}-raycluster")
+    assert sorted(p.metadata.name for p in _ray_pods(lab, ns, ray)) == [
+        f"{ray}-gpu-worker-0", f"{ray}-head"]
+
+    # a high-priority job of the same team preempts it: suspended again, its cluster gone
+    preemptor = _submit(lab, ns, _job(urgent, "c", replicas=1, priority="high"))
+    wl_urgent = _admitted(lab, ns, urgent)
+    wl = _workload(lab, ns, ray, RAY)
+    evicted, preempted = _condition(wl, "Evicted"), _condition(wl, "Preempted")
+    assert (evicted["status"], preempted["status"], preempted["reason"]) == (
+        "True", "True", "InClusterQueue")
+    assert preempted["message"].startswith(
+        f"Preempted to accommodate a workload (UID: {wl_urgent['metadata']['uid']}, JobUID: "
+        f"{preemptor['metadata']['uid']}) due to prioritization in the ClusterQueue")
+    assert _read_job(lab, ns, ray, RAY)["spec"]["suspend"] is True
+    suspended = _ray_status(lab, ns, ray, "Suspended")
+    assert not {"jobStatus", "rayClusterName", "jobId", "message"} & set(suspended)
+    wait_for(lambda: not _ray_pods(lab, ns, ray))
+    events = {e.reason: e.message for e in lab.core.list_namespaced_event(
+        ns, field_selector=f"involvedObject.name={ray}").items}
+    assert events["CreatedWorkload"] == f"Created Workload: {ns}/{wl['metadata']['name']}"
+    assert events["Started"] == "Admitted by clusterQueue hyperpod-ns-c-clusterqueue"
+    assert events["Stopped"] == evicted["message"]
+
+    # the preemptor goes: the RayJob starts again as a new job, finishes, and frees the quota
+    lab.training.configure({"job": ray, "steps": 2000, "lines_per_second": 1})  # ~2 s
+    _delete(lab, ns, urgent)
+    _admitted(lab, ns, ray, RAY)
+    done = wait_for(lambda: (lambda w: w if _condition(w, "Finished").get("status") == "True"
+                             else None)(_workload(lab, ns, ray, RAY)), 20)
+    finished = _condition(done, "Finished")
+    assert (finished["reason"], finished["message"]) == ("Succeeded", "Job finished successfully.")
+    complete = _ray_status(lab, ns, ray, "Complete")
+    assert complete["jobStatus"] == "SUCCEEDED"
+    cq = lab.kueue("ClusterQueue", "hyperpod-ns-c-clusterqueue")["status"]
+    assert (cq["admittedWorkloads"], _usage(cq)["total"]) == (0, "0")
+    _delete(lab, ns, ray, kind=RAY)
+
+
+def test_a_rayjob_s_pod_sets_follow_its_worker_groups_and_submission_mode() -> None:
+    """Kueue v0.19.2's rayjob integration (pure: what the Workload's podSets would be)."""
+    ray = next(i for i in INTEGRATIONS if i.plural == "rayjobs")
+    job = _ray_job("rl", "c", workers=2)
+    groups = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    groups.append({**copy.deepcopy(groups[0]), "groupName": "Rollout", "numOfHosts": 2})
+    del groups[1]["replicas"]  # unset: Kueue counts 1 replica, times its hosts
+
+    def shape(sets: list[dict[str, Any]]) -> list[tuple[str, int, list[str]]]:
+        return [(p["name"], p["count"], [c["name"] for c in p["template"]["spec"]["containers"]])
+                for p in sets]
+
+    assert shape(ray.pod_sets(job)) == [
+        ("head", 1, ["ray-head"]), ("gpu", 2, ["ray-worker"]), ("rollout", 2, ["ray-worker"]),
+        ("submitter", 1, ["ray-job-submitter"])]
+    job["spec"]["submitterPodTemplate"] = {"spec": {"containers": [
+        {"name": "submit", "image": RAY_IMAGE}], "restartPolicy": "Never"}}
+    assert shape(ray.pod_sets(job))[-1] == ("submitter", 1, ["submit"])
+    job["spec"]["submissionMode"] = "SidecarMode"  # the submitter runs in the head pod
+    assert shape(ray.pod_sets(job))[0] == ("head", 1, ["ray-head", "ray-job-submitter"])
+    assert [p["name"] for p in ray.pod_sets(job)] == ["head", "gpu", "rollout"]
+    job["spec"]["submissionMode"] = "HTTPMode"
+    assert shape(ray.pod_sets(job))[0] == ("head", 1, ["ray-head"])
+    assert len(ray.pod_sets(job)) == 3
+    assert ray.finished(job) is None
+    job["status"] = {"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "message": "boom"}
+    assert ray.finished(job) == (False, "boom")
 
 
 def test_the_kueue_crds_the_add_on_installs_are_upstream_s_unchanged() -> None:
