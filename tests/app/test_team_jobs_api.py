@@ -193,3 +193,21 @@ def test_what_task_governance_refutes_is_refused_on_its_field(stack, shared, bod
     _field_refusal(reply, field, *words)
     with stack.client("viewer") as c:
         assert c.get(f"/api/v1/clusters/{shared}/jobs/{name}").status_code == 404
+
+
+def test_a_team_s_rayjob_goes_through_its_queue_too(stack, shared):
+    """A verl job (a RayJob) for a team: Kueue makes its Workload (rayjob-…), admits it
+    within the team's quota, and frees the quota when it ends."""
+    name = job_name("rl")
+    stack.sandbox.set_training(steps=3, job=name)
+    read = _submitted(stack, shared, {"name": name, "recipe": "verl", "team": LENDER,
+                                      "priority": "urgent", "image": "verlai/verl:latest",
+                                      "nodes": 2, "gpus_per_node": 1,
+                                      "config": "/s3/rl/ppo.yaml"})
+    assert (read["kind"], read["team"], read["priority"]) == ("RayJob", LENDER, "urgent")
+    finished = _queue_state(stack, shared, name, "finished")
+    assert finished["queue"]["workload"].startswith(f"rayjob-{name}-")
+    assert finished["queue"]["priority"] == 90
+    assert get_job(stack, shared, name)["state"] == "succeeded"
+    with stack.client() as c:
+        follow(stack, c.delete(f"/api/v1/clusters/{shared}/jobs/{name}"))
