@@ -75,6 +75,7 @@ from app import audit, auth, intake, job_logs, log_feeds
 from app.errors import ApiError
 from app.gate import waiting
 from app.permissions import access
+from app.readmodels import team_work
 from cloud import jobs, kube
 from cloud.metrics import WEBSOCKETS
 from schemas.common import STREAM_ID_RE
@@ -197,6 +198,7 @@ def _handle_client_message(ws: Any, principal: auth.Principal, op_id: str, raw: 
         ws.close(CLOSE_FORBIDDEN, "forbidden")
         return False
     try:
+        team_work.may_follow_up(principal, engine.store.require(op_id))
         cancelled = engine.cancel(op_id)
     except (EngineError, ApiError) as exc:
         audit.record_socket(request.path, principal, getattr(exc, "http_status", 409),

@@ -9,12 +9,12 @@ from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app import audit, context
+from app import audit, auth, context
 from app.errors import ApiError
 from app.gate import waiting
 from app.mutations import operation_reply
 from app.permissions import access
-from app.readmodels import lifecycle
+from app.readmodels import lifecycle, team_work
 from schemas.common import (
     MutationReplySchema,
     OperationListSchema,
@@ -91,14 +91,16 @@ class Operation(MethodView):
 
 
 @blp.route("/<string:operation_id>/cancel", methods=["POST"])
-@access(Role.OPERATOR)
+@access(Role.OPERATOR, team_work=True)
 @blp.response(202, OperationOnlySchema)
 @blp.doc(operationId="cancel_operation")
 def cancel(operation_id):
     """Cancel: at once if queued, otherwise at the next step boundary. A cluster's create
     (or stage re-run) answers its next actions too: read the cluster — what it left in AWS
-    and its hourly cost — then resume it or delete what was made."""
+    and its hourly cost — then resume it or delete what was made. A team member cancels
+    only its team's job operations."""
     engine = context.engine()
+    team_work.may_follow_up(auth.current(), engine.store.require(operation_id))
     op = engine.view(engine.cancel(operation_id))
     route = f"/api/v1/operations/{operation_id}"
     reply = {"operation": op}
@@ -109,14 +111,15 @@ def cancel(operation_id):
 
 
 @blp.route("/<string:operation_id>/retry", methods=["POST"])
-@access(Role.OPERATOR)
+@access(Role.OPERATOR, team_work=True)
 @blp.response(202, MutationReplySchema)
 @blp.doc(operationId="retry_operation")
 def retry(operation_id):
     """Retry a failed or cancelled operation from its failed step (same id); the steps a
     cancel skipped run. A cluster's operation is refused (409) once the cluster was deleted
-    after it."""
+    after it. A team member retries only its team's job operations."""
     engine = context.engine()
+    team_work.may_follow_up(auth.current(), engine.store.require(operation_id))
     refused = lifecycle.superseded(engine.store.require(operation_id))
     if refused:
         raise ApiError(409, "conflict", refused, {"operation_id": operation_id})

@@ -12,7 +12,8 @@ queue, and with the priority class the request names. So:
   and the priority a class of the cluster's scheduler config (422 on the field, naming what
   there is);
 - a member changes only its team's work (`may_change`): another team's job, or one outside
-  any team, is `forbidden` to a member's token.
+  any team, is `forbidden` to a member's token — and so cancels or retries only the
+  operations of its team's jobs (`may_follow_up`).
 """
 
 from __future__ import annotations
@@ -105,3 +106,20 @@ def may_change(principal: Principal, job: str, namespace: str | None) -> None:
         raise ApiError(403, "forbidden", f"token {principal.name!r} is a member of team "
                                          f"{principal.team}: it changes only its team's work, "
                                          f"and job {job} is {whose}", {"job": job})
+
+
+JOB_KINDS = ("job.create", "job.delete")
+"""The operations of a team's work: a member may cancel and retry these, for its team."""
+
+
+def may_follow_up(principal: Principal, op: dict[str, Any]) -> None:
+    """A member's token cancels or retries only its team's job operations (403 otherwise)."""
+    if principal.team is None:
+        return
+    params = op.get("params") or {}
+    if op.get("kind") not in JOB_KINDS:
+        raise ApiError(403, "forbidden", f"token {principal.name!r} is a member of team "
+                                         f"{principal.team}: it changes only its team's work, "
+                                         f"and operation {op.get('id')} ({op.get('kind')}) is "
+                                         "not a job's", {"operation_id": op.get("id")})
+    may_change(principal, str(params.get("name")), params.get("namespace"))

@@ -63,8 +63,11 @@ export function clearSession(everywhere = true) {
   if (everywhere && CHANNEL) CHANNEL.postMessage({ type: 'signout' });
 }
 
-export function canMutate() {
-  return !!session.user && session.user.role === rules.role.OPERATOR;
+/** Whether the signed-in token may make this change: an operator's, and for a team
+ *  member's token only its team's work (`teamWork`: submitting and deleting its jobs). */
+export function canMutate(teamWork = false) {
+  const user = session.user;
+  return !!user && user.role === rules.role.OPERATOR && (!user.team || teamWork);
 }
 
 export class ApiError extends Error {

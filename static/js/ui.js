@@ -121,20 +121,33 @@ export function opHref(id) {
 
 // ---------- role guard ----------
 
-/** Disable a mutating control for non-operators, with a hint saying why. */
-export function guard(el) {
+/** A team member's operator token: it changes only its team's jobs. */
+function member(user) {
+  return !!user && user.role === rules.role.OPERATOR && !!user.team;
+}
+
+/** Disable a mutating control the signed-in token may not use, with a hint saying why.
+ *  `teamWork`: the control changes a team's job, which a team member may do. */
+export function guard(el, { teamWork = false } = {}) {
   const user = session.user;
-  if (canMutate()) return el;
+  if (canMutate(teamWork)) return el;
   el.disabled = true;
   el.dataset.locked = 'role';
   el.setAttribute('aria-disabled', 'true');
-  el.title = `Requires the operator role; you are signed in as ${user ? user.role : 'nobody'} (read-only).`;
+  el.title = member(user)
+    ? `Requires an operator outside any team; ${user.name} is a member of team ${user.team} and changes only its team's jobs.`
+    : `Requires the operator role; you are signed in as ${user ? user.role : 'nobody'} (read-only).`;
   return el;
 }
 
-export function roleHint(what, testid) {
+export function roleHint(what, testid, { teamWork = false } = {}) {
   const user = session.user;
-  if (canMutate()) return null;
+  if (canMutate(teamWork)) return null;
+  if (member(user)) {
+    return h('div', { class: 'role-hint', testid },
+      `Read-only: ${what} is for an operator outside any team; `, h('b', null, user.name),
+      ` is a member of team ${user.team} and changes only its team's jobs.`);
+  }
   return h('div', { class: 'role-hint', testid },
     `Read-only: ${what} needs an operator token; you are signed in as `,
     h('b', null, user ? `${user.name} (${user.role})` : 'nobody'), '.');

@@ -211,3 +211,33 @@ def test_a_team_s_rayjob_goes_through_its_queue_too(stack, shared):
     assert get_job(stack, shared, name)["state"] == "succeeded"
     with stack.client() as c:
         follow(stack, c.delete(f"/api/v1/clusters/{shared}/jobs/{name}"))
+
+
+def test_a_member_follows_up_only_its_team_s_job_operations(stack, shared):
+    """Cancel and retry are team work for a member only on its team's job operations: the
+    lender's job submission and the cluster's create are refused (403) before anything
+    happens; its own job's submission gets past the check (here: already over, 409)."""
+    own, other = job_name("mine"), job_name("theirs")
+    for job in (own, other):
+        stack.sandbox.set_training(steps=1, job=job)
+    ops = {}
+    for job, token, extra in ((own, "ana", {}), (other, "operator", {"team": LENDER})):
+        reply = _submit(stack, shared, {**GPU_JOB, "name": job, **extra}, token)
+        assert reply.status_code == 202, reply.text
+        ops[job] = stack.wait_operation(reply.json()["operation"]["id"])["id"]
+    with stack.client() as c:
+        created = [o["id"] for o in c.get("/api/v1/operations", params={
+            "kind": "cluster.create", "target": f"cluster/{shared}"}).json()["items"]]
+    assert created
+    with stack.client("ana") as c:
+        for op_id in (ops[other], created[0]):
+            for action in ("cancel", "retry"):
+                refused = c.post(f"/api/v1/operations/{op_id}/{action}")
+                assert refused.status_code == 403, refused.text
+                assert f"member of team {BORROWER}" in refused.json()["error"]["message"]
+        mine = c.post(f"/api/v1/operations/{ops[own]}/cancel")
+    assert mine.status_code == 409, mine.text  # past the member's check: it is over
+    with stack.client() as c:
+        for job in (own, other):
+            follow(stack, c.delete(f"/api/v1/clusters/{shared}/jobs/{job}",
+                                   params={"force": "true"}))
