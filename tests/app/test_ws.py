@@ -7,7 +7,7 @@ import uuid
 
 from tests.app.wskit import connect as _connect
 from tests.app.wskit import read_all as _read_all
-from tests.stack import wait_until
+from tests.stack import MEMBER_TOKENS, wait_until
 
 
 def _network(stack) -> str:
@@ -71,6 +71,18 @@ def test_viewer_cannot_cancel_over_the_socket_operator_can(stack):
         assert code == 4403
         assert messages[-1]["type"] == "error"
         assert messages[-1]["error"]["code"] == "forbidden"
+
+        # a team member's operator token cancels only its team's job operations
+        ws = _connect(stack, op_id)
+        ws.send(json.dumps({"type": "auth", "token": MEMBER_TOKENS["ana"][1]}))
+        ws.send(json.dumps({"type": "cancel"}))
+        refusal = next(m for m in iter(lambda: json.loads(ws.recv()), None)
+                       if m.get("type") == "error")
+        ws.close()
+        assert refusal["error"]["code"] == "forbidden"
+        assert "member of team" in refusal["error"]["message"]
+        with stack.client() as c:
+            assert c.get(f"/api/v1/operations/{op_id}").json()["cancel_requested"] is False
 
         ws = _connect(stack, op_id)
         ws.send(json.dumps({"type": "auth", "token": stack.operator_token}))
