@@ -29,9 +29,13 @@ GPU_JOB = {**TORCHRUN, "gpus_per_node": 1}
 
 @pytest.fixture(scope="module")
 def shared(stack) -> str:
+    return shared_cluster(stack)
+
+
+def shared_cluster(stack) -> str:
     """A two-node GPU cluster with the training operator and task governance on, a scheduler
     config, and two teams of one node each that lend what they leave idle and may borrow
-    as much again."""
+    as much again (the dashboard's test makes its own the same way)."""
     stack.wait_idle()
     name = f"share-{uuid.uuid4().hex[:5]}"
     op = _create(stack, _body(name))

@@ -37,10 +37,21 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
                                                                       timeout=AWS_READ_TIMEOUT_MS)
     page.get_by_test_id("job-recipe").select_option("torchrun")
     expect(page.get_by_test_id("job-field-config")).to_be_hidden()
+    # no teams share this cluster: no team or priority to choose, nor a Team column
+    for testid in ("job-field-team", "job-field-priority", "jobs-team-head"):
+        expect(page.get_by_test_id(testid)).to_be_hidden()
+    namespace = page.get_by_test_id("job-namespace")
+    expect(namespace).to_be_editable()
     page.get_by_test_id("job-name").fill(name)
     page.get_by_test_id("job-image").fill("repo/train:1")
     page.get_by_test_id("job-script").fill("/s3/code/train.py")
     page.get_by_test_id("job-gpus").fill("1")
+    # a namespace Kubernetes would not take: refused on its field
+    namespace.fill("Not_A_Namespace")
+    page.get_by_test_id("job-submit").click()
+    expect(page.get_by_test_id("error-job-namespace")).to_contain_text(
+        "not a Kubernetes namespace name")
+    namespace.fill("")
     # more nodes than the cluster has: refused on the field, cleared by the good submit
     nodes, nodes_error = page.get_by_test_id("job-nodes"), page.get_by_test_id("error-job-nodes")
     nodes.fill("99")
@@ -53,6 +64,7 @@ def test_chromium_submits_a_torchrun_job_from_the_form_and_sees_its_log_lines(pa
     with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/jobs")) as sent:
         page.get_by_test_id("job-submit").click()
     assert sent.value.post_data_json["recipe"] == "torchrun"
+    assert "team" not in sent.value.post_data_json
     expect(nodes_error).to_be_empty()
     expect(nodes).to_have_attribute("aria-invalid", "false")
     assert sent.value.headers.get("idempotency-key")

@@ -1,10 +1,12 @@
 // One training job in detail, on #/clusters/<name>/jobs?job=<job> beside its live log: its
 // state and duration, its pods with the node each runs on (phase, ready, restarts), the
 // recovery budget HyperPod's auto-resume has left, the pods the scheduler cannot place and
-// why, and the job's events (scheduling failures included) — read from GET …/jobs/<job>.
+// why, a team's job's place in its team's queue (job_queue.js), and the job's events
+// (scheduling failures included) — read from GET …/jobs/<job>.
 
 import { api, isAbort } from '../api.js';
 import { h, fill, badge, timeEl, duration, parseTime, toastError, waitingNote } from '../ui.js';
+import { queueSection } from './job_queue.js';
 
 const REFRESH_MS = 3000;
 
@@ -54,6 +56,7 @@ export function mountJobDetail(card, cluster, job, signal) {
             : 'none (no auto-resume)')),
         j.message ? h('p', { class: 'hint', testid: 'job-detail-message' }, j.message) : null,
         waitingNote(j.waiting, 'Pod', 'job-detail-waiting'),
+        queueSection(cluster, j),
         h('h3', null, 'Pods'),
         (j.pods || []).length
           ? h('div', { class: 'table-wrap' }, h('table', { class: 'data', testid: 'job-pods' },

@@ -7,7 +7,9 @@
 // submission that succeeded opens the job's log, one that did not says why in the form.
 //
 // The recipes, what each needs and what elastic training excludes come from
-// GET /api/v1/training/limits: nothing about them is written here.
+// GET /api/v1/training/limits: nothing about them is written here. On a cluster whose teams
+// share it (task governance), a job runs for a team with a priority class (job_team.js); the
+// list then says each job's team, and its detail its place in the team's queue.
 
 import { api, isAbort, mutator, canMutate, session } from '../api.js';
 import { fieldSet } from '../form_fields.js';
@@ -17,6 +19,7 @@ import { rules } from '../rules.js';
 import { confirmDestroy } from '../confirm.js';
 import { mountMlflow, openMlflowUi } from './jobs_mlflow.js';
 import { mountJobDetail } from './job_detail.js';
+import { readTeamWork, teamWorkFields } from './job_team.js';
 
 const REFRESH_MS = 3000;
 const ROW_PX = 18; // one log line's height (css .log-row)
@@ -39,6 +42,7 @@ export function mount(root, ctx) {
   let stopDetail = null;
 
   const tbody = h('tbody', { testid: 'jobs-body' }, h('tr', null, h('td', { colspan: 7 }, loading('Loading jobs…'))));
+  const teamHead = h('th', { testid: 'jobs-team-head', hidden: true }, 'Team');
   const detailCard = h('div', { class: 'card', testid: 'job-detail', hidden: true });
   const logCard = h('div', { class: 'card', testid: 'job-log-card', hidden: true });
   const formCard = h('div', { class: 'card', testid: 'job-form-card' }, h('div', { class: 'card-body' }, loading('Loading recipes…')));
@@ -52,7 +56,7 @@ export function mount(root, ctx) {
     h('div', { class: 'card' },
       h('div', { class: 'table-wrap' },
         h('table', { class: 'data', testid: 'jobs-table' },
-          h('thead', null, h('tr', null, h('th', null, 'Job'), h('th', null, 'Recipe'), h('th', null, 'State'),
+          h('thead', null, h('tr', null, h('th', null, 'Job'), teamHead, h('th', null, 'Recipe'), h('th', null, 'State'),
             h('th', null, 'Pods'), h('th', null, 'Recovery budget'), h('th', null, 'Started'), h('th', null, ''))),
           tbody))),
     detailCard,
@@ -79,7 +83,9 @@ export function mount(root, ctx) {
     try {
       const data = await api(`${base}/jobs`, { signal: ctx.signal });
       clear(tbody);
-      for (const job of data.items) tbody.appendChild(row(job));
+      const teams = data.items.some((j) => j.team); // the Team column where any job has one
+      teamHead.hidden = !teams;
+      for (const job of data.items) tbody.appendChild(row(job, teams));
       if (!data.items.length) {
         tbody.appendChild(h('tr', null, h('td', { colspan: 7 }, h('div', { class: 'empty', testid: 'jobs-empty' }, 'No jobs yet: submit one below.'))));
       }
@@ -110,7 +116,7 @@ export function mount(root, ctx) {
     });
   }
 
-  function row(job) {
+  function row(job, teams) {
     const budget = job.recovery_budget;
     const del = h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `job-delete-${job.name}` }, 'Delete');
     guard(del);
@@ -119,6 +125,8 @@ export function mount(root, ctx) {
     open.addEventListener('click', (e) => { e.preventDefault(); select(job.name); });
     return h('tr', { testid: `job-row-${job.name}`, class: job.name === selected ? 'selected' : '' },
       h('td', null, open, h('div', { class: 'muted small' }, job.kind, ' · ', job.namespace), mlflowLink(job)),
+      teams ? h('td', { testid: `job-team-${job.name}` }, job.team || '—',
+        job.priority ? h('div', { class: 'muted small' }, `priority ${job.priority}`) : null) : null,
       h('td', null, job.recipe || '—'),
       h('td', null, badge(job.state, { testid: `job-state-${job.name}` }), waitingNote(job.waiting, 'Pod', `job-waiting-${job.name}`), job.operation_id
         ? h('div', { class: 'small' }, h('a', { href: `#/operations/${job.operation_id}` }, 'operation')) : null),
@@ -151,16 +159,18 @@ export function mount(root, ctx) {
 
   async function loadForm() {
     let limits;
+    let work;
     try {
-      limits = await api('/api/v1/training/limits', { signal: ctx.signal });
+      [limits, work] = await Promise.all([api('/api/v1/training/limits', { signal: ctx.signal }),
+        readTeamWork(base, ctx.signal)]);
     } catch (e) {
       if (!isAbort(e)) toastError(e);
       return;
     }
-    renderForm(limits);
+    renderForm(limits, work);
   }
 
-  function renderForm(limits) {
+  function renderForm(limits, work) {
     const submit = mutator();
     const recipe = h('select', { testid: 'job-recipe', id: 'job-recipe' },
       limits.recipes.map((r) => h('option', { value: r.name }, `${r.name} — ${r.description}`)));
@@ -182,15 +192,17 @@ export function mount(root, ctx) {
     // error line is `error-job-<field>` (form_fields.js)
     const fields = fieldSet('job');
     const API_NAME = { retries: 'run_policy.job_max_retry_count' };
-    const field = (key, label, hint) => {
-      const el = fields.field(API_NAME[key] || key, label, inputs[key], hint);
+    const labelled = (key, label, input, hint) => {
+      const el = fields.field(API_NAME[key] || key, label, input, hint);
       el.dataset.testid = `job-field-${key}`;
       return el;
     };
+    const field = (key, label, hint) => labelled(key, label, inputs[key], hint);
     const recipeFields = Object.fromEntries(Object.entries(FIELD_HINTS).map(([key, [label, placeholder, hint]]) => {
       inputs[key].placeholder = placeholder;
       return [key, field(key, label, hint)];
     }));
+    const teamWork = teamWorkFields(labelled, work);
     const elasticNote = h('div', { class: 'hint', testid: 'job-elastic-limits' },
       'Elastic training (a node range) cannot be combined with ',
       limits.elastic_excludes.map((l) => l.with_what).join(', '), '. Source: ', limits.source);
@@ -201,7 +213,8 @@ export function mount(root, ctx) {
       canMutate() ? null : roleHint('Submitting jobs', 'job-form-hint'),
       err,
       h('div', { class: 'field' }, h('label', { for: 'job-recipe' }, 'Recipe'), recipe),
-      field('name', 'Name'), field('image', 'Image', 'HyperPodPyTorchJob recipes need the HyperPod elastic agent (hyperpod-elastic-agent) in the image; they launch with hyperpodrun.'),
+      field('name', 'Name'), teamWork.el,
+      field('image', 'Image', 'HyperPodPyTorchJob recipes need the HyperPod elastic agent (hyperpod-elastic-agent) in the image; they launch with hyperpodrun.'),
       ...Object.values(recipeFields),
       h('div', { class: 'grid-3' }, field('nodes', 'Nodes'), field('max_nodes', 'Up to (elastic)', elasticNote),
         field('processes_per_node', 'Processes per node')),
@@ -223,7 +236,7 @@ export function mount(root, ctx) {
         name: inputs.name.value.trim(), recipe: recipe.value, image: inputs.image.value.trim(),
         nodes: number(inputs.nodes), processes_per_node: number(inputs.processes_per_node),
         gpus_per_node: number(inputs.gpus_per_node),
-        run_policy: { job_max_retry_count: number(inputs.retries) },
+        run_policy: { job_max_retry_count: number(inputs.retries) }, ...teamWork.body(),
       };
       const wanted = needs();
       if (wanted.has('script')) body.script = inputs.script.value.trim();

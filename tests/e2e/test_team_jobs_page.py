@@ -1,0 +1,148 @@
+"""Team work on the jobs page in a real browser, on a two-node cluster with the training
+operator and task governance on, a scheduler config and two teams of one node each (made as
+the REST test makes its own: tests/app/test_team_jobs_api.py). An operator submits a job for
+a team with a priority chosen in the form: a job with no team, and a priority the scheduler
+config lacks, are refused on their fields first; the team's namespace is the team's, not
+sent. The job's detail says it is admitted, borrowing the other team's idle node; the other
+team's job takes its node back, and the detail says by whom, linked to that job's detail,
+which names the job it preempted. A member's token has its own team only."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect
+
+from tests.app.jobkit import deleted, job_name
+from tests.app.test_team_jobs_api import (
+    BORROWER,
+    GPU_JOB,
+    LENDER,
+    SCHEDULER,
+    _queue_state,
+    _submitted,
+    shared_cluster,
+)
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, page_checks, sign_in
+from tests.stack import MEMBER_TOKENS
+
+pytestmark = pytest.mark.browser
+QUEUE_TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def cluster(stack) -> str:
+    return shared_cluster(stack)
+
+
+def _jobs_page(page, stack, cluster: str, token: str, role: str) -> None:
+    sign_in(page, stack, token, role)
+    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
+    expect(page.get_by_test_id("job-field-team")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+
+
+def _submit(page, status: int):
+    """Press Submit; the POST's reply, which answers `status`."""
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/jobs")) as reply:
+        page.get_by_test_id("job-submit").click()
+    assert reply.value.status == status, reply.value.text()
+    return reply.value
+
+
+def test_an_operator_submits_for_a_team_and_follows_its_place_in_the_queue(page, stack,
+                                                                          cluster):
+    borrower, lender = job_name("ui-wide"), job_name("ui-narrow")
+    for job in (borrower, lender):  # both train until deleted
+        stack.sandbox.set_training(steps=100000, lines_per_second=1, job=job)
+    try:
+        _borrow_then_be_preempted(page, stack, cluster, borrower, lender)
+    finally:
+        with stack.client("viewer") as c:
+            made = [j for j in (borrower, lender)
+                    if c.get(f"/api/v1/clusters/{cluster}/jobs/{j}").status_code == 200]
+        for job in made:
+            deleted(stack, cluster, job, force="true")
+
+
+def _borrow_then_be_preempted(page, stack, cluster: str, borrower: str, lender: str) -> None:
+    _jobs_page(page, stack, cluster, stack.operator_token, "operator")
+    team, priority = page.get_by_test_id("job-team"), page.get_by_test_id("job-priority")
+    namespace = page.get_by_test_id("job-namespace")
+    # the cluster's teams, no default (the operator's token is no team's); its classes
+    expect(team.locator("option")).to_have_text(["Choose the team", LENDER, BORROWER])
+    expect(priority.locator("option")).to_have_text(
+        ["none", *(f"{c['name']} (weight {c['weight']})" for c in SCHEDULER["priority_classes"])])
+    page.get_by_test_id("job-recipe").select_option("torchrun")
+    page.get_by_test_id("job-name").fill(borrower)
+    page.get_by_test_id("job-image").fill(GPU_JOB["image"])
+    page.get_by_test_id("job-script").fill(GPU_JOB["script"])
+    page.get_by_test_id("job-gpus").fill("1")
+    page.get_by_test_id("job-nodes").fill("2")  # one more than the team's quota: it borrows
+
+    # no team on a cluster the teams share: refused on the team's field
+    _submit(page, 422)
+    expect(page.get_by_test_id("error-job-team")).to_contain_text("name the team")
+    expect(team).to_have_attribute("aria-invalid", "true")
+    expect(team).to_be_focused()
+
+    # the team chosen, its namespace is the team's (shown, not editable); a priority class
+    # the scheduler config lacks (as if it went since the form was read): on its field
+    team.select_option(BORROWER)
+    expect(namespace).to_have_value(f"hyperpod-ns-{BORROWER}")
+    expect(namespace).not_to_be_editable()
+    priority.evaluate("s => { s.append(new Option('lowest', 'lowest')); s.value = 'lowest'; }")
+    _submit(page, 422)
+    expect(page.get_by_test_id("error-job-priority")).to_contain_text("training")
+    expect(page.get_by_test_id("error-job-team")).to_be_empty()
+    expect(team).to_have_attribute("aria-invalid", "false")
+    page_checks(page, "the job form with a refused priority")
+
+    priority.select_option("training")
+    sent = _submit(page, 202).request.post_data_json
+    assert (sent["team"], sent["priority"], "namespace" in sent) == (BORROWER, "training",
+                                                                     False)
+    # its detail opens once submitted: admitted through its team's queue, borrowing
+    detail = page.get_by_test_id("job-detail")
+    state = detail.get_by_test_id("job-queue-state")
+    expect(state).to_have_text("Admitted, borrowing idle capacity of other teams",
+                               timeout=QUEUE_TIMEOUT_MS)
+    expect(detail.get_by_test_id("job-queue-team")).to_have_text(BORROWER)
+    expect(detail.get_by_test_id("job-queue-priority")).to_have_text("training (weight 50)")
+    row = page.get_by_test_id(f"job-team-{borrower}")
+    expect(row).to_contain_text(BORROWER)
+    expect(row).to_contain_text("priority training")
+    page_checks(page, "a team's job admitted, borrowing")
+
+    # the lender's job takes its node back: the borrower's detail says by whom
+    _submitted(stack, cluster, {**GPU_JOB, "name": lender, "team": LENDER})
+    expect(state).to_contain_text(
+        f"Preempted by job {lender} of team {LENDER} (its team took back the capacity "
+        "it had lent): it waits for quota again", timeout=QUEUE_TIMEOUT_MS)
+    expect(detail.get_by_test_id("job-queue-message")).to_contain_text(
+        "Preempted to accommodate a workload")
+    page_checks(page, "a preempted team's job")
+    # the preemptor's link opens its detail, which names the job it took quota from
+    _queue_state(stack, cluster, lender, "admitted")
+    detail.get_by_test_id("job-queue-preempted-by").click()
+    expect(page.get_by_test_id("log-job")).to_have_text(lender)
+    expect(state).to_have_text("Admitted", timeout=QUEUE_TIMEOUT_MS)
+    expect(detail.get_by_test_id("job-queue-priority")).to_have_text("none")
+    expect(detail.get_by_test_id("job-queue-preempted")).to_contain_text(
+        f"job {borrower} of team {BORROWER}")
+    expect(detail.get_by_test_id(f"job-queue-preempted-{borrower}")).to_have_attribute(
+        "href", f"#/clusters/{cluster}/jobs?job={borrower}")
+    expect(page.get_by_test_id(f"job-team-{lender}")).to_have_text(LENDER)
+
+
+def test_a_member_submits_for_its_own_team_only(page, stack, cluster):
+    """ana's token is a member of the team: the form's team is hers, fixed."""
+    _jobs_page(page, stack, cluster, MEMBER_TOKENS["ana"][1], "operator")
+    team = page.get_by_test_id("job-team")
+    expect(team.locator("option")).to_have_text([BORROWER])
+    expect(team).to_be_disabled()
+    expect(page.get_by_test_id("job-namespace")).to_have_value(f"hyperpod-ns-{BORROWER}")
+    expect(page.get_by_test_id("job-field-team")).to_contain_text(
+        f"member of team {BORROWER}")
+    page_checks(page, "the job form of a team member")
