@@ -254,12 +254,13 @@ class Job(MethodView):
                 found = jobs.find(api, job)
                 if found is not None:
                     params["namespace"] = found["metadata"].get("namespace")
+                    params["team"] = jobs_readmodel.team_of(found)[0]
                     _may_change(job, params["namespace"])
                     return job_impact(ref, api, found)
             op = jobs_readmodel.operations(cluster).get(job)
             if not jobs_readmodel.unsubmitted(op):
                 raise ApiError(404, "not_found", f"no job named {job!r} on cluster {cluster!r}")
-            params["namespace"] = op["params"]["namespace"]
+            params.update(namespace=op["params"]["namespace"], team=op["params"].get("team"))
             _may_change(job, params["namespace"])
             return mutations.Impact(f"the unmade submission of job {job} of cluster {cluster}",
                                     [])

@@ -70,6 +70,13 @@ export function canMutate(teamWork = false) {
   return !!user && user.role === rules.role.OPERATOR && (!user.team || teamWork);
 }
 
+/** Whether the signed-in token may change one piece of work of `team` (null: no team's):
+ *  an operator outside any team may change any; a member only its own team's. */
+export function canChangeWorkOf(team) {
+  const user = session.user;
+  return canMutate(true) && (!user.team || team === user.team);
+}
+
 export class ApiError extends Error {
   constructor(status, code, message, details) {
     super(message);

@@ -132,7 +132,12 @@ function showUser(user) {
     + `${user.team ? `, team ${user.team}` : ''})`;
   $('whoami-team').textContent = user.team ? `team ${user.team}` : '';
   $('whoami-team').hidden = !user.team;
-  $('readonly-hint').hidden = canMutate();
+  const chip = $('readonly-hint');
+  chip.hidden = canMutate();
+  const member = canMutate(true) && !canMutate();
+  chip.textContent = member ? 'team jobs only' : 'read-only';
+  chip.title = member ? `A member of team ${user.team}: this token changes only its team's jobs`
+    : 'Viewer tokens can read everything but change nothing';
   const sandbox = $('sandbox-badge');
   sandbox.hidden = user.aws !== 'sandbox';
   sandbox.title = `The local sandbox (${user.region}): AWS and the clusters are simulated on `
@@ -140,7 +145,7 @@ function showUser(user) {
   $('aws-place').textContent = user.aws === 'sandbox' ? '' : user.region;
   $('aws-place').hidden = user.aws === 'sandbox';
   $('aws-place').title = `A real AWS account, region ${user.region}: what hypd makes is billed.`;
-  $('nav-audit').hidden = !canMutate(); // the audit log is an operator's read
+  $('nav-audit').hidden = !canMutate(true); // the audit log is an operator's read (a member's too)
   document.body.dataset.role = user.role;
 }
 

@@ -1,6 +1,6 @@
 // DOM helpers, badges, toasts, time formatting. No framework: small functions that build nodes.
 
-import { session, canMutate } from './api.js';
+import { session, canMutate, canChangeWorkOf } from './api.js';
 import { rules } from './rules.js';
 
 /**
@@ -127,16 +127,22 @@ function member(user) {
 }
 
 /** Disable a mutating control the signed-in token may not use, with a hint saying why.
- *  `teamWork`: the control changes a team's job, which a team member may do. */
-export function guard(el, { teamWork = false } = {}) {
+ *  `teamWork`: the control changes a team's job, which a team member may do — and with
+ *  `team` given (the job's team, null: none), only when it is the member's own. */
+export function guard(el, { teamWork = false, team } = {}) {
   const user = session.user;
-  if (canMutate(teamWork)) return el;
+  const mine = team === undefined ? canMutate(teamWork) : canChangeWorkOf(team);
+  if (mine) return el;
   el.disabled = true;
   el.dataset.locked = 'role';
   el.setAttribute('aria-disabled', 'true');
-  el.title = member(user)
-    ? `Requires an operator outside any team; ${user.name} is a member of team ${user.team} and changes only its team's jobs.`
-    : `Requires the operator role; you are signed in as ${user ? user.role : 'nobody'} (read-only).`;
+  if (member(user) && teamWork) {
+    el.title = `${user.name} is a member of team ${user.team} and changes only its team's jobs; this is ${team ? `team ${team}'s` : 'not a team\'s'}.`;
+  } else {
+    el.title = member(user)
+      ? `Requires an operator outside any team; ${user.name} is a member of team ${user.team} and changes only its team's jobs.`
+      : `Requires the operator role; you are signed in as ${user ? user.role : 'nobody'} (read-only).`;
+  }
   return el;
 }
 

@@ -9,6 +9,8 @@ which names the job it preempted. A member's token has its own team only."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("playwright.sync_api")
@@ -137,12 +139,35 @@ def _borrow_then_be_preempted(page, stack, cluster: str, borrower: str, lender: 
 
 
 def test_a_member_submits_for_its_own_team_only(page, stack, cluster):
-    """ana's token is a member of the team: the form's team is hers, fixed."""
-    _jobs_page(page, stack, cluster, MEMBER_TOKENS["ana"][1], "operator")
-    team = page.get_by_test_id("job-team")
-    expect(team.locator("option")).to_have_text([BORROWER])
-    expect(team).to_be_disabled()
-    expect(page.get_by_test_id("job-namespace")).to_have_value(f"hyperpod-ns-{BORROWER}")
-    expect(page.get_by_test_id("job-field-team")).to_contain_text(
-        f"member of team {BORROWER}")
-    page_checks(page, "the job form of a team member")
+    """ana's token is a member of the team: the form's team is hers, fixed; she may delete
+    her team's job, not the other team's; the header says her token changes only its team's
+    jobs, and the Teams page's changes are locked, saying why."""
+    own, other = job_name("ui-own"), job_name("ui-other")
+    for job in (own, other):
+        stack.sandbox.set_training(steps=100000, lines_per_second=1, job=job)
+    _submitted(stack, cluster, {**GPU_JOB, "name": own}, token="ana")
+    _submitted(stack, cluster, {**GPU_JOB, "name": other, "team": LENDER})
+    try:
+        _jobs_page(page, stack, cluster, MEMBER_TOKENS["ana"][1], "operator")
+        expect(page.get_by_test_id("readonly-hint")).to_have_text("team jobs only")
+        team = page.get_by_test_id("job-team")
+        expect(team.locator("option")).to_have_text([BORROWER])
+        expect(team).to_be_disabled()
+        expect(page.get_by_test_id("job-namespace")).to_have_value(f"hyperpod-ns-{BORROWER}")
+        expect(page.get_by_test_id("job-field-team")).to_contain_text(
+            f"member of team {BORROWER}")
+        expect(page.get_by_test_id("job-submit")).to_be_enabled()
+        expect(page.get_by_test_id(f"job-delete-{own}")).to_be_enabled()
+        theirs = page.get_by_test_id(f"job-delete-{other}")
+        expect(theirs).to_be_disabled()
+        expect(theirs).to_have_attribute("title", re.compile(rf"team {LENDER}'s"))
+        page_checks(page, "the jobs page of a team member")
+
+        page.goto(f"{base(stack)}/#/clusters/{cluster}/teams")
+        expect(page.get_by_test_id("team-create")).to_be_disabled(
+            timeout=AWS_READ_TIMEOUT_MS)
+        expect(page.get_by_test_id("team-role-hint")).to_contain_text(
+            f"member of team {BORROWER}")
+    finally:
+        for job in (own, other):
+            deleted(stack, cluster, job, force="true")

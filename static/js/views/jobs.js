@@ -11,7 +11,7 @@
 // share it (task governance), a job runs for a team with a priority class (job_team.js); the
 // list then says each job's team, and its detail its place in the team's queue.
 
-import { api, isAbort, mutator, canMutate, session } from '../api.js';
+import { api, isAbort, mutator, canMutate, canChangeWorkOf, session } from '../api.js';
 import { fieldSet } from '../form_fields.js';
 import { h, clear, badge, timeEl, clockTime, toast, toastError, guard, roleHint, loading, replaceQuery, waitingNote } from '../ui.js';
 import { waitOperation } from '../feed.js';
@@ -101,7 +101,7 @@ export function mount(root, ctx) {
   /** Delete a job (confirm.js): one not finished is live work, refused (409 in_use) naming
    * its pods until the user types its name to force. */
   function openDeleteJob(job) {
-    if (!canMutate()) return;
+    if (!canChangeWorkOf(job.team || null)) return;
     confirmDestroy({
       kind: 'job', name: job.name, url: `${base}/jobs/${encodeURIComponent(job.name)}`, action: 'job-delete', signal: ctx.signal,
       about: h('p', null, 'Its pods stop; what it wrote under /s3 stays.'),
@@ -119,7 +119,7 @@ export function mount(root, ctx) {
   function row(job, teams) {
     const budget = job.recovery_budget;
     const del = h('button', { type: 'button', class: 'btn btn-sm btn-danger', testid: `job-delete-${job.name}` }, 'Delete');
-    guard(del);
+    guard(del, { teamWork: true, team: job.team || null });
     del.addEventListener('click', () => openDeleteJob(job));
     const open = h('a', { href: '#', testid: `job-open-${job.name}` }, job.name);
     open.addEventListener('click', (e) => { e.preventDefault(); select(job.name); });
@@ -207,10 +207,10 @@ export function mount(root, ctx) {
       'Elastic training (a node range) cannot be combined with ',
       limits.elastic_excludes.map((l) => l.with_what).join(', '), '. Source: ', limits.source);
     const button = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'job-submit' }, 'Submit job');
-    guard(button);
+    guard(button, { teamWork: true });
     const form = h('form', { class: 'card-body', testid: 'job-form', novalidate: true },
       h('h2', null, 'Submit a job'),
-      canMutate() ? null : roleHint('Submitting jobs', 'job-form-hint'),
+      canMutate(true) ? null : roleHint('Submitting jobs', 'job-form-hint', { teamWork: true }),
       err,
       h('div', { class: 'field' }, h('label', { for: 'job-recipe' }, 'Recipe'), recipe),
       field('name', 'Name'), teamWork.el,
@@ -261,7 +261,7 @@ export function mount(root, ctx) {
         if (isAbort(e2)) return;
         fields.showRefusal(e2, err);
       } finally {
-        button.disabled = !canMutate();
+        button.disabled = !canMutate(true);
       }
     });
     formCard.replaceChildren(form);

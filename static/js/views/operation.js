@@ -1,6 +1,6 @@
 // #/operations/<id> — the live progress panel.
 
-import { api, isAbort, canMutate } from '../api.js';
+import { api, isAbort, canMutate, canChangeWorkOf } from '../api.js';
 import {
   h, clear, fill, badge, timeEl, idEl, toastError, toast, guard, roleHint, duration, parseTime,
   clockTime, absTime, loading, debounce,
@@ -12,6 +12,9 @@ import { batchSpan } from '../batches.js';
 import { capacityHref } from '../capacity/links.js';
 import { rules } from '../rules.js';
 import { confirmDestroy } from '../confirm.js';
+
+const JOB_KINDS = new Set(['job.create', 'job.delete']);
+/** The operation kinds of a team's work (app/readmodels/team_work.py JOB_KINDS). */
 
 const MODE_TEXT = {
   connecting: 'connecting…',
@@ -62,20 +65,32 @@ export function mount(root, ctx) {
 
   // ---------- rendering ----------
 
+  /** A job's operation is its team's work (a member may cancel and retry its own team's):
+   *  the job's team (null: none); undefined for any other operation. */
+  function workTeam() {
+    return JOB_KINDS.has(op.kind) ? ((op.params || {}).team || null) : undefined;
+  }
+
+  function mayAct() {
+    const team = workTeam();
+    return team === undefined ? canMutate() : canChangeWorkOf(team);
+  }
+
   function renderHead() {
     const status = op.status;
+    const work = { teamWork: workTeam() !== undefined, team: workTeam() };
     const cancelBtn = guard(h('button', {
       type: 'button', class: 'btn btn-danger', testid: 'op-cancel',
       disabled: busy || rules.finished.has(status) || !!op.cancel_requested,
       title: op.cancel_requested ? 'Cancel requested: it takes effect at the next step boundary' : 'Cancel at the next step boundary (asks first)',
       onclick: () => confirmCancel(),
-    }, op.cancel_requested && !rules.finished.has(status) ? 'Cancelling…' : 'Cancel'));
+    }, op.cancel_requested && !rules.finished.has(status) ? 'Cancelling…' : 'Cancel'), work);
     const retryBtn = guard(h('button', {
       type: 'button', class: 'btn btn-primary', testid: 'op-retry',
       disabled: busy || !(status === rules.status.FAILED || status === rules.status.CANCELLED),
       title: 'Run again from the failed step (same operation id)',
       onclick: () => act('retry'),
-    }, 'Retry'));
+    }, 'Retry'), work);
     const err = op.error;
     fill(head,
       h('div', { class: 'page-head' },
@@ -113,7 +128,7 @@ export function mount(root, ctx) {
   // a cancel has no dry run): the operation stops at its next step boundary, and what
   // finished steps made stays (billed, where AWS bills it).
   function confirmCancel() {
-    if (!canMutate() || busy) return;
+    if (!mayAct() || busy) return;
     const cluster = clusterOf(op) && (op.kind === 'cluster.create' || op.kind === 'cluster.stage');
     confirmDestroy({
       kind: `${op.kind} operation on`, name: op.target || op.id, verb: 'Cancel', confirmText: 'Cancel operation',
@@ -401,7 +416,7 @@ export function mount(root, ctx) {
   });
 
   async function act(which) {
-    if (busy || !canMutate()) return;
+    if (busy || !mayAct()) return;
     busy = true;
     renderHead();
     try {
