@@ -521,9 +521,9 @@ def delete_made_security_group(ctx: StepContext) -> dict[str, Any]:
 
 def clear_active(ctx: StepContext) -> dict[str, Any]:
     """The panel's records of the cluster go with it: the active-cluster choices naming it,
-    and its budget."""
+    and its budgets (its teams' too)."""
     active.clear_everywhere(ctx.redis, _name(ctx))
-    budgets.clear(ctx.redis, _name(ctx))
+    budgets.forget_cluster(ctx.redis, _name(ctx))
     return {}
 
 

@@ -50,3 +50,8 @@ def local_queue(team: str) -> str:
 
 def cluster_queue(team: str) -> str:
     return f"{namespace(team)}{CLUSTER_QUEUE_SUFFIX}"
+
+
+def team_of_namespace(name: str) -> str | None:
+    """The team whose namespace this is (`hyperpod-ns-<team>`), or None."""
+    return name[len(NAMESPACE_PREFIX):] or None if name.startswith(NAMESPACE_PREFIX) else None
