@@ -132,7 +132,7 @@ def spend(entries: Iterable[Entry], unit_usd: Mapping[str, float | None], lo: da
             complete = complete and hours == 0
         else:
             usd += hours * unit
-    return {"usd": round(usd, 4), "node_hours": round(node_hours, 4), "complete": complete}
+    return {"usd": round(usd, 6), "node_hours": round(node_hours, 6), "complete": complete}
 
 
 def moment(value: str) -> datetime:
