@@ -94,7 +94,7 @@ export function teamSpendChart(teams, { prefix, currency = 'USD' }) {
         class: `spend-bar spend-team-${k % TEAM_COLOURS}`, testid: `${prefix}-bar`, 'data-date': date, 'data-team': t.team, 'data-usd': usd(t, i),
       }, s('title', null, `${date}, ${t.team}: ${money(usd(t, i), currency)}`));
     });
-  });
+  }).flat();
   const svg = s('svg', {
     viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': label, class: 'spend-chart',
     testid: `${prefix}-chart`, preserveAspectRatio: 'none',
