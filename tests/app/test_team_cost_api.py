@@ -12,10 +12,9 @@ import time
 import pytest
 
 from schemas.budgets import BudgetSchema
-from schemas.clusters import ClusterCostSchema
-from tests.app.teamkit import create_team, follow, team_name, url
+from tests.app.teamkit import follow, running_job, url
+from tests.app.test_cost_api import _cost
 from tests.app.test_metrics import _scrape, _value
-from tests.app.test_teams_api import _queue_made, _queued_job
 from tests.stack import wait_until
 
 CPU = 24
@@ -26,30 +25,11 @@ VCPUS = 32
 @pytest.fixture(scope="module")
 def spending(stack, governed_cluster):
     """A team of the governed cluster with one admitted Job (deleted by the last test)."""
-    from kubernetes.client import BatchV1Api
-
     cluster = governed_cluster["name"]
-    team = team_name("spend")
-    create_team(stack, cluster, team)
-    _queue_made(stack, cluster, team)
-    namespace = f"hyperpod-ns-{team}"
-    batch = BatchV1Api(stack.kube(cluster).api)
-    job = _queued_job("work", namespace, str(CPU))
-    job["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "infinity"]
-    batch.create_namespaced_job(namespace, job)  # runs until deleted (the sandbox's clock
-    # runs sleeps fast)
-    yield {"cluster": cluster, "team": team, "namespace": namespace, "batch": batch}
+    found = {"cluster": cluster, **running_job(stack, cluster, "spend", CPU)}
+    yield found
     with stack.client() as c:
-        follow(stack, c.delete(url(cluster, team), params={"force": "true"}))
-
-
-def _cost(stack, cluster: str) -> dict:
-    with stack.client("viewer") as c:
-        reply = c.get(f"/api/v1/clusters/{cluster}/cost")
-    assert reply.status_code == 200, reply.text
-    body = reply.json()
-    assert not ClusterCostSchema().validate(body), ClusterCostSchema().validate(body)
-    return body
+        follow(stack, c.delete(url(cluster, found["team"]), params={"force": "true"}))
 
 
 def _team(cost: dict, team: str) -> dict:

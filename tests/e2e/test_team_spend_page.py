@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect
 
-from tests.app.teamkit import create_team, follow, team_name, url
-from tests.app.test_teams_api import _queue_made, _queued_job
+from tests.app.teamkit import follow, running_job, url
 from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, destroy_dialog, page_checks, sign_in
 from tests.stack import wait_until
 
@@ -23,16 +22,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def spending(stack, governed_cluster):
-    from kubernetes.client import BatchV1Api
-
     cluster = governed_cluster["name"]
-    team = team_name("spendui")
-    create_team(stack, cluster, team)
-    _queue_made(stack, cluster, team)
-    namespace = f"hyperpod-ns-{team}"
-    job = _queued_job("work", namespace, "16")
-    job["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "infinity"]
-    BatchV1Api(stack.kube(cluster).api).create_namespaced_job(namespace, job)
+    team = running_job(stack, cluster, "spendui", 16)["team"]
     yield cluster, team
     with stack.client() as c:
         follow(stack, c.delete(url(cluster, team), params={"force": "true"}))
