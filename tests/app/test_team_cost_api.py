@@ -8,10 +8,12 @@ warns once at 80 % and once at 100 % (audit log, metric)."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 
 from schemas.budgets import BudgetSchema
+from tasks import budgets
 from tests.app.teamkit import follow, running_job, url
 from tests.app.test_cost_api import _cost
 from tests.app.test_metrics import _scrape, _value
@@ -116,6 +118,25 @@ def test_a_team_budget_below_its_spend_warns_once_at_each_threshold(stack, spend
     with stack.client() as c:
         cleared = c.delete(path)
     assert cleared.status_code == 200 and cleared.json()["state"] == "unset"
+
+
+def test_the_web_processes_raise_a_crossed_team_budget_when_nobody_reads_it(stack, spending):
+    """No read of the cost or the budget: the watcher (every HYPD_BUDGET_CHECK_S, 2 s in the
+    suite) records the team's work, finds its budget crossed and raises it once."""
+    cluster, team = spending["cluster"], spending["team"]
+    conn = stack.redis()
+    month = datetime.now(UTC).strftime("%Y-%m")
+    of = budgets.subject(cluster, team)
+    before = len(_warnings(stack, cluster, team))  # the test before's
+    budgets.set_budget(conn, of, 0.01, "operator", "2026-01-01T00:00:00Z", month)
+    try:
+        wait_until(lambda: len(_warnings(stack, cluster, team)) == before + 2, 60,
+                   what="the watcher to raise both of the team's warnings")
+        assert set(budgets.raised(conn, of, month)) == {0.8, 1.0}
+        time.sleep(3 * 2)
+        assert len(_warnings(stack, cluster, team)) == before + 2
+    finally:
+        budgets.clear(conn, of)
 
 
 def test_what_a_team_spent_stays_once_its_job_is_gone(stack, spending):
