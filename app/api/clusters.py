@@ -37,7 +37,7 @@ from schemas.clusters import (
     StagePathSchema,
 )
 from schemas.common import DryRunQuerySchema, MutationReplySchema
-from tasks import active, budgets, clusters, registry
+from tasks import active, budgets, clusters, registry, team_ledger
 from vocabulary.capacity import ON_DEMAND
 from vocabulary.roles import Role
 
@@ -152,6 +152,7 @@ class Cluster(MethodView):
             registry.forget(conn, name)
             active.clear_everywhere(conn, name)
             budgets.forget_cluster(conn, name)
+            team_ledger.unmark(conn, name)
             return mutations.alt_reply(ForgottenSchema, {
                 "changed": True, "imported": True, "resource_url": None,
                 "message": f"forgot imported cluster {name}; AWS untouched"})
