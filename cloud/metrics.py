@@ -106,9 +106,9 @@ LOG_LINES_DROPPED = _Metric("Counter", "hypd_log_tail_dropped_lines", "Log lines
 LOG_FOLLOWS = _Metric("Gauge", "hypd_log_follows_open", "Pod log streams held open on "
                       "clusters' Kubernetes APIs for live tails: one per followed pod per web "
                       "process, however many tails follow it", (), multiprocess_mode="livesum")
-BUDGET_WARNINGS = _Metric("Counter", "hypd_budget_warnings", "A cluster's monthly budget "
-                          "crossed (at: 0.8, 1.0), counted once per crossing per month",
-                          ("cluster", "at"))
+BUDGET_WARNINGS = _Metric("Counter", "hypd_budget_warnings", "A monthly budget crossed "
+                          "(at: 0.8, 1.0) — the cluster's (team empty) or a team's — counted "
+                          "once per crossing per month", ("cluster", "team", "at"))
 ALL = (OPERATIONS, STEP_SECONDS, AWS_CALLS, AWS_ERRORS, WEBSOCKETS, SWEEPER_PICKUPS,
        LOG_LINES_DROPPED, LOG_FOLLOWS, BUDGET_WARNINGS)
 

@@ -246,6 +246,25 @@ def local_queue(api: Any, team: str) -> dict[str, Any] | None:
     return None
 
 
+def _listed(api: Any, kind: str) -> list[dict[str, Any]]:
+    """Every object of a Kueue kind in the cluster, in the first version that has any."""
+    for version in KUEUE_VERSIONS:
+        found = kube.list_objects(api, version, kind)
+        if found:
+            return found
+    return []
+
+
+def workloads(api: Any) -> list[dict[str, Any]]:
+    """Kueue's Workloads in every namespace (a team's are in `hyperpod-ns-<team>`)."""
+    return _listed(api, "Workload")
+
+
+def resource_flavors(api: Any) -> list[dict[str, Any]]:
+    """Kueue's ResourceFlavors: the add-on makes one per instance type of the quotas."""
+    return _listed(api, "ResourceFlavor")
+
+
 def queue_view(queue: Mapping[str, Any] | None) -> dict[str, Any]:
     """What Kueue says of the team's ClusterQueue: admitted and pending workloads, and per
     flavor and resource what is used and borrowed."""

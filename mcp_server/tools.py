@@ -492,6 +492,31 @@ CLUSTER_TOOLS: tuple[ToolSpec, ...] = (
         mutating=True, destructive=True, status_tool="get_cluster_budget",
         status_args_from={"name": "cluster"},
     ),
+    ToolSpec(
+        name="get_team_budget", method="GET",
+        path="/api/v1/clusters/{cluster}/teams/{name}/budget", toolset="teams",
+        title="A team's monthly budget",
+        description="A team's monthly budget against its work's cost this month, its state and "
+        "warnings (80 %, 100 %); set_team_budget sets it.",
+    ),
+    ToolSpec(
+        name="set_team_budget", method="PUT",
+        path="/api/v1/clusters/{cluster}/teams/{name}/budget", toolset="teams",
+        title="Set a team's monthly budget",
+        description="Set a team's monthly budget (USD) the user names. Immediate: confirm with "
+        "get_team_budget.",
+        mutating=True, status_tool="get_team_budget",
+        status_args_from={"cluster": "cluster", "name": "team"},
+    ),
+    ToolSpec(
+        name="clear_team_budget", method="DELETE",
+        path="/api/v1/clusters/{cluster}/teams/{name}/budget", toolset="teams",
+        title="Clear a team's monthly budget",
+        description="Remove a team's monthly budget. Confirm with the user; immediate: "
+        "get_team_budget shows it unset.",
+        mutating=True, destructive=True, status_tool="get_team_budget",
+        status_args_from={"cluster": "cluster", "name": "team"},
+    ),
 )
 
 

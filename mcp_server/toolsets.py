@@ -34,8 +34,8 @@ DECLARED: dict[str, str] = {
     "training": "training jobs, their recipes, logs and MLflow tracking",
     "inference": "models in the cluster's bucket and the endpoints serving them",
     "spaces": "Dev spaces (JupyterLab, Code Editor)",
-    "teams": "teams sharing a cluster (compute quotas) and its scheduler config (priorities, "
-    "fair share)",
+    "teams": "teams sharing a cluster (compute quotas, monthly budgets) and its scheduler "
+    "config (priorities, fair share)",
     "operations": "who you are; list, cancel and retry operations; read-only diagnosis (a "
     "failed create, node health, NCCL); the audit log",
 }

@@ -1,4 +1,5 @@
-"""A cluster's monthly budget: what a person sets, and what the read answers."""
+"""A monthly budget (a cluster's or a team's): what a person sets, and what the read
+answers."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ class BudgetWarningSchema(Schema):
 
 
 class BudgetSchema(Schema):
-    """A cluster's budget against what it has cost this month (a lower bound, as the cost
-    read's `month`)."""
+    """A cluster's or a team's budget against what it has cost this month (the cluster's: a
+    lower bound, as the cost read's `month`; a team's: its `month` in the cost read's
+    `teams`)."""
 
     cluster = fields.String(required=True)
+    team = fields.String(required=True, allow_none=True, metadata={
+        "description": "a team's budget: the team; null: the cluster's"})
     monthly_usd = fields.Float(required=True, allow_none=True, metadata={
         "description": "null: no budget"})
     month_start = fields.String(required=True)

@@ -245,6 +245,60 @@ class DaySpendSchema(Schema):
         "description": "what the cluster cost that day, at least (as month counts it)"})
 
 
+class TeamCostItemSchema(Schema):
+    instance_type = fields.String(required=True)
+    capacity_type = fields.String(required=True, allow_none=True,
+                                  validate=validate.OneOf(CAPACITY_TYPES), metadata={
+                                      "description": "of the cluster's groups of the type; "
+                                                     "null: they mix capacity types"})
+    share = fields.Float(required=True, metadata={
+        "description": "nodes of the type the team's admitted work holds now, by dominant "
+                       "share"})
+    basis = fields.String(required=True, validate=validate.OneOf(PRICE_BASES))
+    unit_usd = fields.Float(required=True, allow_none=True, metadata={
+        "description": "one node's hourly price; null: no figure (see note)"})
+    hourly_usd = fields.Float(required=True, allow_none=True, metadata={
+        "description": "share x unit_usd"})
+    on_demand_unit_usd = fields.Float(allow_none=True, metadata={
+        "description": "spot only: the on-demand list price, for comparison"})
+    note = fields.String(required=True, allow_none=True)
+    source = fields.Nested(PriceSourceSchema, required=True, allow_none=True)
+
+
+class TeamHourlySchema(Schema):
+    usd = fields.Float(required=True, metadata={"description": "sum of the items with a figure"})
+    complete = fields.Boolean(required=True)
+    items = fields.List(fields.Nested(TeamCostItemSchema), required=True, metadata={
+        "description": "per instance type the team's work is admitted on now"})
+    note = fields.String(required=True)
+
+
+class TeamMonthSchema(Schema):
+    usd = fields.Float(required=True, metadata={
+        "description": "this month so far: node-hours x price (types without a price left "
+                       "out)"})
+    node_hours = fields.Float(required=True, metadata={
+        "description": "node-hours by dominant share since the first of the month"})
+    complete = fields.Boolean(required=True, metadata={
+        "description": "every node-hour had a price"})
+    note = fields.String(required=True)
+
+
+class TeamCostSchema(Schema):
+    """What one team's admitted work costs: node-hours by dominant share x price."""
+
+    team = fields.String(required=True)
+    quota = fields.Boolean(required=True, metadata={
+        "description": "the team has a compute quota now (false: deleted, its spend stays)"})
+    hourly = fields.Nested(TeamHourlySchema, required=True, metadata={
+        "description": "what the work Kueue admits for it now costs per hour"})
+    month = fields.Nested(TeamMonthSchema, required=True)
+    days = fields.List(fields.Nested(DaySpendSchema), required=True, metadata={
+        "description": "month split by UTC day, from the first to today"})
+    budget = fields.Nested(BudgetSchema, required=True, metadata={
+        "description": "the team's monthly budget against month (GET …/teams/<t>/budget)"})
+
+
 class ClusterCostSchema(Schema):
     """A running cluster's cost: the hourly rate now and a lower bound of what it cost so far."""
 
@@ -263,6 +317,9 @@ class ClusterCostSchema(Schema):
         "description": "month split by UTC day, from the first to today"})
     budget = fields.Nested(BudgetSchema, required=True, metadata={
         "description": "the monthly budget against month (GET …/budget)"})
+    teams = fields.List(fields.Nested(TeamCostSchema), required=True, metadata={
+        "description": "per team: what its admitted work costs (node-hours by dominant share "
+                       "x price); empty without teams"})
 
 
 class LeftItemSchema(Schema):

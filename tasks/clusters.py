@@ -96,7 +96,7 @@ from cloud import (
 from cloud import networks as net
 from cloud.aws import CLUSTER_TAG, MANAGED_BY, MANAGED_BY_VALUE, tags_for
 from cloud.dependents import Dependent
-from tasks import active, budgets
+from tasks import active, budgets, team_ledger
 from tasks import mlflow as mlflow_kind
 from tasks import networks as network_kind
 from tasks import storage as storage_kind
@@ -521,9 +521,10 @@ def delete_made_security_group(ctx: StepContext) -> dict[str, Any]:
 
 def clear_active(ctx: StepContext) -> dict[str, Any]:
     """The panel's records of the cluster go with it: the active-cluster choices naming it,
-    and its budget."""
+    its budgets (its teams' too), its place among the clusters with teams."""
     active.clear_everywhere(ctx.redis, _name(ctx))
-    budgets.clear(ctx.redis, _name(ctx))
+    budgets.forget_cluster(ctx.redis, _name(ctx))
+    team_ledger.unmark(ctx.redis, _name(ctx))
     return {}
 
 

@@ -15,6 +15,9 @@ cluster (a killed worker's create went through), and refuses one someone else ma
 whose resource already reads as asked was made (by an earlier attempt) and is not sent again —
 one that moved past `target_version` otherwise was changed by someone else, and the operation
 fails rather than overwrite it; a delete of what is gone or already Deleting sends nothing.
+
+A create marks the cluster as one with teams (tasks/team_ledger.py: the budget watcher
+records their admitted work there), and the delete of its last team unmarks it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 from cloud import teams
 from cloud.errors import NotYet
+from tasks import team_ledger
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed
 from tasks.outcomes import guarded
 from vocabulary import teams as words
@@ -176,7 +180,9 @@ def create_quota(ctx: StepContext) -> dict[str, Any]:
         if not teams.ours(sm, found["ComputeQuotaArn"], cluster):
             raise StepFailed(f"team {name} has a compute quota on cluster {cluster} that hypd "
                              f"did not make ({found['ComputeQuotaId']})", "conflict")
+        team_ledger.mark(ctx.redis, cluster)
         return {"id": found["ComputeQuotaId"], "adopted": True}
+    team_ledger.mark(ctx.redis, cluster)  # first: a crash after the call still has it
     made = teams.create_quota(sm, cluster, ctx.params["cluster_arn"],
                               teams.Team.from_params(ctx.params))
     ctx.record(id=made["ComputeQuotaId"])
@@ -212,7 +218,10 @@ def delete_quota(ctx: StepContext) -> dict[str, Any]:
 
 @guarded
 def wait_quota_gone(ctx: StepContext) -> float | None:
-    return _until_gone(ctx, _quota(ctx), QUOTA_NOUN)
+    wait = _until_gone(ctx, _quota(ctx), QUOTA_NOUN)
+    if wait is None and not teams.quotas(_sm(ctx), ctx.params["cluster_arn"]):
+        team_ledger.unmark(ctx.redis, ctx.params["cluster"])  # the last team went
+    return wait
 
 
 TEAM_CREATE = OperationKind(

@@ -31,7 +31,7 @@ from app.api import (
 BLUEPRINTS = (health.blp, auth.blp, discovery.blp, networks.blp, clusters.blp, storage.blp,
               instance_groups.blp, cluster_software.blp, features.blp, nodes.blp,
               diagnostics.blp, jobs.blp, mlflow.blp, endpoints.blp, models.blp, spaces.blp,
-              budgets.blp, teams.scheduler_blp, teams.blp, operations.blp,
+              budgets.blp, budgets.team_blp, teams.scheduler_blp, teams.blp, operations.blp,
               audit.blp, metrics.blp)
 
 

@@ -16,7 +16,6 @@ from app.errors import ApiError
 from app.permissions import access
 from app.readmodels import budgets as budgets_readmodel
 from app.readmodels import clusters as readmodel
-from app.readmodels import cost as cost_model
 from app.readmodels import dependents, dry_run, lifecycle
 from cloud import aws, eks, hyperpod, preflight
 from schemas.clusters import (
@@ -38,7 +37,7 @@ from schemas.clusters import (
     StagePathSchema,
 )
 from schemas.common import DryRunQuerySchema, MutationReplySchema
-from tasks import active, budgets, clusters, registry
+from tasks import active, budgets, clusters, registry, team_ledger
 from vocabulary.capacity import ON_DEMAND
 from vocabulary.roles import Role
 
@@ -152,7 +151,8 @@ class Cluster(MethodView):
             context.engine().store.ensure_target_free(f"cluster/{name}")
             registry.forget(conn, name)
             active.clear_everywhere(conn, name)
-            budgets.clear(conn, name)
+            budgets.forget_cluster(conn, name)
+            team_ledger.unmark(conn, name)
             return mutations.alt_reply(ForgottenSchema, {
                 "changed": True, "imported": True, "resource_url": None,
                 "message": f"forgot imported cluster {name}; AWS untouched"})
@@ -215,10 +215,10 @@ def cluster_cost(name):
     """What the cluster costs while it runs: the hourly rate now (HyperPod's instances per
     group at the count running, the EKS control plane and extended support, its VPC's NAT
     gateways; each priced from the AWS Price List with its source, or unknown with why) and
-    a lower bound of what it has cost since it was made, from its nodes' launch times."""
-    ref = readmodel.find(name)
-    cost = cost_model.read(ref)
-    return {**cost, "budget": budgets_readmodel.of_cost(ref.name, cost)}
+    a lower bound of what it has cost since it was made, from its nodes' launch times; and
+    per team what its admitted work costs (node-hours by dominant share x price), with each
+    monthly budget against it."""
+    return budgets_readmodel.cluster_cost(readmodel.find(name))
 
 
 @blp.route("/clusters/<string:name>/stages/<string:stage>/run", methods=["POST"])

@@ -18,7 +18,7 @@ cluster to (app/readmodels/budgets.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -42,13 +42,22 @@ LOWER_BOUND = ("A lower bound from the cluster's own history: each node HyperPod
                "without a price are not in the total.")
 
 
-def read(ref: ClusterRef) -> dict[str, Any]:
+def described_of(ref: ClusterRef) -> dict[str, Any] | None:
+    """HyperPod's cluster as cloud.hyperpod shapes it (None: none yet): what `read` prices,
+    and what the teams' cost (app/readmodels/team_cost.py) reads its groups and ARN from."""
+    return hyperpod.describe(aws.client("sagemaker", region=ref.region), ref.hyperpod_name,
+                             events=0)
+
+
+def read(ref: ClusterRef, described: dict[str, Any] | None = None) -> dict[str, Any]:
     """{cluster, region, as_of, hourly (CostSchema), accrued, month_start, month, days}
-    (ClusterCostSchema): `days` splits `month` by UTC day, for a chart of spend over time."""
+    (ClusterCostSchema): `days` splits `month` by UTC day, for a chart of spend over time.
+    `described`: HyperPod's cluster already read (`described_of`), else read here."""
     now = datetime.now(UTC)
     region = ref.region
     sm = aws.client("sagemaker", region=region)
-    described = hyperpod.describe(sm, ref.hyperpod_name, events=0)
+    if described is None:
+        described = described_of(ref)
     groups = (described or {}).get("instance_groups") or []
     try:
         nodes = list(cloud_nodes.nodes_by_id(sm, ref.hyperpod_name).values())
@@ -76,16 +85,16 @@ def read(ref: ClusterRef) -> dict[str, Any]:
     month_start = month_start_of(now)
     month = _accrued(hourly["items"], nodes, eks_found, version, nats, now, floor=month_start)
     days = []
-    for start in _days(month_start, now):
+    for start in days_of(month_start, now):
         end = min(start + timedelta(days=1), now)
         day = _accrued(hourly["items"], nodes, eks_found, version, nats, end, floor=start)
         days.append({"date": start.date().isoformat(), "usd": day["usd"]})
-    return {"cluster": ref.name, "region": region, "as_of": _iso(now), "hourly": hourly,
-            "accrued": accrued, "month_start": _iso(month_start), "month": month,
+    return {"cluster": ref.name, "region": region, "as_of": iso(now), "hourly": hourly,
+            "accrued": accrued, "month_start": iso(month_start), "month": month,
             "days": days}
 
 
-def _days(first: datetime, now: datetime) -> Iterable[datetime]:
+def days_of(first: datetime, now: datetime) -> Iterator[datetime]:
     """00:00 UTC of each day from `first` to `now`'s."""
     day = first
     while day <= now:
@@ -144,7 +153,7 @@ def _line(item: Mapping[str, Any], hours: float, since: datetime | None) -> dict
     unit price alone multiplies them."""
     unit = item.get("unit_usd")
     return {"name": item["name"], "kind": item["kind"], "basis": item["basis"],
-            "since": _iso(since) if since else None, "hours": round(hours, 2),
+            "since": iso(since) if since else None, "hours": round(hours, 2),
             "usd": round(unit * hours, 2) if unit is not None else None,
             "note": None if unit is not None else item.get("note")}
 
@@ -179,5 +188,5 @@ def _hours(since: datetime, now: datetime) -> float:
     return max(0.0, (now - since).total_seconds() / 3600)
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

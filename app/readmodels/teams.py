@@ -21,6 +21,7 @@ from app.readmodels.kubeapi import talking_to
 from cloud import addons, aws, dependencies, dependents, eks, hyperpod, teams
 from cloud.dependents import Dependent
 from cloud.errors import Invalid
+from tasks import team_ledger
 from tasks.teams import SCHEDULER_DELETE, SCHEDULER_PUT, TEAM_CREATE
 from vocabulary import teams as words
 from vocabulary.operations import OpStatus
@@ -170,8 +171,11 @@ def listing(gov: Governed) -> list[dict[str, Any]]:
     what was admitted and what waits at a glance)."""
     ops = operations(gov.ref.name)
     found: dict[str, dict[str, Any]] = {}
-    api = _api(gov.ref)
-    for summary in teams.quotas(gov.sm, gov.arn):
+    api = cluster_api(gov.ref)
+    summaries = teams.quotas(gov.sm, gov.arn)
+    if summaries:  # teams made before the ledger kept its list are found here
+        team_ledger.mark(context.redis_conn(), gov.ref.name)
+    for summary in summaries:
         quota = teams.describe_quota(gov.sm, summary["ComputeQuotaId"])
         if quota is not None:
             with talking_to(gov.ref):
@@ -183,7 +187,7 @@ def listing(gov: Governed) -> list[dict[str, Any]]:
     return [found[n] for n in sorted(found)]
 
 
-def _api(ref: ClusterRef) -> Any | None:
+def cluster_api(ref: ClusterRef) -> Any | None:
     """The cluster's Kubernetes API when its EKS cluster is ACTIVE, else None."""
     if (ref.eks or {}).get("status") != eks.ACTIVE:
         return None
@@ -195,7 +199,7 @@ def one(gov: Governed, name: str) -> dict[str, Any]:
     op = operations(gov.ref.name).get(name)
     quota = teams.find_quota(gov.sm, gov.arn, name)
     if quota is not None:
-        api = _api(gov.ref)
+        api = cluster_api(gov.ref)
         with talking_to(gov.ref):
             return team_view(gov, quota, op, api)
     if _unmade(op):
@@ -211,7 +215,7 @@ def quota_of(gov: Governed, name: str) -> dict[str, Any]:
 
 
 def running_work(gov: Governed, name: str) -> list[Dependent]:
-    api = _api(gov.ref)
+    api = cluster_api(gov.ref)
     if api is None:
         return []
     with talking_to(gov.ref):

@@ -73,3 +73,22 @@ def quota(stack, cluster_arn: str, team: str) -> dict[str, Any] | None:
 
 def cluster_arn(stack, cluster: str) -> str:
     return stack.aws("sagemaker").describe_cluster(ClusterName=cluster)["ClusterArn"]
+
+
+def running_job(stack, cluster: str, prefix: str, cpu: int) -> dict[str, Any]:
+    """A new team of the cluster running one Job that Kueue admits and that runs until it is
+    deleted (its pod asks `cpu` vCPUs): {team, namespace, batch}. The caller deletes the
+    team (`force`)."""
+    from kubernetes.client import BatchV1Api
+
+    from tests.app.test_teams_api import _queue_made, _queued_job
+
+    team = team_name(prefix)
+    create_team(stack, cluster, team)
+    _queue_made(stack, cluster, team)
+    namespace = f"hyperpod-ns-{team}"
+    job = _queued_job("work", namespace, str(cpu))
+    job["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "infinity"]
+    batch = BatchV1Api(stack.kube(cluster).api)
+    batch.create_namespaced_job(namespace, job)  # the sandbox's clock runs sleeps fast
+    return {"team": team, "namespace": namespace, "batch": batch}

@@ -171,7 +171,8 @@ def test_a_budget_warns_once_at_each_threshold_in_the_read_the_audit_log_and_a_m
     assert len(_budget_warnings(stack, cluster)) == 2
     samples = _scrape(stack)
     for at in ("0.8", "1.0"):
-        assert _value(samples, "hypd_budget_warnings_total", cluster=cluster, at=at) == 1
+        assert _value(samples, "hypd_budget_warnings_total", cluster=cluster, team="",
+                      at=at) == 1
 
     with stack.client() as c:
         cleared = c.delete(path)

@@ -19,11 +19,12 @@ from mcp import Client
 from mcp_server.tools import TOOLS
 from tests.app.jobkit import TORCHRUN, deleted, job_name, submitted
 
-SKIPPABLE = frozenset({"get_storage", "get_endpoint", "get_space", "get_team", "get_scheduler"})
+SKIPPABLE = frozenset({"get_storage", "get_endpoint", "get_space", "get_team", "get_scheduler",
+                       "get_team_budget"})
 """Reads of a resource kind this cluster has none of (storage, endpoints, spaces, teams, a
 scheduler config): their lists are checked here; a get_storage, get_endpoint, get_space,
-get_team and get_scheduler reply are checked against their output schema by the SDK's client
-in test_storage_api.py, test_endpoints_api.py, test_spaces_api.py and
+get_team, get_scheduler and get_team_budget reply are checked against their output schema by
+the SDK's client in test_storage_api.py, test_endpoints_api.py, test_spaces_api.py and
 tests/mcp_server/test_mcp_teams.py."""
 
 

@@ -1,5 +1,6 @@
 """The teams toolset on the full stack, through an MCP client: an agent sets the scheduler
-config, makes a team, reads it, changes it, plans its delete, deletes it and the config —
+config, makes a team, reads it, changes it, sets, reads and clears its budget, plans its
+delete, deletes it and the config —
 each reply within its tool's output schema, each change followed with wait_operation; a
 refusal comes back as a tool error with the API's code (a team the cluster cannot hold)."""
 
@@ -53,6 +54,12 @@ async def test_an_agent_runs_teams_through_the_teams_toolset(stack, cluster):
                 "Created":
             await asyncio.sleep(0.2)  # the sandbox's clock settles it within moments
         await done("update_team", {"cluster": cluster, "name": team, "fair_share_weight": 40})
+        budget = await call("set_team_budget", {"cluster": cluster, "name": team,
+                                                "monthly_usd": 250})
+        assert (budget["status_tool"], budget["status_args"]) == (
+            "get_team_budget", {"cluster": cluster, "name": team})
+        assert (await call("get_team_budget", budget["status_args"]))["monthly_usd"] == 250
+        assert (await call("clear_team_budget", budget["status_args"]))["state"] == "unset"
         assert (await call("get_team", {"cluster": cluster, "name": team}))[
             "fair_share_weight"] == 40
         plan = await call("delete_team", {"cluster": cluster, "name": team, "dry_run": True})

@@ -33,3 +33,22 @@ def test_a_warning_is_raised_once_a_month_and_again_after_a_new_budget(stack):
     assert budgets.raised(conn, cluster, "2027-01") == {}
     assert cluster not in budgets.budgeted(conn)
     assert budgets.clear(conn, cluster) is False
+
+
+def test_a_team_s_budget_is_its_own_and_goes_with_its_cluster(stack):
+    conn = stack.redis()
+    cluster = f"bud-{uuid.uuid4().hex[:6]}"
+    team = budgets.subject(cluster, "vision")
+    assert budgets.split(team) == (cluster, "vision") and budgets.split(cluster) == (cluster,
+                                                                                     None)
+    budgets.set_budget(conn, cluster, 100, "operator", "2026-12-01T00:00:00Z", "2026-12")
+    budgets.set_budget(conn, team, 10, "operator", "2026-12-01T00:00:00Z", "2026-12")
+    assert budgets.raise_once(conn, team, "2026-12", 0.8, "t")
+    assert budgets.raised(conn, cluster, "2026-12") == {}  # the team's warning is not the
+    assert budgets.get_budget(conn, team)["monthly_usd"] == 10  # cluster's, nor its figure
+    assert budgets.clear(conn, cluster) is True
+    assert budgets.get_budget(conn, team) is not None  # clearing the cluster's leaves it
+    budgets.forget_cluster(conn, cluster)  # the cluster's delete takes every one
+    assert budgets.get_budget(conn, team) is None
+    assert budgets.raised(conn, team, "2026-12") == {}
+    assert not [of for of in budgets.budgeted(conn) if of.startswith(cluster)]

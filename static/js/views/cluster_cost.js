@@ -2,31 +2,15 @@
 // now, item by item from the AWS Price List (the same rows as a plan's: cost.js), a lower
 // bound of what it has cost since it was made, from its own history, and its monthly budget
 // against this month's share of that (set and cleared here: PUT/DELETE …/budget, answered at
-// once). Read once when the page opens and on Refresh: prices are cached a day, the node
-// list is AWS's now.
+// once: budget_box.js), and per team what its admitted work costs (node-hours by dominant
+// share × price) as a chart of spend per day per team and a table. Read once when the page
+// opens and on Refresh: prices are cached a day, the node list is AWS's now.
 
-import { api, isAbort, mutator } from '../api.js';
-import { h, fill, timeEl, guard, roleHint } from '../ui.js';
+import { api, isAbort } from '../api.js';
+import { h, fill, timeEl } from '../ui.js';
 import { costBody, costSource, money } from '../cost.js';
-import { fieldSet } from '../form_fields.js';
-import { spendChart } from '../spend_chart.js';
-import { confirmDestroy } from '../confirm.js';
-import { rules, words } from '../rules.js';
-
-function daysInMonth(monthStart) {
-  const d = new Date(monthStart);
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
-}
-
-/** What each budget state (the API's words) says on the panel. */
-function stateWords(b) {
-  const state = words(rules.field('Budget', 'state').enum);
-  return {
-    [state.UNDER]: 'Under budget',
-    [state.WARNING]: `Warning: past ${Math.round(b.warn_at[0] * 100)} % of the budget`,
-    [state.EXCEEDED]: 'Over budget',
-  }[b.state];
-}
+import { spendChart, teamSpendChart } from '../spend_chart.js';
+import { budgetBox, daysInMonth } from '../budget_box.js';
 
 export function mountCost(box, ctx, name) {
   const path = `/api/v1/clusters/${encodeURIComponent(name)}/cost`;
@@ -66,74 +50,34 @@ export function mountCost(box, ctx, name) {
           prefix: 'cost-days', currency: acc.currency,
           perDay: cost.budget.monthly_usd != null ? cost.budget.monthly_usd / daysInMonth(cost.month_start) : null,
         })),
-      budgetBox(cost));
+      teamsOf(cost),
+      budgetOf(cost));
   }
 
-  function budgetBox(cost) {
-    const b = cost.budget;
-    const budgetPath = `/api/v1/clusters/${encodeURIComponent(name)}/budget`;
-    const bounds = rules.field('BudgetSet', 'monthly_usd');
-    const fields = fieldSet('budget');
-    const formErr = h('div', { class: 'err', testid: 'budget-form-error', role: 'alert' });
-    const amount = h('input', {
-      type: 'number', step: '0.01', min: String(bounds.minimum), max: String(bounds.maximum),
-      required: true, testid: 'budget-amount', value: b.monthly_usd != null ? String(b.monthly_usd) : '',
+  function budgetOf(cost) {
+    return budgetBox(cost.budget, {
+      path: `/api/v1/clusters/${encodeURIComponent(name)}/budget`, subject: name, name,
+      box: 'cost-budget', counted: 'from the cluster\'s own history', signal: ctx.signal, onChange: load,
     });
-    const send = mutator();
-    const set = guard(h('button', { type: 'submit', class: 'btn btn-sm', testid: 'budget-set' },
-      b.monthly_usd != null ? 'Change budget' : 'Set budget'));
-    const form = h('form', {
-      class: 'inline budget-form', testid: 'budget-form',
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        fields.clear(formErr);
-        set.disabled = true;
-        try {
-          await send(budgetPath, { method: 'PUT', body: { monthly_usd: Number(amount.value) }, signal: ctx.signal });
-          load();
-        } catch (e) {
-          if (isAbort(e)) return;
-          fields.showRefusal(e, formErr);
-        } finally {
-          set.disabled = false;
-        }
-      },
-    }, fields.field('monthly_usd', 'Budget per month (USD)', amount,
-      'Warned once at 80 % and at 100 % of it each month (here, in the audit log and a metric).'),
-    h('div', { class: 'inline' }, set), formErr);
-    const clearBtn = b.monthly_usd == null ? null : guard(h('button', {
-      type: 'button', class: 'btn btn-sm btn-danger', testid: 'budget-clear',
-      onclick: async () => {
-        const reply = await confirmDestroy({
-          kind: 'budget', name, url: budgetPath, verb: 'Clear', dryRun: false, action: 'clear-budget', signal: ctx.signal,
-          about: h('p', null, `Clears the monthly budget of ${name} and this month's warnings. `
-            + 'What the cluster costs is not touched.'),
-        });
-        if (reply) load();
-      },
-    }, 'Clear budget'));
-    return h('div', { class: 'card-body', testid: 'cost-budget', 'data-state': b.state },
-      h('h3', null, 'Monthly budget'),
-      b.monthly_usd == null
-        ? h('p', { class: 'muted', testid: 'budget-unset' },
-          `No budget. This month so far: at least ${money(b.spent_usd)}.`)
-        : [
-          h('div', { class: 'budget-line' },
-            h('meter', {
-              min: '0', max: String(b.monthly_usd), value: String(Math.min(b.spent_usd, b.monthly_usd)),
-              low: String(b.warn_at[0] * b.monthly_usd), high: String(b.warn_at[0] * b.monthly_usd),
-              optimum: '0', 'aria-label': 'Spent this month against the budget', testid: 'budget-meter',
-            }),
-            h('span', { testid: 'budget-summary' },
-              ` ${money(b.spent_usd)} of ${money(b.monthly_usd)} this month (${Math.round(b.fraction * 100)} %)`)),
-          h('div', { class: `budget-state budget-${b.state}`, role: 'status', testid: 'budget-state' },
-            stateWords(b),
-            b.warnings.length ? h('span', { class: 'faint' }, ' · warned ',
-              b.warnings.map((w, i) => [i ? ', ' : '', `${Math.round(w.at * 100)} % `, timeEl(w.raised_at)])) : null),
-          h('p', { class: 'faint note' }, 'Set by ', b.set_by, ' ', timeEl(b.set_at),
-            '. Counted from 00:00 UTC on the first of the month, from the cluster\'s own history.'),
-        ],
-      form, clearBtn, roleHint('setting a budget', 'budget-role-hint'));
+  }
+
+  function teamsOf(cost) {
+    if (!cost.teams.length) return null;
+    const cur = cost.accrued.currency;
+    return h('div', { class: 'card-body', testid: 'cost-teams' },
+      h('h3', null, 'Teams this month by day'),
+      teamSpendChart(cost.teams, { prefix: 'cost-teams', currency: cur }),
+      h('table', { class: 'mini cost-items', testid: 'cost-teams-items' },
+        h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Team'), h('th', { scope: 'col', class: 'num' }, 'Now, per hour'),
+          h('th', { scope: 'col', class: 'num' }, 'This month'), h('th', { scope: 'col' }, 'Budget'))),
+        h('tbody', null, cost.teams.map((t) => h('tr', { testid: `cost-team-${t.team}` },
+          h('td', null, t.team, t.quota ? null : h('div', { class: 'faint note' }, 'no quota now')),
+          h('td', { class: 'num' }, money(t.hourly.usd, cur), t.hourly.items.map((it) => h('div', { class: 'faint note' },
+            `${it.share.toLocaleString()} × ${it.instance_type}`, it.unit_usd == null ? ` (${it.basis})` : null))),
+          h('td', { class: 'num' }, money(t.month.usd, cur), h('div', { class: 'faint note' }, `${t.month.node_hours.toLocaleString()} node-hours`)),
+          h('td', { 'data-state': t.budget.state }, t.budget.monthly_usd == null ? 'none'
+            : `${money(t.budget.monthly_usd, cur)} · ${t.budget.state}`))))),
+      h('p', { class: 'cost-note' }, cost.teams[0].month.note, ' Team budgets are set on the Teams page.'));
   }
 
   load();

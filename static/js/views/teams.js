@@ -3,7 +3,10 @@
 // config (priority classes, fair share), editable in place; a new team's form (its bounds from
 // the API's document through rules.field, the API's refusals on their fields through
 // form_fields.js); a team's Edit changes its quota and sharing by an explicit diff
-// (team_edit.js); deletes through confirm.js (the dry run first).
+// (team_edit.js); deletes through confirm.js (the dry run first). Each team's spend this
+// month and its monthly budget (budget_box.js, the cost panel's own form) from one cost
+// read (GET /clusters/<c>/cost: its `teams`), read when the page opens, on Refresh and
+// after a budget changes — not every few seconds, as it prices what runs.
 
 import { api, isAbort, mutator, canMutate } from '../api.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref } from '../ui.js';
@@ -12,6 +15,8 @@ import { openOperation } from '../modal.js';
 import { confirmDestroy } from '../confirm.js';
 import { fieldSet } from '../form_fields.js';
 import { openTeamEdit } from './team_edit.js';
+import { budgetBox } from '../budget_box.js';
+import { money } from '../cost.js';
 
 const REFRESH_MS = 3000;
 
@@ -41,13 +46,17 @@ export function mount(root, ctx) {
   const R = teamRules();
   const list = h('div', { testid: 'teams-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
   const schedulerBox = h('div', { class: 'card-body', testid: 'scheduler' });
+  const budgets = h('div', { class: 'team-budgets', testid: 'team-budgets' }, h('div', { class: 'card-body faint' }, 'Pricing what the teams run…'));
+  const budgetsRefresh = h('button', { type: 'button', class: 'btn btn-sm', testid: 'team-budgets-refresh', onclick: () => loadBudgets() }, 'Refresh');
   const form = teamForm();
 
   root.append(
     h('div', { class: 'page-head' }, h('h1', null, 'Teams'), h('span', { class: 'sub' }, cluster), h('span', { class: 'spacer' })),
     h('p', { class: 'field-note' }, 'Each team gets a compute quota on the cluster; the task-governance add-on runs it as a Kueue queue in namespace hyperpod-ns-<team>. The task_governance feature must be on (cluster → Features).'),
     h('div', { class: 'grid-2' },
-      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Teams')), list),
+      h('div', null,
+        h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Teams')), list),
+        h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Spend and budgets'), h('span', { class: 'spacer' }), budgetsRefresh), budgets)),
       h('div', null,
         h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Scheduler config')), schedulerBox),
         h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'New team')), h('div', { class: 'card-body' }, form.el)))));
@@ -104,6 +113,29 @@ export function mount(root, ctx) {
       h('td', { testid: `team-queue-${t.name}` }, !q ? '—' : q.present
         ? `${q.admitted_workloads} admitted · ${q.pending_workloads} pending` : q.message),
       h('td', { class: 'actions' }, edit, ' ', del));
+  }
+
+  // -- each team's spend this month and its budget -------------------------------------------
+  async function loadBudgets() {
+    try {
+      const cost = await api(`${base}/cost`, { signal: ctx.signal });
+      clear(budgets);
+      if (!cost.teams.length) {
+        budgets.append(h('div', { class: 'empty', testid: 'team-budgets-empty' }, 'No team has a quota or spend this month.'));
+        return;
+      }
+      budgets.append(h('p', { class: 'card-body field-note' }, cost.teams[0].month.note),
+        ...cost.teams.map((t) => budgetBox(t.budget, {
+          path: `${base}/teams/${encodeURIComponent(t.team)}/budget`, subject: `team ${t.team}`, name: t.team,
+          kind: 'team budget', prefix: `team-budget-${t.team}`,
+          heading: `${t.team}: ${money(t.month.usd)} this month, ${money(t.hourly.usd)} an hour now`,
+          counted: 'from what Kueue admitted for the team', signal: ctx.signal, onChange: loadBudgets,
+        })));
+    } catch (e) {
+      if (isAbort(e)) return;
+      clear(budgets);
+      budgets.append(h('div', { class: 'empty', testid: 'team-budgets-error' }, `Cannot price it now: ${e.message}`));
+    }
   }
 
   function destroy(kind, name, url, action, about) {
@@ -223,6 +255,7 @@ export function mount(root, ctx) {
 
   loadTypes();
   load();
+  loadBudgets();
   const timer = setInterval(load, REFRESH_MS);
   return () => clearInterval(timer);
 }
