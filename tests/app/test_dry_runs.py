@@ -21,6 +21,8 @@ EXEMPT = {
     "set_active_cluster": "the panel's own choice of cluster",
     "set_cluster_budget": "the panel's own budget record",
     "clear_cluster_budget": "the panel's own budget record",
+    "set_team_budget": "the panel's own budget record",
+    "clear_team_budget": "the panel's own budget record",
     "import_cluster": "the panel's own record of a cluster it only reads",
     "get_mlflow_ui_url": "presigns a URL; changes nothing",
 }

@@ -50,6 +50,7 @@ NOT_CLIENTS = {
     "SECRET_KEY": "cloud/rehearsal.py: a compiled regular expression (search)",
     "NAME_KEY": "cloud/rehearsal.py: a compiled regular expression (search)",
     "NOT_DRY_RUNNABLE": "cloud/rehearsal.py: a compiled regular expression (search)",
+    "PREEMPTOR_JOB": "cloud/queueing.py: a compiled regular expression (search)",
 }
 """Receivers whose attributes share a name with an AWS operation but are not AWS clients."""
 
