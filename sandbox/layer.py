@@ -10,6 +10,7 @@ client never hears about it.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -59,6 +60,8 @@ class LocalAwsApp:
         self.kubes = KubeRegistry(attach=self._simulator, holds=self.holds, faults=self.faults,
                                   writes=self.kube_writes)
         gaps.load()
+        # a jump of the clock ages what the gaps (and moto under them) report (sandbox/timing.py)
+        self.clock.on_advance(functools.partial(gaps.age, self))
         self._controls = control_api.Controls(
             self.faults, self.holds, self.log, self.clock, self.transitions, app=self
         )

@@ -10,6 +10,29 @@ Editing moto's model rather than rewriting Describe answers keeps moto's own fil
 The timeline is advanced at the start of every AWS call (state is only observable through
 calls), so no background thread is needed. One `speed` scales every delay; tests may also jump
 the clock forward.
+
+A jump ages the simulated world too. A product measures "how long has this run" as AWS's
+reported creation or launch time against its own wall clock, which a jump does not move; so
+whatever reports such a time registers an ager with the clock (`Clock.on_advance`), and a jump
+of `seconds` moves every such time of the resources that exist then `seconds` into the past —
+to a reader on the wall clock they are that much older, as if the time had passed. What is made
+after the jump gets the wall time, as ever, so order is kept. The local Kubernetes clusters'
+object times (pods, nodes, Kueue Workloads) are not moved: they are each cluster's own clock,
+and the product keys records on some of them.
+
+Aged (each by the gap that reports it, `sandbox.gaps.ages`): HyperPod clusters' CreationTime
+and their nodes' LaunchTime (gaps/sagemaker_state.py); EKS clusters', node groups' and Fargate
+profiles' createdAt (moto's models) and the EKS gap's add-ons, access entries and policies and
+pod identity associations (gaps/eks.py); NAT gateways' CreateTime (moto's model, gaps/ec2.py).
+Left as they are: times of events rather than of resources — HyperPod's cluster events and
+nodes' LastSoftwareUpdateTime, EKS updates — which a product compares with moments of its own
+(when it asked for a reboot, the newest update before it called) that a jump cannot move, so
+moving them would hide what happened since; and, nothing the product measures a duration
+from, FSx file systems' CreationTime, MLflow tracking servers', task governance's scheduler
+configs' and compute quotas' CreationTime and LastModifiedTime, moto's other times (EC2
+instances' LaunchTime, network interfaces' attachment times, IAM's CreateDate, S3's
+CreationDate, CloudFormation's stack times), the call log's; and training plans'
+StartTime/EndTime, which are a reservation's window, not an age.
 """
 
 from __future__ import annotations
@@ -23,6 +46,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
 from sandbox import interfaces
@@ -35,6 +59,10 @@ NAT_GATEWAY_DELETING_S = 90.0
 EKS_CLUSTER_CREATING_S = 600.0
 
 
+Ager = Callable[[timedelta], None]
+"""Moves the reported creation/launch times of what exists now this far into the past."""
+
+
 class Clock:
     """Simulated seconds since start: wall time times `speed`, plus any manual jumps."""
 
@@ -44,14 +72,24 @@ class Clock:
         self.speed = speed
         self._start = time.monotonic()
         self._offset = 0.0
+        self._agers: list[Ager] = []
 
     def now(self) -> float:
         """Simulated seconds elapsed."""
         return (time.monotonic() - self._start) * self.speed + self._offset
 
+    def on_advance(self, ager: Ager) -> None:
+        """Call `ager` with each jump, so the times it keeps age with the simulated world."""
+        self._agers.append(ager)
+
     def advance(self, seconds: float) -> None:
-        """Jump simulated time forward (tests that must not sleep)."""
-        self._offset += max(0.0, seconds)
+        """Jump simulated time forward (tests that must not sleep), and age what exists by as
+        much: the wall clock, which a product reads, does not jump with it."""
+        jump = max(0.0, seconds)
+        self._offset += jump
+        if jump:
+            for ager in list(self._agers):
+                ager(timedelta(seconds=jump))
 
 
 class Timeline:

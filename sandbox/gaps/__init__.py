@@ -25,6 +25,13 @@ than moto's own state does. `reset(app)` — what `POST /moto-api/reset` and
 `POST /_sandbox/reset {"aws": true}` do after wiping moto — drops every gap's state, the
 timeline's pending changes and every local Kubernetes, so no gap can keep state past a reset.
 
+Age: a gap that reports when something was made or launched — its own records' times, or
+moto's that it answers on top of — registers an ager (`@ages`), and a jump of the sandbox's
+clock (`POST /_sandbox/clock/advance`) calls every ager with the local AWS and the jump: each
+moves the times of what exists by the jump into the past, so the world is that much older to
+a reader on the wall clock (sandbox/timing.py says why). moto's state is per process, so an
+ager of moto's models ages them for every local AWS in the process, as moto's reset wipes them.
+
 All of it runs inside the layer's one request path, so faults, holds, the call log and the
 counters apply to gap answers exactly as to moto's. Every module of this package is imported
 by the layer (`load`).
@@ -40,6 +47,7 @@ import pkgutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from botocore.model import OperationModel
@@ -190,6 +198,32 @@ def answered() -> list[str]:
 def load() -> None:
     for module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{module.name}")
+
+
+# --- age -----------------------------------------------------------------------------------
+
+GapAger = Callable[[Any, timedelta], None]
+_AGERS: list[GapAger] = []
+
+
+def ages(fn: GapAger) -> GapAger:
+    """Register `fn(app, delta)`: move the creation/launch times the gap reports for what
+    exists on `app` (the LocalAwsApp) `delta` into the past."""
+    if fn not in _AGERS:
+        _AGERS.append(fn)
+    return fn
+
+
+def moto_backends(backends: Any) -> list[Any]:
+    """Every region's backend of a moto service (e.g. `moto.eks.models.eks_backends`), in
+    every account: what an ager of moto's models walks (moto's state is per process)."""
+    return [found for regions in list(backends.values()) for found in list(regions.values())]
+
+
+def age(app: Any, delta: timedelta) -> None:
+    """Age everything the gaps report on `app` by `delta` (the sandbox's clock jumped)."""
+    for fn in list(_AGERS):
+        fn(app, delta)
 
 
 # --- state -------------------------------------------------------------------------------

@@ -22,15 +22,21 @@ unknown id is moto's to answer.
 
 Also CreateVpcEndpoint: an interface endpoint's network interfaces get AWS's fields and the
 endpoint's security groups (moto's were plain, with the VPC's default group).
+
+Age: a jump of the sandbox's clock moves moto's `CreateTime` of every NAT gateway (what the
+product bills a gateway from) that far into the past (sandbox/timing.py says why). Other EC2
+times are left as moto keeps them (instances' `LaunchTime`, VPC endpoints' and network
+interfaces' times): nothing the product measures a duration from.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from sandbox import interfaces
-from sandbox.gaps import AwsError, GapContext, answers
+from sandbox.gaps import AwsError, GapContext, ages, answers, moto_backends
 from sandbox.reply import Reply
 
 _ENDPOINT_ID = re.compile(rb"<vpcEndpointId>(vpce-[0-9a-f]+)</vpcEndpointId>")
@@ -146,3 +152,14 @@ def create_vpc_endpoint(ctx: GapContext, p: dict[str, Any]) -> Reply:
     if endpoint is not None:
         interfaces.vpc_endpoint_interfaces(backend, endpoint)
     return reply
+
+
+@ages
+def _age_nat_gateways(app: Any, delta: timedelta) -> None:
+    """The sandbox's clock jumped: every NAT gateway moto holds (in every account and region:
+    its state is per process) was made `delta` earlier."""
+    from moto.ec2.models import ec2_backends
+
+    for moto_backend in moto_backends(ec2_backends):
+        for nat in list(moto_backend.nat_gateways.values()):
+            nat._created_at -= delta

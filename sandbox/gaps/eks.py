@@ -26,6 +26,12 @@ resources.
   deleted (sandbox/gaps/ec2.py).
 
 moto answers underneath (`ctx.moto()`): it keeps the cluster object, its tags and ListClusters.
+
+Age: a jump of the sandbox's clock moves moto's `createdAt` of every EKS cluster, node group
+and Fargate profile, and the `createdAt`/`modifiedAt`/`associatedAt` of the gap's add-ons,
+access entries and policies and pod identity associations, that far into the past
+(sandbox/timing.py says why). Updates (`DescribeUpdate`) keep their `createdAt`: they are
+events of the cluster's history, not resources that run.
 """
 
 from __future__ import annotations
@@ -33,14 +39,17 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from sandbox import interfaces
-from sandbox.gaps import GapContext, answers
+from sandbox.gaps import GapContext, ages, answers, moto_backends
 from sandbox.gaps.eks_access import add_entry, associate, identity_of_caller
 from sandbox.gaps.eks_addons import KUBERNETES_VERSIONS
 from sandbox.gaps.eks_state import (
     DEFAULT_KUBERNETES_VERSION,
+    EKS,
     ClusterRecord,
     backend,
     in_use,
@@ -250,3 +259,54 @@ def delete_cluster(ctx: GapContext, p: dict[str, Any]) -> dict[str, Any] | Reply
     )
     return {"cluster": decorate(ctx, rec, {**json.loads(reply.body)["cluster"],
                                            "status": "DELETING"})}
+
+
+# --- age -----------------------------------------------------------------------------------
+
+_STAMPS = ("createdAt", "modifiedAt", "associatedAt")
+
+
+def _moto_clusters() -> Iterable[Any]:
+    """Every EKS cluster moto holds, in every account and region (its state is per process)."""
+    from moto.eks.models import eks_backends
+
+    for moto_backend in moto_backends(eks_backends):
+        yield from list(moto_backend.clusters.values())
+
+
+def _age_moto_cluster(cluster: Any, delta: timedelta) -> None:
+    cluster.created_at -= delta
+    for part in [*cluster.nodegroups.values(), *cluster.fargate_profiles.values()]:
+        part.created_at -= delta
+        if getattr(part, "modified_at", None) is not None:
+            part.modified_at -= delta
+
+
+def _age_stamps(found: dict[str, Any], seconds: float) -> None:
+    for key in _STAMPS:
+        if isinstance(found.get(key), int | float):
+            found[key] -= seconds
+
+
+def _records_with_stamps(rec: ClusterRecord) -> Iterable[dict[str, Any]]:
+    """What the gap keeps of a cluster that lives on its own (not its updates: events)."""
+    yield from rec.addons.values()
+    yield from rec.access_entries.values()
+    for policies in rec.access_policies.values():
+        yield from policies.values()
+    yield from rec.pod_identities.values()
+
+
+@ages
+def _age_clusters(app: Any, delta: timedelta) -> None:
+    """The sandbox's clock jumped: every EKS cluster there is now, and what EKS keeps of it,
+    is `delta` older."""
+    for cluster in _moto_clusters():
+        _age_moto_cluster(cluster, delta)
+    st = EKS.peek(app)
+    if st is None:
+        return
+    with st.lock:
+        for rec in st.clusters.values():
+            for found in _records_with_stamps(rec):
+                _age_stamps(found, delta.total_seconds())

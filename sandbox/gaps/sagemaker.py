@@ -15,7 +15,9 @@ must exist in one VPC (the EKS cluster's), roles must exist in IAM, the lifecycl
 S3, a training plan must cover the group, and quotas must allow the instances. What the
 product sets is stored and returned as sent. Clusters, instance groups and instances move
 through their states over simulated time; instances that boot become Kubernetes Nodes in the
-EKS cluster's local Kubernetes (sandbox.simulator).
+EKS cluster's local Kubernetes (sandbox.simulator). A jump of the sandbox's clock ages every
+cluster: its CreationTime and its nodes' LaunchTime move that far into the past (`Cluster.age`
+says what stays; sandbox/timing.py says why).
 """
 
 from __future__ import annotations

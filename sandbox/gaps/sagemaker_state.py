@@ -19,11 +19,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sandbox.gaps import GapState
+from sandbox.gaps import GapState, ages
 from sandbox.simulator import DeepHealthCheck, Health
 
 log = logging.getLogger(__name__)
@@ -218,6 +218,15 @@ class Cluster:
     def nodes_of(self, group: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.group == group]
 
+    def age(self, delta: timedelta) -> None:
+        """The cluster's CreationTime and its nodes' LaunchTime, `delta` earlier. Its events'
+        times and the nodes' LastSoftwareUpdateTime stay: a product compares those with
+        moments of its own (when it asked for a reboot, the newest update before it called),
+        which a jump does not move, so moving them would hide what happened since."""
+        self.created -= delta
+        for node in self.nodes.values():
+            node.launch_time -= delta
+
 
 class Batch:
     """Changes to schedule and Kubernetes writes to do once the state lock is released."""
@@ -322,6 +331,18 @@ class HyperPod:
 
 
 HYPERPOD: GapState[HyperPod] = GapState(STATE_KEY, HyperPod)
+
+
+@ages
+def _age_clusters(app: Any, delta: timedelta) -> None:
+    """The sandbox's clock jumped: every HyperPod cluster there is now is `delta` older."""
+    hp = HYPERPOD.peek(app)
+    if hp is None:
+        return
+    with hp.lock:
+        for clusters in hp.clusters.values():
+            for cluster in clusters.values():
+                cluster.age(delta)
 
 
 def hyperpod(owner: Any) -> HyperPod:

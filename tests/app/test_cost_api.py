@@ -39,6 +39,10 @@ def _cost(stack, cluster: str) -> dict:
     return body
 
 
+def _as_of(cost: dict) -> datetime:
+    return datetime.fromisoformat(cost["as_of"].replace("Z", "+00:00"))
+
+
 def _plan_unit(stack) -> float:
     """The list price a plan of the same type quotes (the same Price List, the same way)."""
     body = {"name": "cost-plan", "availability_zone": "us-west-2a", "instance_type": TYPE,
@@ -68,7 +72,7 @@ def test_the_hourly_rate_is_what_runs_now_priced_item_by_item(stack, cluster):
 
 def test_what_it_cost_so_far_counts_each_node_since_its_launch(stack, cluster):
     cost = _cost(stack, cluster)
-    as_of = datetime.fromisoformat(cost["as_of"].replace("Z", "+00:00"))
+    as_of = _as_of(cost)
     accrued = {i["kind"]: i for i in cost["accrued"]["items"]}
     unit = {i["kind"]: i["unit_usd"] for i in cost["hourly"]["items"]}
     nodes = stack.aws("sagemaker").list_cluster_nodes(ClusterName=cluster)["ClusterNodeSummaries"]
@@ -88,6 +92,34 @@ def test_what_it_cost_so_far_counts_each_node_since_its_launch(stack, cluster):
     assert "lower bound" in cost["accrued"]["note"]
 
 
+def test_accrued_cost_grows_with_the_sandbox_clock(stack, cluster):
+    """An hour of the sandbox's clock is an hour of the world's age (the sandbox moves every
+    reported launch and creation time back by the jump): what the cluster has cost so far
+    grows by an hour of what it runs, at the read's own hourly rate."""
+    jump_s = 3600
+    before = _cost(stack, cluster)
+    stack.sandbox.advance_clock(jump_s)
+    after = _cost(stack, cluster)
+    # the wall clock ran on between the reads too (`as_of` is to the second: ±1 s)
+    hours = (jump_s + (_as_of(after) - _as_of(before)).total_seconds()) / 3600
+    rate = {i["name"]: i["hourly_usd"] for i in after["hourly"]["items"]}
+    priced = [line["name"] for line in after["accrued"]["items"] if line["usd"] is not None]
+    assert priced and all(rate[name] is not None for name in priced)
+    lines = [{line["name"]: line for line in cost["accrued"]["items"]} for cost in (before, after)]
+    for name in priced:  # each line, rounded to the cent in each read; a NAT gateway the VPC's
+        assert lines[1][name]["usd"] - lines[0][name]["usd"] == pytest.approx(
+            rate[name] * hours, abs=0.01 + rate[name] / 3600), name
+    hourly = sum(rate[name] for name in priced)
+    rounding = 0.005 * 2 * (len(priced) + 1)  # every line and the total, in both reads
+    grown = after["accrued"]["usd"] - before["accrued"]["usd"]
+    assert grown == pytest.approx(hourly * hours, abs=rounding + hourly / 3600)
+    nodes = stack.aws("sagemaker").list_cluster_nodes(ClusterName=cluster)["ClusterNodeSummaries"]
+    instances = [{i["kind"]: i for i in cost["accrued"]["items"]}["hyperpod_instances"]
+                 for cost in (before, after)]
+    assert instances[1]["hours"] - instances[0]["hours"] == pytest.approx(
+        len(nodes) * hours, abs=0.01 + len(nodes) / 3600)
+
+
 def test_an_unknown_cluster_has_no_cost(stack):
     with stack.client("viewer") as c:
         reply = c.get("/api/v1/clusters/no-such-cluster/cost")
@@ -99,7 +131,7 @@ def test_an_unknown_cluster_has_no_cost(stack):
 
 def test_this_month_counts_the_same_history_from_the_first_of_the_month(stack, cluster):
     cost = _cost(stack, cluster)
-    as_of = datetime.fromisoformat(cost["as_of"].replace("Z", "+00:00"))
+    as_of = _as_of(cost)
     start = datetime.fromisoformat(cost["month_start"].replace("Z", "+00:00"))
     assert (start.day, start.hour, start.minute, start.second) == (1, 0, 0, 0)
     assert (start.year, start.month) == (as_of.year, as_of.month)
