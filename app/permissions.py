@@ -3,7 +3,9 @@
 Every view — a function or a MethodView method — carries one `@access(...)`:
 `@access(Role.VIEWER)` for reads, `@access(Role.OPERATOR)` for changes,
 `@access(Role.OPERATOR, dry_run=True)` for a change whose `?dry_run=true` changes nothing
-(that dry run alone is open to viewers), `@access(PUBLIC)` for what needs no token (the
+(that dry run alone is open to viewers), `team_work=True` on a change a team member's
+operator token may ask for (its team's jobs: the route checks whose; any other change is
+for an operator outside any team), `@access(PUBLIC)` for what needs no token (the
 roles and levels are the vocabulary's, `vocabulary.roles`). The declaration, never a query
 parameter or a header, decides; a route without one makes the app refuse to start, so a new
 route cannot be born open — nor can a route answering anything but GET be declared less than

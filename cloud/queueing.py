@@ -25,12 +25,9 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity
 
-from cloud import kube
+from cloud import teams
 from vocabulary import teams as words
 
-WORKLOAD_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
-"""Kueue serves both; a Workload is listed in the first that answers (never both: the same
-objects would be counted twice)."""
 PREEMPTOR_JOB = re.compile(r"JobUID: ([0-9A-Za-z-]+)")
 
 
@@ -53,22 +50,14 @@ def preempted(workload: Mapping[str, Any]) -> bool:
     return _true(workload, "Preempted") is not None
 
 
-def workloads_by_job(api: Any, namespace: str | None = None) -> dict[str, dict[str, Any]]:
-    """Kueue's Workloads (of `namespace`, or all), by the uid of the job each stands for."""
-    for version in WORKLOAD_VERSIONS:
-        found = kube.list_objects(api, version, "Workload", namespace,
-                                  label_selector=words.JOB_UID_LABEL)
-        if found:
-            return {(_md(w).get("labels") or {})[words.JOB_UID_LABEL]: w for w in found}
-    return {}
-
-
-def cluster_queue(api: Any, name: str) -> dict[str, Any] | None:
-    for version in reversed(WORKLOAD_VERSIONS):
-        found = kube.get_object(api, version, "ClusterQueue", name)
-        if found is not None:
-            return found
-    return None
+def workloads_by_job(api: Any) -> dict[str, dict[str, Any]]:
+    """Kueue's Workloads in every namespace, by the uid of the job each stands for."""
+    found = {}
+    for workload in teams.workloads(api):
+        uid = (_md(workload).get("labels") or {}).get(words.JOB_UID_LABEL)
+        if uid:
+            found[uid] = workload
+    return found
 
 
 def borrows(queue: Mapping[str, Any] | None) -> bool | None:

@@ -88,13 +88,18 @@ class Team:
         return {"TeamName": self.name, "FairShareWeight": self.fair_share_weight}
 
 
+def team_name_of(quota: Mapping[str, Any]) -> str:
+    """The team a quota (a List answer's summary or a Describe answer) is for."""
+    return (quota.get("ComputeQuotaTarget") or {}).get("TeamName") or quota.get("Name") or ""
+
+
 def team_of(quota: Mapping[str, Any]) -> Team:
     """The team as its quota (DescribeComputeQuota's answer) says it."""
     config = quota.get("ComputeQuotaConfig") or {}
     sharing = config.get("ResourceSharingConfig") or {}
     strategy = sharing.get("Strategy") or words.LEND_AND_BORROW
     target = quota.get("ComputeQuotaTarget") or {}
-    return Team(name=target.get("TeamName") or quota.get("Name") or "",
+    return Team(name=team_name_of(quota),
                 quota=tuple((r["InstanceType"], int(r.get("Count") or 0))
                             for r in config.get("ComputeQuotaResources") or ()),
                 borrow_limit_percent=int(sharing.get("BorrowLimit") or 0)
@@ -227,23 +232,29 @@ def delete_scheduler(sm: Any, config_id: str) -> None:
 
 # -- the cluster ---------------------------------------------------------------------------------
 
+def _got(api: Any, kind: str, name: str, namespace: str | None = None
+         ) -> dict[str, Any] | None:
+    """A Kueue object by name, in the first version that has it, or None."""
+    for version in KUEUE_VERSIONS:
+        found = kube.get_object(api, version, kind, name, namespace)
+        if found is not None:
+            return found
+    return None
+
+
 def cluster_queue(api: Any, team: str) -> dict[str, Any] | None:
     """The team's ClusterQueue as the add-on made it, or None (not there yet, or Kueue not
     served)."""
-    for version in KUEUE_VERSIONS:
-        found = kube.get_object(api, version, "ClusterQueue", words.cluster_queue(team))
-        if found is not None:
-            return found
-    return None
+    return cluster_queue_named(api, words.cluster_queue(team))
+
+
+def cluster_queue_named(api: Any, name: str) -> dict[str, Any] | None:
+    """A ClusterQueue by its own name (a Workload's admission names it)."""
+    return _got(api, "ClusterQueue", name)
 
 
 def local_queue(api: Any, team: str) -> dict[str, Any] | None:
-    for version in KUEUE_VERSIONS:
-        found = kube.get_object(api, version, "LocalQueue", words.local_queue(team),
-                                words.namespace(team))
-        if found is not None:
-            return found
-    return None
+    return _got(api, "LocalQueue", words.local_queue(team), words.namespace(team))
 
 
 def _listed(api: Any, kind: str) -> list[dict[str, Any]]:

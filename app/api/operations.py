@@ -119,8 +119,9 @@ def retry(operation_id):
     cancel skipped run. A cluster's operation is refused (409) once the cluster was deleted
     after it. A team member retries only its team's job operations."""
     engine = context.engine()
-    team_work.may_follow_up(auth.current(), engine.store.require(operation_id))
-    refused = lifecycle.superseded(engine.store.require(operation_id))
+    op = engine.store.require(operation_id)
+    team_work.may_follow_up(auth.current(), op)
+    refused = lifecycle.superseded(op)
     if refused:
         raise ApiError(409, "conflict", refused, {"operation_id": operation_id})
     return operation_reply(engine.view(engine.retry(operation_id)))

@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from app import context
-from cloud import jobs, kube, mlflow, queueing, recipes, training
+from cloud import jobs, kube, mlflow, queueing, recipes, teams, training
 from tasks.engine.model import OpStatus, StepPhase
 from tasks.jobs import JOB_CREATE
 from vocabulary import teams as team_words
@@ -66,7 +66,7 @@ class Queues:
 
     def queue(self, name: str) -> dict[str, Any] | None:
         if name not in self._queues:
-            self._queues[name] = queueing.cluster_queue(self.api, name)
+            self._queues[name] = teams.cluster_queue_named(self.api, name)
         return self._queues[name]
 
     def place(self, obj: dict[str, Any]) -> dict[str, Any] | None:

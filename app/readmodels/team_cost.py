@@ -76,7 +76,7 @@ def quota_teams(ref: ClusterRef, described: Mapping[str, Any] | None) -> list[st
     if not described or not described.get("eks_cluster_arn") or not described.get("arn"):
         return []
     sm = aws.client("sagemaker", region=ref.region)
-    return sorted({(q.get("ComputeQuotaTarget") or {}).get("TeamName") or q["Name"]
+    return sorted({teams.team_name_of(q)
                    for q in teams.quotas(sm, described["arn"])})
 
 

@@ -45,7 +45,7 @@ def _team_names(ref: ClusterRef) -> list[str]:
     found = hyperpod.described(sm, ref.hyperpod_name)
     if found is None:
         return []
-    return sorted((q.get("ComputeQuotaTarget") or {}).get("TeamName") or q["Name"]
+    return sorted(teams.team_name_of(q)
                   for q in teams.quotas(sm, found["ClusterArn"])
                   if q.get("Status") != words.DELETING)
 

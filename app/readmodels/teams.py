@@ -107,7 +107,7 @@ def scheduler(gov: Governed) -> dict[str, Any] | None:
 def quota_holders(gov: Governed) -> list[Dependent]:
     """The teams with a quota on the cluster: a scheduler config's delete breaks them (their
     priorities and fair share go)."""
-    return [Dependent("team", (q.get("ComputeQuotaTarget") or {}).get("TeamName") or q["Name"],
+    return [Dependent("team", teams.team_name_of(q),
                       f"its compute quota {q['ComputeQuotaId']} is {q['Status']}")
             for q in teams.quotas(gov.sm, gov.arn) if q.get("Status") != words.DELETING]
 
