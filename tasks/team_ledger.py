@@ -8,7 +8,8 @@ its share of nodes (node-hours by dominant share per hour), when Kueue admitted 
 it was last seen admitted. An entry is keyed by the Workload's uid, its `Admitted`
 condition's lastTransitionTime and the instance type, so a re-admission after a preemption
 is a new entry and a repeated look (a retried turn, two processes at once) rewrites the same
-state, never adds.
+state, never adds; and a look that ends after a later one (two processes at once) never moves
+an entry's "last seen" back: the write is a compare-and-set on it.
 
 Redis keys: `hypd:team-ledger:<cluster>:<YYYY-MM>`, a hash of entry key → JSON, holding
 every entry that overlaps that month (an entry spanning two months is in both); each write
@@ -19,7 +20,8 @@ have teams, kept by the team operations and reads, so the watcher looks only at 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -63,13 +65,37 @@ def _months(start: str, end: str) -> list[str]:
 
 
 def record(conn: redis.Redis, cluster: str, entries: Iterable[Entry]) -> None:
-    """Write each entry's state into every month it overlaps (idempotent)."""
+    """Write each entry's state into every month it overlaps (idempotent), unless the hash
+    holds it seen later."""
+    by_month: dict[str, dict[str, Entry]] = defaultdict(dict)
+    for entry in entries:
+        for month in _months(entry.admitted_at, entry.seen_at):
+            by_month[_key(cluster, month)][entry.key] = entry
+    for key, fresh in by_month.items():
+        _merge(conn, key, fresh)
+
+
+def _merge(conn: redis.Redis, key: str, fresh: Mapping[str, Entry]) -> None:
+    """Write the entries not already seen later, as one transaction on the hash (retried
+    when another writer changed it between the read and the write)."""
+    fields = list(fresh)
     with conn.pipeline() as pipe:
-        for entry in entries:
-            for month in _months(entry.admitted_at, entry.seen_at):
-                pipe.hset(_key(cluster, month), entry.key, json.dumps(asdict(entry)))
-                pipe.expire(_key(cluster, month), KEPT_S)
-        pipe.execute()
+        while True:
+            try:
+                pipe.watch(key)
+                held = pipe.hmget(key, fields)
+                newer = {field: json.dumps(asdict(fresh[field]))
+                         for field, raw in zip(fields, held, strict=True)
+                         if raw is None or _moment(json.loads(raw)["seen_at"])
+                         <= _moment(fresh[field].seen_at)}
+                pipe.multi()
+                if newer:
+                    pipe.hset(key, mapping=newer)
+                pipe.expire(key, KEPT_S)
+                pipe.execute()
+                return
+            except redis.WatchError:
+                continue
 
 
 def entries(conn: redis.Redis, cluster: str, month: str) -> list[Entry]:

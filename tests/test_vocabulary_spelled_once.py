@@ -6,7 +6,7 @@ operation status, step phase or stage status compared with a `status`/`phase` (`
 == "failed"`, `s.phase === 'applying'`, `status in ("failed", "cancelled")`,
 `['succeeded', …].includes(op.status)`) or listed with another such word where one of them is
 the vocabulary's alone (`("queued", "running")`); a role given to `access(…)`,
-`require_role(…)`, compared with a `role` or listed; a capacity type compared with a
+compared with a `role` or listed; a capacity type compared with a
 `capacity_type` or given as its default; and a vocabulary pattern's own text
 (its longest literal piece). Each rule is shown catching a planted sample below.
 """
@@ -58,7 +58,6 @@ CAPACITY_RULES = [
 ]
 ROLE_RULES = [
     re.compile(rf"""\baccess\(\s*{_Q}(?:{_R}){_Q}"""),
-    re.compile(rf"""\brequire_role\(.*?{_Q}(?:{_R}){_Q}"""),
     re.compile(rf"""\brole\b{_Q}?\]?\)?\s*(?:===?|!==?)\s*{_Q}(?:{_TOKEN_ROLE}){_Q}"""),
     re.compile(rf"""[(\[{{]\s*{_Q}(?:{_R}){_Q}\s*,\s*{_Q}(?:{_R}){_Q}"""),
 ]
@@ -119,7 +118,6 @@ PLANTED = [
     "if (['succeeded', 'failed'].includes(op.status)) done();",
     "if 'failed' == op['status']:",
     '@access("viewer")',
-    'auth.require_role(auth.current(), "operator")',
     "return session.user.role === 'operator';",
     'ROLES = ("viewer", "operator")',
     'SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")',

@@ -1,6 +1,7 @@
 """tasks/team_ledger.py on a real Redis: an entry is state, so a look repeated (a retried
-turn, two processes) rewrites it and never adds; a re-admission is a new entry; an interval
-spanning two months is in both; the set of clusters with teams is kept by mark/unmark."""
+turn, two processes) rewrites it and never adds, nor moves its last sighting back; a
+re-admission is a new entry; an interval spanning two months is in both; the set of clusters
+with teams is kept by mark/unmark."""
 
 from __future__ import annotations
 
@@ -25,6 +26,18 @@ def test_a_repeated_look_rewrites_the_entry_and_never_adds(stack):
     team_ledger.record(conn, cluster, [readmitted])
     assert len(team_ledger.entries(conn, cluster, "2026-12")) == 2
     assert 0 < conn.ttl(f"hypd:team-ledger:{cluster}:2026-12") <= team_ledger.KEPT_S
+
+
+def test_a_look_that_ends_late_never_moves_last_seen_back(stack):
+    """Two processes look at once; the one that saw the Workload earlier writes last."""
+    conn = stack.redis()
+    cluster = f"led-{uuid.uuid4().hex[:6]}"
+    other = Entry("uid-2", "2026-12-01T10:00:00Z", "vision", "ml.g5.8xlarge", 1.0,
+                  "2026-12-01T10:30:00Z")
+    team_ledger.record(conn, cluster, [_entry("2026-12-01T12:00:00.500000Z")])
+    team_ledger.record(conn, cluster, [_entry("2026-12-01T12:00:00Z"), other])
+    assert sorted(team_ledger.entries(conn, cluster, "2026-12"), key=lambda e: e.uid) == [
+        _entry("2026-12-01T12:00:00.500000Z"), other]
 
 
 def test_an_interval_across_a_month_s_end_is_in_both_months(stack):
