@@ -26,6 +26,7 @@ from sandbox.kube import (
     logs,
     patches,
     paths,
+    portforward,
     protobuf,
     reviews,
     selectors,
@@ -56,6 +57,8 @@ WEB_PREFIX = "/workspaces/"
 """Not the API: the router in front of the cluster's workspaces (the access strategy's,
 played by the simulator's workspace controller, `kube.web_router`), answered without a
 Kubernetes token, as a browser reaches a workspace."""
+_STREAMS = ("exec", "attach", "portforward")
+"""A pod's streaming subresources: each needs `create`, however it is asked."""
 _SCALABLE = frozenset(
     {
         ("apps", "deployments"),
@@ -244,6 +247,8 @@ class KubeHandler:
                 raise forbidden(ANONYMOUS, verb, rt.plural, rt.group, namespace, t.name)
             body = await self._review_body(request)
             return _json(reviews.answer((rt.group, rt.plural), body, who, self.kube.catalog), 201)
+        if rt.plural == "pods" and t.subresource in _STREAMS:
+            verb = "create"  # a WebSocket GET too (AuthorizePodWebsocketUpgradeCreatePermission)
         self._authorize(who, verb, rt, namespace, t.name)
 
         if t.subresource and t.subresource != "status":
@@ -561,7 +566,16 @@ class KubeHandler:
                 },
                 201,
             )
-        if pod and sub in ("exec", "attach", "portforward"):
+        if pod and sub == "portforward" and portforward.is_upgrade(request) \
+                and self.kube.pod_port is not None:
+            found = self.kube.store.get(rt, namespace, t.name or "")
+            phase = (found.get("status") or {}).get("phase")
+            if phase != "Running":
+                raise bad_request(f"pod {t.name} is not running (phase {phase}): "
+                                  "unable to upgrade connection")
+            return await portforward.serve(
+                request, found, lambda port: self.kube.pod_port(found, port))
+        if pod and sub in _STREAMS:
             raise bad_request("Upgrade request required")
         if (
             sub == "scale"

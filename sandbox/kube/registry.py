@@ -62,6 +62,9 @@ class LocalKube:
         # the service proxy's far end, set by the simulator: (namespace, "[scheme:]svc:port",
         # path, method, body, headers) -> (status, content type, body)
         self.service_proxy: Callable[..., tuple[int, str, bytes]] | None = None
+        # what listens on a pod's port, for pods/portforward (portforward.py), set by the
+        # simulator: (pod, port) -> a function of one HTTP request, or None
+        self.pod_port: Callable[[dict[str, Any], int], Any] | None = None
         # the router in front of the workspaces (handler.WEB_PREFIX), set by the simulator:
         # (method, path, headers) -> (status, content type, body)
         self.web_router: Callable[[str, str, dict[str, str]], tuple[int, str, bytes]] | \

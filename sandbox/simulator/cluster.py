@@ -102,6 +102,7 @@ class ClusterSimulator:
         self.inference = InferenceOperator(self)
         self.workspaces = WorkspaceController(self)
         kube.service_proxy = self.workloads.proxy
+        kube.pod_port = self.workloads.pod_port
 
     # --- lifecycle (called on the cluster's event loop) ---------------------------------
 

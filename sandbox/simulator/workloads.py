@@ -554,6 +554,18 @@ class Workloads:
             return server.handle(path, method, body, headers or {})
         return answer(server, str(_md(pod).get("name")), path, method, body)
 
+    def pod_port(self, pod: dict[str, Any], port: int
+                 ) -> Callable[..., tuple[int, str, bytes]] | None:
+        """What listens on a pod's port, for pods/portforward: a function of one HTTP
+        request (path, method, body, headers), or None (nothing listens)."""
+        server = self._server(pod, port)
+        if server is None:
+            return None
+        if isinstance(server, HttpServer):
+            return server.handle
+        name = str(_md(pod).get("name"))
+        return lambda path, method, body, headers: answer(server, name, path, method, body)
+
     def _server(self, pod: dict[str, Any], port: int | None) -> ModelServer | HttpServer | None:
         for container in (pod.get("spec") or {}).get("containers") or []:
             found = self.programs.program(pod, container).serves

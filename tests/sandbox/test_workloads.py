@@ -2,10 +2,12 @@
 Kubernetes API as a user's tools reach them: Deployments → ReplicaSets → pods (scale in by
 the controller's order and pod-deletion-cost; a pod relabelled out of the selector is
 released and replaced), Jobs to completion, Services' Endpoints, and an OpenAI-compatible
-completion from a ready model-server pod through the service proxy."""
+completion from a ready model-server pod through the service proxy, and through a
+port-forward (pods/portforward over WebSocket) with the official client."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import uuid
 from collections.abc import Iterator
@@ -13,9 +15,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.stream import portforward
 
 from sandbox.kube import KubeRegistry, LocalKube
-from sandbox.kube.access import CLUSTER_ADMIN
+from sandbox.kube.access import CLUSTER_ADMIN, VIEW
 from sandbox.simulator.cluster import ClusterSimulator
 from sandbox.simulator.workloads import DELETION_COST
 from tests.sandbox.ekskit import local_api
@@ -222,3 +225,59 @@ def test_the_service_proxy_without_ready_endpoints_is_unavailable(api, ns):
         "spec": {"selector": {"app": "nothing"}, "ports": [{"port": 80}]}})
     status, body = _proxy(api, ns, "empty:80", "v1/completions", {})
     assert status == 503 and "no endpoints available" in body["message"]
+
+
+def test_a_port_forward_reaches_the_pod_s_server_with_the_official_client(api, ns):
+    """pods/portforward over WebSocket, as `kubernetes.stream.portforward` speaks it: two
+    requests on one forwarded stream answer from the model server; a port nothing listens on
+    says so on its error channel, in the kubelet's words."""
+    apps = k8s.AppsV1Api(api)
+    apps.create_namespaced_deployment(ns, _deployment("fwd", 1, SERVER))
+    wait_until(lambda: any(p.status.phase == "Running" for p in _pods(api, ns, "app=fwd")), 10,
+               what="the server's pod running")
+    pod = next(p for p in _pods(api, ns, "app=fwd") if p.status.phase == "Running")
+    forward = portforward(k8s.CoreV1Api(api).connect_get_namespaced_pod_portforward,
+                          pod.metadata.name, ns, ports="8000,9")
+    try:
+        conn = http.client.HTTPConnection("pod", 8000, timeout=10)
+        conn.sock = forward.socket(8000)
+        conn.request("GET", "/v1/models")
+        models = conn.getresponse()
+        assert models.status == 200
+        assert [m["id"] for m in json.loads(models.read())["data"]] == ["tiny"]
+        conn.request("POST", "/v1/completions", body=json.dumps(
+            {"model": "tiny", "prompt": "Say hi", "max_tokens": 3}),
+            headers={"Content-Type": "application/json"})
+        completion = conn.getresponse()  # the same stream, kept alive
+        assert completion.status == 200
+        assert json.loads(completion.read())["usage"]["completion_tokens"] == 3
+        wait_until(lambda: forward.error(9) is not None, 10, what="port 9's error")
+        assert "127.0.0.1:9: connect: connection refused" in forward.error(9)
+    finally:
+        forward.close()
+
+
+def test_a_port_forward_needs_its_ports_and_a_running_pod(api, ns):
+    core = k8s.CoreV1Api(api)
+    core.create_namespaced_pod(ns, {"metadata": {"name": "idle"}, "spec": {
+        "nodeSelector": {"no": "such-node"}, "containers": [SERVER]}})
+    # the client reports a refused upgrade as the handshake's status and the API's Status
+    with pytest.raises(k8s.exceptions.ApiException, match=r"400.*pod idle is not running"):
+        portforward(core.connect_get_namespaced_pod_portforward, "idle", ns, ports="8000")
+    with pytest.raises(k8s.exceptions.ApiException, match=r"404 Not Found.*NotFound"):
+        portforward(core.connect_get_namespaced_pod_portforward, "nope", ns, ports="8000")
+
+
+def test_a_view_policy_cannot_port_forward():
+    """pods/portforward needs `create`, even as a WebSocket GET: read-only access cannot."""
+    registry = KubeRegistry(attach=lambda local: ClusterSimulator(local, lambda: SPEED))
+    try:
+        local = registry.ensure("forward-view")
+        registry.set_access("forward-view", ME, {VIEW: {"type": "cluster"}})
+        core = k8s.CoreV1Api(local_api(local, expires=60))
+        assert core.list_namespaced_pod("default").items == []  # it may read
+        with pytest.raises(k8s.exceptions.ApiException, match=r"403 Forbidden.*cannot create"):
+            portforward(core.connect_get_namespaced_pod_portforward, "any", "default",
+                        ports="8000")
+    finally:
+        registry.close()
