@@ -29,8 +29,13 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 @pytest.fixture(scope="module")
 def shared(stack) -> str:
+    return team_spaces_cluster(stack)
+
+
+def team_spaces_cluster(stack) -> str:
     """Two teams of one g5.8xlarge each that lend what they leave idle and may borrow as much
-    again, a scheduler config (urgent 90, training 50), and the spaces feature on."""
+    again, a scheduler config (urgent 90, training 50), and the spaces feature on (the
+    dashboard's test makes its own the same way)."""
     name = shared_cluster(stack)
     op = toggle(stack, name, {"spaces": {"enabled": True}}, timeout=180)
     assert op is not None and op["status"] == "succeeded", op

@@ -149,7 +149,7 @@ def test_a_member_submits_for_its_own_team_only(page, stack, cluster):
     _submitted(stack, cluster, {**GPU_JOB, "name": other, "team": LENDER})
     try:
         _jobs_page(page, stack, cluster, MEMBER_TOKENS["ana"][1], "operator")
-        expect(page.get_by_test_id("readonly-hint")).to_have_text("team jobs only")
+        expect(page.get_by_test_id("readonly-hint")).to_have_text("team work only")
         team = page.get_by_test_id("job-team")
         expect(team.locator("option")).to_have_text([BORROWER])
         expect(team).to_be_disabled()
