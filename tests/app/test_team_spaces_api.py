@@ -18,9 +18,8 @@ import pytest
 
 from cloud import spaces
 from tests.app.featurekit import toggle
-from tests.app.teamkit import follow
+from tests.app.teamkit import follow, read_until
 from tests.app.test_team_jobs_api import BORROWER, LENDER, _field_refusal, shared_cluster
-from tests.stack import wait_until
 
 SPACE = {"instance_group": "workers", "cpu": 2, "memory_gib": 8, "gpus": 1, "home_gib": 20,
          "idle_shutdown_minutes": None}  # one GPU: a team's whole quota (one g5.8xlarge)
@@ -63,19 +62,10 @@ def _read(stack, cluster: str, name: str) -> dict[str, Any]:
     return reply.json()
 
 
-def _until(stack, cluster: str, name: str, check, what: str, timeout: float = 90
-           ) -> dict[str, Any]:
-    last: list[dict[str, Any]] = []
-
-    def there() -> dict[str, Any] | None:
-        last[:] = [_read(stack, cluster, name)]
-        return last[0] if check(last[0]) else None
-
-    try:
-        return wait_until(there, timeout, interval=0.3, what=f"space {name} {what}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; it reads {last[0]['state']} {last[0]['message']!r}, "
-                             f"queue {last[0]['queue']}, waiting {last[0]['waiting']}") from None
+def _until(stack, cluster: str, name: str, check, what: str) -> dict[str, Any]:
+    return read_until(lambda: _read(stack, cluster, name), check, f"space {name} {what}",
+                      lambda s: f"it reads {s['state']} {s['message']!r}, queue {s['queue']}, "
+                                f"waiting {s['waiting']}")
 
 
 def _delete(stack, cluster: str, name: str, token: str = "operator", **params: str):

@@ -17,12 +17,12 @@ from playwright.sync_api import expect
 
 from tests.app.test_team_jobs_api import BORROWER, LENDER, SCHEDULER
 from tests.app.test_team_spaces_api import _name, _url, team_spaces_cluster
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, page_checks, sign_in
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, open_signed_in, page_checks, posted
 from tests.e2e.test_spaces_page import _follow
+from tests.e2e.test_team_jobs_page import QUEUE_TIMEOUT_MS
 from tests.stack import MEMBER_TOKENS
 
 pytestmark = pytest.mark.browser
-QUEUE_TIMEOUT_MS = 90_000
 
 
 @pytest.fixture(scope="module")
@@ -31,19 +31,13 @@ def cluster(stack) -> str:
 
 
 def _spaces_page(page, stack, cluster: str, token: str, role: str) -> None:
-    sign_in(page, stack, token, role)
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/spaces")
-    expect(page.get_by_test_id("space-team")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    open_signed_in(page, stack, token, role, f"#/clusters/{cluster}/spaces", "space-team")
     expect(page.get_by_test_id("space-instance-group")).to_have_value(
         "workers", timeout=AWS_READ_TIMEOUT_MS)
 
 
 def _create(page, status: int):
-    with page.expect_response(lambda r: r.request.method == "POST"
-                              and r.url.endswith("/spaces")) as reply:
-        page.get_by_test_id("space-create").click()
-    assert reply.value.status == status, reply.value.text()
-    return reply.value
+    return posted(page, "space-create", "/spaces", status)
 
 
 def test_an_operator_creates_a_space_for_a_team_and_sees_its_place_in_the_queue(page, stack,
