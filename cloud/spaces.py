@@ -65,6 +65,8 @@ KIND = "Workspace"
 NAMESPACE = storage.DEFAULT_NAMESPACE
 """Where spaces live: the namespace holding the cluster's bucket claim."""
 SPACE_LABEL = "hypd.io/space"
+POD_LABEL = "workspace.jupyter.org/workspace-name"
+"""The operator's label on a space's pods, naming its Workspace."""
 OWNER_ANNOTATION = "hypd.io/owner"
 OPERATION_ANNOTATION = "hypd.io/operation"
 ACCESS_STRATEGY = {"name": "hypd-web", "namespace": "jupyter-k8s-system"}
@@ -234,7 +236,7 @@ def team_of(ws: Mapping[str, Any]) -> tuple[str | None, str | None]:
 def pods(api: ApiClient, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """The space's pods (one while it runs; its predecessor too while a change rolls)."""
     found = kube.list_objects(api, "v1", "Pod", namespace,
-                              label_selector={"workspace.jupyter.org/workspace-name": name})
+                              label_selector={POD_LABEL: name})
     return sorted(found, key=lambda p: _md(p)["name"])
 
 

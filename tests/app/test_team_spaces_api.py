@@ -142,6 +142,14 @@ def test_a_team_s_spaces_queue_wait_borrow_and_are_preempted(stack, shared):
     assert not {p["name"] for p in again["pods"]} & before
     assert _read(stack, shared, back)["queue"]["state"] == "admitted"
 
+    # B's spaces are its work: deleting the team would take their queue (the dry run says)
+    with stack.client() as c:
+        plan = c.delete(f"/api/v1/clusters/{shared}/teams/{BORROWER}",
+                        params={"dry_run": "true"})
+    assert plan.status_code == 200, plan.text
+    found = {(d["kind"], d["name"]) for d in plan.json()["dependents"]}
+    assert {("space", mine), ("space", more)} <= found, found
+
     with stack.client("ana") as c:
         for name in (mine, more):
             follow(stack, c.delete(_url(shared, name)))
