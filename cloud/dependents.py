@@ -64,8 +64,9 @@ Each request's dependents, and whether `force` overrides them:
 - `DELETE .../jobs/<j>`: a job not finished: its live pods. Force: yes.
 - `DELETE .../models/<m>`: hypd's endpoints serving the model (its model, or one of a
   pool's). Force: yes.
-- `DELETE .../teams/<t>`: the team's running work, the live pods in its namespace
-  `hyperpod-ns-<t>` (one per training job). Force: yes (the work loses its quota).
+- `DELETE .../teams/<t>`: the team's work, the live pods in its namespace
+  `hyperpod-ns-<t>` (one per training job) and its spaces there, running or stopped (a
+  space's queue goes with the team). Force: yes (the work loses its quota).
 - `DELETE .../scheduler`: every team quota on the cluster (a plain list from SageMaker, not
   Kubernetes: app/readmodels/teams.py). Force: yes.
 
@@ -512,11 +513,15 @@ def feature_users(api: Any, feature: str, autoscaled_groups: Iterable[str] = ()
 
 
 def team_work(api: Any, namespace: str) -> list[Dependent]:
-    """A team's running work: the live pods in its namespace (what its queue admitted or
-    holds), one dependent per training job where a pod belongs to one."""
+    """A team's work: the live pods in its namespace (what its queue admitted or holds), one
+    dependent per training job where a pod belongs to one, and its spaces (a Workspace in
+    its namespace, running or stopped: its queue goes with the team)."""
     found: dict[tuple[str, str], Dependent] = {}
+    for ws in kube.iter_objects(api, spaces.API_VERSION, spaces.KIND, namespace):
+        found[("space", _md(ws)["name"])] = _of(
+            ws, "a space of the team: its queue goes with the team", kind="space")
     for pod in kube.iter_objects(api, "v1", "Pod", namespace):
-        if not live_pod(pod):
+        if not live_pod(pod) or ("space", _labels(pod).get(spaces.POD_LABEL)) in found:
             continue
         job = _labels(pod).get(training.JOB_LABEL)
         phase = (pod.get("status") or {}).get("phase") or "Pending"

@@ -1,7 +1,9 @@
-"""A team's job in its queue, as Kueue says: the job's Workload and what its conditions mean.
+"""A team's work in its queue, as Kueue says: its Workload and what its conditions mean.
 
 Kueue (v0.19.2) makes one Workload per queued job, in the job's namespace, labelled
-`kueue.x-k8s.io/job-uid: <the job's uid>`, and says everything through its conditions:
+`kueue.x-k8s.io/job-uid: <the job's uid>` — and per queued plain pod (a space's: Kueue's
+deployment integration queues each pod of a Deployment on its own), labelled with the pod's
+uid — and says everything through its conditions:
 - `Finished` True: the job ended and its quota is free;
 - `QuotaReserved` / `Admitted` True: admitted, `status.admission.clusterQueue` names the queue
   whose quota it holds;
@@ -85,16 +87,18 @@ def _job_ref(job: Mapping[str, Any] | None) -> dict[str, Any]:
 def place(job: Mapping[str, Any], workload: Mapping[str, Any] | None,
           jobs_by_uid: Mapping[str, Mapping[str, Any]],
           queue_of: Callable[[str], Mapping[str, Any] | None]) -> dict[str, Any]:
-    """The job's place in its team's queue (JobQueueSchema). `jobs_by_uid` names the
-    preemptor; `queue_of` reads a ClusterQueue by name (a listing remembers each)."""
+    """The place in its team's queue (JobQueueSchema) of a job, or a space (`job` is then
+    its Workspace, whose labels name the queue, and `workload` its pod's). `jobs_by_uid`
+    names the preemptor; `queue_of` reads a ClusterQueue by name (a listing remembers
+    each)."""
     labels = _md(job).get("labels") or {}
     out: dict[str, Any] = {"local_queue": labels.get(words.QUEUE_LABEL), "cluster_queue": None,
                            "workload": None, "priority": None, "admitted_at": None,
                            "borrowing": None, "preempted_by": None}
     if workload is None:
         return {**out, "state": "waiting",
-                "message": "Kueue has not made the job's Workload yet: it is held suspended "
-                           "until it does and admits it"}
+                "message": "Kueue has not made its Workload yet: it is held (a job suspended, "
+                           "a pod gated) until Kueue does and admits it"}
     status = workload.get("status") or {}
     out.update(workload=_md(workload).get("name"),
                priority=(workload.get("spec") or {}).get("priority"))
@@ -118,10 +122,11 @@ def place(job: Mapping[str, Any], workload: Mapping[str, Any] | None,
 
 
 def preempted_by_job(job: Mapping[str, Any], workloads: Mapping[str, Mapping[str, Any]],
-                     jobs_by_uid: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The jobs whose quota this job took and that still wait for it (Preempted True, the
-    message naming this job)."""
-    uid = str(_md(job).get("uid"))
+                     jobs_by_uid: Mapping[str, Mapping[str, Any]],
+                     uid: str | None = None) -> list[dict[str, Any]]:
+    """The jobs whose quota this work took and that still wait for it (Preempted True, the
+    message naming this work: the job's uid, or `uid`, a space's pod's)."""
+    uid = uid or str(_md(job).get("uid"))
     out = []
     for job_uid, workload in workloads.items():
         preempted = _true(workload, "Preempted")

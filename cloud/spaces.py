@@ -17,6 +17,30 @@ workspaces.py): a Deployment `workspace-<name>` of one pod (none while `desiredS
 Stopped), a Service `workspace-<name>-service` on 8888, conditions Available, Progressing,
 Degraded and Stopped, `status.accessURL` through the access strategy; idle shutdown sets
 `spec.desiredStatus: Stopped` itself. `state` reads hypd's words from those conditions.
+
+A team's space (task governance) goes through the team's queue as a job does: its Workspace
+lives in the team's namespace (`hyperpod-ns-<team>`, where the add-on puts the LocalQueue,
+with its own claim of the bucket) and carries Kueue's `kueue.x-k8s.io/queue-name` (the team's
+LocalQueue) and `kueue.x-k8s.io/priority-class` (the class's WorkloadPriorityClass) labels on
+its metadata — where HyperPod's own CLI puts them, and the operator copies every Workspace
+label to its Deployment and pod template, so Kueue's deployment (plain pod) integration
+queues the one pod: it is created gated (`kueue.x-k8s.io/admission`), gets a Workload of its
+own (`pod-<pod>-<hash>`, labelled with the pod's uid) and is scheduled once admitted; a
+preempted space's pod is deleted and its Deployment's next pod waits in the queue again.
+Sources:
+- aws/sagemaker-hyperpod-cli hyperpod-space-template/hyperpod_space_template/v1_1/model.py:
+  `hyp create hyp-space --queue-name/--priority` set those two labels on Workspace metadata.
+- aws/sagemaker-hyperpod-cli doc/cli/space/cli_space.md: `--queue-name` "Required when task
+  governance is enabled on HyperPod EKS clusters".
+- jupyter-infra/jupyter-k8s internal/controller/deployment_builder.go (f2670353):
+  buildObjectMeta and buildPodLabels copy all Workspace labels to the Deployment and its pods.
+- kubernetes-sigs/kueue site/content/en/docs/tasks/run/deployment.md: each pod of a
+  Deployment is queued as a single plain Pod (queue-name on the Deployment's labels).
+- kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md: a queued pod is gated
+  until admitted; a preempted one is terminated and deleted.
+- docs.aws.amazon.com/sagemaker/latest/dg/task-governance.html ("Task governance for
+  Interactive Spaces on HyperPod"): a space's pods are admitted through its team's
+  ClusterQueue with its priority class, and borrowed quota can be reclaimed.
 """
 
 from __future__ import annotations
@@ -34,12 +58,15 @@ from kubernetes.client.exceptions import ApiException
 from cloud import kube, storage
 from cloud.errors import Refusal
 from vocabulary import spaces
+from vocabulary import teams as team_words
 
 API_VERSION = "workspace.jupyter.org/v1alpha1"
 KIND = "Workspace"
 NAMESPACE = storage.DEFAULT_NAMESPACE
 """Where spaces live: the namespace holding the cluster's bucket claim."""
 SPACE_LABEL = "hypd.io/space"
+POD_LABEL = "workspace.jupyter.org/workspace-name"
+"""The operator's label on a space's pods, naming its Workspace."""
 OWNER_ANNOTATION = "hypd.io/owner"
 OPERATION_ANNOTATION = "hypd.io/operation"
 ACCESS_STRATEGY = {"name": "hypd-web", "namespace": "jupyter-k8s-system"}
@@ -74,10 +101,19 @@ class Space:
     gpus: int
     home_gib: int
     idle_shutdown_minutes: int | None
+    team: str | None = None
+    """The team it runs for, through the team's queue (None: no team's)."""
+    priority: str | None = None
+    """A class of the cluster's scheduler config (with a team)."""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Space:
-        return cls(**{k: params[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: params.get(k) for k in cls.__dataclass_fields__})
+
+    @property
+    def namespace(self) -> str:
+        """A team's space lives in the team's namespace, where its queue is."""
+        return team_words.namespace(self.team) if self.team else NAMESPACE
 
     def resources(self) -> dict[str, Any]:
         requests: dict[str, str] = {"cpu": str(self.cpu), "memory": f"{self.memory_gib}Gi"}
@@ -100,8 +136,9 @@ def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, An
     return kube.stamped({
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": space.name, "namespace": NAMESPACE,
-                     "labels": kube.labels({SPACE_LABEL: space.name}),
+        "metadata": {"name": space.name, "namespace": space.namespace,
+                     "labels": kube.labels({SPACE_LABEL: space.name, **team_words.queue_labels(
+                         space.team, space.priority)}),
                      "annotations": {OWNER_ANNOTATION: owner, OPERATION_ANNOTATION: op_id}},
         "spec": {
             "displayName": space.name,
@@ -126,10 +163,16 @@ def _md(obj: Mapping[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
+def namespace_of(ws: Mapping[str, Any]) -> str:
+    return _md(ws).get("namespace") or NAMESPACE
+
+
 def find(api: ApiClient, name: str) -> dict[str, Any] | None:
-    """hypd's Workspace of that name, or None (none, or one hypd did not make)."""
-    found = kube.get_object(api, API_VERSION, KIND, name, NAMESPACE)
-    return found if found is not None and kube.managed_by_hypd(found) else None
+    """hypd's Workspace of that name in any namespace (a team's space is in the team's), or
+    None."""
+    found = kube.list_objects(api, API_VERSION, KIND, None, label_selector={
+        kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE, SPACE_LABEL: name})
+    return next((w for w in found if _md(w).get("name") == name), None)
 
 
 def require(api: ApiClient, cluster: str, name: str) -> dict[str, Any]:
@@ -140,8 +183,9 @@ def require(api: ApiClient, cluster: str, name: str) -> dict[str, Any]:
 
 
 def listing(api: ApiClient) -> list[dict[str, Any]]:
-    """hypd's Workspaces (an empty list where the operator is not installed)."""
-    found = kube.list_objects(api, API_VERSION, KIND, NAMESPACE,
+    """hypd's Workspaces in every namespace (an empty list where the operator is not
+    installed)."""
+    found = kube.list_objects(api, API_VERSION, KIND, None,
                               label_selector={kube.MANAGED_BY_LABEL: kube.MANAGED_BY_VALUE})
     return sorted(found, key=lambda w: _md(w)["name"])
 
@@ -180,10 +224,19 @@ def state(ws: Mapping[str, Any]) -> tuple[str, str | None]:
                              or (_condition(ws, "Progressing") or {}).get("message"))
 
 
-def pods(api: ApiClient, name: str) -> list[dict[str, Any]]:
+def team_of(ws: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(team, priority class) the space runs for, from its labels (as a job's)."""
+    labels = _md(ws).get("labels") or {}
+    if team_words.QUEUE_LABEL not in labels:
+        return None, None
+    return (team_words.team_of_namespace(_md(ws).get("namespace")),
+            team_words.priority_name(labels.get(team_words.PRIORITY_LABEL)))
+
+
+def pods(api: ApiClient, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """The space's pods (one while it runs; its predecessor too while a change rolls)."""
-    found = kube.list_objects(api, "v1", "Pod", NAMESPACE,
-                              label_selector={"workspace.jupyter.org/workspace-name": name})
+    found = kube.list_objects(api, "v1", "Pod", namespace,
+                              label_selector={POD_LABEL: name})
     return sorted(found, key=lambda p: _md(p)["name"])
 
 
@@ -196,8 +249,8 @@ def last_activity(api: ApiClient, ws: Mapping[str, Any]) -> datetime | None:
     idle shutdown reads) through the API server's service proxy; None when it does not run or
     does not answer."""
     try:
-        status, raw = kube.service_proxy(api, NAMESPACE, service(ws), str(PORT), STATUS_PATH,
-                                         None, 65536)
+        status, raw = kube.service_proxy(api, namespace_of(ws), service(ws), str(PORT),
+                                         STATUS_PATH, None, 65536)
     except (kube.KubeError, OSError, urllib3.exceptions.HTTPError, ApiException):
         return None  # an editor that does not answer has no activity to show
     if status != 200:
@@ -220,11 +273,11 @@ def access(ws: Mapping[str, Any]) -> dict[str, Any]:
     """How a person reaches the editor: the access strategy's URL (no token in it: the
     router signs a person in), and the port-forward a remote IDE or a browser without the
     router uses."""
-    svc = service(ws)
+    svc, namespace = service(ws), namespace_of(ws)
     return {"url": (ws.get("status") or {}).get("accessURL"),
-            "port_forward": ["kubectl", "port-forward", "-n", NAMESPACE, f"service/{svc}",
+            "port_forward": ["kubectl", "port-forward", "-n", namespace, f"service/{svc}",
                              f"{PORT}:{PORT}"],
-            "service": f"{NAMESPACE}/{svc}:{PORT}"}
+            "service": f"{namespace}/{svc}:{PORT}"}
 
 
 def _quantity_gib(value: Any) -> int | None:
@@ -239,6 +292,7 @@ def asked(ws: Mapping[str, Any]) -> Space:
     spec = ws.get("spec") or {}
     requests = (spec.get("resources") or {}).get("requests") or {}
     idle = spec.get("idleShutdown") or {}
+    team, priority = team_of(ws)
     return Space(
         name=_md(ws)["name"], app_type=spec.get("appType") or spaces.JUPYTERLAB,
         image=spec.get("image") or "",
@@ -248,4 +302,4 @@ def asked(ws: Mapping[str, Any]) -> Space:
         gpus=int(requests.get(GPU) or 0),
         home_gib=_quantity_gib((spec.get("storage") or {}).get("size")) or 0,
         idle_shutdown_minutes=int(idle.get("idleTimeoutInMinutes") or 0)
-        if idle.get("enabled") else None)
+        if idle.get("enabled") else None, team=team, priority=priority)

@@ -284,12 +284,7 @@ def _job_labels(spec: JobSpec) -> dict[str, str]:
     """The job's own labels: its pods', and for a team's job the team's queue and its
     priority class (Kueue reads them on the job, never on its pods: a pod labelled with a
     queue would be queued a second time, as a plain pod)."""
-    out = _pod_labels(spec)
-    if spec.team:
-        out[teams.QUEUE_LABEL] = teams.local_queue(spec.team)
-        if spec.priority:
-            out[teams.PRIORITY_LABEL] = teams.priority_class(spec.priority)
-    return out
+    return {**_pod_labels(spec), **teams.queue_labels(spec.team, spec.priority)}
 
 
 def _container(spec: JobSpec, name: str, command: Sequence[str] | None,

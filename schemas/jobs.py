@@ -160,7 +160,8 @@ class PreemptionSchema(Schema):
 
 
 class JobQueueSchema(Schema):
-    """Where a team's job stands in its queue, as Kueue says (its Workload)."""
+    """Where a team's work (a job, a space) stands in its queue, as Kueue says (its
+    Workload)."""
 
     state = fields.String(required=True, validate=validate.OneOf(QUEUE_STATES), metadata={
         "description": "waiting for quota, admitted, preempted (and waiting again), or "
@@ -169,7 +170,7 @@ class JobQueueSchema(Schema):
     local_queue = fields.String(required=True)
     cluster_queue = fields.String(allow_none=True)
     workload = fields.String(allow_none=True, metadata={"description": "Kueue's Workload "
-                                                                       "for the job"})
+                                                                       "for it"})
     priority = fields.Integer(allow_none=True)
     admitted_at = fields.String(allow_none=True)
     borrowing = fields.Boolean(allow_none=True, metadata={

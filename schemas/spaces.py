@@ -12,7 +12,8 @@ from __future__ import annotations
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from schemas.common import Name, Pattern, WaitingPodSchema
-from schemas.jobs import JobEventSchema, JobPodSchema
+from schemas.jobs import JobEventSchema, JobPodSchema, JobQueueSchema
+from schemas.teams import priority_name, team_name
 from vocabulary import patterns, spaces
 
 DEFAULT_IMAGES = {
@@ -69,6 +70,10 @@ class SpaceCreateSchema(Schema):
                               metadata={"description": "its own EBS home volume, kept "
                                                        "while stopped"})
     idle_shutdown_minutes = _idle(load_default=IDLE_DEFAULT_MIN)
+    team = team_name(metadata={"description": "the team it runs for, through the team's "
+                                              "queue (default: your token's team)"})
+    priority = priority_name(metadata={"description": "a priority class of the cluster's "
+                                                      "scheduler config (with a team)"})
 
 
 class SpaceUpdateSchema(Schema):
@@ -111,6 +116,11 @@ class SpaceSchema(Schema):
     cluster = fields.String(required=True)
     namespace = fields.String(required=True)
     owner = fields.String(allow_none=True, metadata={"description": "the token that made it"})
+    team = fields.String(allow_none=True, metadata={"description": "the team it runs for"})
+    priority = fields.String(allow_none=True, metadata={"description": "its priority class"})
+    queue = fields.Nested(JobQueueSchema, allow_none=True, metadata={
+        "description": "a team's space in its queue: its pod's Workload (null: not a team's "
+                       "space, or stopped)"})
     app_type = fields.String(allow_none=True)
     image = fields.String(allow_none=True)
     state = fields.String(required=True, validate=validate.OneOf(spaces.STATES))

@@ -58,8 +58,15 @@ def no_claim(cluster: str) -> str:
 
 @guarded
 def ensure_namespace(ctx: StepContext) -> dict[str, Any]:
-    """The job's namespace and the cluster's bucket claim in it (the storage stage makes it
-    in `default`; another namespace gets its own PV + PVC of the same bucket)."""
+    """The job's namespace and the cluster's bucket claim in it."""
+    return {"namespace": ctx.params["namespace"], "made": namespace_and_claim(ctx)}
+
+
+def namespace_and_claim(ctx: StepContext) -> list[str]:
+    """The namespace `ctx.params["namespace"]` and the cluster's bucket claim in it (the
+    storage stage makes it in `default`; another namespace — a team's — gets its own PV +
+    PVC of the same bucket), each made only when missing; what it made. A team's space
+    needs them as a team's job does (tasks/spaces.py)."""
     api, cluster, namespace = _api(ctx), ctx.params["cluster"], ctx.params["namespace"]
     made = []
     if kube.get_object(api, "v1", "Namespace", namespace) is None:
@@ -75,7 +82,7 @@ def ensure_namespace(ctx: StepContext) -> dict[str, Any]:
                                      namespace=namespace, cluster=cluster):
             kube.server_side_apply(api, obj)
             made.append(f"{obj['kind']}/{obj['metadata']['name']}")
-    return {"namespace": namespace, "made": made}
+    return made
 
 
 @guarded

@@ -1,8 +1,10 @@
 """Operation kinds of Dev spaces, each on target `cluster/<c>/space/<s>`:
 
-- `space.create`: `workspace` (the Workspace, applied whole by name and marked with this
-  operation's id, so a re-run adopts the one an earlier attempt made; then until the operator
-  reports it running: Available, with its URL — a space waiting for a node says why);
+- `space.create`: `workspace` (a team's space first gets the team's namespace and the
+  bucket's claim in it when missing, as a team's job does; then the Workspace, applied whole
+  by name and marked with this operation's id, so a re-run adopts the one an earlier attempt
+  made; then until the operator reports it running: Available, with its URL — a space waiting
+  for a node, or in its team's queue, says why);
 - `space.update`: `resources` (a merge patch of its requests, limits and idle shutdown; then,
   while it runs, until a ready pod carries the new requests);
 - `space.stop` / `space.start`: `desired` (`spec.desiredStatus`, a merge patch; then until the
@@ -21,6 +23,7 @@ from typing import Any
 
 from cloud import eks, kube, spaces
 from tasks.engine.kinds import OperationKind, Step, StepContext, StepFailed
+from tasks.jobs import namespace_and_claim
 from tasks.outcomes import guarded
 from vocabulary import spaces as words
 
@@ -39,6 +42,16 @@ def _api(ctx: StepContext) -> Any:
     return eks.api_client(ctx.params["cluster"], ctx.region)
 
 
+def _namespace(ctx: StepContext) -> str:
+    """The space's namespace (a team's space: the team's); operations recorded before spaces
+    had teams name none."""
+    return ctx.params.get("namespace") or spaces.NAMESPACE
+
+
+def _pods(ctx: StepContext) -> list[dict[str, Any]]:
+    return spaces.pods(_api(ctx), ctx.params["name"], _namespace(ctx))
+
+
 def _found(ctx: StepContext) -> dict[str, Any]:
     found = spaces.find(_api(ctx), ctx.params["name"])
     if found is None:
@@ -49,7 +62,6 @@ def _found(ctx: StepContext) -> dict[str, Any]:
 
 def _until(ctx: StepContext, want: str) -> float | None:
     """Until the Workspace is in state `want`; fails on the operator's Degraded."""
-    api = _api(ctx)
     ws = _found(ctx)
     state, message = spaces.state(ws)
     if state == want:
@@ -57,7 +69,7 @@ def _until(ctx: StepContext, want: str) -> float | None:
     if state == words.FAILED:
         raise StepFailed(f"the space failed: {message or 'the operator reports it degraded'}",
                          "upstream_error")
-    waiting = kube.waiting_pods(spaces.pods(api, ctx.params["name"]))
+    waiting = kube.waiting_pods(_pods(ctx))
     why = "; ".join(f"{w['pod']}: {w.get('message') or w.get('reason')}" for w in waiting)
     ctx.detail(f"{state}" + (f": {why}" if why else f" ({message})" if message else ""))
     return POLL_S
@@ -67,24 +79,25 @@ def _until(ctx: StepContext, want: str) -> float | None:
 
 @guarded
 def apply_workspace(ctx: StepContext) -> dict[str, Any]:
-    api, name = _api(ctx), ctx.params["name"]
-    found = kube.get_object(api, spaces.API_VERSION, spaces.KIND, name, spaces.NAMESPACE)
+    api, name, namespace = _api(ctx), ctx.params["name"], _namespace(ctx)
+    found = kube.get_object(api, spaces.API_VERSION, spaces.KIND, name, namespace)
     if found is not None:
         made_by = (found["metadata"].get("annotations") or {}).get(spaces.OPERATION_ANNOTATION)
         if made_by == ctx.op_id:
             return {"workspace": name, "uid": found["metadata"].get("uid"), "adopted": True}
-        raise StepFailed(f"a Workspace {spaces.NAMESPACE}/{name} made by someone else exists "
+        raise StepFailed(f"a Workspace {namespace}/{name} made by someone else exists "
                          "on the cluster", "conflict")
+    made = namespace_and_claim(ctx) if namespace != spaces.NAMESPACE else []
     manifest = spaces.manifest(spaces.Space.from_params(ctx.params), ctx.params["owner"],
                                ctx.op_id, words.DESIRED_RUNNING)
     try:
-        made = kube.server_side_apply(api, manifest)
+        applied = kube.server_side_apply(api, manifest)
     except kube.KubeError as exc:
         if exc.http_status == 404:
             raise StepFailed(f"cluster {ctx.params['cluster']} does not serve Workspace: turn "
                              "the spaces feature on first", "precondition_failed") from exc
         raise
-    return {"workspace": name, "uid": made["metadata"].get("uid")}
+    return {"workspace": name, "uid": applied["metadata"].get("uid"), "made": made}
 
 
 @guarded
@@ -100,7 +113,7 @@ def wait_running(ctx: StepContext) -> float | None:
     left = _until(ctx, words.RUNNING)
     if left is None:
         ws = _found(ctx)
-        pod = next(iter(spaces.pods(_api(ctx), ctx.params["name"])), None)
+        pod = next(iter(_pods(ctx)), None)
         ctx.record(url=spaces.access(ws)["url"],
                    node=((pod or {}).get("spec") or {}).get("nodeName"))
     return left
@@ -109,11 +122,11 @@ def wait_running(ctx: StepContext) -> float | None:
 @guarded
 def take_back(ctx: StepContext) -> None:
     """A cancelled create removes the Workspace it made (one carrying its operation's id)."""
-    api, name = _api(ctx), ctx.params["name"]
-    found = kube.get_object(api, spaces.API_VERSION, spaces.KIND, name, spaces.NAMESPACE)
+    api, name, namespace = _api(ctx), ctx.params["name"], _namespace(ctx)
+    found = kube.get_object(api, spaces.API_VERSION, spaces.KIND, name, namespace)
     annotations = ((found or {}).get("metadata") or {}).get("annotations") or {}
     if found is not None and annotations.get(spaces.OPERATION_ANNOTATION) == ctx.op_id:
-        kube.delete_object(api, spaces.API_VERSION, spaces.KIND, name, spaces.NAMESPACE,
+        kube.delete_object(api, spaces.API_VERSION, spaces.KIND, name, namespace,
                            uid=found["metadata"].get("uid"))
         ctx.record(workspace_deleted=name)
 
@@ -139,7 +152,7 @@ def resources_patch(space: spaces.Space) -> dict[str, Any]:
 def patch_resources(ctx: StepContext) -> dict[str, Any]:
     _found(ctx)
     space = spaces.Space.from_params(ctx.params)
-    kube.merge_patch(_api(ctx), spaces.API_VERSION, spaces.KIND, space.name, spaces.NAMESPACE,
+    kube.merge_patch(_api(ctx), spaces.API_VERSION, spaces.KIND, space.name, _namespace(ctx),
                      resources_patch(space))
     return {"resources": space.resources()}
 
@@ -151,7 +164,7 @@ def wait_rolled(ctx: StepContext) -> float | None:
     if spaces.desired(ws) == words.DESIRED_STOPPED:
         return None
     want = spaces.Space.from_params(ctx.params).resources()["requests"]
-    for pod in spaces.pods(_api(ctx), ctx.params["name"]):
+    for pod in _pods(ctx):
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
         asked = (container.get("resources") or {}).get("requests") or {}
         ready = all(cs.get("ready") for cs in (pod.get("status") or {}).get(
@@ -171,7 +184,7 @@ SPACE_UPDATE = OperationKind(name="space.update", steps=(RESOURCES,), resource_u
 def _set_desired(ctx: StepContext, value: str) -> dict[str, Any]:
     _found(ctx)
     kube.merge_patch(_api(ctx), spaces.API_VERSION, spaces.KIND, ctx.params["name"],
-                     spaces.NAMESPACE, {"spec": {"desiredStatus": value}})
+                     _namespace(ctx), {"spec": {"desiredStatus": value}})
     return {"desiredStatus": value}
 
 
@@ -207,15 +220,16 @@ def delete_workspace(ctx: StepContext) -> dict[str, Any]:
     found = spaces.find(api, name)
     if found is None:
         return {"deleted": None}
-    kube.delete_object(api, spaces.API_VERSION, spaces.KIND, name, spaces.NAMESPACE,
+    namespace = spaces.namespace_of(found)
+    kube.delete_object(api, spaces.API_VERSION, spaces.KIND, name, namespace,
                        propagation="Foreground", uid=found["metadata"].get("uid"))
-    return {"deleted": f"Workspace {spaces.NAMESPACE}/{name}"}
+    return {"deleted": f"Workspace {namespace}/{name}"}
 
 
 @guarded
 def wait_gone(ctx: StepContext) -> float | None:
     api, name = _api(ctx), ctx.params["name"]
-    left = [f"pod/{p['metadata']['name']}" for p in spaces.pods(api, name)]
+    left = [f"pod/{p['metadata']['name']}" for p in _pods(ctx)]
     if spaces.find(api, name) is not None:
         left.insert(0, f"workspace/{name}")
     if left:

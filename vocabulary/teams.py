@@ -29,11 +29,13 @@ ENABLED = "Enabled"
 DISABLED = "Disabled"
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-"""A job's label naming the LocalQueue (in its own namespace) Kueue admits it through."""
+"""A job's (a space's) label naming the LocalQueue (in its own namespace) Kueue admits it
+through."""
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-"""A job's label naming its WorkloadPriorityClass."""
+"""A job's (a space's) label naming its WorkloadPriorityClass."""
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""A Workload's label naming the uid of the job it stands for."""
+"""A Workload's label naming the uid of the job it stands for (of the pod, for a plain pod's
+Workload: a space's)."""
 PRIORITY_SUFFIX = "-priority"
 """The scheduler config's priority class `<name>` is WorkloadPriorityClass `<name>-priority`
 (AWS's task-governance examples label jobs `kueue.x-k8s.io/priority-class:
@@ -73,6 +75,17 @@ def priority_name(workload_class: str | None) -> str | None:
     if not workload_class or not workload_class.endswith(PRIORITY_SUFFIX):
         return None
     return workload_class[: -len(PRIORITY_SUFFIX)] or None
+
+
+def queue_labels(team: str | None, priority: str | None) -> dict[str, str]:
+    """The labels that send a team's work through its queue: its LocalQueue and, when asked,
+    the scheduler config class's WorkloadPriorityClass (none outside a team)."""
+    if not team:
+        return {}
+    out = {QUEUE_LABEL: local_queue(team)}
+    if priority:
+        out[PRIORITY_LABEL] = priority_class(priority)
+    return out
 
 
 def team_of_namespace(namespace: str | None) -> str | None:

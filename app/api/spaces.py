@@ -6,7 +6,13 @@ A space belongs to the token that made it: a viewer sees every space, an operato
 their own (403 `forbidden` naming the owner); an operator may delete another's space only
 with `force=true`, which the audit log records with the request. The spaces feature must be
 on (its operator serves Workspace; 412 otherwise), and a space is checked against what its
-instance group can ever hold, as a job is (422 exceeds_capacity)."""
+instance group can ever hold, as a job is (422 exceeds_capacity).
+
+With task governance a space runs for a team as a job does (app/readmodels/team_work.py
+`place`, the same rules and refusals: `team`, default the token's, and `priority`): it is
+made in the team's namespace with the team's queue labels (cloud/spaces.py). A team member's
+token may create, change, stop, start and delete only its team's spaces (the routes declare
+`team_work`; the owner rule holds besides)."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from app.permissions import access
 from app.readmodels import clusters as readmodel
 from app.readmodels import fit as fit_readmodel
 from app.readmodels import spaces as spaces_readmodel
+from app.readmodels import team_work
 from app.readmodels.clusters import ClusterRef
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
@@ -84,6 +91,13 @@ def _own(ws: dict[str, Any], cluster: str, force: bool = False) -> None:
                                          "may change it", {"owner": owner})
 
 
+def _team_may(ws: dict[str, Any]) -> None:
+    """A team member's token changes only its team's spaces (a dry run changes nothing)."""
+    if not auth.dry_run():
+        team_work.may_change(auth.current(), ws["metadata"]["name"], spaces.namespace_of(ws),
+                             "space")
+
+
 def _existing(cluster: str, name: str) -> tuple[ClusterRef, Any, dict[str, Any]]:
     ref = readmodel.find(cluster)
     api = kube_api(ref)
@@ -104,7 +118,7 @@ class Spaces(MethodView):
         with talking_to(ref):
             return {"cluster": cluster, "items": spaces_readmodel.listing(ref, api)}
 
-    @mutations.changing(blp)
+    @mutations.changing(blp, team_work=True)
     @blp.arguments(SpaceCreateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(409, description="a space of that name exists or is being created, or "
@@ -121,24 +135,31 @@ class Spaces(MethodView):
         cluster's bucket at /s3, and idle shutdown (after 60 minutes unless set; null: never).
         Owned by the calling token. Answers 202 with the operation, which ends when the
         editor runs (a space waiting for a node says why); then GET its resource_url for the
-        URL."""
+        URL. A space runs for a team (`team`, default your token's) as a job does: Kueue
+        admits its pod through the team's queue, ordered by its `priority` class, and its
+        read says whether it waits, is admitted or borrowing; on a cluster with teams every
+        space runs for one, and a team member creates only its own team's."""
         image = body.get("image") or DEFAULT_IMAGES["gpu" if body["gpus"] else "cpu"]
         params: dict[str, Any] = {**body, "image": image, "cluster": cluster,
                                   "owner": auth.current().name}
 
         def precheck() -> None:
             ref = readmodel.find(cluster)
+            placed = team_work.place(ref, body, auth.current(), spaces.NAMESPACE)
+            params.update(team=placed.team, priority=placed.priority,
+                          namespace=placed.namespace)
             api = kube_api(ref)
             params["region"] = ref.region
             with talking_to(ref):
                 _served(ref, api)
                 if spaces.find(api, body["name"]) is not None or kube.get_object(
                         api, spaces.API_VERSION, spaces.KIND, body["name"],
-                        spaces.NAMESPACE) is not None:
+                        placed.namespace) is not None:
                     raise ApiError(409, "conflict", f"a space named {body['name']!r} already "
                                                     f"exists on cluster {cluster}")
-                if kube.get_object(api, "v1", "PersistentVolumeClaim", storage.DEFAULT_CLAIM,
-                                   spaces.NAMESPACE) is None:
+                if placed.namespace == spaces.NAMESPACE and kube.get_object(
+                        api, "v1", "PersistentVolumeClaim", storage.DEFAULT_CLAIM,
+                        spaces.NAMESPACE) is None:
                     raise ApiError(412, "precondition_failed",
                                    f"cluster {cluster} has no {storage.DEFAULT_CLAIM} claim "
                                    "(its bucket at /s3): re-run its storage stage first")
@@ -160,7 +181,8 @@ class Space(MethodView):
         with talking_to(ref):
             return spaces_readmodel.one(ref, api, name)
 
-    @mutations.changing(blp, own_200=(NoChangeSchema, "already as asked: nothing sent"))
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already as asked: nothing sent"),
+                        team_work=True)
     @blp.arguments(SpaceUpdateSchema)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
@@ -174,6 +196,7 @@ class Space(MethodView):
             return replayed
         context.engine().store.ensure_target_free(target(cluster, name))
         ref, api, ws = _existing(cluster, name)
+        _team_may(ws)
         _own(ws, cluster)
         before = spaces.asked(ws)
         after = spaces.Space(**{**before.__dict__, **body})
@@ -181,10 +204,11 @@ class Space(MethodView):
             return mutations.no_change(_url(cluster, name), f"space {name!r} is already as asked")
         with talking_to(ref):
             _check_fit(ref, api, after)
-        params = {**after.__dict__, "cluster": cluster, "region": ref.region, "changes": body}
+        params = {**after.__dict__, "cluster": cluster, "region": ref.region, "changes": body,
+                  "namespace": spaces.namespace_of(ws)}
         return mutations.submit(SPACE_UPDATE, target(cluster, name), params)
 
-    @mutations.destructive(blp)
+    @mutations.destructive(blp, team_work=True)
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's "
                                                            "(force=true deletes it anyway)")
     @blp.doc(operationId="delete_space")
@@ -195,12 +219,14 @@ class Space(MethodView):
 
         def impact() -> mutations.Impact:
             ref, _, ws = _existing(cluster, name)
-            params.update(region=ref.region, owner=spaces.owner(ws))
+            namespace = spaces.namespace_of(ws)
+            params.update(region=ref.region, owner=spaces.owner(ws), namespace=namespace)
+            _team_may(ws)
             if not query.get("dry_run"):
                 _own(ws, cluster, bool(query.get("force")))
             home = spaces.asked(ws).home_gib
             return mutations.Impact(f"space {name} of cluster {cluster}", [
-                f"Workspace {spaces.NAMESPACE}/{name} and its editor's pod",
+                f"Workspace {namespace}/{name} and its editor's pod",
                 f"its home volume workspace-{name}-pvc ({home} GiB) and every file on it"])
 
         return mutations.destroy(SPACE_DELETE, target(cluster, name), params, impact, query)
@@ -213,6 +239,7 @@ def _lifecycle(cluster: str, name: str, want: str) -> Any:
         return replayed
     context.engine().store.ensure_target_free(target(cluster, name))
     ref, _, ws = _existing(cluster, name)
+    _team_may(ws)
     _own(ws, cluster)
     desired = words.DESIRED_STOPPED if want == words.STOPPED else words.DESIRED_RUNNING
     state, _ = spaces.state(ws)
@@ -220,12 +247,14 @@ def _lifecycle(cluster: str, name: str, want: str) -> Any:
         return mutations.no_change(_url(cluster, name), f"space {name!r} is already {state}")
     kind = SPACE_STOP if want == words.STOPPED else SPACE_START
     return mutations.submit(kind, target(cluster, name),
-                            {"cluster": cluster, "name": name, "region": ref.region})
+                            {"cluster": cluster, "name": name, "region": ref.region,
+                             "namespace": spaces.namespace_of(ws)})
 
 
 @blp.route("/<string:cluster>/spaces/<string:name>/stop")
 class SpaceStop(MethodView):
-    @mutations.changing(blp, own_200=(NoChangeSchema, "already stopped: nothing sent"))
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already stopped: nothing sent"),
+                        team_work=True)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
     @blp.doc(operationId="stop_space")
@@ -237,7 +266,8 @@ class SpaceStop(MethodView):
 
 @blp.route("/<string:cluster>/spaces/<string:name>/start")
 class SpaceStart(MethodView):
-    @mutations.changing(blp, own_200=(NoChangeSchema, "already running: nothing sent"))
+    @mutations.changing(blp, own_200=(NoChangeSchema, "already running: nothing sent"),
+                        team_work=True)
     @blp.response(202, MutationReplySchema)
     @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
     @blp.doc(operationId="start_space")

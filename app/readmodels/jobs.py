@@ -44,9 +44,9 @@ def unsubmitted(op: dict[str, Any] | None) -> bool:
 
 
 class Queues:
-    """What Kueue says of the teams' jobs of one answer, each thing read once: the cluster's
-    Workloads (a job's read names the jobs it preempted, in other teams' namespaces too),
-    hypd's jobs by uid (to name them), ClusterQueues."""
+    """What Kueue says of the teams' work (jobs, spaces) of one answer, each thing read once:
+    the cluster's Workloads (a read names the jobs it preempted, in other teams' namespaces
+    too), hypd's jobs by uid (to name them), ClusterQueues."""
 
     def __init__(self, api: Any, found: list[dict[str, Any]] | None = None) -> None:
         self.api, self._found = api, found
@@ -69,13 +69,15 @@ class Queues:
             self._queues[name] = teams.cluster_queue_named(self.api, name)
         return self._queues[name]
 
-    def place(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """The job's place in its team's queue; None for a job outside any queue."""
+    def place(self, obj: dict[str, Any], uid: str | None = None) -> dict[str, Any] | None:
+        """The place in its team's queue of a job, or of a space (`obj` its Workspace, `uid`
+        its pod's: Kueue queues the pod); None for work outside any queue."""
         if team_words.QUEUE_LABEL not in (_md(obj).get("labels") or {}):
             return None
-        workload = self.workloads.get(str(_md(obj).get("uid")))
-        found = queueing.place(obj, workload, self.jobs_by_uid, self.queue)
-        found["preempted"] = queueing.preempted_by_job(obj, self.workloads, self.jobs_by_uid)
+        uid = uid or str(_md(obj).get("uid"))
+        found = queueing.place(obj, self.workloads.get(uid), self.jobs_by_uid, self.queue)
+        found["preempted"] = queueing.preempted_by_job(obj, self.workloads, self.jobs_by_uid,
+                                                       uid)
         return found
 
 

@@ -2,7 +2,13 @@
 its pod, their events; the editor's own last activity) and from each space's newest
 operation. While a `space.create` runs and the cluster has no Workspace yet, the space reads
 as `creating`; a create that ended without one reads as `failed` with the operation's reason,
-until a new create or a delete replaces that operation."""
+until a new create or a delete replaces that operation.
+
+A team's space (its Workspace in the team's namespace, labelled with the team's queue)
+reads its team and priority class from those labels, and its place in the queue from the
+Workload Kueue made for its pod (app/readmodels/jobs.py `Queues`, as a job's): waiting
+(its pod gated), admitted (borrowing or not), preempted; a stopped space has no pod and
+no place (null)."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from app import context
 from app.errors import ApiError
+from app.readmodels.jobs import Queues
 from cloud import jobs, kube, spaces, storage
 from tasks.spaces import SPACE_CREATE
 from vocabulary import spaces as words
@@ -36,13 +43,28 @@ def _mounts() -> list[dict[str, str]]:
             {"path": spaces.HOME, "claim": "", "what": "the space's home volume"}]
 
 
+def _queue(ws: dict[str, Any], pods: list[dict[str, Any]], queues: Queues
+           ) -> dict[str, Any] | None:
+    """The space's place in its team's queue: its newest pod's Workload (none while it is
+    stopped: no pod, nothing queued)."""
+    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    if not live and spaces.desired(ws) == words.DESIRED_STOPPED:
+        return None
+    newest = max(live, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "",
+                 default=None)
+    return queues.place(ws, str(newest["metadata"].get("uid")) if newest else None)
+
+
 def view(cluster: str, api: Any, ws: dict[str, Any], op: dict[str, Any] | None,
-         detail: bool = True) -> dict[str, Any]:
+         detail: bool = True, queues: Queues | None = None) -> dict[str, Any]:
     md = ws.get("metadata") or {}
     name = md["name"]
     asked = spaces.asked(ws)
     state, message = spaces.state(ws)
-    pods = spaces.pods(api, name)
+    pods = spaces.pods(api, name, spaces.namespace_of(ws))
+    queue = _queue(ws, pods, queues or Queues(api))
+    if queue is not None and queue["state"] != "admitted" and state == words.STARTING:
+        message = f"waiting in team {asked.team}'s queue: {queue['message']}"
     active = None
     if detail and state == words.RUNNING:
         active = spaces.last_activity(api, ws)
@@ -50,7 +72,8 @@ def view(cluster: str, api: Any, ws: dict[str, Any], op: dict[str, Any] | None,
     mounts[1]["claim"] = f"workspace-{name}-pvc"
     return {
         "name": name, "cluster": cluster, "namespace": md.get("namespace"),
-        "owner": spaces.owner(ws), "app_type": asked.app_type, "image": asked.image,
+        "owner": spaces.owner(ws), "team": asked.team, "priority": asked.priority,
+        "queue": queue, "app_type": asked.app_type, "image": asked.image,
         "state": state, "message": message, "instance_group": asked.instance_group,
         "resources": {"cpu": asked.cpu, "memory_gib": asked.memory_gib, "gpus": asked.gpus},
         "home_gib": asked.home_gib, "idle_shutdown_minutes": asked.idle_shutdown_minutes,
@@ -74,8 +97,10 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
         state, message = words.FAILED, (f"its create {status.value} (operation {op['id']})"
                                         + (f": {error}" if error else ""))
     return {
-        "name": params["name"], "cluster": cluster, "namespace": spaces.NAMESPACE,
-        "owner": params.get("owner"), "app_type": params.get("app_type"),
+        "name": params["name"], "cluster": cluster,
+        "namespace": params.get("namespace") or spaces.NAMESPACE,
+        "owner": params.get("owner"), "team": params.get("team"),
+        "priority": params.get("priority"), "queue": None, "app_type": params.get("app_type"),
         "image": params.get("image"), "state": state, "message": message,
         "instance_group": params.get("instance_group"),
         "resources": {"cpu": params.get("cpu"), "memory_gib": params.get("memory_gib"),
@@ -90,8 +115,9 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
 
 def listing(ref: ClusterRef, api: Any) -> list[dict[str, Any]]:
     ops = operations(ref.name)
+    queues = Queues(api)
     found = {ws["metadata"]["name"]: view(ref.name, api, ws, ops.get(ws["metadata"]["name"]),
-                                          detail=False)
+                                          detail=False, queues=queues)
              for ws in spaces.listing(api)}
     for name, op in ops.items():
         if name not in found and unmade(op):

@@ -1,19 +1,19 @@
-"""Which team a job runs for, and who may change it (task governance's "work goes through
-the team's queue").
+"""Which team a piece of work — a training job or a Dev space — runs for, and who may change
+it (task governance's "work goes through the team's queue").
 
-A job runs for a team when Kueue admits it through the team's LocalQueue: it is made in the
+Work runs for a team when Kueue admits it through the team's LocalQueue: it is made in the
 team's namespace (`hyperpod-ns-<team>`, where the add-on puts the queue) labelled with the
 queue, and with the priority class the request names. So:
-- a team member's job runs for the member's team; naming another is `forbidden`;
+- a team member's work runs for the member's team; naming another is `forbidden`;
 - an operator outside any team names the team;
-- on a cluster whose instances are shared between teams every job runs for one: a job
+- on a cluster whose instances are shared between teams all work runs for one: work
   outside the queues would take what the quotas promise to the teams (422 on `team`);
 - the team must have a quota on the cluster, the namespace (if named) must be the team's,
   and the priority a class of the cluster's scheduler config (422 on the field, naming what
   there is);
-- a member changes only its team's work (`may_change`): another team's job, or one outside
-  any team, is `forbidden` to a member's token — and so cancels or retries only the
-  operations of its team's jobs (`may_follow_up`).
+- a member changes only its team's work (`may_change`): another team's job or space, or one
+  outside any team, is `forbidden` to a member's token — and so cancels or retries only the
+  operations of its team's jobs and spaces (`may_follow_up`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from vocabulary import teams as words
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a job goes: its team (None: no team), priority class and namespace."""
+    """Where work goes: its team (None: no team), priority class and namespace."""
 
     team: str | None
     priority: str | None
@@ -50,8 +50,11 @@ def _team_names(ref: ClusterRef) -> list[str]:
                   if q.get("Status") != words.DELETING)
 
 
-def place(ref: ClusterRef, body: dict[str, Any], principal: Principal) -> Placement:
-    """The placement of a submitted job, or the refusal (see the module docstring)."""
+def place(ref: ClusterRef, body: dict[str, Any], principal: Principal,
+          default_namespace: str = storage.DEFAULT_NAMESPACE) -> Placement:
+    """The placement of submitted work (a job's or a space's body: `team`, `priority`, a
+    job's `namespace`), or the refusal (see the module docstring). Work outside any team goes
+    to the body's namespace, else `default_namespace`."""
     asked, own, priority = body.get("team"), principal.team, body.get("priority")
     if own and asked and asked != own:
         raise ApiError(403, "forbidden", f"token {principal.name!r} is a member of team {own}: "
@@ -65,10 +68,10 @@ def place(ref: ClusterRef, body: dict[str, Any], principal: Principal) -> Placem
         holders = _team_names(ref)
         if holders:
             raise Invalid(f"cluster {ref.name} shares its instances between teams "
-                          f"({', '.join(holders)}): name the team the job runs for (a job "
+                          f"({', '.join(holders)}): name the team the work runs for (work "
                           "outside their queues would take what their quotas promise)",
                           field="team")
-        return Placement(None, None, body.get("namespace") or storage.DEFAULT_NAMESPACE)
+        return Placement(None, None, body.get("namespace") or default_namespace)
     gov = teams_readmodel.governed(ref)
     quota = teams.find_quota(gov.sm, gov.arn, team)
     if quota is None or quota.get("Status") == words.DELETING:
@@ -77,7 +80,7 @@ def place(ref: ClusterRef, body: dict[str, Any], principal: Principal) -> Placem
                       f"{', '.join(holders) or 'none'})", field="team")
     namespace = words.namespace(team)
     if body.get("namespace") not in (None, namespace):
-        raise Invalid(f"team {team}'s jobs run in its namespace {namespace}, where its queue "
+        raise Invalid(f"team {team}'s work runs in its namespace {namespace}, where its queue "
                       "is: leave namespace out", field="namespace")
     if priority:
         _check_priority(gov, priority)
@@ -96,8 +99,10 @@ def _check_priority(gov: teams_readmodel.Governed, priority: str) -> None:
                       field="priority")
 
 
-def may_change(principal: Principal, job: str, namespace: str | None) -> None:
-    """A member's token changes only its team's jobs (403 otherwise)."""
+def may_change(principal: Principal, name: str, namespace: str | None,
+               what: str = "job") -> None:
+    """A member's token changes only its team's work (403 otherwise): `what` (a job, a
+    space) `name`, in `namespace`."""
     if principal.team is None:
         return
     team = words.team_of_namespace(namespace)
@@ -105,21 +110,27 @@ def may_change(principal: Principal, job: str, namespace: str | None) -> None:
         whose = f"team {team}'s work" if team else "not a team's work"
         raise ApiError(403, "forbidden", f"token {principal.name!r} is a member of team "
                                          f"{principal.team}: it changes only its team's work, "
-                                         f"and job {job} is {whose}", {"job": job})
+                                         f"and {what} {name} is {whose}", {what: name})
 
 
-JOB_KINDS = ("job.create", "job.delete")
-"""The operations of a team's work: a member may cancel and retry these, for its team."""
+WORK_KINDS = {"job": ("job.create", "job.delete"),
+              "space": ("space.create", "space.update", "space.stop", "space.start",
+                        "space.delete")}
+"""The operations of a team's work, by what they change: a member may cancel and retry
+these, for its team (each records the work's name and namespace)."""
 
 
 def may_follow_up(principal: Principal, op: dict[str, Any]) -> None:
-    """A member's token cancels or retries only its team's job operations (403 otherwise)."""
+    """A member's token cancels or retries only its team's work's operations (403
+    otherwise)."""
     if principal.team is None:
         return
     params = op.get("params") or {}
-    if op.get("kind") not in JOB_KINDS:
+    what = next((w for w, kinds in WORK_KINDS.items() if op.get("kind") in kinds), None)
+    if what is None:
         raise ApiError(403, "forbidden", f"token {principal.name!r} is a member of team "
                                          f"{principal.team}: it changes only its team's work, "
                                          f"and operation {op.get('id')} ({op.get('kind')}) is "
-                                         "not a job's", {"operation_id": op.get("id")})
-    may_change(principal, str(params.get("name")), params.get("namespace"))
+                                         "not a job's or a space's",
+                       {"operation_id": op.get("id")})
+    may_change(principal, str(params.get("name")), params.get("namespace"), what)

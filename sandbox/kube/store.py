@@ -92,6 +92,10 @@ class Store:
         self._history: collections.deque[Event] = collections.deque(maxlen=EVENT_HISTORY)
         self._evicted_rv = 0  # newest resourceVersion no longer in the history
         self.on_removed: list[Callable[[ResourceType, dict[str, Any]], None]] = []
+        self.webhooks: list[Callable[[ResourceType, dict[str, Any]], None]] = []
+        """Mutating admission of a new object (through the API or in-process, as a real
+        webhook sees a controller's creates too): each may change it in place, e.g. the
+        sandbox's Kueue gating a queued pod (simulator/kueue_pods.py)."""
 
     # --- bookkeeping ------------------------------------------------------------------
 
@@ -149,6 +153,10 @@ class Store:
         return validation.admit(
             rt, self.catalog.schema(rt), obj, subresource, checks.mode, checks.warnings
         )
+
+    def _mutate(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        for webhook in self.webhooks:
+            webhook(rt, obj)
 
     def _after_write(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
@@ -300,6 +308,7 @@ class Store:
             obj = objects.prepare_new(rt, namespace, body, self._rv + 1)
             if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
                 objects.check_crd(rt, obj)
+            self._mutate(rt, obj)
             obj = self._admit(rt, obj, None, checks)
             md = obj["metadata"]
             if self._load(self._key(rt, md.get("namespace"), md["name"])) is not None:
@@ -528,6 +537,7 @@ class Store:
             old = self._load(self._key(rt, namespace, md["name"]))
             if old is None:
                 new = objects.prepare_new(rt, namespace, obj, self._rv + 1)
+                self._mutate(rt, new)
                 if "status" in obj:
                     new["status"] = copy.deepcopy(obj["status"])
                 fields.record_update(None, new, manager, rt.api_version, objects.now())

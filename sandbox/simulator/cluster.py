@@ -66,6 +66,8 @@ SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"
 BINDER = "persistentvolume-controller"
 PROVISIONER = "ebs-csi-controller"
+GATED = "Scheduling is blocked due to non-empty scheduling gates"
+"""kube-scheduler's PodScheduled message for a pod with scheduling gates."""
 MOUNT_RETRY_S = (0.5, 122.0)
 """The kubelet's volume manager tries a failed mount again after 0.5 s, doubling up to 2m2s."""
 
@@ -158,7 +160,7 @@ class ClusterSimulator:
         """Run the controllers a change concerns (node updates alone, frequent on a big
         cluster, cost nothing while no pod waits)."""
         steps = []
-        if changed & {"training-jobs", "kueue", "jobs"}:  # first: it holds queued jobs
+        if changed & {"training-jobs", "kueue", "jobs", "pods"}:  # first: it holds queued work
             steps.append(self.kueue.reconcile)
         if changed & {"inference-endpoints", "deployments", "services"}:
             steps.append(self.inference.reconcile)
@@ -183,6 +185,9 @@ class ClusterSimulator:
         if self._parked:
             self._open_gates()
         pods = self._list("pods")
+        for pod in pods:
+            if self._gated(pod):
+                self._unschedulable(pod, GATED, "SchedulingGated")
         waiting = [p for p in pods if self._unscheduled(p)]
         unstarted = [p for p in pods if (p.get("spec") or {}).get("nodeName")
                      and str(_md(p).get("uid")) not in self.runs]
@@ -304,7 +309,16 @@ class ClusterSimulator:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         return not (spec.get("nodeName") or _md(pod).get("deletionTimestamp")
                     or status.get("phase", "Pending") != "Pending"
-                    or (spec.get("schedulerName") or SCHEDULER) != SCHEDULER)
+                    or (spec.get("schedulerName") or SCHEDULER) != SCHEDULER
+                    or spec.get("schedulingGates"))
+
+    @staticmethod
+    def _gated(pod: dict[str, Any]) -> bool:
+        """A pending pod the scheduler leaves alone: its scheduling gates are not all gone
+        (Kueue's holds a queued pod until its Workload is admitted)."""
+        spec = pod.get("spec") or {}
+        return bool(spec.get("schedulingGates")) and not spec.get("nodeName") \
+            and not _md(pod).get("deletionTimestamp")
 
     def _schedule(self, pods: list[dict[str, Any]], waiting: list[dict[str, Any]],
                   nodes: list[dict[str, Any]]) -> None:
@@ -334,18 +348,22 @@ class ClusterSimulator:
                     f"Successfully assigned {md.get('namespace')}/{md.get('name')} to {node}",
                     SCHEDULER)
 
-    def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    def _unschedulable(self, pod: dict[str, Any], message: str,
+                       reason: str = "Unschedulable") -> None:
+        """PodScheduled False with the reason (a gated pod's `SchedulingGated`, without an
+        event, as kube-scheduler writes it), or Unschedulable with FailedScheduling."""
         md = _md(pod)
         uid = str(md.get("uid"))
         if self._failed_messages.get(uid) == message:
             return
         self._failed_messages[uid] = message
         condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                     "lastTransitionTime": stamp(), "reason": "Unschedulable",
+                     "lastTransitionTime": stamp(), "reason": reason,
                      "message": message}
         self._write_status("pods", md.get("namespace"), md["name"],
                            {"phase": "Pending", "conditions": [condition]}, SCHEDULER)
-        self._event(pod, "Warning", "FailedScheduling", message, SCHEDULER)
+        if reason == "Unschedulable":
+            self._event(pod, "Warning", "FailedScheduling", message, SCHEDULER)
 
     # --- the kubelets ---------------------------------------------------------------------
 

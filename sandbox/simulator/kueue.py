@@ -3,7 +3,8 @@ jobs labelled `kueue.x-k8s.io/queue-name` wait, suspended, until their Workload 
 
 Runs only once the Kueue CRDs are served (the add-on installed them). Each reconcile:
 
-1. every HyperPodPyTorchJob, batch/v1 Job and KubeRay RayJob carrying the queue label gets a
+1. every HyperPodPyTorchJob, batch/v1 Job and KubeRay RayJob carrying the queue label — and
+   every plain pod Kueue's pod webhook took (`kueue_jobs.POD`: a Dev space's) — gets a
    Workload (Kueue's job integrations, `kueue_jobs.INTEGRATIONS`): named
    `<kind>-<job>-<5 hex>` (`hyperpodpytorchjob-…`, `job-…`, `rayjob-…`), in the job's
    namespace, owned by the job (it goes with it), labelled `kueue.x-k8s.io/job-uid: <job
@@ -13,7 +14,8 @@ Runs only once the Kueue CRDs are served (the add-on installed them). Each recon
    `priority` from the WorkloadPriorityClass the job's `kueue.x-k8s.io/priority-class` label
    names (no label: priority 0). A label naming no WorkloadPriorityClass makes no Workload
    (Kueue cannot build it): the job stays suspended;
-2. the job is held suspended — a Job's and a RayJob's `spec.suspend`, a HyperPodPyTorchJob's
+2. the job is held suspended (a plain pod gated, and deleted when evicted) — a Job's and a
+   RayJob's `spec.suspend`, a HyperPodPyTorchJob's
    `spec.runPolicy.suspend` (inferred: the HyperPod training operator's CRD is not public;
    Kubeflow's jobs, which Kueue integrates, suspend there) — until its Workload is admitted,
    and suspended again when it is evicted (the training and Job simulators then remove its
@@ -65,11 +67,16 @@ from sandbox.kube.store import Checks
 from sandbox.simulator import kueue_admission as ka
 from sandbox.simulator import kueue_objects as ko
 from sandbox.simulator.kueue_jobs import (
+    GATE,
     INTEGRATIONS,
+    POD,
     Integration,
     conditions_of,
+    gates,
     is_true,
+    managed_pod,
     meta,
+    pod_webhook,
     reset_condition,
     selected_type,
     set_condition,
@@ -98,6 +105,7 @@ class KueueController:
 
     def __init__(self, sim: ClusterSimulator) -> None:
         self.sim = sim
+        sim.kube.store.webhooks.append(pod_webhook(lambda: self._rt("workloads") is not None))
 
     @staticmethod
     def watches(item: Event) -> bool:
@@ -148,9 +156,21 @@ class KueueController:
             self.sim._event(job, "Normal", "Stopped", message, MANAGER)
 
     def _suspend(self, kind: Integration, job: dict[str, Any], suspend: bool) -> None:
-        """Set the job's suspend flag (in the store, and in `job` as this pass holds it)."""
+        """Set the job's suspend flag (in the store, and in `job` as this pass holds it); a
+        plain pod is let go by removing Kueue's gate, and stopped by its deletion."""
         md = meta(job)
         rt = self.sim.kube.catalog.lookup(kind.group, kind.version, kind.plural)
+        if kind.gated:
+            with contextlib.suppress(KubeError):
+                if suspend:
+                    self.sim.kube.store.delete(rt, md.get("namespace"), md["name"],
+                                               "Background")
+                    return
+                left = [{"name": g} for g in gates(job) if g != GATE]
+                job.update(self.sim.kube.store.patch(
+                    rt, md.get("namespace"), md["name"], MERGE_PATCH,
+                    {"spec": {"schedulingGates": left or None}}, MANAGER)[0])
+            return
         with contextlib.suppress(KubeError):
             job.update(self.sim.kube.store.patch(rt, md.get("namespace"), md["name"],
                                                  MERGE_PATCH, kind.suspend_patch(suspend),
@@ -191,8 +211,8 @@ class KueueController:
             uid = str(meta(job).get("uid"))
             if uid in workloads or meta(job).get("deletionTimestamp"):
                 continue
-            if not kind.suspended(job):  # what Kueue's webhook does as the job is created
-                self._suspend(kind, job, True)
+            if not kind.gated and not kind.suspended(job):  # what Kueue's webhook does as
+                self._suspend(kind, job, True)  # the job is created (a pod's gates it)
             body = self._workload_for(kind, job, priorities)
             if body is None:
                 continue
@@ -215,6 +235,8 @@ class KueueController:
         jobs = [(kind, j) for kind in INTEGRATIONS
                 for j in self._list(kind.plural, kind.group, kind.version)
                 if (meta(j).get("labels") or {}).get(QUEUE_LABEL)]
+        jobs += [(POD, p) for p in self._list(POD.plural, POD.group, POD.version)
+                 if managed_pod(p) and not meta(p).get("deletionTimestamp")]
         priorities = {str(meta(p)["name"]): int(p.get("value") or 0)
                       for p in self._list("workloadpriorityclasses")}
         workloads = {str((meta(w).get("labels") or {}).get(JOB_UID_LABEL)): w

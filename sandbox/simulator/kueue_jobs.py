@@ -24,6 +24,19 @@ the head's pod set instead. Finished, as Kueue's `Finished()` reads it: `jobDepl
 cleanup (GCS fault tolerance) that Kueue adds to the head's requests, topology requests,
 workload slicing, RayJobs on an existing cluster (`clusterSelector`, which Kueue skips) and
 the webhook's refusals (e.g. a queued RayJob without `shutdownAfterJobFinishes`).
+
+A plain Pod (Kueue's `pod` integration, which its `deployment` integration uses: each pod of
+a Deployment — a Dev space's editor, whose Workspace labels the jupyter-k8s operator copies
+to it — is queued on its own; kubernetes-sigs/kueue site/content/en/docs/tasks/run/
+deployment.md and plain_pods.md): Kueue's pod webhook (`pod_webhook`, run on every new pod
+by the local Kubernetes, as a mutating webhook is) labels a pod carrying the queue label
+`kueue.x-k8s.io/managed: "true"` and holds it with the scheduling gate
+`kueue.x-k8s.io/admission` — unless a kind Kueue manages owns it (a Job's, a training job's,
+a Ray cluster's pods are queued with their job); its Workload `pod-<pod>-<hash>` has one pod
+set `main` of 1 pod; admitted, the gate is removed (the scheduler then places the pod);
+preempted, the pod is deleted (its Deployment's next pod is gated and queued again);
+finished when the pod has Succeeded or Failed. Left out: the `kueue.x-k8s.io/managed`
+finalizer Kueue also adds (kept until it has recorded the pod's end), pod groups.
 """
 
 from __future__ import annotations
@@ -58,8 +71,13 @@ class Integration:
     suspend_path: tuple[str, ...]
     pod_sets: Callable[[dict[str, Any]], list[dict[str, Any]]]
     finished: Callable[[dict[str, Any]], Finish | None]
+    gated: bool = False
+    """A plain pod: held by Kueue's scheduling gate (`suspend_path` names the gates), let go
+    by removing it, and stopped by deleting the pod."""
 
     def suspended(self, job: dict[str, Any]) -> bool:
+        if self.gated:
+            return GATE in gates(job)
         value: Any = job
         for key in self.suspend_path:
             value = (value or {}).get(key)
@@ -136,6 +154,20 @@ def _by_conditions(success: str, failure: str) -> Callable[[dict[str, Any]], Fin
     return finished
 
 
+def _pod_pod_sets(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """A plain pod: one pod set `main` of the pod itself."""
+    spec = {k: v for k, v in (pod.get("spec") or {}).items()
+            if k not in ("schedulingGates", "nodeName")}
+    return [_pod_set("main", 1, {"spec": spec})]
+
+
+def _pod_finished(pod: dict[str, Any]) -> Finish | None:
+    phase = (pod.get("status") or {}).get("phase")
+    if phase not in ("Succeeded", "Failed"):
+        return None
+    return phase == "Succeeded", f"Pod {phase.lower()}"
+
+
 def _ray_finished(job: dict[str, Any]) -> Finish | None:
     """Kueue reads `jobDeploymentStatus` for whether, `jobStatus` for how."""
     status = job.get("status") or {}
@@ -153,6 +185,44 @@ INTEGRATIONS = (
     Integration(RAYJOB[0], RAYJOB[1], RAYJOB[2], ("spec", "suspend"), _ray_pod_sets,
                 _ray_finished),
 )
+POD = Integration("", "v1", "pods", ("spec", "schedulingGates"), _pod_pod_sets, _pod_finished,
+                  gated=True)
+"""Kueue's plain-pod integration: only pods its webhook took (`managed_pod`)."""
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GATE = "kueue.x-k8s.io/admission"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+QUEUED_OWNERS = frozenset({"HyperPodPyTorchJob", "Job", "RayJob", "RayCluster"})
+"""Kinds Kueue queues itself: their pods are not queued again as plain pods."""
+
+
+def gates(pod: dict[str, Any]) -> list[str]:
+    return [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+
+
+def managed_pod(pod: dict[str, Any]) -> bool:
+    """A pod Kueue's webhook took: queued on its own."""
+    labels = meta(pod).get("labels") or {}
+    return bool(labels.get(QUEUE_LABEL)) and labels.get(MANAGED_LABEL) == "true"
+
+
+def pod_webhook(installed: Callable[[], bool]) -> Callable[[Any, dict[str, Any]], None]:
+    """Kueue's mutating pod webhook (while Kueue runs: `installed`): a new pod carrying the
+    queue label, not owned by a kind Kueue queues itself, is labelled managed and gated."""
+    def mutate(rt: Any, obj: dict[str, Any]) -> None:
+        if (rt.group, rt.plural) != ("", "pods"):
+            return
+        labels = meta(obj).get("labels") or {}
+        owners = {r.get("kind") for r in meta(obj).get("ownerReferences") or []
+                  if r.get("controller")}
+        if not labels.get(QUEUE_LABEL) or owners & QUEUED_OWNERS or not installed():
+            return
+        obj["metadata"]["labels"] = {**labels, MANAGED_LABEL: "true"}
+        spec = obj.setdefault("spec", {})
+        if GATE not in gates(obj):
+            spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": GATE}]
+
+    return mutate
 
 
 def meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,9 @@ available — before the add-on nothing happens, as on a cluster without it.
   mountPath; nodeSelector, affinity, tolerations as given) and the ClusterIP Service
   `workspace-<name>-service` (port `http` 8888). All three carry `app: jupyter`,
   `workspace.jupyter.org/workspace-name`, `workspace.jupyter.org/component: workspace`
-  (the Deployment and its pods the Workspace's own labels and annotations too) and a
+  (the Deployment and its pods the Workspace's own labels and annotations too — upstream's
+  deployment_builder.go buildObjectMeta / buildPodLabels copy every one, so a team's space's
+  pod carries Kueue's queue and priority-class labels and the sandbox's Kueue queues it) and a
   controller ownerReference to the Workspace. The workload controllers, binder, scheduler
   and kubelets then run the pod: one that fits no node stays Pending with the scheduler's
   FailedScheduling event. Once the Deployment is Available: status Available=True

@@ -135,8 +135,8 @@ function showUser(user) {
   const chip = $('readonly-hint');
   chip.hidden = canMutate();
   const member = canMutate(true) && !canMutate();
-  chip.textContent = member ? 'team jobs only' : 'read-only';
-  chip.title = member ? `A member of team ${user.team}: this token changes only its team's jobs`
+  chip.textContent = member ? 'team work only' : 'read-only';
+  chip.title = member ? `A member of team ${user.team}: this token changes only its team's jobs and spaces`
     : 'Viewer tokens can read everything but change nothing';
   const sandbox = $('sandbox-badge');
   sandbox.hidden = user.aws !== 'sandbox';

@@ -121,7 +121,7 @@ export function opHref(id) {
 
 // ---------- role guard ----------
 
-/** A team member's operator token: it changes only its team's jobs. */
+/** A team member's operator token: it changes only its team's work (jobs, spaces). */
 function member(user) {
   return !!user && user.role === rules.role.OPERATOR && !!user.team;
 }
@@ -137,10 +137,10 @@ export function guard(el, { teamWork = false, team } = {}) {
   el.dataset.locked = 'role';
   el.setAttribute('aria-disabled', 'true');
   if (member(user) && teamWork) {
-    el.title = `${user.name} is a member of team ${user.team} and changes only its team's jobs; this is ${team ? `team ${team}'s` : 'not a team\'s'}.`;
+    el.title = `${user.name} is a member of team ${user.team} and changes only its team's work (jobs, spaces); this is ${team ? `team ${team}'s` : 'not a team\'s'}.`;
   } else {
     el.title = member(user)
-      ? `Requires an operator outside any team; ${user.name} is a member of team ${user.team} and changes only its team's jobs.`
+      ? `Requires an operator outside any team; ${user.name} is a member of team ${user.team} and changes only its team's work (jobs, spaces).`
       : `Requires the operator role; you are signed in as ${user ? user.role : 'nobody'} (read-only).`;
   }
   return el;
@@ -152,7 +152,7 @@ export function roleHint(what, testid, { teamWork = false } = {}) {
   if (member(user)) {
     return h('div', { class: 'role-hint', testid },
       `Read-only: ${what} is for an operator outside any team; `, h('b', null, user.name),
-      ` is a member of team ${user.team} and changes only its team's jobs.`);
+      ` is a member of team ${user.team} and changes only its team's work (jobs, spaces).`);
   }
   return h('div', { class: 'role-hint', testid },
     `Read-only: ${what} needs an operator token; you are signed in as `,

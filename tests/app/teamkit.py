@@ -4,12 +4,14 @@ before it was on got), the REST calls, and SageMaker's own view through boto3.""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from tests.app.featurekit import state, toggle
 from tests.app.test_clusters_api import TYPE, _body, _create
+from tests.stack import wait_until
 
 TEAM = {"quota": [{"instance_type": TYPE, "count": 1}], "borrow_limit_percent": 50,
         "lend_idle": True, "may_preempt": True, "fair_share_weight": 10}
@@ -40,6 +42,23 @@ def governed_cluster(stack) -> dict[str, Any]:
     assert op is not None and op["status"] == "succeeded", op
     assert state(stack, name, "task_governance") == "on"
     return {"name": name, "refused": refused}
+
+
+def read_until(read: Callable[[], dict[str, Any]], check: Callable[[dict[str, Any]], Any],
+               what: str, say: Callable[[dict[str, Any]], str], timeout: float = 90
+               ) -> dict[str, Any]:
+    """`read()` again until `check` passes on it; a timeout says what the last read was
+    (`say`)."""
+    last: list[dict[str, Any]] = []
+
+    def there() -> dict[str, Any] | None:
+        last[:] = [read()]
+        return last[0] if check(last[0]) else None
+
+    try:
+        return wait_until(there, timeout, interval=0.3, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {say(last[0]) if last else 'never read'}") from None
 
 
 def follow(stack, reply: httpx.Response, timeout: float = 120) -> dict[str, Any]:

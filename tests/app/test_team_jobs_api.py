@@ -15,7 +15,7 @@ import pytest
 
 from tests.app.featurekit import toggle
 from tests.app.jobkit import TORCHRUN, get_job, job_name
-from tests.app.teamkit import TEAM, follow, scheduler_url, url
+from tests.app.teamkit import TEAM, follow, read_until, scheduler_url, url
 from tests.app.test_clusters_api import _body, _create
 from tests.stack import TEAM as MEMBERS_TEAM
 from tests.stack import wait_until
@@ -77,17 +77,10 @@ def _submitted(stack, cluster: str, body: dict[str, Any], token: str = "operator
 
 def _queue_state(stack, cluster: str, job: str, state: str, timeout: float = 90
                  ) -> dict[str, Any]:
-    last: list[dict[str, Any]] = []
-
-    def there() -> dict[str, Any] | None:
-        last[:] = [get_job(stack, cluster, job)]
-        return last[0] if (last[0]["queue"] or {}).get("state") == state else None
-
-    try:
-        return wait_until(there, timeout, interval=0.3, what=f"job {job} {state} in its queue")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; it reads {last[0]['queue']}, events "
-                             f"{last[0]['events']}") from None
+    return read_until(lambda: get_job(stack, cluster, job),
+                      lambda j: (j["queue"] or {}).get("state") == state,
+                      f"job {job} {state} in its queue",
+                      lambda j: f"it reads {j['queue']}, events {j['events']}", timeout)
 
 
 def _delete(stack, cluster: str, job: str, token: str = "operator", **params: str):

@@ -46,6 +46,24 @@ def sign_in(page, stack, token, role):
     expect(page).to_have_url(re.compile(r"#/clusters$"))
 
 
+def posted(page, button: str, path_end: str, status: int):
+    """Press the form's button `button`; the POST's reply (to a URL ending `path_end`), which
+    answers `status`."""
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith(path_end)) as reply:
+        page.get_by_test_id(button).click()
+    assert reply.value.status == status, reply.value.text()
+    return reply.value
+
+
+def open_signed_in(page, stack, token: str, role: str, route: str, ready: str) -> None:
+    """Signed in with `token` (as `role`), the dashboard's `route` (`#/…`), once its element
+    `ready` shows (read from AWS: the longer timeout)."""
+    sign_in(page, stack, token, role)
+    page.goto(f"{base(stack)}/{route}")
+    expect(page.get_by_test_id(ready)).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+
+
 def destroy_dialog(page, kind: str, name: str, action: str):
     """The one confirmation every destructive action opens (static/js/confirm.js): exactly
     one, naming its target's kind and name in its title, for `action`; answers it."""

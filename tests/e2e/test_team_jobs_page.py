@@ -26,7 +26,7 @@ from tests.app.test_team_jobs_api import (
     _submitted,
     shared_cluster,
 )
-from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, page_checks, sign_in
+from tests.e2e.helpers import AWS_READ_TIMEOUT_MS, base, open_signed_in, page_checks, posted
 from tests.stack import MEMBER_TOKENS
 
 pytestmark = pytest.mark.browser
@@ -39,18 +39,12 @@ def cluster(stack) -> str:
 
 
 def _jobs_page(page, stack, cluster: str, token: str, role: str) -> None:
-    sign_in(page, stack, token, role)
-    page.goto(f"{base(stack)}/#/clusters/{cluster}/jobs")
-    expect(page.get_by_test_id("job-field-team")).to_be_visible(timeout=AWS_READ_TIMEOUT_MS)
+    open_signed_in(page, stack, token, role, f"#/clusters/{cluster}/jobs", "job-field-team")
 
 
 def _submit(page, status: int):
     """Press Submit; the POST's reply, which answers `status`."""
-    with page.expect_response(lambda r: r.request.method == "POST"
-                              and r.url.endswith("/jobs")) as reply:
-        page.get_by_test_id("job-submit").click()
-    assert reply.value.status == status, reply.value.text()
-    return reply.value
+    return posted(page, "job-submit", "/jobs", status)
 
 
 def test_an_operator_submits_for_a_team_and_follows_its_place_in_the_queue(page, stack,
@@ -149,7 +143,7 @@ def test_a_member_submits_for_its_own_team_only(page, stack, cluster):
     _submitted(stack, cluster, {**GPU_JOB, "name": other, "team": LENDER})
     try:
         _jobs_page(page, stack, cluster, MEMBER_TOKENS["ana"][1], "operator")
-        expect(page.get_by_test_id("readonly-hint")).to_have_text("team jobs only")
+        expect(page.get_by_test_id("readonly-hint")).to_have_text("team work only")
         team = page.get_by_test_id("job-team")
         expect(team.locator("option")).to_have_text([BORROWER])
         expect(team).to_be_disabled()

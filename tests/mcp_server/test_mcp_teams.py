@@ -70,8 +70,9 @@ async def test_an_agent_runs_teams_through_the_teams_toolset(stack, cluster):
 
 async def test_a_member_s_session_publishes_its_team_s_work_and_reads_only(stack):
     """ana's operator token is a team member's: her session publishes the reads and the
-    changes declared team work (submitting and deleting jobs, cancelling and retrying their
-    operations), never a cluster-wide change;
+    changes declared team work (submitting and deleting jobs; creating, changing, stopping,
+    starting and deleting spaces; cancelling and retrying their operations), never a
+    cluster-wide change;
     calling one says why. ben, a viewer member, gets the reads only."""
     from mcp_server.server import build_server
     from mcp_server.tools import TOOLS
@@ -84,7 +85,8 @@ async def test_a_member_s_session_publishes_its_team_s_work_and_reads_only(stack
             if member == "ana":
                 refused = await client.call_tool("create_team", {
                     "cluster": "any", "name": "mine", **TEAM})
-    team_work = {"submit_job", "delete_job", "cancel_operation", "retry_operation"}
+    team_work = {"submit_job", "delete_job", "create_space", "update_space", "stop_space",
+                 "start_space", "delete_space", "cancel_operation", "retry_operation"}
     assert sessions["ana"] - reads == team_work
     assert team_work.isdisjoint(sessions["ben"])
     assert not sessions["ben"] - reads

@@ -17,7 +17,7 @@ document's, tests/mcp_server/test_mcp_e2e.py; every reply's top-level field name
 what every shape requires ~20 KB, test_mcp_tools.py; annotations ~3.5 KB; names ~2 KB),
 which leaves ~4 KB for 71 tools' and their arguments' words (today ~27 KB: what, when and
 which status tool per row, ~13 KB; what the arguments' schemas cannot say, ~13 KB). Those
-were the figures at 71 tools; at 85 (budgets and teams since) the list is 97.9 KB. It
+were the figures at 71 tools; at 85 (budgets and teams since) the list is 98.3 KB. It
 stands below as a strict xfail until a decision (drop the goal for per-toolset budgets,
 publish less, or dynamic toolsets), to be turned into a budget the day it holds.
 """
@@ -41,15 +41,18 @@ pytestmark = pytest.mark.asyncio
 ALL = "all"
 AGENT = ",".join(AGENT_TOOLSETS)
 BUDGETS: dict[str, int] = {
-    ALL: 100_400,           # 85 tools: 97,460 bytes with the team budget's 3 tools (94,659
-                            # before them; 82,672 before the 3 budget and 8 teams tools;
-                            # 99,230 before the second lean pass)
+    ALL: 100_400,           # 85 tools: 98,317 bytes with a space's team, priority and queue
+                            # (97,889 before them; 94,659 before the team budget's 3 tools;
+                            # 82,672 before the 3 budget and 8 teams tools; 99,230 before
+                            # the second lean pass)
     "clusters": 19_100,     # 18,529: networks, clusters, stages, software (22,306 before)
     "capacity": 31_300,     # 30,376 with the budget's 3 tools (27,716 before them; 33,282
                             # before the lean pass)
     "training": 14_100,     # 13,652 (15,819)
     "inference": 15_600,    # 15,102 (17,922)
-    "spaces": 9_400,        # 9,080 (10,930)
+    "spaces": 9_828,        # 9,508: +428 bytes, raised by exactly those, for a space's
+                            # team and priority (create_space's arguments) and its queue
+                            # (the replies' field names); 9,080 before them (10,930)
     "teams": 13_950,        # 13,567: the scheduler config, teams and their budgets
                             # (10,829 before the team budget's 3 tools)
     "operations": 6_850,    # 6,648 (7,906); each about 3 per cent above today's
@@ -93,7 +96,7 @@ async def test_the_cluster_lifecycle_meets_issue_22_s_goal() -> None:
                    "held equal to the OpenAPI document's (~31 KB), every reply's top-level "
                    "field names and required fields (~20 KB), annotations and names (~5 KB) "
                    "— leaving ~4 KB for the words of 71 tools and their arguments (~27 KB "
-                   "then; 85 tools and 97.9 KB now); strict, so the day it holds it fails "
+                   "then; 85 tools and 98.3 KB now); strict, so the day it holds it fails "
                    "and becomes a budget")
 async def test_all_tools_meet_issue_22_s_goal() -> None:
     assert _bytes(await _tools_list(ALL)) <= GOALS[ALL]

@@ -647,3 +647,87 @@ def test_quotas_act_on_the_cluster_only_once_the_add_on_is_active(
     lab.eventually(lambda: not lab.gone("ClusterQueue", "hyperpod-ns-early-clusterqueue"))
     assert lab.kueue("LocalQueue", "hyperpod-ns-early-localqueue", "hyperpod-ns-early")[
         "spec"]["clusterQueue"] == "hyperpod-ns-early-clusterqueue"
+
+
+def _deployment(name: str, team: str, replicas: int, gpus: int = 8) -> dict[str, Any]:
+    """A Deployment whose pods carry a team's queue label, as the jupyter-k8s operator makes a
+    team's Dev space (it copies the Workspace's labels to the pod template): `replicas` pods
+    of `gpus` GPUs each, on p5 nodes."""
+    labels = {"app": name, "kueue.x-k8s.io/queue-name": f"hyperpod-ns-{team}-localqueue"}
+    container = {"name": "workspace", "image": "busybox", "command": ["sleep", "infinity"],
+                 "resources": {"requests": {"nvidia.com/gpu": str(gpus)},
+                               "limits": {"nvidia.com/gpu": str(gpus)}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "nodeSelector": {"node.kubernetes.io/instance-type": P5},
+                         "containers": [container]}}}}
+
+
+def _pods_of(lab: Governed, namespace: str, app: str) -> list[Any]:
+    return [p for p in lab.core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+            if p.metadata.deletion_timestamp is None]
+
+
+def _pod_workload(lab: Governed, namespace: str, pod: Any) -> dict[str, Any] | None:
+    found = lab.custom.list_namespaced_custom_object(
+        *KUEUE, namespace, "workloads",
+        label_selector=f"kueue.x-k8s.io/job-uid={pod.metadata.uid}")["items"]
+    return lab.kueue("Workload", found[0]["metadata"]["name"], namespace) if found else None
+
+
+def test_a_deployment_s_pods_are_gated_queued_one_by_one_and_preempted_by_deletion(
+        queue_lab: Governed) -> None:
+    """Kueue's deployment (plain pod) integration: each pod of a Deployment labelled with a
+    team's queue is created gated (`kueue.x-k8s.io/admission`), gets a Workload of its own
+    (`pod-<pod>-<hash>`, owned by the pod), and is let go to the scheduler once admitted; B's
+    second pod borrows A's idle p5; A's own pod reclaims it: B's borrowed pod is deleted and
+    its replacement waits, gated, for quota."""
+    lab = queue_lab
+    ns_a, ns_b = "hyperpod-ns-a", "hyperpod-ns-b"
+    tag = uuid.uuid4().hex[:5]
+    wide, mine = f"b-{tag}", f"a-{tag}"
+    apps = k8s.AppsV1Api(lab.api)
+    apps.create_namespaced_deployment(ns_b, _deployment(wide, "b", replicas=2))
+
+    def running(namespace: str, app: str, count: int) -> list[Any] | None:
+        pods = _pods_of(lab, namespace, app)
+        return pods if len([p for p in pods if p.status.phase == "Running"]) == count else None
+
+    pods = wait_for(lambda: running(ns_b, wide, 2), 20)
+    for pod in pods:
+        assert pod.metadata.labels["kueue.x-k8s.io/managed"] == "true"
+        assert not pod.spec.scheduling_gates  # admitted: Kueue's gate is gone
+        wl = _pod_workload(lab, ns_b, pod)
+        assert wl is not None and wl["metadata"]["name"].startswith(f"pod-{pod.metadata.name}-")
+        assert wl["metadata"]["ownerReferences"][0]["uid"] == pod.metadata.uid
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 1)]
+        assert _condition(wl, "Admitted")["status"] == "True"
+    cq_b = lab.kueue("ClusterQueue", "hyperpod-ns-b-clusterqueue")["status"]
+    assert _usage(cq_b) == {"name": "nvidia.com/gpu", "total": "16", "borrowed": "8"}
+
+    apps.create_namespaced_deployment(ns_a, _deployment(mine, "a", replicas=1))
+    [own] = wait_for(lambda: running(ns_a, mine, 1), 20)
+    assert _condition(_pod_workload(lab, ns_a, own), "Admitted")["status"] == "True"
+
+    def one_waits() -> Any:
+        pods = _pods_of(lab, ns_b, wide)
+        gated = [p for p in pods if p.spec.scheduling_gates]
+        return gated[0] if len(pods) == 2 and len(gated) == 1 and len(
+            [p for p in pods if p.status.phase == "Running"]) == 1 else None
+
+    waiting = wait_for(one_waits, 20)
+    assert [g.name for g in waiting.spec.scheduling_gates] == ["kueue.x-k8s.io/admission"]
+    assert waiting.metadata.name not in {p.metadata.name for p in pods}  # a new pod
+    scheduled = next(c for c in waiting.status.conditions if c.type == "PodScheduled")
+    assert (scheduled.status, scheduled.reason) == ("False", "SchedulingGated")
+    wait_for(lambda: "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge"
+             in _condition(_pod_workload(lab, ns_b, waiting), "QuotaReserved").get(
+                 "message", ""), 20)
+
+    apps.delete_namespaced_deployment(mine, ns_a)  # A's node is idle again: B borrows it back
+    wait_for(lambda: running(ns_b, wide, 2), 20)
+    apps.delete_namespaced_deployment(wide, ns_b)
+    wait_for(lambda: not _pods_of(lab, ns_b, wide) and not lab.custom.list_namespaced_custom_object(
+        *KUEUE, ns_b, "workloads")["items"], 20)

@@ -3,13 +3,18 @@
 // state, owner, size, node and idle time; created from a form whose bounds and choices come
 // from the API's document (`spaceRules`, through rules.field); opened, stopped, started and deleted in place. Only
 // a space's owner may change it: the others' buttons are disabled and say whose it is.
+// With task governance a space runs for a team: the form's Team and Priority (job_team.js, as
+// the job form's), the list's Team column, and a space's detail (its name selects it) shows
+// its place in the team's queue (job_queue.js); a team member changes only its team's spaces.
 
-import { api, isAbort, mutator, canMutate, session } from '../api.js';
+import { api, isAbort, mutator, canMutate, canChangeWorkOf, session } from '../api.js';
 import { fieldSet } from '../form_fields.js';
 import { h, clear, badge, toastError, guard, roleHint, spinner, opHref, waitingNote } from '../ui.js';
 import { rules, validateName, words } from '../rules.js';
 import { openOperation } from '../modal.js';
 import { confirmDestroy } from '../confirm.js';
+import { readTeamWork, teamWorkFields } from './job_team.js';
+import { queueSection } from './job_queue.js';
 
 const REFRESH_MS = 3000;
 const EDITORS = { jupyterlab: 'JupyterLab', 'code-editor': 'Code Editor' };
@@ -36,7 +41,8 @@ export const clusterLink = { text: 'Dev spaces', testid: 'cluster-spaces-link' }
 
 export function mount(root, ctx) {
   const cluster = ctx.params[0];
-  const base = `/api/v1/clusters/${encodeURIComponent(cluster)}/spaces`;
+  const clusterBase = `/api/v1/clusters/${encodeURIComponent(cluster)}`;
+  const base = `${clusterBase}/spaces`;
   const send = mutator();
   const S = spaceRules();
   const list = h('div', { testid: 'spaces-list' }, h('div', { class: 'loading' }, spinner(), 'Reading the cluster…'));
@@ -66,13 +72,18 @@ export function mount(root, ctx) {
   const imageIn = h('input', { type: 'text', id: 'space-image', testid: 'space-image', class: 'mono', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: the SageMaker Distribution' });
   const imageField = field('image', 'Image (optional)', imageIn);
   const formErr = h('div', { class: 'form-error', testid: 'space-form-error', role: 'alert' });
-  const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'space-create' }, 'Create space'));
+  const submit = guard(h('button', { type: 'submit', class: 'btn btn-primary', testid: 'space-create' }, 'Create space'), { teamWork: true });
+  const teamSlot = h('div', { testid: 'space-team-slot' });
+  let teamWork = null; // the Team and Priority fields, once the cluster's teams are read
   idleField.insertBefore(h('label', { class: 'check', for: 'space-idle-never' }, neverIn, ' Never stop it by itself'), idleField.lastChild);
   const form = h('form', { class: 'space-form', testid: 'space-form', novalidate: true }, formErr, nameField, editorField, groupField,
-    h('div', { class: 'grid-3' }, cpuField, memField, gpuField), homeField, idleField,
+    teamSlot, h('div', { class: 'grid-3' }, cpuField, memField, gpuField), homeField, idleField,
     imageField,
     h('p', { class: 'field-note' }, 'The cluster\'s bucket is mounted at /s3 — the same files the jobs read and write.'),
-    h('div', { class: 'inline' }, submit), roleHint('creating a space', 'space-role-hint'));
+    h('div', { class: 'inline' }, submit), roleHint('creating a space', 'space-role-hint', { teamWork: true }));
+  const detail = h('div', { testid: 'space-detail', hidden: true });
+  let selected = null;
+  let last = null;
 
   root.append(
     h('div', { class: 'page-head' },
@@ -80,7 +91,7 @@ export function mount(root, ctx) {
       h('span', { class: 'sub' }, cluster, ' · ', h('a', { href: `#/clusters/${encodeURIComponent(cluster)}/jobs`, testid: 'spaces-jobs-link' }, 'Jobs →')),
       h('span', { class: 'spacer' })),
     h('div', { class: 'grid-2' },
-      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Spaces')), list),
+      h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Spaces')), list, detail),
       h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'New space')),
         h('div', { class: 'card-body' }, form))));
 
@@ -98,9 +109,19 @@ export function mount(root, ctx) {
     }
   }
 
+  async function loadTeams() {
+    const work = await readTeamWork(clusterBase, ctx.signal).catch((e) => {
+      if (!isAbort(e)) toastError(e);
+      return null;
+    });
+    if (!work) return;
+    teamWork = teamWorkFields(field, work, 'space');
+    teamSlot.replaceChildren(teamWork.el);
+  }
+
   async function load() {
     try {
-      render(await api(base, { signal: ctx.signal }));
+      render(last = await api(base, { signal: ctx.signal }));
     } catch (e) {
       if (!isAbort(e)) toastError(e);
     }
@@ -110,10 +131,11 @@ export function mount(root, ctx) {
     return !!session.user && s.owner === session.user.name;
   }
 
-  /** A lifecycle button: an operator's, and only the owner's. */
+  /** A lifecycle button: an operator's (a member's: of the space's team), and only the
+   * owner's. */
   function ownerButton(s, label, testid, onClick, cls = 'btn btn-sm') {
-    const btn = guard(h('button', { type: 'button', class: cls, testid }, label));
-    if (canMutate() && !mine(s)) {
+    const btn = guard(h('button', { type: 'button', class: cls, testid }, label), { teamWork: true, team: s.team || null });
+    if (!btn.disabled && !mine(s)) {
       btn.disabled = true;
       btn.dataset.locked = 'owner';
       btn.title = `This space belongs to ${s.owner}; only its owner may change it.`;
@@ -128,21 +150,39 @@ export function mount(root, ctx) {
   const MOVING = new Set(['last_activity', 'idle_minutes', 'events']);
 
   function render(data) {
-    const now = JSON.stringify(data, (k, v) => (MOVING.has(k) ? undefined : v));
+    const now = JSON.stringify([selected, data], (k, v) => (MOVING.has(k) ? undefined : v));
     if (now === shown) return;
     shown = now;
     clear(list);
     const items = data.items || [];
+    renderDetail(items.find((s) => s.name === selected));
     if (!items.length) {
       list.appendChild(h('div', { class: 'empty', testid: 'spaces-empty' }, 'No spaces yet. Create one with the form; the spaces feature must be on (cluster → Features).'));
       return;
     }
+    const teams = items.some((s) => s.team);
+    const heads = ['Space', 'State', 'Owner', ...(teams ? ['Team'] : []), 'Size', 'Node · idle', ''];
     list.appendChild(h('table', { class: 'data', testid: 'spaces-table' },
-      h('thead', null, h('tr', null, ['Space', 'State', 'Owner', 'Size', 'Node · idle', ''].map((t) => h('th', null, t)))),
-      h('tbody', null, items.map((s) => row(s)))));
+      h('thead', null, h('tr', null, heads.map((t) => h('th', null, t)))),
+      h('tbody', null, items.map((s) => row(s, teams)))));
   }
 
-  function row(s) {
+  /** The selected space's detail: its place in its team's queue (job_queue.js). */
+  function renderDetail(s) {
+    detail.hidden = !s;
+    if (!s) { clear(detail); return; }
+    detail.replaceChildren(h('div', { class: 'card-body' },
+      h('h3', null, `Space ${s.name}`),
+      queueSection(cluster, s, 'space') || h('p', { class: 'hint', testid: 'space-queue-none' },
+        s.team ? 'Stopped: it holds no place in its team\'s queue.' : 'Not a team\'s space: it goes through no queue.')));
+  }
+
+  function select(name) {
+    selected = selected === name ? null : name;
+    if (last) render(last);
+  }
+
+  function row(s, teams) {
     const st = S.state;
     const url = s.access && s.access.url;
     const pod = (s.pods || [])[0];
@@ -160,13 +200,17 @@ export function mount(root, ctx) {
       actions.push(ownerButton(s, 'Delete', `space-delete-${s.name}`, () => openDelete(s), 'btn btn-sm btn-danger'));
     }
     const r = s.resources || {};
-    return h('tr', { testid: `space-row-${s.name}` },
-      h('td', null, h('b', { class: 'id' }, s.name), h('div', { class: 'sub-id' }, EDITORS[s.app_type] || s.app_type || '')),
+    const open = h('a', { href: '#', class: 'id', testid: `space-select-${s.name}`, 'aria-label': `details of space ${s.name}` }, h('b', null, s.name));
+    open.addEventListener('click', (e) => { e.preventDefault(); select(s.name); });
+    return h('tr', { testid: `space-row-${s.name}`, class: s.name === selected ? 'selected' : '' },
+      h('td', null, open, h('div', { class: 'sub-id' }, EDITORS[s.app_type] || s.app_type || '')),
       h('td', null, badge(s.state, { testid: `space-state-${s.name}` }),
         s.operation_id ? h('a', { href: opHref(s.operation_id), class: 'sub-id', 'aria-label': `last operation of space ${s.name}` }, ' operation') : null,
         s.message ? h('div', { class: 'sub-id', testid: `space-message-${s.name}` }, s.message) : null,
         waitingNote(s.waiting, 'pod', `space-waiting-${s.name}`)),
       h('td', { testid: `space-owner-${s.name}` }, s.owner || '—'),
+      teams ? h('td', { testid: `space-team-${s.name}` }, s.team || '—',
+        s.priority ? h('div', { class: 'sub-id' }, `priority ${s.priority}`) : null) : null,
       h('td', { testid: `space-size-${s.name}` }, `${r.cpu ?? '?'} vCPU · ${r.memory_gib ?? '?'} GiB`, r.gpus ? ` · ${r.gpus} GPU` : '',
         h('div', { class: 'sub-id' }, `${s.instance_group || ''} · home ${s.home_gib ?? '?'} GiB`)),
       h('td', null, pod && pod.node ? h('span', { class: 'id' }, pod.node) : '—',
@@ -176,7 +220,7 @@ export function mount(root, ctx) {
   }
 
   async function lifecycle(s, action) {
-    if (!canMutate()) return;
+    if (!canChangeWorkOf(s.team || null)) return;
     try {
       const reply = await send(`${base}/${encodeURIComponent(s.name)}/${action}`, { signal: ctx.signal });
       if (reply && reply.operation) openOperation(reply);
@@ -187,7 +231,7 @@ export function mount(root, ctx) {
   }
 
   function openDelete(s) {
-    if (!canMutate()) return;
+    if (!canChangeWorkOf(s.team || null)) return;
     confirmDestroy({
       kind: 'space', name: s.name, url: `${base}/${encodeURIComponent(s.name)}`, action: 'space-delete', signal: ctx.signal,
       about: [
@@ -211,7 +255,7 @@ export function mount(root, ctx) {
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    if (!canMutate()) return;
+    if (!canMutate(true)) return;
     fields.clear(formErr);
     const name = nameIn.value.trim();
     const why = validateName(name);
@@ -239,6 +283,7 @@ export function mount(root, ctx) {
       idle_shutdown_minutes: neverIn.checked ? null : Number(idleIn.value),
     };
     if (image) body.image = image;
+    Object.assign(body, teamWork ? teamWork.body() : {});
     submit.disabled = true;
     try {
       const reply = await send(base, { body, signal: ctx.signal });
@@ -250,11 +295,12 @@ export function mount(root, ctx) {
       // a refusal with the numbers (exceeds_capacity) names its fields in details.fields
       fields.showRefusal(e, formErr);
     } finally {
-      submit.disabled = !canMutate();
+      submit.disabled = !canMutate(true);
     }
   });
 
   loadGroups();
+  loadTeams();
   load();
   const timer = setInterval(load, REFRESH_MS);
   return () => clearInterval(timer);
