@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -108,7 +108,9 @@ class Space:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Space:
-        return cls(**{k: params.get(k) for k in cls.__dataclass_fields__})
+        fields = cls.__dataclass_fields__  # a field with a default may be absent (older ops)
+        return cls(**{k: params[k] for k in fields
+                      if k in params or fields[k].default is MISSING})
 
     @property
     def namespace(self) -> str:

@@ -112,7 +112,7 @@ def test_a_status_read_is_the_schema_and_answers_304_while_unchanged(stack):
     try:
         op_id = _create(stack, f"etag-{uuid.uuid4().hex[:6]}")
         stack.sandbox.wait_held(hold, timeout=30)
-        with stack.client() as c:
+        with stack.client() as c, stack.watcher_paused():
             calls_before = len(stack.sandbox.calls())
             first = c.get(f"/api/v1/operations/{op_id}")
             body = first.json()
