@@ -249,6 +249,11 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     expect(group_error).to_contain_text("64")
     expect(page.get_by_test_id("space-instance-group")).to_be_focused()
     page.get_by_test_id("space-cpu").fill("1")
+    # the good submit goes out from a cleared form: its POST is held while the form is read
+    # (its 202 leaves the page for the operation's), then let through
+    held = []
+    page.route(f"**{_url(cluster)}", lambda route: held.append(route)
+               if route.request.method == "POST" else route.continue_())
     with page.expect_request(lambda r: r.method == "POST"
                              and r.url.endswith(_url(cluster))) as sent:
         page.get_by_test_id("space-create").click()
@@ -258,6 +263,10 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     assert sent.value.headers.get("idempotency-key")
     expect(group_error).to_be_empty()
     expect(page.get_by_test_id("space-instance-group")).to_have_attribute("aria-invalid", "false")
+    page.wait_for_timeout(50)
+    assert held, "the create was not sent"
+    held[0].continue_()
+    page.unroute(f"**{_url(cluster)}")
     _follow(page, stack, "space.create", cluster)
 
     row = page.get_by_test_id("space-row-lab")
