@@ -37,6 +37,16 @@ def _md(obj: Mapping[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
+def team_of(obj: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(team, priority class) a job or a space runs for, from its labels: its queue is its
+    team's LocalQueue, in the team's namespace; (None, None) outside any queue."""
+    labels = _md(obj).get("labels") or {}
+    if words.QUEUE_LABEL not in labels:
+        return None, None
+    return (words.team_of_namespace(_md(obj).get("namespace")),
+            words.priority_name(labels.get(words.PRIORITY_LABEL)))
+
+
 def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
     return next((c for c in (obj.get("status") or {}).get("conditions") or ()
                  if c.get("type") == kind), None)

@@ -55,7 +55,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from cloud import kube, storage
+from cloud import kube, queueing, storage
 from cloud.errors import Refusal
 from vocabulary import spaces
 from vocabulary import teams as team_words
@@ -226,15 +226,6 @@ def state(ws: Mapping[str, Any]) -> tuple[str, str | None]:
                              or (_condition(ws, "Progressing") or {}).get("message"))
 
 
-def team_of(ws: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(team, priority class) the space runs for, from its labels (as a job's)."""
-    labels = _md(ws).get("labels") or {}
-    if team_words.QUEUE_LABEL not in labels:
-        return None, None
-    return (team_words.team_of_namespace(_md(ws).get("namespace")),
-            team_words.priority_name(labels.get(team_words.PRIORITY_LABEL)))
-
-
 def pods(api: ApiClient, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """The space's pods (one while it runs; its predecessor too while a change rolls)."""
     found = kube.list_objects(api, "v1", "Pod", namespace,
@@ -294,7 +285,7 @@ def asked(ws: Mapping[str, Any]) -> Space:
     spec = ws.get("spec") or {}
     requests = (spec.get("resources") or {}).get("requests") or {}
     idle = spec.get("idleShutdown") or {}
-    team, priority = team_of(ws)
+    team, priority = queueing.team_of(ws)
     return Space(
         name=_md(ws)["name"], app_type=spec.get("appType") or spaces.JUPYTERLAB,
         image=spec.get("image") or "",

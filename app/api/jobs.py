@@ -32,7 +32,8 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
-from cloud import aws, capacity, hyperpod, jobs, kube, mlflow, recipes, storage, training
+from cloud import (aws, capacity, hyperpod, jobs, kube, mlflow, queueing, recipes, storage,
+                   training)
 from cloud.errors import Invalid
 from cloud.training import HangRule, JobSpec, RunPolicy
 from schemas.common import ErrorSchema, MutationReplySchema
@@ -254,7 +255,7 @@ class Job(MethodView):
                 found = jobs.find(api, job)
                 if found is not None:
                     params["namespace"] = found["metadata"].get("namespace")
-                    params["team"] = jobs_readmodel.team_of(found)[0]
+                    params["team"] = queueing.team_of(found)[0]
                     _may_change(job, params["namespace"])
                     return job_impact(ref, api, found)
             op = jobs_readmodel.operations(cluster).get(job)

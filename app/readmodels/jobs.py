@@ -81,21 +81,11 @@ class Queues:
         return found
 
 
-def team_of(obj: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(team, priority class) a job runs for, from its labels: its queue is its team's
-    LocalQueue, in the team's namespace."""
-    labels = _md(obj).get("labels") or {}
-    if team_words.QUEUE_LABEL not in labels:
-        return None, None
-    return (team_words.team_of_namespace(_md(obj).get("namespace")),
-            team_words.priority_name(labels.get(team_words.PRIORITY_LABEL)))
-
-
 def view(cluster: str, api: Any, obj: dict[str, Any], detail: bool = True,
          queues: Queues | None = None) -> dict[str, Any]:
     md = _md(obj)
     labels = md.get("labels") or {}
-    team, priority = team_of(obj)
+    team, priority = queueing.team_of(obj)
     job_pods = jobs.pods(api, obj)
     found = jobs.state(obj, job_pods)
     name = md["name"]
@@ -135,7 +125,7 @@ def from_operation(cluster: str, op: dict[str, Any]) -> dict[str, Any]:
                      and not StepPhase(s["phase"]).is_done), None)
         state, message = "submitting", (f"operation {op['id']} is {status.value}"
                                         + (f": {step['name']}" if step else ""))
-    team, priority = team_of(manifest)
+    team, priority = queueing.team_of(manifest)
     return {"name": params["name"], "cluster": cluster, "namespace": params["namespace"],
             "team": team, "priority": priority, "queue": None, "kind": manifest["kind"],
             "recipe": params.get("recipe"), "state": state,

@@ -95,7 +95,7 @@ class Store:
         self.webhooks: list[Callable[[ResourceType, dict[str, Any]], None]] = []
         """Mutating admission of a new object (through the API or in-process, as a real
         webhook sees a controller's creates too): each may change it in place, e.g. the
-        sandbox's Kueue gating a queued pod (simulator/kueue_pods.py)."""
+        sandbox's Kueue gating a queued pod (simulator/kueue_jobs.py `pod_webhook`)."""
 
     # --- bookkeeping ------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ Workspace stays valid against the real CRD as a closed schema."""
 
 from __future__ import annotations
 
-from cloud import kube, spaces
+from cloud import kube, queueing, spaces
 from tests.crdkit import validate
 from vocabulary import teams
 
@@ -38,7 +38,7 @@ def test_a_team_s_space_carries_its_queue_and_priority_in_the_team_s_namespace()
     asked = spaces.asked(ws)
     assert (asked.team, asked.priority, asked.namespace) == ("vision", "urgent",
                                                              "hyperpod-ns-vision")
-    assert spaces.team_of(ws) == ("vision", "urgent")
+    assert queueing.team_of(ws) == ("vision", "urgent")
     assert spaces.access(ws)["service"].startswith("hyperpod-ns-vision/")
 
 
@@ -53,5 +53,5 @@ def test_a_space_outside_any_team_is_not_queued():
     ws = _validated(spaces.manifest(_space(), "ana", "op_1", "Running"))
     assert ws["metadata"]["namespace"] == spaces.NAMESPACE
     assert not {teams.QUEUE_LABEL, teams.PRIORITY_LABEL} & set(ws["metadata"]["labels"])
-    assert spaces.team_of(ws) == (None, None)
+    assert queueing.team_of(ws) == (None, None)
     assert spaces.asked(ws) == _space()
