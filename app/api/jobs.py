@@ -32,8 +32,7 @@ from app.readmodels.clusters import ClusterRef
 from app.readmodels.dependents import job as job_impact
 from app.readmodels.kubeapi import api_for as kube_api
 from app.readmodels.kubeapi import talking_to
-from cloud import (aws, capacity, hyperpod, jobs, kube, mlflow, queueing, recipes, storage,
-                   training)
+from cloud import aws, capacity, hyperpod, jobs, kube, mlflow, queueing, recipes, storage, training
 from cloud.errors import Invalid
 from cloud.training import HangRule, JobSpec, RunPolicy
 from schemas.common import ErrorSchema, MutationReplySchema
