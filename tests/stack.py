@@ -342,29 +342,6 @@ class Stack:
         return redis.Redis.from_url(self.redis_url, decode_responses=True)
 
     @contextmanager
-    def watcher_paused(self) -> Iterator[None]:
-        """No budget-watch turn runs inside, and none still runs from before: for a test
-        counting AWS calls over a window on a shared stack (every HYPD_BUDGET_CHECK_S a web
-        process looks at the clusters with budgets or teams, each turn under one Redis lock,
-        app/budget_watch.py)."""
-        from app.budget_watch import LOCK_KEY
-
-        conn = self.redis()
-        wait_until(lambda: conn.set(LOCK_KEY, "a test", nx=True, ex=60), 30, interval=0.1,
-                   what="the budget watcher's lock")
-
-        def still() -> bool:  # a turn begun before the lock was ours may still be calling
-            before = len(self.sandbox.calls())
-            time.sleep(0.3)
-            return len(self.sandbox.calls()) == before
-
-        try:
-            wait_until(still, 30, what="the budget watcher's calls to end")
-            yield
-        finally:
-            conn.delete(LOCK_KEY)
-
-    @contextmanager
     def client(self, token: str | None = "operator") -> Iterator[httpx.Client]:
         named = {"operator": self.operator_token, "viewer": self.viewer_token,
                  **{name: secret for name, (_, secret) in MEMBER_TOKENS.items()}}
