@@ -21,7 +21,7 @@ WORKDIR /opt/hypd
 # Dependencies first (a layer that changes only with pyproject.toml): the packages are
 # installed in place from empty stand-ins, then the code replaces them.
 COPY pyproject.toml README.md ./
-RUN for p in app schemas tasks cloud mcp_server sandbox launcher vocabulary; do \
+RUN for p in app schemas tasks cloud mcp_server sandbox launcher spaces_router vocabulary; do \
         mkdir "$p" && touch "$p/__init__.py"; done \
     && pip install --no-compile -e . \
     && rm -rf app schemas tasks cloud mcp_server sandbox launcher vocabulary
@@ -33,6 +33,7 @@ COPY cloud cloud
 COPY mcp_server mcp_server
 COPY sandbox sandbox
 COPY launcher launcher
+COPY spaces_router spaces_router
 COPY static static
 COPY skills skills
 

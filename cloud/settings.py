@@ -45,7 +45,12 @@ PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
 """Where AWS serves the Price List API (GetProducts); any of them prices every region."""
 LOG_FORMATS = ("text", "json")
 _POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:policy/[\w+=,.@/-]+$")
-_HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+_SPACES_URL = re.compile(r"^(?:https://[A-Za-z0-9.-]+|http://(?:localhost|127\.0\.0\.1|\[::1\]))"
+                         r"(?::[0-9]{1,5})?$")
+"""Where spaces are opened: https, or plain http on this machine's loopback (browsers keep a
+`Secure` cookie there too); no path, since the router serves its spaces at the origin's
+root (`/s/<cluster>/<namespace>/<name>/`)."""
+DEFAULT_SPACES_PORT = 3097
 DEFAULT_MODEL_DOWNLOAD_IMAGE = "python:3.12-slim"
 """A stock Python image: the download Job pip-installs its tools into it at every run."""
 _IMAGE = re.compile(
@@ -124,10 +129,12 @@ class Settings:
     budget_check_s: float = 300.0
     """How often the web processes (one of them at a time) hold every budgeted cluster's cost
     this month against its budget, raising a crossed warning (app/budget_watch.py)."""
+    spaces_port: int = DEFAULT_SPACES_PORT
+    """The port hypd's spaces router (`hypd spaces-router`) listens on, on `host`."""
     spaces_url: str | None = None
-    """Where people open Dev spaces: the base address of the router in front of the
-    clusters' workspaces (the access strategy renders `<base>/workspaces/<ns>/<name>/`);
-    unset: each cluster's own endpoint."""
+    """Where people open Dev spaces: the origin of hypd's spaces router, as a browser reaches
+    it (the access strategy renders `<origin>/s/<cluster>/<ns>/<name>/`); unset: this
+    machine's own router. Use `spaces_origin`."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -138,6 +145,7 @@ class Settings:
         port_raw = env.get("HYPD_PORT", "3099") or "3099"
         if not port_raw.isdigit() or not 0 <= int(port_raw) < 65536:
             raise SettingsError(f"HYPD_PORT must be a port number, got {port_raw!r}")
+        spaces_port = _int(env, "HYPD_SPACES_PORT", DEFAULT_SPACES_PORT)
         tokens_file = env.get("HYPD_TOKENS_FILE") or None
         metrics_dir = env.get("HYPD_METRICS_DIR") or None
         settings = cls(
@@ -165,6 +173,7 @@ class Settings:
             aws_read_timeout_s=_float(env, "HYPD_AWS_READ_TIMEOUT_S", 30.0),
             model_download_image=(env.get("HYPD_MODEL_DOWNLOAD_IMAGE")
                                   or DEFAULT_MODEL_DOWNLOAD_IMAGE),
+            spaces_port=spaces_port,
             spaces_url=(env.get("HYPD_SPACES_URL") or "").rstrip("/") or None,
             web_gate=_int(env, "HYPD_WEB_GATE", 8),
             budget_check_s=_float(env, "HYPD_BUDGET_CHECK_S", 300.0),
@@ -190,9 +199,13 @@ class Settings:
             raise SettingsError("HYPD_MODEL_DOWNLOAD_IMAGE must be a container image reference "
                                 "(registry/repository:tag or @sha256:digest), got "
                                 f"{self.model_download_image!r}")
-        if self.spaces_url and not _HTTPS_URL.match(self.spaces_url):
-            raise SettingsError("HYPD_SPACES_URL must be an https:// address (scheme, host, "
-                                f"optional port and path), got {self.spaces_url!r}")
+        if not _SPACES_URL.match(self.spaces_origin):
+            raise SettingsError("HYPD_SPACES_URL must be an https:// origin (scheme, host and "
+                                "optional port, no path), or http:// on localhost, got "
+                                f"{self.spaces_url!r}")
+        if not 0 < self.spaces_port < 65536:
+            raise SettingsError("HYPD_SPACES_PORT must be a port number, got "
+                                f"{self.spaces_port}")
         if self.budget_check_s < 1:
             raise SettingsError("HYPD_BUDGET_CHECK_S must be at least 1")
         if self.aws_read_timeout_s <= 0:
@@ -215,6 +228,11 @@ class Settings:
     @property
     def metrics_path(self) -> Path:
         return self.metrics_dir or self.data_dir / "metrics"
+
+    @property
+    def spaces_origin(self) -> str:
+        """The spaces router's origin: HYPD_SPACES_URL, else this machine's router."""
+        return self.spaces_url or f"http://127.0.0.1:{self.spaces_port}"
 
     @property
     def redis(self) -> str:

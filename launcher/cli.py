@@ -15,6 +15,7 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def _apply_flags(args: argparse.Namespace) -> None:
         "data_dir": "HYPD_DATA_DIR",
         "sandbox_speed": "HYPD_SANDBOX_SPEED",
         "gate": "HYPD_WEB_GATE",
+        "spaces_port": "HYPD_SPACES_PORT",
     }
     for attr, var in mapping.items():
         value = getattr(args, attr, None)
@@ -157,7 +159,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         base = f"http://{settings.host}:{settings.port}"
         worker = child("worker", _hypd("worker", "--concurrency", str(args.concurrency)))
         web = child("web", _hypd("web"))
-        services += [worker, web]
+        router = child("spaces-router", _hypd("spaces-router"))
+        services += [worker, web, router]
         if not wait_until(lambda: stopping or answers(base + "/healthz") or not web.alive(),
                           60):
             return failed(f"the web server did not answer {base}/healthz within 60 s", web)
@@ -207,6 +210,25 @@ def cmd_web(args: argparse.Namespace) -> int:
     ]
     os.execv(sys.executable, argv)
     return 0  # not reached
+
+
+def cmd_spaces_router(args: argparse.Namespace) -> int:
+    _apply_flags(args)
+    settings = Settings.from_env()
+    import redis
+
+    from cloud import logs
+    from spaces_router.server import Router
+
+    logs.configure(settings, "INFO")
+    conn = redis.Redis.from_url(settings.redis, decode_responses=True)
+    router = Router((settings.host, settings.spaces_port), conn, settings.spaces_origin)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=router.shutdown).start())
+    _log(f"spaces router: {settings.spaces_origin} (listening on "
+         f"{settings.host}:{router.server_address[1]})")
+    with router:
+        router.serve_forever(poll_interval=0.5)
+    return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -311,6 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "8; waiting sockets and long-polls step out; 0: no gate)")
     web.add_argument("--access-log", action="store_true")
     web.set_defaults(func=cmd_web)
+
+    router = sub.add_parser("spaces-router", help="the router people open Dev spaces through "
+                            "(HYPD_SPACES_URL)")
+    common(router)
+    router.add_argument("--host", help="HYPD_HOST")
+    router.add_argument("--port", dest="spaces_port", type=int, help="HYPD_SPACES_PORT")
+    router.set_defaults(func=cmd_spaces_router)
 
     worker = sub.add_parser("worker", help="a Celery worker running operations")
     common(worker)

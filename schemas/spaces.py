@@ -143,6 +143,19 @@ class SpaceSchema(Schema):
         "description": "the space's newest operation (running, or the last one)"})
 
 
+class SpaceSignInSchema(Schema):
+    """A one-use sign-in to a space's editor, for the browser tab that is to show it: post
+    `code` as a form field to `action` there; the spaces router answers with the space's
+    session cookie and sends the tab on to `url`."""
+
+    url = fields.String(required=True, metadata={"description": "the space's address"})
+    action = fields.String(required=True, metadata={
+        "description": "where the tab posts the code (application/x-www-form-urlencoded)"})
+    code = fields.String(required=True, metadata={
+        "description": "good once, for `expires_in_s` seconds; never put it in a URL"})
+    expires_in_s = fields.Integer(required=True)
+
+
 class SpaceListSchema(Schema):
     cluster = fields.String(required=True)
     items = fields.List(fields.Nested(SpaceSchema), required=True)

@@ -129,6 +129,7 @@ class Stack:
         self.worker_proc: subprocess.Popen | None = None
         self.web_proc: subprocess.Popen | None = None
         self.sandbox_proc: subprocess.Popen | None = None
+        self.router_proc: subprocess.Popen | None = None
         self.env: dict[str, str] = {}
         self.url = ""
         self.operator_token = OPERATOR_TOKEN
@@ -146,6 +147,8 @@ class Stack:
 
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
+        self.spaces_port = free_port()
+        self.spaces_url = f"http://127.0.0.1:{self.spaces_port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))},
             **TEST_ENV,
@@ -156,6 +159,7 @@ class Stack:
             "HYPD_HOST": "127.0.0.1",
             "HYPD_DATA_DIR": str(self.tmp / "data"),
             "HYPD_API_URL": self.url,
+            "HYPD_SPACES_PORT": str(self.spaces_port),
             "PYTHONUNBUFFERED": "1",
         }
         # Port 0: the local AWS binds a free port itself and prints it (no window in which
@@ -175,7 +179,8 @@ class Stack:
     def stop(self) -> None:
         if self in RUNNING:
             RUNNING.remove(self)
-        _killpgs((self.web_proc, signal.SIGTERM), (self.worker_proc, signal.SIGKILL),
+        _killpgs((self.web_proc, signal.SIGTERM), (self.router_proc, signal.SIGTERM),
+                 (self.worker_proc, signal.SIGKILL),
                  (self.sandbox_proc, signal.SIGTERM), (self.redis_proc, signal.SIGTERM))
         if os.environ.get("HYPD_TEST_KEEP"):  # keep the processes' logs for a post-mortem
             print(f"hypd test stack logs kept in {self.tmp}", file=sys.stderr)
@@ -214,6 +219,22 @@ class Stack:
         (e.g. HYPD_REDIS_URL through a proxy)."""
         self.web_proc = self._spawn("web", ["web", *self.web_args], env)
         wait_until(self._web_up, 30, what="web /healthz")
+
+    def spaces_router(self) -> str:
+        """The spaces router's origin, its process started on first use (the access
+        strategy names it from the start: HYPD_SPACES_PORT, HYPD_SPACES_URL unset)."""
+        if self.router_proc is None or self.router_proc.poll() is not None:
+            self.router_proc = self._spawn("spaces-router", ["spaces-router"])
+            wait_until(self._router_up, 30, what="spaces router /healthz")
+        return self.spaces_url
+
+    def _router_up(self) -> bool:
+        if self.router_proc.poll() is not None:
+            raise AssertionError("spaces router exited:\n" + self.log("spaces-router"))
+        try:
+            return httpx.get(self.spaces_url + "/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def kill_web(self) -> None:
         """SIGKILL the web server's whole process group (gunicorn's master and workers)."""

@@ -12,9 +12,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "launcher": frozenset({"app", "tasks", "cloud", "schemas", "sandbox", "mcp_server",
-                           "vocabulary"}),
+                           "spaces_router", "vocabulary"}),
     "app": frozenset({"tasks", "cloud", "schemas", "vocabulary"}),
     "tasks": frozenset({"cloud", "vocabulary"}),
+    "spaces_router": frozenset({"tasks", "cloud", "vocabulary"}),
     "schemas": frozenset({"vocabulary"}),
     "cloud": frozenset({"vocabulary"}),
     "sandbox": frozenset({"vocabulary"}),

@@ -12,7 +12,7 @@ import yaml
 from launcher.cli import build_parser
 from tests.stack import REPO
 
-HYPD_SERVICES = ("web", "worker", "mcp")
+HYPD_SERVICES = ("web", "worker", "mcp", "spaces-router")
 
 
 def _compose() -> dict:
@@ -37,7 +37,7 @@ def test_compose_services_run_real_hypd_commands():
         assert env["HYPD_AWS"] == "aws"
     assert services["mcp"]["environment"]["HYPD_API_URL"] == "http://web:3099"
     # published on loopback only
-    for name in ("web", "mcp"):
+    for name in ("web", "mcp", "spaces-router"):
         for port in services[name]["ports"]:
             assert port.startswith("127.0.0.1:")
 

@@ -38,8 +38,10 @@ from schemas.spaces import (
     SpaceCreateSchema,
     SpaceListSchema,
     SpaceSchema,
+    SpaceSignInSchema,
     SpaceUpdateSchema,
 )
+from tasks import space_sessions
 from tasks.spaces import (
     SPACE_CREATE,
     SPACE_DELETE,
@@ -275,3 +277,30 @@ class SpaceStart(MethodView):
         """Start a stopped space (also one its idle shutdown stopped): the operation ends when
         the editor runs again."""
         return _lifecycle(cluster, name, words.RUNNING)
+
+
+@blp.route("/<string:cluster>/spaces/<string:name>/sign-in")
+class SpaceSignIn(MethodView):
+    @access(Role.OPERATOR, team_work=True)
+    @blp.response(200, SpaceSignInSchema)
+    @blp.alt_response(403, schema=ErrorSchema, description="the space is another token's")
+    @blp.alt_response(409, schema=ErrorSchema, description="the space is not running")
+    @blp.doc(operationId="sign_in_space")
+    def post(self, cluster, name):
+        """A one-use code that signs a browser in to the space's editor at hypd's spaces
+        router: the dashboard's Open posts it in the new tab. Only the space's owner; good
+        once, for 30 seconds; the session it opens is for this space only (12 hours)."""
+        ref, _, ws = _existing(cluster, name)
+        _team_may(ws)
+        _own(ws, cluster)
+        state, _ = spaces.state(ws)
+        if state != words.RUNNING:
+            raise ApiError(409, "conflict", f"space {name!r} of cluster {cluster} is {state}: "
+                                            "it opens once it runs (…/start)")
+        namespace = spaces.namespace_of(ws)
+        door = space_sessions.SpaceDoor(cluster, ref.region, namespace, name,
+                                        auth.current().name)
+        url = context.settings().spaces_origin + words.base_path(cluster, namespace, name)
+        return {"url": url, "action": url + space_sessions.SESSION_PATH,
+                "code": space_sessions.mint_code(context.redis_conn(), door),
+                "expires_in_s": space_sessions.CODE_TTL_S}

@@ -25,6 +25,7 @@ EXEMPT = {
     "clear_team_budget": "the panel's own budget record",
     "import_cluster": "the panel's own record of a cluster it only reads",
     "get_mlflow_ui_url": "presigns a URL; changes nothing",
+    "sign_in_space": "a one-use code for a browser; changes nothing in AWS or Kubernetes",
 }
 """Operator routes that change nothing in AWS or Kubernetes (the issue names the first
 four); every other operator route that is not a read declares its dry run."""

@@ -9,9 +9,7 @@ only the Workspace, its pod and the URL its access strategy renders."""
 
 from __future__ import annotations
 
-import base64
 import json
-import ssl
 from typing import Any
 
 import httpx
@@ -19,8 +17,8 @@ import pytest
 from mcp import Client
 
 from cloud import kube, spaces, storage
+from tests.app import spacekit
 from tests.app.dryrunkit import calls_in_order, rehearsed
-from tests.app.test_clusters_api import _client
 from tests.crdkit import validate
 from tests.mcp_server.agentkit import Agent
 from tests.stack import wait_until
@@ -65,19 +63,6 @@ def _read(stack, cluster: str, name: str) -> dict[str, Any]:
     return reply.json()
 
 
-def _ca(stack, cluster: str, tmp_path) -> str:
-    data = _client(stack, "eks").describe_cluster(name=cluster)["cluster"][
-        "certificateAuthority"]["data"]
-    path = tmp_path / "ca.pem"
-    path.write_bytes(base64.b64decode(data))
-    return str(path)
-
-
-def _listing(url: str, ca: str) -> httpx.Response:
-    return httpx.get(url, headers={"Accept": "application/json"},
-                     verify=ssl.create_default_context(cafile=ca), timeout=30)
-
-
 def _workspace(stack, cluster: str, name: str) -> dict[str, Any] | None:
     return kube.get_object(stack.kube(cluster).api, spaces.API_VERSION, spaces.KIND, name,
                            spaces.NAMESPACE)
@@ -93,8 +78,7 @@ def test_a_space_is_refused_while_the_cluster_runs_no_spaces_operator(stack, spa
     assert _workspace(stack, spaces_cluster["name"], "early") is None
 
 
-def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, cluster,
-                                                                           tmp_path):
+def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, cluster):
     # each change is planned first (a viewer may ask): nothing recorded, sent or kept
     plan = rehearsed(stack, "POST", _url(cluster), {**SPACE, "name": "lab"}, kind="space.create")
     assert calls_in_order(plan, [("kubernetes", "Workspace")]), plan
@@ -126,17 +110,20 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     assert mounts[s3] == "/s3"
     assert view["access"]["port_forward"][:2] == ["kubectl", "port-forward"]
     url = view["access"]["url"]
-    assert url.startswith("https://") and "token" not in url
+    assert url == f"{stack.spaces_url}/s/{cluster}/default/lab/", url
 
-    # the data contract: a job writes under /s3, the space's /s3 lists it
-    ca = _ca(stack, cluster, tmp_path)
-    first = _listing(url, ca)
+    # the data contract: a job writes under /s3, the space's /s3 lists it (opened as the
+    # dashboard's Open does: a one-use code posted to the spaces router)
+    signed_url, cookie = spacekit.sign_in(stack, cluster, "lab")
+    assert signed_url == url
+    first = spacekit.read(url, cookie)
     assert first.status_code == 200, (url, first.status_code, first.text)
+    assert first.json()["mount"] == "/s3"
     with stack.client() as c:
         _follow(stack, c.post(f"/api/v1/clusters/{cluster}/jobs", json={"name": "writer", **JOB}),
                 timeout=240)
     key = "jobs/writer/output/result.txt"
-    wait_until(lambda: key in {f["path"] for f in _listing(url, ca).json()["files"]},
+    wait_until(lambda: key in {f["path"] for f in spacekit.read(url, cookie).json()["files"]},
                timeout=120, what=f"{key} in the space's /s3")
     after = _read(stack, cluster, "lab")
     assert after["idle_minutes"] == 0 and after["last_activity"]
@@ -152,7 +139,11 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     assert again.status_code == 200 and again.json()["changed"] is False, again.text
     stopped = _read(stack, cluster, "lab")
     assert (stopped["state"], stopped["pods"]) == ("stopped", [])
-    assert _listing(url, ca).status_code == 503
+    wait_until(lambda: spacekit.read(url, cookie).status_code == 503, timeout=30,
+               what="the router's 503 for a stopped space")
+    with stack.client() as c:
+        refused = c.post(_url(cluster, "lab") + "/sign-in")
+    assert refused.status_code == 409 and "stopped" in refused.json()["error"]["message"]
     # start: the same home volume, running again
     plan = rehearsed(stack, "POST", _url(cluster, "lab") + "/start", kind="space.start",
                      token="operator")
@@ -160,7 +151,8 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     with stack.client() as c:
         _follow(stack, c.post(_url(cluster, "lab") + "/start"))
     assert _read(stack, cluster, "lab")["state"] == "running"
-    assert _listing(url, ca).status_code == 200
+    wait_until(lambda: spacekit.read(url, cookie).status_code == 200, timeout=30,
+               what="the router reaching the started space (the same session)")
     # resize: the running pod asks for the new size
     plan = rehearsed(stack, "PATCH", _url(cluster, "lab"), {"cpu": 4, "memory_gib": 16},
                      kind="space.update", token="operator")
@@ -210,7 +202,8 @@ def test_only_the_owner_changes_a_space_and_a_forced_delete_is_audited(stack, cl
     _create_space(stack, cluster, "theirs")
     assert _read(stack, cluster, "theirs")["idle_shutdown_minutes"] is None
     with stack.client("viewer") as c:
-        for method, path in (("POST", "/stop"), ("POST", "/start"), ("DELETE", "")):
+        for method, path in (("POST", "/stop"), ("POST", "/start"), ("DELETE", ""),
+                             ("POST", "/sign-in")):
             reply = c.request(method, _url(cluster, "theirs") + path)
             assert reply.status_code == 403, (method, path, reply.text)
         assert c.post(_url(cluster), json={"name": "v", "instance_group": "workers"}
@@ -221,7 +214,7 @@ def test_only_the_owner_changes_a_space_and_a_forced_delete_is_audited(stack, cl
                          spaces.OWNER_ANNOTATION: "alice"}}})
     with stack.client() as c:
         for method, path, body in (("POST", "/stop", None), ("PATCH", "", {"cpu": 3}),
-                                   ("DELETE", "", None)):
+                                   ("DELETE", "", None), ("POST", "/sign-in", None)):
             reply = c.request(method, _url(cluster, "theirs") + path, json=body)
             assert reply.status_code == 403, (method, path, reply.text)
             assert reply.json()["error"]["details"]["owner"] == "alice"

@@ -41,6 +41,7 @@ SAMPLES = {
     "HYPD_MODEL_DOWNLOAD_IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/"
                                  "hypd-model-download:0.34.4",
     "HYPD_SPACES_URL": "https://spaces.example.com",
+    "HYPD_SPACES_PORT": "8097",
     "HYPD_WEB_GATE": "4",
 }
 """A valid value other than the default for every variable."""
@@ -102,6 +103,8 @@ def test_every_setting_is_documented_with_its_default():
     ("HYPD_MODEL_DOWNLOAD_IMAGE", "Registry/Image:1"), ("HYPD_MODEL_DOWNLOAD_IMAGE", "img:"),
     ("HYPD_SPACES_URL", "http://spaces.example.com"),
     ("HYPD_SPACES_URL", "https://spaces.example.com/?token=x"),
+    ("HYPD_SPACES_URL", "https://spaces.example.com/spaces"),
+    ("HYPD_SPACES_URL", "http://10.0.0.5:3097"), ("HYPD_SPACES_PORT", "70000"),
     ("HYPD_WEB_GATE", "eight"), ("HYPD_WEB_GATE", "-1"),
 ])
 def test_new_settings_refuse_values_hypd_cannot_run_with(variable, value):

@@ -278,21 +278,27 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     expect(page.get_by_test_id("space-idle-lab")).to_have_text("never stops by itself")
     expect(row).to_contain_text("Code Editor")
     url = _read(stack, cluster, "lab")["access"]["url"]
-    assert url and url.startswith("https://")
-    link = page.get_by_test_id("space-open-lab")
-    expect(link).to_have_attribute("href", url)
-    expect(link).to_have_attribute("target", "_blank")
-    expect(link).to_have_attribute("rel", re.compile(r"\bnoopener\b"))
+    assert url == f"{stack.spaces_url}/s/{cluster}/default/lab/", url
+    stack.spaces_router()
     _accessible(page)
-    # Open: a new tab on the space (the sandbox's editor lists its /s3), not told who opened it
-    with page.context.expect_page() as opened:
-        link.click()
+    # Open: the API's one-use code, posted in a new tab to the spaces router, which answers
+    # with the space's session cookie and sends the tab on to the space (the sandbox's
+    # editor lists its /s3); the tab is not told who opened it, and no URL holds the code
+    asked: list[str] = []
+    page.context.on("request", lambda r: asked.append(r.url))
+    with page.expect_response(lambda r: r.url.endswith(_url(cluster, "lab") + "/sign-in")
+                              ) as signed, page.context.expect_page() as opened:
+        page.get_by_test_id("space-open-lab").click()
     tab = opened.value
-    tab.wait_for_load_state()
-    assert tab.url == url
+    tab.wait_for_url(url)
     expect(tab).to_have_title(re.compile(r"^lab: /s3"))
-    expect(tab.get_by_role("main")).to_contain_text("On AWS this address opens the space's editor")
     assert tab.evaluate("window.opener") is None
+    code = signed.value.json()["code"]
+    assert asked and not any(code in u for u in asked), asked
+    [cookie] = [c for c in page.context.cookies(url) if c["name"] == "hypd_space"]
+    assert (cookie["httpOnly"], cookie["path"], cookie["sameSite"]) == (
+        True, f"/s/{cluster}/default/lab/", "Lax")
+    assert tab.evaluate("document.cookie") == ""  # the page's scripts cannot read it
     tab.close()
 
     # Stop: the operation, then stopped with no Open link
@@ -311,7 +317,7 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
     _follow(page, stack, "space.start", cluster)
     expect(page.get_by_test_id("space-state-lab")).to_have_text(
         "running", timeout=AWS_READ_TIMEOUT_MS)
-    expect(page.get_by_test_id("space-open-lab")).to_have_attribute("href", url)
+    expect(page.get_by_test_id("space-open-lab")).to_be_enabled()
 
     # Delete: the dialog shows the dry run's plan first
     with page.expect_request(lambda r: r.method == "DELETE"
@@ -340,7 +346,8 @@ def test_a_viewer_sees_every_change_control_disabled_with_the_role(page, stack, 
     expect(page.get_by_test_id(f"space-state-{theirs}")).to_have_text(
         "running", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("space-role-hint")).to_contain_text("viewer")
-    for testid in ("space-create", f"space-stop-{theirs}", f"space-delete-{theirs}"):
+    for testid in ("space-create", f"space-stop-{theirs}", f"space-delete-{theirs}",
+                   f"space-open-{theirs}"):
         control = page.get_by_test_id(testid)
         expect(control).to_be_disabled()
         expect(control).to_have_attribute("data-locked", "role")
@@ -353,16 +360,16 @@ def test_an_operator_sees_anothers_space_but_cannot_change_it(page, stack, clust
     expect(page.get_by_test_id(f"space-owner-{theirs}")).to_have_text(
         "alice", timeout=AWS_READ_TIMEOUT_MS)
     expect(page.get_by_test_id("space-create")).to_be_enabled()
-    for testid in (f"space-stop-{theirs}", f"space-delete-{theirs}"):
+    for testid in (f"space-stop-{theirs}", f"space-delete-{theirs}", f"space-open-{theirs}"):
         control = page.get_by_test_id(testid)
         expect(control).to_be_disabled()
         expect(control).to_have_attribute("data-locked", "owner")
         expect(control).to_have_attribute("title", re.compile(r"\balice\b"))
     _accessible(page)
     # the list refreshes every few seconds; a refresh that changes nothing keeps the focus
-    page.get_by_test_id(f"space-open-{theirs}").focus()
+    page.get_by_test_id(f"space-select-{theirs}").focus()
     with page.expect_response(lambda r: r.request.method == "GET"
                               and r.url.endswith(_url(cluster)), timeout=10_000):
         pass
     page.wait_for_timeout(200)
-    expect(page.get_by_test_id(f"space-open-{theirs}")).to_be_focused()
+    expect(page.get_by_test_id(f"space-select-{theirs}")).to_be_focused()

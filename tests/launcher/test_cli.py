@@ -60,11 +60,12 @@ def _alive(pids: list[int]) -> list[int]:
 
 def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[str], list[str]]:
     """`hypd up` as a user runs it: its terminal's stdout and stderr lines are collected."""
-    port = free_port()
+    port, spaces_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HYPD_"))}
     # the suite's sandbox clock and poll intervals (tests/stack.py): at hypd's default
     # 2-60 s polls, each network the test makes waits ~16 s on its NAT gateway's polls
     env.update({"HYPD_PORT": str(port), "HYPD_DATA_DIR": str(tmp_path / "data"),
+                "HYPD_SPACES_PORT": str(spaces_port),
                 "PYTHONUNBUFFERED": "1",
                 **{k: TEST_ENV[k] for k in ("HYPD_SANDBOX_SPEED", "HYPD_POLL_MIN_S",
                                             "HYPD_POLL_MAX_S")}})
@@ -72,6 +73,7 @@ def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int, list[
                              *flags],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
+    proc.spaces_port = spaces_port  # type: ignore[attr-defined]
     out: list[str] = []
     err: list[str] = []
     threading.Thread(target=_read_lines, args=(proc.stdout, out), daemon=True).start()
@@ -151,6 +153,12 @@ def test_up_prints_ready_serves_dashboard_restarts_worker_and_stops_cleanly(tmp_
                    10, what="gunicorn's line in web.log")
         assert any("local AWS at http://127.0.0.1:" in line
                    for line in _log_lines(logs / "sandbox.log", "sandbox"))
+
+        # the spaces router is a child too, on HYPD_SPACES_PORT
+        spaces = f"http://127.0.0.1:{proc.spaces_port}/healthz"
+        wait_until(lambda: _answers(spaces), 30, what="the spaces router")
+        assert any("spaces router: http://127.0.0.1:" in line
+                   for line in _log_lines(logs / "spaces-router.log", "spaces-router"))
 
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/", verify=tls(), timeout=30)  # a loaded machine: no 5 s default

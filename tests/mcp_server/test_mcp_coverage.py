@@ -22,6 +22,10 @@ OUT_OF_SCOPE = frozenset({
     ("GET", "/api/v1/openapi.json"),  # the document the MCP server reads its rules from
     ("GET", "/"),  # the dashboard's page
     ("GET", "/static/{filename}"),  # the dashboard's files
+    # a browser's sign-in to a space's editor (a one-use code its tab posts): an agent has
+    # no browser to sign in; it gives a person the space's URL (get_space), whose page
+    # sends them to the dashboard's Open
+    ("POST", "/api/v1/clusters/{cluster}/spaces/{name}/sign-in"),
 })
 """Routes with no tool by design (WebSockets are found by their declaration)."""
 

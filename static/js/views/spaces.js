@@ -188,7 +188,7 @@ export function mount(root, ctx) {
     const pod = (s.pods || [])[0];
     const actions = [];
     if (s.state === st.RUNNING && url) {
-      actions.push(h('a', { class: 'btn btn-sm btn-primary', href: url, target: '_blank', rel: 'noopener noreferrer', testid: `space-open-${s.name}` }, 'Open'));
+      actions.push(ownerButton(s, 'Open', `space-open-${s.name}`, () => openSpace(s), 'btn btn-sm btn-primary'));
     }
     if ([st.RUNNING, st.STARTING].includes(s.state)) {
       actions.push(ownerButton(s, 'Stop', `space-stop-${s.name}`, () => lifecycle(s, 'stop')));
@@ -217,6 +217,36 @@ export function mount(root, ctx) {
         h('div', { class: 'sub-id', testid: `space-idle-${s.name}` },
           s.idle_shutdown_minutes ? `stops after ${s.idle_shutdown_minutes} min idle` : 'never stops by itself')),
       h('td', { class: 'actions' }, actions.flatMap((a, i) => (i ? [' ', a] : [a]))));
+  }
+
+  // Open: the API's one-use code, posted as a form in a new tab to the spaces router, which
+  // swaps it for the space's session cookie, so no token is ever in a URL. The tab opens on
+  // the click itself (no pop-up blocker stops it) and loses its way back to this page first.
+  async function openSpace(s) {
+    const tab = window.open('', '_blank');
+    if (!tab) {
+      toastError(new Error('The browser blocked the new tab: allow pop-ups for hypd to open spaces.'));
+      return;
+    }
+    tab.opener = null;
+    tab.document.title = `Opening ${s.name}…`;
+    try {
+      const door = await api(`${base}/${encodeURIComponent(s.name)}/sign-in`, { method: 'POST', signal: ctx.signal });
+      const doc = tab.document;
+      const form = doc.createElement('form');
+      form.method = 'POST';
+      form.action = door.action;
+      const code = doc.createElement('input');
+      code.type = 'hidden';
+      code.name = 'code';
+      code.value = door.code;
+      form.append(code);
+      doc.body.append(form);
+      form.submit();
+    } catch (e) {
+      tab.close();
+      if (!isAbort(e)) toastError(e);
+    }
   }
 
   async function lifecycle(s, action) {
