@@ -278,6 +278,12 @@ def test_the_editor_serves_the_mounted_bucket_under_its_base_path_only(lab, name
     code, answer, _ = _proxy(lab, name, f"{base}api/status")
     assert code == 200 and answer["last_activity"].endswith("Z")
     assert _proxy(lab, name, "/api/status")[0] == 404
+    # hypd's read of it: under the rendered base path, else the space's own on its cluster
+    workspace = lab.workspace(name)
+    assert spaces.last_activity(lab.api, workspace) is not None
+    unrendered = {**workspace, "status": {"serviceName": status["serviceName"]}}
+    assert spaces.last_activity(lab.api, unrendered, CLUSTER) is not None
+    assert spaces.last_activity(lab.api, unrendered) is None  # `/api/status`: 404
 
 
 def test_code_editor_serves_under_its_server_base_path(lab, name):
