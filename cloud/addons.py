@@ -128,9 +128,10 @@ def _place(arg: str, cluster: str | None, region: str) -> str:
     return f"{flag}={placed}"
 
 
-MANIFEST_VALUES = ("spaces_url",)
+MANIFEST_VALUES = ("spaces_url", "cluster")
 """The values a manifest's strings may name as `${name}` (a part of a string: the access
-strategy's URL template starts with the address people open spaces at), filled at install."""
+strategy's URL template starts with the address people open spaces at, and its paths name
+hypd's cluster), filled at install."""
 
 
 def _filled(value: Any, values: Mapping[str, str]) -> Any:

@@ -1,16 +1,18 @@
 """Dev spaces as the cluster holds them: one `workspace.jupyter.org/v1alpha1` Workspace per
 space, run by the Spaces add-on's operator (jupyter-k8s, the `spaces` managed feature).
 
-What hypd writes (`manifest`): the editor (`appType`), image, requests and limits, the
+What hypd writes (`manifest`): the editor (`appType`) and how it starts (`containerConfig`:
+serving under the space's base path `/s/<cluster>/<namespace>/<name>/`, the path hypd's
+spaces router forwards unchanged to the space's pod), image, requests and limits, the
 instance group as a node selector, a home volume (`storage`, the operator's own PVC
 `workspace-<name>-pvc`, kept while the space is stopped), the cluster's bucket claim mounted
 at /s3 — the same claim every job mounts, so a job's output is in the space — idle shutdown
-read from the editor's `/api/status` (`last_activity`), and the access strategy the feature
-installs (`hypd-web` in `jupyter-k8s-system`). The owner (a hypd token's name) is the
-annotation `hypd.io/owner`: the operator's own `created-by` is the Kubernetes identity that
-wrote the object, which is hypd's role for every space. Ownership and access are `Public`
-because every person reaches the cluster through hypd's one identity: who may change a space
-is hypd's rule (app/api/spaces.py), not the operator's.
+read from the editor's `api/status` under its base path (`last_activity`), and the access
+strategy the feature installs (`hypd-web` in `jupyter-k8s-system`). The owner (a hypd
+token's name) is the annotation `hypd.io/owner`: the operator's own `created-by` is the
+Kubernetes identity that wrote the object, which is hypd's role for every space. Ownership
+and access are `Public` because every person reaches the cluster through hypd's one
+identity: who may change a space is hypd's rule (app/api/spaces.py), not the operator's.
 
 What the operator does that we rely on (and the sandbox plays, sandbox/simulator/
 workspaces.py): a Deployment `workspace-<name>` of one pod (none while `desiredStatus` is
@@ -79,6 +81,12 @@ HOME = "/home/sagemaker-user"
 Jupyter Docker stacks' user)."""
 S3_VOLUME = "s3"
 STATUS_PATH = "api/status"
+"""Where the idle probe reads the editor's last activity, under its base path (the operator
+asks `<applicationBasePath>/api/status`)."""
+CODE_EDITOR_DATA = "/opt/amazon/sagemaker/sagemaker-code-editor-server-data"
+CODE_EDITOR_USER_DATA = "/opt/amazon/sagemaker/sagemaker-code-editor-user-data"
+"""The SageMaker Distribution image's Code Editor server and user data (its extensions and
+settings are installed there at build, owned by the image's user)."""
 GPU = "nvidia.com/gpu"
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 GIB = 2**30
@@ -125,9 +133,58 @@ class Space:
         return {"requests": requests, "limits": limits}
 
 
-def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, Any]:
-    """The Workspace of a space (a whole object, applied server-side by name)."""
-    idle: dict[str, Any] = {
+def container_config(app_type: str, base: str) -> dict[str, list[str]]:
+    """How the editor starts (the Workspace's `containerConfig`, command and args as lists):
+    on 0.0.0.0:8888, serving under `base` (the space's base path,
+    vocabulary.spaces.base_path), with no token or password of its own — hypd's spaces router
+    in front of it authenticates every person, and the pod is reached only through the
+    Kubernetes API (`pods/portforward`, the service proxy) — and the home volume as the
+    folder it opens. Without it the add-on's default template's command would run (an
+    entrypoint file only AWS's own access strategy's init container provides).
+
+    JupyterLab: `jupyter-lab` with Jupyter Server 2's options (`ServerApp.token` and
+    `ServerApp.password` are deprecated there for `IdentityProvider.token` and
+    `PasswordIdentityProvider.hashed_password`: jupyter_server 2.21 serverapp.py and
+    auth/identity.py); `ServerApp.allow_remote_access` because the router's Host is not
+    the pod's.
+
+    Code Editor: the SageMaker Distribution's `sagemaker-code-editor` with the options its
+    own start script gives it (aws/sagemaker-distribution build_artifacts/v3/v3.9/v3.9.10/
+    dirs/usr/local/bin/start-code-editor: `--host 0.0.0.0 --port 8888
+    --without-connection-token --base-path … --server-data-dir … --extensions-dir …
+    --user-data-dir …`; the image's own data dirs, as its branch outside SageMaker Studio
+    uses them). `--base-path` is SageMaker's patch (aws/sagemaker-code-editor
+    patches/base-path.diff) and only shapes the browser's URLs; the server matches its
+    routes under VS Code's `--server-base-path` (patched-vscode/src/vs/server/node/
+    serverEnvironmentService.ts, webClientServer.ts: the workbench at exactly that path,
+    its static files under it), so both are given. `--accept-server-license-terms` as
+    jupyter-k8s's Code Editor samples start it (jupyter-infra/jupyter-k8s config/samples/
+    idle-shutdown/templates/03-code-editor-template.yaml); `--default-folder` opens the
+    home volume."""
+    if app_type == spaces.CODE_EDITOR:
+        return {"command": ["sagemaker-code-editor"],
+                "args": ["--host", "0.0.0.0", "--port", str(PORT), "--without-connection-token",
+                         "--accept-server-license-terms", "--server-base-path", base,
+                         "--base-path", base, "--server-data-dir", CODE_EDITOR_DATA,
+                         "--extensions-dir", f"{CODE_EDITOR_DATA}/extensions",
+                         "--user-data-dir", CODE_EDITOR_USER_DATA, "--default-folder", HOME]}
+    return {"command": ["jupyter-lab"],
+            "args": ["--no-browser", "--ServerApp.ip=0.0.0.0", f"--ServerApp.port={PORT}",
+                     f"--ServerApp.base_url={base}", "--IdentityProvider.token=",
+                     "--PasswordIdentityProvider.hashed_password=",
+                     "--ServerApp.allow_remote_access=True", f"--ServerApp.root_dir={HOME}"]}
+
+
+def idle_shutdown(space: Space) -> dict[str, Any]:
+    """The Workspace's `idleShutdown`: the probe's path is the editor's status under its base
+    path (the operator prefixes `status.applicationBasePath`).
+
+    Jupyter Server answers it. SageMaker's Code Editor has no `api/status`: its idle route is
+    `/api/idle` at the server's root, whatever its base path, answering
+    `{"lastActiveTimestamp": …}` (aws/sagemaker-code-editor patched-vscode/src/vs/server/
+    node/webClientServer.ts `_idleRoute`, `_handleIdle`), so the probe reads no activity
+    from a Code Editor space."""
+    return {
         "enabled": space.idle_shutdown_minutes is not None,
         "idleTimeoutInMinutes": space.idle_shutdown_minutes or 60,
         "detection": {"httpGet": {
@@ -135,6 +192,14 @@ def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, An
             "lastActivityTimestamp": {"responseBodyPath": "last_activity",
                                       "format": "RFC3339"}}},
     }
+
+
+def manifest(space: Space, cluster: str, owner: str, op_id: str,
+             desired: str) -> dict[str, Any]:
+    """The Workspace of a space on hypd's cluster `cluster` (a whole object, applied
+    server-side by name): its editor serves under the space's base path
+    (`container_config`)."""
+    base = spaces.base_path(cluster, space.namespace, space.name)
     return kube.stamped({
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -146,6 +211,7 @@ def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, An
             "displayName": space.name,
             "appType": space.app_type,
             "image": space.image,
+            "containerConfig": container_config(space.app_type, base),
             "desiredStatus": desired,
             "resources": space.resources(),
             "nodeSelector": {INSTANCE_GROUP_LABEL: space.instance_group},
@@ -153,7 +219,7 @@ def manifest(space: Space, owner: str, op_id: str, desired: str) -> dict[str, An
                         "storageClassName": STORAGE_CLASS},
             "volumes": [{"name": S3_VOLUME, "persistentVolumeClaimName": storage.DEFAULT_CLAIM,
                          "mountPath": storage.DEFAULT_MOUNT_PATH}],
-            "idleShutdown": idle,
+            "idleShutdown": idle_shutdown(space),
             "accessStrategy": dict(ACCESS_STRATEGY),
             "accessType": "Public",
             "ownershipType": "Public",
@@ -237,13 +303,26 @@ def service(ws: Mapping[str, Any]) -> str:
     return (ws.get("status") or {}).get("serviceName") or f"workspace-{_md(ws)['name']}-service"
 
 
-def last_activity(api: ApiClient, ws: Mapping[str, Any]) -> datetime | None:
-    """The editor's last activity, asked of the editor itself (its `/api/status`, the path
-    idle shutdown reads) through the API server's service proxy; None when it does not run or
-    does not answer."""
+def served_path(ws: Mapping[str, Any], cluster: str | None = None) -> str:
+    """The path the space's editor serves under: the operator's `status.applicationBasePath`
+    (the access strategy's, rendered), else the space's base path on `cluster`, else `/` (a
+    Workspace whose editor was given no base path)."""
+    rendered = (ws.get("status") or {}).get("applicationBasePath")
+    if rendered:
+        return rendered.rstrip("/") + "/"
+    if cluster:
+        return spaces.base_path(cluster, namespace_of(ws), _md(ws)["name"])
+    return "/"
+
+
+def last_activity(api: ApiClient, ws: Mapping[str, Any],
+                  cluster: str | None = None) -> datetime | None:
+    """The editor's last activity, asked of the editor itself (its `api/status` under the
+    path it serves under, `served_path` — where idle shutdown reads it) through the API
+    server's service proxy; None when it does not run or does not answer."""
     try:
         status, raw = kube.service_proxy(api, namespace_of(ws), service(ws), str(PORT),
-                                         STATUS_PATH, None, 65536)
+                                         served_path(ws, cluster) + STATUS_PATH, None, 65536)
     except (kube.KubeError, OSError, urllib3.exceptions.HTTPError, ApiException):
         return None  # an editor that does not answer has no activity to show
     if status != 200:

@@ -237,13 +237,12 @@ def _values(ctx: StepContext, src: features.Sources, dep: Dependency) -> dict[st
     return values
 
 
-def _manifest_values(ctx: StepContext, src: features.Sources) -> dict[str, str]:
-    """What a manifest names (`${spaces_url}`: where people open spaces — the setting, or
-    the cluster's own endpoint)."""
-    base = Settings.from_env().spaces_url
-    if not base:
-        base = str((eks.describe(src.eks, _cluster(ctx)) or {}).get("endpoint") or "").rstrip("/")
-    return {"spaces_url": base}
+def _manifest_values(ctx: StepContext) -> dict[str, str]:
+    """What a manifest names: `${spaces_url}`, where people open spaces (hypd's spaces
+    router, HYPD_SPACES_URL), and `${cluster}`, hypd's name of the cluster (the router's
+    paths name it as the REST paths do)."""
+    return {"spaces_url": str(Settings.from_env().spaces_url or ""),
+            "cluster": _cluster(ctx)}
 
 
 def _settled(ctx: StepContext, names: list[str]) -> dict[str, list[str]]:
@@ -455,7 +454,7 @@ def wait_enabled(ctx: StepContext) -> float | None:
         src = _sources(ctx)
         try:
             for dep in later:
-                _install(ctx, src, [dep], values=_manifest_values(ctx, src))
+                _install(ctx, src, [dep], values=_manifest_values(ctx))
         except kube.KubeError as exc:
             if exc.http_status != 404:
                 raise

@@ -88,8 +88,8 @@ def apply_workspace(ctx: StepContext) -> dict[str, Any]:
         raise StepFailed(f"a Workspace {namespace}/{name} made by someone else exists "
                          "on the cluster", "conflict")
     made = namespace_and_claim(ctx) if namespace != spaces.NAMESPACE else []
-    manifest = spaces.manifest(spaces.Space.from_params(ctx.params), ctx.params["owner"],
-                               ctx.op_id, words.DESIRED_RUNNING)
+    manifest = spaces.manifest(spaces.Space.from_params(ctx.params), ctx.params["cluster"],
+                               ctx.params["owner"], ctx.op_id, words.DESIRED_RUNNING)
     try:
         applied = kube.server_side_apply(api, manifest)
     except kube.KubeError as exc:
@@ -144,8 +144,7 @@ def resources_patch(space: spaces.Space) -> dict[str, Any]:
     wanted = space.resources()
     for part in ("requests", "limits"):
         wanted[part].setdefault(spaces.GPU, None)
-    idle = spaces.manifest(space, "", "", words.DESIRED_RUNNING)["spec"]["idleShutdown"]
-    return {"spec": {"resources": wanted, "idleShutdown": idle}}
+    return {"spec": {"resources": wanted, "idleShutdown": spaces.idle_shutdown(space)}}
 
 
 @guarded

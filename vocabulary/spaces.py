@@ -27,3 +27,20 @@ SETTLED = (RUNNING, STOPPED, FAILED)
 DESIRED_RUNNING = "Running"
 DESIRED_STOPPED = "Stopped"
 """The operator's `spec.desiredStatus` values (upstream's words)."""
+
+ROUTE_PREFIX = "/s/"
+"""Where hypd's spaces router (the `hypd spaces-router` process, at HYPD_SPACES_URL) takes a
+space's requests: `/s/<cluster>/<namespace>/<name>/…`."""
+
+
+def base_path(cluster: str, namespace: str, name: str) -> str:
+    """The path a space's editor serves under, with its trailing slash:
+    `/s/<cluster>/<namespace>/<name>/` (cluster: hypd's name, as in `/api/v1/clusters/<c>`).
+
+    One spelling three parties share: the router forwards a request's whole path unchanged
+    to the space's pod (through `pods/portforward`), so the editor must serve under exactly
+    the path the router routes — the Workspace's command names it (cloud/spaces.py
+    `manifest`), the access strategy renders the same path as the space's URL and as the
+    `applicationBasePath` the operator's idle probe asks under
+    (cloud/manifests/spaces-access-strategy.yaml), and the router parses it."""
+    return f"{ROUTE_PREFIX}{cluster}/{namespace}/{name}/"

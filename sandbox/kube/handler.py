@@ -1,10 +1,10 @@
 """The HTTP front of a local Kubernetes: authentication, authorization, then the verb.
 
-One aiohttp request handler per cluster. Public paths (`/version`, `/healthz`, `/livez`,
-`/readyz`) answer anyone, as EKS lets `system:unauthenticated` read them; so does the
-workspaces' router under `/workspaces/` (not the API: see `WEB_PREFIX`). Everything else
-needs a cluster user: a request without a token is `system:anonymous` and gets 403, a token
-EKS would not accept (or whose principal no access entry names) gets 401. Then the access
+One aiohttp request handler per cluster; it serves the API only, as an EKS endpoint does
+(no workspace is routed here). Public paths (`/version`, `/healthz`, `/livez`, `/readyz`)
+answer anyone, as EKS lets `system:unauthenticated` read them. Everything else needs a
+cluster user: a request without a token is `system:anonymous` and gets 403, a token EKS
+would not accept (or whose principal no access entry names) gets 401. Then the access
 policies decide (403), and the request is served from the store.
 """
 
@@ -53,10 +53,6 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS = "system:anonymous"
 _PUBLIC = ("/version", "/healthz", "/livez", "/readyz")
-WEB_PREFIX = "/workspaces/"
-"""Not the API: the router in front of the cluster's workspaces (the access strategy's,
-played by the simulator's workspace controller, `kube.web_router`), answered without a
-Kubernetes token, as a browser reaches a workspace."""
 _STREAMS = ("exec", "attach", "portforward")
 """A pod's streaming subresources: each needs `create`, however it is asked."""
 _SCALABLE = frozenset(
@@ -186,11 +182,6 @@ class KubeHandler:
             if path == "/version":
                 return _json(discovery.version(self.kube.kubernetes_version))
             return web.Response(text="ok", content_type="text/plain")
-        router = self.kube.web_router
-        if router is not None and path.startswith(WEB_PREFIX):
-            status, content_type, body = router(request.method, request.path,
-                                                dict(request.headers))
-            return web.Response(status=status, body=body, content_type=content_type)
         who = self._authenticate(request)
         target = paths.parse(path)
         if target is None:

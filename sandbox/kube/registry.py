@@ -65,10 +65,6 @@ class LocalKube:
         # what listens on a pod's port, for pods/portforward (portforward.py), set by the
         # simulator: (pod, port) -> a function of one HTTP request, or None
         self.pod_port: Callable[[dict[str, Any], int], Any] | None = None
-        # the router in front of the workspaces (handler.WEB_PREFIX), set by the simulator:
-        # (method, path, headers) -> (status, content type, body)
-        self.web_router: Callable[[str, str, dict[str, str]], tuple[int, str, bytes]] | \
-            None = None
         # the local AWS's fault points (a write held before or after the store took it), its
         # injected faults (a write answered 429/5xx instead) and the write log (writes.py)
         self.holds: Any = None

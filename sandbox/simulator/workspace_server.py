@@ -1,8 +1,12 @@
-"""A workspace's Jupyter server as the sandbox plays it, and the router in front of it.
+"""A workspace's editor server as the sandbox plays it (what the `workspace` container of a
+Workspace's pod runs, port 8888).
 
-The server (what the `workspace` container of a Workspace's pod runs, port 8888):
+It serves under the base path its command line gives, as the editors do: JupyterLab's
+`--ServerApp.base_url=P` (or `--ServerApp.base_url P`), Code Editor's `--server-base-path P`
+(VS Code's flag its routes follow; SageMaker's own `--base-path` only shapes the browser's
+URLs); none given: `/`. Under it:
 
-- `GET …/api/status` answers as Jupyter Server does — `{"started", "last_activity",
+- `GET <P>api/status` answers as Jupyter Server does — `{"started", "last_activity",
   "connections", "kernels"}`, times in RFC 3339 — and is not itself activity (the idle
   detector polls it);
 - any other GET is activity, and answers a small page listing the files of the bucket
@@ -10,17 +14,15 @@ The server (what the `workspace` container of a Workspace's pod runs, port 8888)
   bucket and prefix → the objects in the local AWS's S3), as JSON when the request accepts
   `application/json`; other methods are 405.
 
+Anything outside the base path is 404, as Jupyter answers a path its routes do not hold.
+Nothing routes to it from outside the cluster: it is reached through the API server —
+`pods/portforward` (kube/portforward.py, how hypd's spaces router reaches a space) or the
+service proxy (the idle detector, `last_activity_of`).
+
 Last activity starts when the server is first asked (the controller asks as soon as the
 workspace is Available) and is kept per pod: a restarted workspace is a new server. Times
 are the sandbox clock's (simulated seconds), written as wall-clock RFC 3339 from the moment
 the clock started.
-
-The router (`route`, served by the cluster's own HTTPS server under `/workspaces/`, see
-kube/handler.py `WEB_PREFIX`) plays an access strategy's reverse proxy:
-`/workspaces/<namespace>/<name>/<path>` goes to the Service `workspace-<name>-service`
-(its ready pod) with the whole path, as a router in front of a Jupyter server with that
-base URL does. An unknown workspace is 404; one that is not running (stopped, starting, no
-ready pod) is 503, as the router answers when no server is behind the route.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ import datetime
 import html
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sandbox.kube.errors import KubeError
 from sandbox.simulator import s3files
@@ -41,7 +44,10 @@ if TYPE_CHECKING:
 
 PORT = 8888
 MOUNT = "/s3"
-ROUTE_PREFIX = "/workspaces/"
+BASE_FLAGS = ("--ServerApp.base_url", "--server-base-path")
+"""The flags that set the path an editor serves under (JupyterLab's, Code Editor's)."""
+NOT_FOUND = "<html><title>404: Not Found</title><body>404: Not Found</body></html>"
+"""Tornado's own answer to a path no route holds (Jupyter Server's, outside its base URL)."""
 NAME_LABEL = "workspace.jupyter.org/workspace-name"
 Answer = tuple[int, str, bytes]
 
@@ -54,12 +60,21 @@ def _json(status: int, body: Any) -> Answer:
     return status, "application/json", json.dumps(body).encode()
 
 
-def _text(status: int, text: str) -> Answer:
-    return status, "text/plain", text.encode()
+def base_path(argv: Sequence[str]) -> str:
+    """The path an editor's command line serves it under (`/` when it names none), with a
+    trailing slash as Jupyter Server normalizes its base URL."""
+    found = "/"
+    for i, arg in enumerate(argv):
+        for flag in BASE_FLAGS:
+            if arg.startswith(flag + "="):
+                found = arg[len(flag) + 1:]
+            elif arg == flag and i + 1 < len(argv):
+                found = argv[i + 1]
+    return "/" + found.strip("/") + "/" if found.strip("/") else "/"
 
 
 class WorkspaceServer:
-    """Every workspace server of one cluster, and its router."""
+    """Every workspace server of one cluster."""
 
     def __init__(self, sim: ClusterSimulator, now: Callable[[], float]) -> None:
         self.sim = sim
@@ -97,22 +112,33 @@ class WorkspaceServer:
             return found.get(NAME_LABEL)
         return None
 
+    @staticmethod
+    def base_of(pod: dict[str, Any]) -> str:
+        """The path the pod's `workspace` container serves under (its command and args)."""
+        container = next((c for c in (pod.get("spec") or {}).get("containers") or []
+                          if c.get("name") == "workspace"), {})
+        return base_path([*(container.get("command") or []), *(container.get("args") or [])])
+
     def program(self, pod: dict[str, Any]) -> Program:
-        name = _md(pod).get("name")
+        name, base = _md(pod).get("name"), self.base_of(pod)
         lines = (Line(0.0, "[I ServerApp] Jupyter Server is running at:"),
-                 Line(0.0, f"[I ServerApp] http://{name}:{PORT}/lab"))
+                 Line(0.0, f"[I ServerApp] http://{name}:{PORT}{base}lab"))
         return Program(lines=lines, exit_code=None, serves=HttpServer(
-            PORT, lambda path, method, body, headers: self.handle(pod, path, method, headers)))
+            PORT, lambda path, method, body, headers: self.handle(pod, path, method, headers,
+                                                                  base)))
 
     def handle(self, pod: dict[str, Any], path: str, method: str,
-               headers: dict[str, str]) -> Answer:
+               headers: dict[str, str], base: str = "/") -> Answer:
+        path = urlsplit(path).path or "/"
+        if not path.startswith(base):
+            return 404, "text/html", NOT_FOUND.encode()
         uid = str(_md(pod).get("uid"))
         now = self.now()
         started = self._started.setdefault(uid, now)
         last = self._activity.setdefault(uid, now)
         if method != "GET":
             return _json(405, {"message": "Method Not Allowed", "reason": None})
-        if path.rstrip("/").endswith("/api/status"):
+        if path[len(base):].rstrip("/") == "api/status":
             return _json(200, {"started": self.rfc3339(started),
                                "last_activity": self.rfc3339(last),
                                "connections": 0, "kernels": 0})
@@ -163,23 +189,6 @@ class WorkspaceServer:
         return None if value is None else self.simulated(str(value), stamp.get("format")
                                                          or "RFC3339")
 
-    # --- the router -------------------------------------------------------------------------
-
-    def route(self, method: str, path: str, headers: dict[str, str]) -> Answer:
-        parts = path[len(ROUTE_PREFIX):].split("/") if path.startswith(ROUTE_PREFIX) else []
-        if len(parts) < 2 or not parts[0] or not parts[1]:
-            return _text(404, "404 page not found\n")
-        namespace, name = parts[0], parts[1]
-        workspace = self.sim.kube.get_object("workspace.jupyter.org/v1alpha1", "Workspace",
-                                             name, namespace)
-        if workspace is None:
-            return _text(404, "404 page not found\n")
-        try:
-            return self.sim.workloads.proxy(namespace, f"workspace-{name}-service:{PORT}",
-                                            path, method, b"", headers)
-        except KubeError:
-            return _text(503, "Service Unavailable\n")
-
 
 def _page(listing: dict[str, Any]) -> str:
     title = html.escape(f"{listing['workspace']}: {listing['mount']}")
@@ -191,7 +200,7 @@ def _page(listing: dict[str, Any]) -> str:
                         for f in listing["files"]) or "<li>(empty)</li>"
         body = f"<p>{source}</p><ul>{items}</ul>"
     about = ("<p>On AWS this address opens the space's editor (JupyterLab or Code Editor) "
-             "through the router in front of the cluster. The sandbox plays its server: this "
-             "page lists the bucket mounted at /s3 in the space's pod.</p>")
+             "through hypd's spaces router. The sandbox plays its server: this page lists "
+             "the bucket mounted at /s3 in the space's pod.</p>")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}"
             f"</title></head><body><main><h1>{title}</h1>{about}{body}</main></body></html>")

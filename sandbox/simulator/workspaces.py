@@ -49,12 +49,12 @@ available — before the add-on nothing happens, as on a cluster without it.
   Workspace). The local Kubernetes models finalizers and ownerReference garbage collection.
 
 The objects are built by `workspace_objects` (upstream's builders). What the workspace's
-container does is this module's resolver: a Jupyter server on 8888 (`workspace_server`):
-`/api/status` answers `{"last_activity": RFC3339, ...}` without counting as activity, any
-other GET is activity and answers the page listing the bucket mounted at /s3.
-The router (`kube.web_router`, `/workspaces/<namespace>/<name>/…` on the cluster's own
-HTTPS server) plays the access strategy's: it passes a request to the Service; a workspace
-that is not running answers 503.
+container does is this module's resolver: an editor server on 8888 (`workspace_server`)
+serving under the base path its command line names: `<base>api/status` answers
+`{"last_activity": RFC3339, ...}` without counting as activity, any other GET under the base
+is activity and answers the page listing the bucket mounted at /s3, anything else is 404.
+Nothing routes to it on the cluster's endpoint (an EKS endpoint serves the API only): it is
+reached through `pods/portforward` or the service proxy.
 """
 
 from __future__ import annotations
@@ -117,7 +117,6 @@ class WorkspaceController:
         self.server = WorkspaceServer(sim, self.now)
         self._wakes: dict[str, float] = {}  # workspace uid → the idle deadline a wake is set for
         sim.programs.register(self.program)
-        sim.kube.web_router = self.server.route
 
     @staticmethod
     def watches(item: Event) -> bool:

@@ -101,6 +101,11 @@ def test_spaces_on_installs_what_aws_asks_and_off_removes_all_of_it(stack, clust
     assert strategy is not None
     assert strategy["spec"]["displayName"] and strategy["spec"]["accessResourceTemplates"] == []
     assert strategy["metadata"]["labels"]["hypd/dependency"] == "spaces-access-strategy"
+    # its paths name hypd's cluster, as the spaces router's do (filled at install)
+    assert strategy["spec"]["applicationBasePathTemplate"] == (
+        f"/s/{cluster}/{{{{ .Workspace.Namespace }}}}/{{{{ .Workspace.Name }}}}")
+    assert strategy["spec"]["accessURLTemplate"].endswith(
+        strategy["spec"]["applicationBasePathTemplate"] + "/")
     assert get(api, *CRDS, WORKSPACE_CRD) is not None
     assert dependents.workspaces(api) == []
     view = features(stack, cluster)["features"]["spaces"]

@@ -13,17 +13,19 @@ import pytest
 
 from cloud import addons, dependencies, spaces
 from tests.crdkit import validate
+from vocabulary import spaces as words
 
 CRD = "workspace.jupyter.org_workspaceaccessstrategies.yaml"
 WORKSPACE_CRD = "workspace.jupyter.org_workspaces.yaml"
 
 
 BASE = "https://spaces.example.com"
+CLUSTER = "ml-1"
 
 
 def _objects() -> list[dict]:
     return addons.render(dependencies.by_name()["spaces-access-strategy"], "us-west-2",
-                         values={"spaces_url": BASE})
+                         values={"spaces_url": BASE, "cluster": CLUSTER})
 
 
 def _rendered() -> dict:
@@ -39,10 +41,28 @@ def test_the_home_volumes_class_is_ebs_gp3_bound_where_the_pod_lands():
 
 
 def test_the_url_base_is_filled_at_install_and_never_left_as_a_placeholder():
-    assert _rendered()["spec"]["accessURLTemplate"].startswith(f"{BASE}/workspaces/")
+    assert _rendered()["spec"]["accessURLTemplate"].startswith(f"{BASE}/s/{CLUSTER}/")
     dep = dependencies.by_name()["spaces-access-strategy"]
     with pytest.raises(dependencies.DependencyError, match="spaces_url"):
-        addons.render(dep, "us-west-2", values={})
+        addons.render(dep, "us-west-2", values={"cluster": CLUSTER})
+    with pytest.raises(dependencies.DependencyError, match="cluster"):
+        addons.render(dep, "us-west-2", values={"spaces_url": BASE})
+
+
+def test_the_url_and_base_path_are_the_routers_path_to_the_space():
+    """The operator renders the URL people open and the base path its idle probe asks under
+    (it appends httpGet.path, so no trailing slash); both are the space's base path, the one
+    the editor serves under."""
+    spec = _rendered()["spec"]
+
+    def rendered(template: str) -> str:  # as the operator fills the Workspace's fields
+        return template.replace("{{ .Workspace.Namespace }}", "hyperpod-ns-vision").replace(
+            "{{ .Workspace.Name }}", "lab")
+
+    base = words.base_path(CLUSTER, "hyperpod-ns-vision", "lab")
+    assert rendered(spec["accessURLTemplate"]) == f"{BASE}{base}"
+    assert rendered(spec["applicationBasePathTemplate"]) == base.rstrip("/")
+    assert "${" not in spec["accessURLTemplate"] + spec["applicationBasePathTemplate"]
 
 
 def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
@@ -53,7 +73,7 @@ def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
         "hypd-web", "jupyter-k8s-system")
     # hypd's labels and the dependency's version, as on every manifest it applies
     assert strategy["metadata"]["labels"]["hypd/dependency"] == "spaces-access-strategy"
-    assert strategy["metadata"]["annotations"]["hypd/dependency-version"] == "1"
+    assert strategy["metadata"]["annotations"]["hypd/dependency-version"] == "2"
     validate(strategy, CRD, "v1alpha1")
     # minimal: what the CRD requires, and the URL the controller writes to each space's status
     assert set(strategy["spec"]) == {"displayName", "accessResourceTemplates",

@@ -1,13 +1,18 @@
-"""A space's Workspace as cloud/spaces.py builds it, with task governance: a team's space is
-made in the team's namespace and carries Kueue's queue and priority-class labels on its
-metadata — where HyperPod's CLI (`hyp create hyp-space --queue-name/--priority`) puts them
-and whence the jupyter-k8s operator copies them to its Deployment and pod — and the
+"""A space's Workspace as cloud/spaces.py builds it: its editor starts serving under the
+space's base path (`/s/<cluster>/<namespace>/<name>/`, where hypd's spaces router forwards
+the space's requests unchanged) with no token of its own; with task governance, a team's
+space is made in the team's namespace and carries Kueue's queue and priority-class labels on
+its metadata — where HyperPod's CLI (`hyp create hyp-space --queue-name/--priority`) puts
+them and whence the jupyter-k8s operator copies them to its Deployment and pod — and the
 Workspace stays valid against the real CRD as a closed schema."""
 
 from __future__ import annotations
 
+import pytest
+
 from cloud import kube, queueing, spaces
 from tests.crdkit import validate
+from vocabulary import spaces as words
 from vocabulary import teams
 
 WORKSPACE_CRD = "workspace.jupyter.org_workspaces.yaml"
@@ -26,8 +31,8 @@ def _validated(ws: dict) -> dict:
 
 
 def test_a_team_s_space_carries_its_queue_and_priority_in_the_team_s_namespace():
-    ws = _validated(spaces.manifest(_space(team="vision", priority="urgent"), "ana", "op_1",
-                                    "Running"))
+    ws = _validated(spaces.manifest(_space(team="vision", priority="urgent"), "c1", "ana",
+                                    "op_1", "Running"))
     md = ws["metadata"]
     assert md["namespace"] == "hyperpod-ns-vision"
     assert md["labels"]["kueue.x-k8s.io/queue-name"] == "hyperpod-ns-vision-localqueue"
@@ -43,15 +48,71 @@ def test_a_team_s_space_carries_its_queue_and_priority_in_the_team_s_namespace()
 
 
 def test_a_team_s_space_without_a_priority_has_the_queue_label_only():
-    labels = _validated(spaces.manifest(_space(team="vision"), "ana", "op_1",
-                                        "Running"))["metadata"]["labels"]
+    labels = _validated(spaces.manifest(_space(team="vision"), "c1", "ana",
+                                        "op_1", "Running"))["metadata"]["labels"]
     assert labels[teams.QUEUE_LABEL] == "hyperpod-ns-vision-localqueue"
     assert teams.PRIORITY_LABEL not in labels
 
 
 def test_a_space_outside_any_team_is_not_queued():
-    ws = _validated(spaces.manifest(_space(), "ana", "op_1", "Running"))
+    ws = _validated(spaces.manifest(_space(), "c1", "ana", "op_1", "Running"))
     assert ws["metadata"]["namespace"] == spaces.NAMESPACE
     assert not {teams.QUEUE_LABEL, teams.PRIORITY_LABEL} & set(ws["metadata"]["labels"])
     assert queueing.team_of(ws) == (None, None)
     assert spaces.asked(ws) == _space()
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    """`--name=value` options as a mapping (a flag without a value maps to "")."""
+    return {name: value for name, _, value in (a.partition("=") for a in args)}
+
+
+def test_base_path_is_the_routers_spelling():
+    assert words.base_path("c1", "hyperpod-ns-vision", "lab") == "/s/c1/hyperpod-ns-vision/lab/"
+    assert words.base_path("c1", "default", "lab").startswith(words.ROUTE_PREFIX)
+
+
+def test_jupyterlab_serves_under_the_base_path_with_no_token_of_its_own():
+    ws = _validated(spaces.manifest(_space(team="vision"), "c1", "ana", "op_1", "Running"))
+    config = ws["spec"]["containerConfig"]
+    assert config["command"] == ["jupyter-lab"]  # a list: no shell between
+    assert all(isinstance(a, str) for a in config["args"])
+    options = _options(config["args"])
+    assert options["--ServerApp.base_url"] == "/s/c1/hyperpod-ns-vision/lab/"
+    assert (options["--ServerApp.ip"], options["--ServerApp.port"]) == ("0.0.0.0", "8888")
+    assert options["--IdentityProvider.token"] == ""
+    assert options["--PasswordIdentityProvider.hashed_password"] == ""
+    assert options["--ServerApp.allow_remote_access"] == "True"
+    assert options["--ServerApp.root_dir"] == spaces.HOME == ws["spec"]["storage"]["mountPath"]
+    assert "--no-browser" in config["args"]
+
+
+def test_code_editor_serves_under_the_base_path_with_no_connection_token():
+    ws = _validated(spaces.manifest(_space(app_type="code-editor"), "c1", "ana", "op_1",
+                                    "Running"))
+    config = ws["spec"]["containerConfig"]
+    assert config["command"] == ["sagemaker-code-editor"]
+    args = config["args"]
+    given = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")
+             and not args[i + 1].startswith("--")}
+    # the server's routes follow --server-base-path; --base-path shapes the browser's URLs
+    assert given["--server-base-path"] == given["--base-path"] == "/s/c1/default/lab/"
+    assert (given["--host"], given["--port"]) == ("0.0.0.0", "8888")
+    assert "--without-connection-token" in args
+    assert given["--default-folder"] == spaces.HOME
+    assert given["--server-data-dir"] == spaces.CODE_EDITOR_DATA
+
+
+@pytest.mark.parametrize("app_type", words.APP_TYPES)
+def test_the_idle_probe_asks_the_status_path_the_operator_prefixes(app_type):
+    ws = _validated(spaces.manifest(_space(app_type=app_type), "c1", "ana", "op_1", "Running"))
+    probe = ws["spec"]["idleShutdown"]["detection"]["httpGet"]
+    assert (probe["path"], probe["port"]) == ("/api/status", 8888)
+
+
+def test_last_activity_is_read_under_the_path_the_editor_serves_under():
+    ws = spaces.manifest(_space(), "c1", "ana", "op_1", "Running")
+    assert spaces.served_path(ws, "c1") == "/s/c1/default/lab/"
+    rendered = {**ws, "status": {"applicationBasePath": "/s/c1/default/lab"}}
+    assert spaces.served_path(rendered) == "/s/c1/default/lab/"
+    assert spaces.served_path(ws) == "/"

@@ -1,12 +1,16 @@
 """The Spaces add-on's workspace controller as the sandbox plays it (jupyter-k8s), through the
 Kubernetes API against the upstream CRDs: a Workspace → its Deployment, Service and home
-volume → a running pod → Available with its access URL, which lists the bucket mounted at
-/s3; stopped and started again; idle shutdown by the sandbox clock; a workspace too big for
-any node stays Pending; deletion through the controller's finalizer; and the data contract's
-other half, a job's container writing a file under /s3 into the bucket."""
+volume → a running pod → Available with the access URL and base path hypd's access strategy
+renders; its editor, reached as hypd's spaces router reaches it (`pods/portforward` with the
+official client), serves only under the base path its command line names and lists the
+bucket mounted at /s3 there; the cluster's endpoint routes no workspace; stopped and started
+again; idle shutdown by the sandbox clock; a workspace too big for any node stays Pending;
+deletion through the controller's finalizer; and the data contract's other half, a job's
+container writing a file under /s3 into the bucket."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import time
@@ -19,8 +23,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.stream import portforward
 
-from cloud import recipes, storage
+from cloud import addons, dependencies, recipes, spaces, storage
 from cloud.training import JobSpec
 from sandbox.control import SandboxControl
 from sandbox.gaps.eks_addons import Crd, upstream_crd
@@ -28,9 +33,10 @@ from sandbox.kube import LocalKube
 from sandbox.kube.access import CLUSTER_ADMIN
 from sandbox.local_aws import LocalAws
 from sandbox.simulator.workspaces import FINALIZER
-from tests.sandbox.ekskit import local_api
+from tests.sandbox.ekskit import call, local_api
 from tests.sandbox.test_pod_lifecycle import ME, _node
 from tests.stack import wait_until
+from vocabulary.spaces import base_path
 
 CLUSTER = "spaces-lab"
 BUCKET = "hypd-spaces-lab-data"
@@ -38,7 +44,9 @@ GROUP, VERSION = "workspace.jupyter.org", "v1alpha1"
 CRDS = tuple(f"workspace.jupyter.org_{p}.yaml" for p in
              ("workspaces", "workspacetemplates", "workspaceaccessstrategies"))
 SYSTEM = "jupyter-k8s-system"
-TEMPLATE = "/workspaces/{{ .Workspace.Namespace }}/{{ .Workspace.Name }}/"
+SPACES_URL = "https://spaces.example.test"
+"""Where hypd's spaces router would be (nothing here routes: the tests reach the pod as the
+router does, through pods/portforward)."""
 
 
 @dataclass
@@ -97,13 +105,13 @@ def lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Lab]:
     for obj in storage.s3_volume(BUCKET, "us-west-2"):
         kube.put_object(obj)
     api = local_api(kube)
+    # hypd's own access strategy, as the spaces feature renders it for this cluster
+    [strategy] = [o for o in addons.render(
+        dependencies.by_name()["spaces-access-strategy"], "us-west-2",
+        values={"spaces_url": SPACES_URL, "cluster": CLUSTER})
+        if o["kind"] == "WorkspaceAccessStrategy"]
     k8s.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP, VERSION, SYSTEM, "workspaceaccessstrategies", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "WorkspaceAccessStrategy",
-            "metadata": {"name": "hypd-web"},
-            "spec": {"displayName": "hypd", "accessResourceTemplates": [],
-                     "accessURLTemplate": kube.url + TEMPLATE,
-                     "applicationBasePathTemplate": TEMPLATE.rstrip("/")}})
+        GROUP, VERSION, SYSTEM, "workspaceaccessstrategies", strategy)
     wait_until(lambda: (kube.get_object("apps/v1", "Deployment", "jupyter-k8s-controller-manager",
                                         SYSTEM) or {}).get("status", {}).get("availableReplicas"),
                10, what="the workspace controller")
@@ -114,9 +122,13 @@ def lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Lab]:
 
 
 def _space(name: str, **spec: Any) -> dict[str, Any]:
-    """A Workspace as hypd writes it (the issue's contract)."""
+    """A Workspace as hypd writes it (the issue's contract), its editor serving under the
+    space's base path as cloud/spaces.py starts it."""
+    app_type = spec.get("appType") or "jupyterlab"
     body = {
-        "displayName": name, "appType": "jupyterlab",
+        "displayName": name, "appType": app_type,
+        "containerConfig": spaces.container_config(app_type,
+                                                   base_path(CLUSTER, "default", name)),
         "image": "public.ecr.aws/sagemaker/sagemaker-distribution:latest-cpu",
         "desiredStatus": "Running",
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}},
@@ -149,9 +161,10 @@ def _available(lab: Lab, name: str) -> dict[str, Any]:
 
 
 def _get(url: str, accept: str = "application/json") -> tuple[int, str, bytes]:
+    """GET without a Kubernetes token (as a browser would ask)."""
     context = ssl.create_default_context()
     context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # the cluster's own CA; this is the router's answer
+    context.verify_mode = ssl.CERT_NONE  # the cluster's own CA; the answer is what we check
     request = urllib.request.Request(url, headers={"Accept": accept})
     try:
         with urllib.request.urlopen(request, context=context, timeout=10) as answer:
@@ -218,35 +231,105 @@ def test_a_workspace_gets_its_deployment_service_and_home_volume(lab, name):
         "Deleting": ("False", "DesiredStateRunning")}
 
 
-def test_the_access_url_lists_the_mounted_bucket(lab, name):
-    lab.s3.put_object(Bucket=BUCKET, Key=f"data/{name}.csv", Body=b"a,b\n1,2\n")
-    _create(lab, name)
-    status = _available(lab, name)["status"]
-    assert status["accessURL"] == f"{lab.kube.url}/workspaces/default/{name}/"
-    assert status["applicationBasePath"] == f"/workspaces/default/{name}"
-    code, kind, body = _get(status["accessURL"])
-    assert code == 200 and kind.startswith("application/json"), body
-    listing = json.loads(body)
-    assert (listing["bucket"], listing["mount"]) == (BUCKET, "/s3")
-    assert {"path": f"data/{name}.csv", "size": 8} in listing["files"]
-    code, kind, page = _get(status["accessURL"], accept="text/html")
-    assert code == 200 and kind.startswith("text/html")
-    assert f"data/{name}.csv" in page.decode()
-    # the server's status, where the idle detector (and hypd) read the last activity
-    code, answer, _ = _proxy(lab, name, f"/workspaces/default/{name}/api/status")
-    assert code == 200 and answer["last_activity"].endswith("Z")
+def _forward(lab: Lab, name: str, path: str,
+             accept: str = "application/json") -> tuple[int, str, bytes]:
+    """GET `path` of the workspace's running pod on 8888 as hypd's spaces router reaches it:
+    pods/portforward with the official client, one HTTP/1.1 request on the forwarded stream
+    (the whole path, unchanged)."""
+    pod = next(p for p in lab.pods(name) if p.status.phase == "Running")
+    forward = portforward(k8s.CoreV1Api(lab.api).connect_get_namespaced_pod_portforward,
+                          pod.metadata.name, "default", ports="8888")
+    try:
+        conn = http.client.HTTPConnection("pod", 8888, timeout=10)
+        conn.sock = forward.socket(8888)
+        conn.request("GET", path, headers={"Accept": accept})
+        answer = conn.getresponse()
+        return answer.status, answer.getheader("Content-Type") or "", answer.read()
+    finally:
+        forward.close()
 
 
 def _proxy(lab: Lab, name: str, path: str) -> tuple[int, Any, dict[str, str]]:
-    from tests.sandbox.ekskit import call
-
     return call(lab.api, "GET", f"/api/v1/namespaces/default/services/"
                                 f"workspace-{name}-service:8888/proxy{path}")
 
 
-def test_a_stopped_workspace_has_no_pod_and_its_url_answers_503(lab, name):
+def test_the_editor_serves_the_mounted_bucket_under_its_base_path_only(lab, name):
+    lab.s3.put_object(Bucket=BUCKET, Key=f"data/{name}.csv", Body=b"a,b\n1,2\n")
     _create(lab, name)
-    url = _available(lab, name)["status"]["accessURL"]
+    status = _available(lab, name)["status"]
+    base = f"/s/{CLUSTER}/default/{name}/"
+    # hypd's access strategy rendered by the controller: the router's URL, the probe's base
+    assert status["accessURL"] == f"{SPACES_URL}{base}"
+    assert status["applicationBasePath"] == base.rstrip("/")
+    code, kind, body = _forward(lab, name, base)
+    assert code == 200 and kind.startswith("application/json"), body
+    listing = json.loads(body)
+    assert (listing["bucket"], listing["mount"]) == (BUCKET, "/s3")
+    assert {"path": f"data/{name}.csv", "size": 8} in listing["files"]
+    code, kind, page = _forward(lab, name, f"{base}lab/tree?reset", accept="text/html")
+    assert code == 200 and kind.startswith("text/html")
+    assert f"data/{name}.csv" in page.decode()
+    # outside its base path the server holds no route, as Jupyter answers
+    for outside in ("/", "/api/status", "/lab", f"/workspaces/default/{name}/"):
+        assert _forward(lab, name, outside)[0] == 404, outside
+    # the server's status under the base, where the idle detector (and hypd) read the last
+    # activity, through the API server's service proxy
+    code, answer, _ = _proxy(lab, name, f"{base}api/status")
+    assert code == 200 and answer["last_activity"].endswith("Z")
+    assert _proxy(lab, name, "/api/status")[0] == 404
+    # hypd's read of it: under the rendered base path, else the space's own on its cluster
+    workspace = lab.workspace(name)
+    assert spaces.last_activity(lab.api, workspace) is not None
+    unrendered = {**workspace, "status": {"serviceName": status["serviceName"]}}
+    assert spaces.last_activity(lab.api, unrendered, CLUSTER) is not None
+    assert spaces.last_activity(lab.api, unrendered) is None  # `/api/status`: 404
+
+
+def test_code_editor_serves_under_its_server_base_path(lab, name):
+    _create(lab, name, appType="code-editor")
+    _available(lab, name)
+    base = f"/s/{CLUSTER}/default/{name}/"
+    assert _forward(lab, name, base)[0] == 200
+    assert _forward(lab, name, "/")[0] == 404
+    # SageMaker's --base-path alone shapes only the browser's URLs: served at the root
+    config = spaces.container_config("code-editor", base)
+    args = config["args"]
+    at = args.index("--server-base-path")
+    other = f"{name}-b"
+    _create(lab, other, appType="code-editor",
+            containerConfig={**config, "args": args[:at] + args[at + 2:]})
+    _available(lab, other)
+    assert _forward(lab, other, "/")[0] == 200
+
+
+@pytest.mark.parametrize(("argv", "base"), [
+    (["jupyter-lab", "--ServerApp.base_url=/s/c/ns/n/"], "/s/c/ns/n/"),
+    (["jupyter-lab", "--ServerApp.base_url", "/s/c/ns/n"], "/s/c/ns/n/"),
+    (["sagemaker-code-editor", "--server-base-path=/s/c/ns/n/"], "/s/c/ns/n/"),
+    (["sagemaker-code-editor", "--base-path", "/s/c/ns/n/"], "/"),
+    (["jupyter-lab", "--no-browser"], "/"),
+], ids=["lab-equals", "lab-spaced", "code-editor", "client-base-only", "none"])
+def test_the_server_reads_its_base_path_as_the_editors_do(argv, base):
+    from sandbox.simulator.workspace_server import base_path as served
+
+    assert served(argv) == base
+
+
+def test_the_cluster_endpoint_routes_no_workspace(lab, name):
+    """An EKS endpoint serves the Kubernetes API only: a workspace's path there is an
+    unknown path — 403 to a caller without a token, 404 to a cluster admin."""
+    _create(lab, name)
+    _available(lab, name)
+    for path in (f"/workspaces/default/{name}/", f"/s/{CLUSTER}/default/{name}/"):
+        assert _get(lab.kube.url + path)[0] == 403, path
+        assert call(lab.api, "GET", path)[0] == 404, path
+
+
+def test_a_stopped_workspace_has_no_pod_and_no_server(lab, name):
+    _create(lab, name)
+    _available(lab, name)
+    base = f"/s/{CLUSTER}/default/{name}/"
     _set_desired(lab, name, "Stopped")
     wait_until(lambda: lab.condition(name, "Stopped").get("status") == "True", 15,
                what="Stopped")
@@ -258,18 +341,19 @@ def test_a_stopped_workspace_has_no_pod_and_its_url_answers_503(lab, name):
     assert lab.pods(name) == []
     assert lab.kube.get_object("apps/v1", "Deployment", f"workspace-{name}") is None
     assert lab.kube.get_object("v1", "PersistentVolumeClaim", f"workspace-{name}-pvc")
-    assert _get(url)[0] == 503
+    assert _proxy(lab, name, f"{base}api/status")[0] == 404  # its Service is gone
     _set_desired(lab, name, "Running")
     _available(lab, name)
     assert lab.condition(name, "Stopped")["status"] == "False"
-    assert _get(url)[0] == 200
+    assert _forward(lab, name, base)[0] == 200
 
 
 def test_an_idle_workspace_stops_itself_when_the_clock_passes_its_timeout(lab, name):
     _create(lab, name)  # idle after 600 minutes (36,000 simulated seconds)
-    url = _available(lab, name)["status"]["accessURL"]
+    _available(lab, name)
     lab.control.advance_clock(20_000)
-    assert _get(url)[0] == 200  # activity: the timeout counts from here
+    # activity: the timeout counts from here
+    assert _forward(lab, name, f"/s/{CLUSTER}/default/{name}/lab")[0] == 200
     lab.control.advance_clock(20_000)  # 40,000 s since it started, 20,000 since activity
     time.sleep(0.5)  # the controller looks at once; nothing to stop yet
     assert lab.workspace(name)["spec"]["desiredStatus"] == "Running"
@@ -365,7 +449,8 @@ def test_a_hypd_job_writes_under_s3_and_the_workspace_lists_it(lab, name, recipe
     assert _objects(lab, key) == {key: f"hello from {name}\n".encode()}
     space = f"{name}-ws"
     _create(lab, space)
-    listing = json.loads(_get(_available(lab, space)["status"]["accessURL"])[2])
+    _available(lab, space)
+    listing = json.loads(_forward(lab, space, base_path(CLUSTER, "default", space))[2])
     assert key in [f["path"] for f in listing["files"]]
 
 
