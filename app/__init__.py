@@ -21,18 +21,17 @@ from vocabulary.roles import PUBLIC
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = REPO_ROOT / "static"
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-    "frame-ancestors 'none'"
-)
-SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
-    ("Content-Security-Policy", CONTENT_SECURITY_POLICY),
-    ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "no-referrer"),
-    ("X-Frame-Options", "DENY"),
-)
-"""Added to every reply that does not set its own."""
+
+
+def security_headers(settings: Settings) -> tuple[tuple[str, str], ...]:
+    """Added to every reply that does not set its own. A form may post only here and to the
+    spaces router: the dashboard's Open posts a space's sign-in code there, from the tab it
+    opens (which keeps this page's policy)."""
+    policy = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+              "connect-src 'self'; object-src 'none'; base-uri 'none'; "
+              f"form-action 'self' {settings.spaces_origin}; frame-ancestors 'none'")
+    return (("Content-Security-Policy", policy), ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"))
 
 
 class HypdFlask(Flask):
@@ -72,6 +71,7 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         JSON_SORT_KEYS=False,
     )
     app.extensions["hypd.settings"] = settings
+    added_headers = security_headers(settings)
     app.extensions["hypd.engine"] = engine(settings)
     app.extensions["hypd.redis"] = redis_client(settings.redis)
 
@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None, tokens: auth.TokenTable | None 
         name."""
         headers = response.headers
         present = {name.lower() for name in headers.keys()}  # noqa: SIM118 (iter: pairs)
-        for name, value in SECURITY_HEADERS:
+        for name, value in added_headers:
             if name.lower() not in present:
                 headers.add(name, value)
         started = g.get("hypd_started")

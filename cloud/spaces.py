@@ -341,14 +341,16 @@ def idle_minutes(at: datetime | None, now: datetime | None = None) -> int | None
     return max(0, int((now - at).total_seconds() // 60))
 
 
-def access(ws: Mapping[str, Any]) -> dict[str, Any]:
-    """How a person reaches the editor: the access strategy's URL (no token in it: the
-    router signs a person in), and the port-forward a remote IDE or a browser without the
-    router uses."""
+def access(ws: Mapping[str, Any], cluster: str | None = None) -> dict[str, Any]:
+    """How a person reaches the editor: the access strategy's URL (no token in it: hypd's
+    spaces router signs a person in), and the port-forward a remote IDE or a browser without
+    the router uses, with the address it then answers at (the editor serves under its base
+    path there too)."""
     svc, namespace = service(ws), namespace_of(ws)
     return {"url": (ws.get("status") or {}).get("accessURL"),
             "port_forward": ["kubectl", "port-forward", "-n", namespace, f"service/{svc}",
                              f"{PORT}:{PORT}"],
+            "local_url": f"http://localhost:{PORT}{served_path(ws, cluster)}",
             "service": f"{namespace}/{svc}:{PORT}"}
 
 

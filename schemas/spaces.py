@@ -107,7 +107,9 @@ class SpaceAccessSchema(Schema):
                        "null until the space runs"})
     port_forward = fields.List(fields.String(), required=True, metadata={
         "description": "the kubectl command that reaches the editor on localhost:8888 (a "
-                       "remote IDE, or a browser without the access strategy)"})
+                       "remote IDE, or a browser without the spaces router)"})
+    local_url = fields.String(required=True, metadata={
+        "description": "where the editor answers while that port-forward runs"})
     service = fields.String(required=True, metadata={"description": "namespace/service:port"})
 
 

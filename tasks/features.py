@@ -241,7 +241,7 @@ def _manifest_values(ctx: StepContext) -> dict[str, str]:
     """What a manifest names: `${spaces_url}`, where people open spaces (hypd's spaces
     router, HYPD_SPACES_URL), and `${cluster}`, hypd's name of the cluster (the router's
     paths name it as the REST paths do)."""
-    return {"spaces_url": str(Settings.from_env().spaces_url or ""),
+    return {"spaces_url": Settings.from_env().spaces_origin,
             "cluster": _cluster(ctx)}
 
 

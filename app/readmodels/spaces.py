@@ -67,7 +67,7 @@ def view(cluster: str, api: Any, ws: dict[str, Any], op: dict[str, Any] | None,
         message = f"waiting in team {asked.team}'s queue: {queue['message']}"
     active = None
     if detail and state == words.RUNNING:
-        active = spaces.last_activity(api, ws)
+        active = spaces.last_activity(api, ws, cluster)
     mounts = _mounts()
     mounts[1]["claim"] = f"workspace-{name}-pvc"
     return {
@@ -79,7 +79,7 @@ def view(cluster: str, api: Any, ws: dict[str, Any], op: dict[str, Any] | None,
         "home_gib": asked.home_gib, "idle_shutdown_minutes": asked.idle_shutdown_minutes,
         "last_activity": active.isoformat() if active else None,
         "idle_minutes": spaces.idle_minutes(active),
-        "access": spaces.access(ws), "mounts": mounts,
+        "access": spaces.access(ws, cluster), "mounts": mounts,
         "pods": [jobs.pod_view(p) for p in pods], "waiting": kube.waiting_pods(pods),
         "events": jobs.events(api, ws, pods) if detail else [],
         "created_at": md.get("creationTimestamp"),

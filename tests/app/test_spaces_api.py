@@ -109,6 +109,7 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     s3 = next(n for n, claim in claims.items() if claim == storage.DEFAULT_CLAIM)
     assert mounts[s3] == "/s3"
     assert view["access"]["port_forward"][:2] == ["kubectl", "port-forward"]
+    assert view["access"]["local_url"] == f"http://localhost:8888/s/{cluster}/default/lab/"
     url = view["access"]["url"]
     assert url == f"{stack.spaces_url}/s/{cluster}/default/lab/", url
 
