@@ -24,7 +24,7 @@ import h11
 import redis
 
 from spaces_router import pages, paths
-from spaces_router.upstream import Forward, NotServing, UpstreamError, Upstreams
+from spaces_router.upstream import Forward, NotServing, Replaced, UpstreamError, Upstreams
 from tasks import space_sessions
 from tasks.space_sessions import SpaceDoor
 
@@ -249,6 +249,9 @@ class Connection:
         return self.editor
 
     def _unreachable(self, exc: Exception) -> bool:
+        if isinstance(exc, Replaced):
+            return self.refuse(401, "Sign in through hypd", f"{exc}. Open it again from "
+                               "hypd's dashboard (Spaces, then Open).")
         if isinstance(exc, NotServing):
             return self.refuse(503, "The space is not running", f"{exc}. Start it from hypd's "
                                "dashboard; this page opens it once it runs.")
@@ -258,7 +261,7 @@ class Connection:
         """One request to the editor and its answer back, streamed as it comes."""
         try:
             editor = self._editor_for(door)
-        except (NotServing, UpstreamError) as exc:
+        except (NotServing, Replaced, UpstreamError) as exc:
             return self._unreachable(exc)
         answered = False
         try:
@@ -314,7 +317,7 @@ class Connection:
         self._drop_editor()
         try:
             forward = self.router.upstreams.connect(door)
-        except (NotServing, UpstreamError) as exc:
+        except (NotServing, Replaced, UpstreamError) as exc:
             self._unreachable(exc)
             return False
         editor = _Link(forward.sock, h11.CLIENT)

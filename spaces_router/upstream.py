@@ -30,6 +30,11 @@ class NotServing(Exception):
     """No pod of the space serves now (stopped, starting, or gone)."""
 
 
+class Replaced(Exception):
+    """The space the session opened is gone (perhaps made again, a new space, by the same
+    name): the session opens nothing."""
+
+
 class UpstreamError(Exception):
     """The cluster's API or the editor did not let the router through."""
 
@@ -62,12 +67,13 @@ class Forward:
 
 
 class Upstreams:
-    """Finds a space's pod (cached `POD_TTL_S`) and opens streams to it."""
+    """Finds a space's pod (cached `POD_TTL_S`), checking the Workspace is still the one the
+    session was opened for, and opens streams to it."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._pods: dict[tuple[str, str, str, str], tuple[float, str | None]] = {}
+        self._pods: dict[tuple[str, ...], tuple[float, str | None]] = {}
         self._configs: dict[int, Configuration] = {}
         self._ca_dir = Path(tempfile.mkdtemp(prefix="hypd-spaces-router-"))
 
@@ -88,8 +94,8 @@ class Upstreams:
                 self._configs[id(base)] = made
             return made
 
-    def _key(self, door: SpaceDoor) -> tuple[str, str, str, str]:
-        return door.cluster, door.region, door.namespace, door.name
+    def _key(self, door: SpaceDoor) -> tuple[str, ...]:
+        return door.cluster, door.region, door.namespace, door.name, door.uid
 
     def pod(self, door: SpaceDoor) -> str | None:
         """The name of the space's newest ready pod, or None."""
@@ -100,12 +106,16 @@ class Upstreams:
             return cached[1]
         try:
             api = eks.api_client(door.cluster, door.region)
+            workspace = kube.get_object(api, spaces.API_VERSION, spaces.KIND, door.name,
+                                        door.namespace)
             found = kube.list_objects(api, "v1", "Pod", door.namespace,
                                       label_selector={spaces.POD_LABEL: door.name})
         except (kube.KubeError, ApiException, OSError, urllib3.exceptions.HTTPError,
                 ValueError) as exc:
             raise UpstreamError(f"the Kubernetes API of cluster {door.cluster} did not "
                                 f"answer: {exc}") from exc
+        if workspace is None or workspace["metadata"].get("uid") != door.uid:
+            raise Replaced(f"space {door.name} was deleted since this browser signed in to it")
         ready = sorted((p for p in found if _ready(p)),
                        key=lambda p: p["metadata"].get("creationTimestamp") or "")
         name = ready[-1]["metadata"]["name"] if ready else None

@@ -36,6 +36,9 @@ class SpaceDoor:
     region: str
     namespace: str
     name: str
+    uid: str
+    """The Workspace's uid when the code was minted: a space deleted and made again under the
+    same name (by another token, maybe) is another space, which this session does not open."""
     who: str
     """The token's name that signed in (the audit's and the router's log's who)."""
 

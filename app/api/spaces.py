@@ -299,7 +299,7 @@ class SpaceSignIn(MethodView):
                                             "it opens once it runs (…/start)")
         namespace = spaces.namespace_of(ws)
         door = space_sessions.SpaceDoor(cluster, ref.region, namespace, name,
-                                        auth.current().name)
+                                        ws["metadata"]["uid"], auth.current().name)
         url = context.settings().spaces_origin + words.base_path(cluster, namespace, name)
         return {"url": url, "action": url + space_sessions.SESSION_PATH,
                 "code": space_sessions.mint_code(context.redis_conn(), door),

@@ -176,6 +176,13 @@ def test_a_space_runs_with_the_jobs_bucket_stops_starts_resizes_and_goes(stack, 
     assert _workspace(stack, cluster, "lab") is None
     assert kube.get_object(api, "v1", "PersistentVolumeClaim", "workspace-lab-pvc",
                            spaces.NAMESPACE) is None
+    # a space made again by the same name is another space: the old session opens nothing
+    _create_space(stack, cluster, "lab")
+    refused = spacekit.read(url, cookie)
+    assert refused.status_code == 401 and "deleted since" in refused.text, refused.text
+    assert spacekit.read(url, spacekit.sign_in(stack, cluster, "lab")[1]).status_code == 200
+    with stack.client() as c:
+        _follow(stack, c.delete(_url(cluster, "lab")))
     # the job's file stays in the bucket
     with stack.client() as c:
         _follow(stack, c.delete(f"/api/v1/clusters/{cluster}/jobs/writer",

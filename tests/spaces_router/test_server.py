@@ -20,12 +20,12 @@ import h11
 import pytest
 
 from spaces_router.server import Router
-from spaces_router.upstream import NotServing
+from spaces_router.upstream import NotServing, Replaced
 from tasks import space_sessions
 from tasks.space_sessions import SpaceDoor
 
-LAB = SpaceDoor("lab", "us-west-2", "default", "nb", "operator")
-OTHER = SpaceDoor("lab", "us-west-2", "default", "other", "operator")
+LAB = SpaceDoor("lab", "us-west-2", "default", "nb", "uid-1", "operator")
+OTHER = SpaceDoor("lab", "us-west-2", "default", "other", "uid-2", "operator")
 BASE = "/s/lab/default/nb/"
 
 
@@ -99,9 +99,12 @@ class FakeUpstreams:
         self.seen: list[dict[str, Any]] = []
         self.streams: dict[str, int] = {}
         self.running = {LAB.name, OTHER.name}
+        self.uids = {LAB.name: LAB.uid, OTHER.name: OTHER.uid}
         self.hang_up = False
 
     def connect(self, door: SpaceDoor) -> FakeForward:
+        if self.uids.get(door.name) != door.uid:
+            raise Replaced(f"space {door.name} was deleted since this browser signed in to it")
         if door.name not in self.running:
             raise NotServing(f"space {door.name} is not running")
         self.streams[door.name] = self.streams.get(door.name, 0) + 1
@@ -225,7 +228,7 @@ def test_a_websocket_handshake_becomes_a_pipe_to_the_editor(router) -> None:
     sock.close()
 
 
-def test_a_stopped_space_or_a_vanishing_editor_is_a_page_not_a_hang(router) -> None:
+def test_a_stopped_space_a_vanishing_editor_or_a_new_space_is_a_page_not_a_hang(router):
     server, upstreams, _ = router
     cookie = _signed_in(server)
     upstreams.running.discard("nb")
@@ -241,6 +244,13 @@ def test_a_stopped_space_or_a_vanishing_editor_is_a_page_not_a_hang(router) -> N
     assert reply.status == 200  # the answer had begun: the connection is cut, not rewritten
     with pytest.raises(http.client.IncompleteRead):
         reply.read()
+    # the space deleted and made again by its name: another space, the session opens nothing
+    upstreams.hang_up = False
+    upstreams.uids["nb"] = "uid-new"
+    conn = _conn(server)
+    conn.request("GET", BASE, headers={"Cookie": cookie})
+    reply = conn.getresponse()
+    assert reply.status == 401 and b"deleted since" in reply.read()
 
 
 def test_paths_that_name_no_space_and_a_base_without_its_slash(router) -> None:
