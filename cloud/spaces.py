@@ -9,11 +9,11 @@ instance group as a node selector, a home volume (`storage`, the operator's own 
 at /s3 — the same claim every job mounts, so a job's output is in the space — idle shutdown
 read where the editor reports its last activity (`idle_shutdown`, `last_activity`), and the
 access strategy the feature installs for its editor (`access_strategy`: `hypd-web` or
-`hypd-web-root` in `jupyter-k8s-system`). The owner (a hypd
-token's name) is the annotation `hypd.io/owner`: the operator's own `created-by` is the
-Kubernetes identity that wrote the object, which is hypd's role for every space. Ownership
-and access are `Public` because every person reaches the cluster through hypd's one
-identity: who may change a space is hypd's rule (app/api/spaces.py), not the operator's.
+`hypd-web-root` in `jupyter-k8s-system`). The owner (a hypd token's name) is the annotation
+`hypd.io/owner`: the operator's own `created-by` is the Kubernetes identity that wrote the
+object, which is hypd's role for every space. Ownership and access are `Public` because
+every person reaches the cluster through hypd's one identity: who may change a space is
+hypd's rule (app/api/spaces.py), not the operator's.
 
 What the operator does that we rely on (and the sandbox plays, sandbox/simulator/
 workspaces.py): a Deployment `workspace-<name>` of one pod (none while `desiredStatus` is
