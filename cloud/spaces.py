@@ -7,12 +7,13 @@ spaces router forwards unchanged to the space's pod), image, requests and limits
 instance group as a node selector, a home volume (`storage`, the operator's own PVC
 `workspace-<name>-pvc`, kept while the space is stopped), the cluster's bucket claim mounted
 at /s3 — the same claim every job mounts, so a job's output is in the space — idle shutdown
-read from the editor's `api/status` under its base path (`last_activity`), and the access
-strategy the feature installs (`hypd-web` in `jupyter-k8s-system`). The owner (a hypd
-token's name) is the annotation `hypd.io/owner`: the operator's own `created-by` is the
-Kubernetes identity that wrote the object, which is hypd's role for every space. Ownership
-and access are `Public` because every person reaches the cluster through hypd's one
-identity: who may change a space is hypd's rule (app/api/spaces.py), not the operator's.
+read where the editor reports its last activity (`idle_shutdown`, `last_activity`), and the
+access strategy the feature installs for its editor (`access_strategy`: `hypd-web` or
+`hypd-web-root` in `jupyter-k8s-system`). The owner (a hypd token's name) is the annotation
+`hypd.io/owner`: the operator's own `created-by` is the Kubernetes identity that wrote the
+object, which is hypd's role for every space. Ownership and access are `Public` because
+every person reaches the cluster through hypd's one identity: who may change a space is
+hypd's rule (app/api/spaces.py), not the operator's.
 
 What the operator does that we rely on (and the sandbox plays, sandbox/simulator/
 workspaces.py): a Deployment `workspace-<name>` of one pod (none while `desiredStatus` is
@@ -72,6 +73,11 @@ POD_LABEL = "workspace.jupyter.org/workspace-name"
 OWNER_ANNOTATION = "hypd.io/owner"
 OPERATION_ANNOTATION = "hypd.io/operation"
 ACCESS_STRATEGY = {"name": "hypd-web", "namespace": "jupyter-k8s-system"}
+"""JupyterLab's access strategy: its `applicationBasePathTemplate` is the space's base path,
+under which the operator's idle probe asks."""
+ROOT_ACCESS_STRATEGY = {"name": "hypd-web-root", "namespace": "jupyter-k8s-system"}
+"""Code Editor's: the same URL, no `applicationBasePathTemplate`, so the probe asks at the
+server's root, where Code Editor's idle route is (`idle_shutdown`)."""
 STORAGE_CLASS = "hypd-spaces-gp3"
 """The home volume's class, which the spaces feature writes (EBS gp3): new EKS clusters have
 no default class."""
@@ -81,8 +87,11 @@ HOME = "/home/sagemaker-user"
 Jupyter Docker stacks' user)."""
 S3_VOLUME = "s3"
 STATUS_PATH = "api/status"
-"""Where the idle probe reads the editor's last activity, under its base path (the operator
-asks `<applicationBasePath>/api/status`)."""
+"""Where JupyterLab reports its last activity (`last_activity`), under its base path (the
+operator asks `<applicationBasePath>/api/status`)."""
+IDLE_PATH = "/api/idle"
+"""Where Code Editor reports its last activity (`lastActiveTimestamp`): at the server's root
+whatever its base path (`idle_shutdown`)."""
 CODE_EDITOR_DATA = "/opt/amazon/sagemaker/sagemaker-code-editor-server-data"
 CODE_EDITOR_USER_DATA = "/opt/amazon/sagemaker/sagemaker-code-editor-user-data"
 """The SageMaker Distribution image's Code Editor server and user data (its extensions and
@@ -175,22 +184,55 @@ def container_config(app_type: str, base: str) -> dict[str, list[str]]:
                      "--ServerApp.allow_remote_access=True", f"--ServerApp.root_dir={HOME}"]}
 
 
-def idle_shutdown(space: Space) -> dict[str, Any]:
-    """The Workspace's `idleShutdown`: the probe's path is the editor's status under its base
-    path (the operator prefixes `status.applicationBasePath`).
+def access_strategy(app_type: str) -> dict[str, str]:
+    """The access strategy a space of this editor names: both render the same URL; only
+    JupyterLab's sets the base path the operator's idle probe asks under (`idle_shutdown`)."""
+    return dict(ROOT_ACCESS_STRATEGY if app_type == spaces.CODE_EDITOR else ACCESS_STRATEGY)
 
-    Jupyter Server answers it. SageMaker's Code Editor has no `api/status`: its idle route is
-    `/api/idle` at the server's root, whatever its base path, answering
-    `{"lastActiveTimestamp": …}` (aws/sagemaker-code-editor patched-vscode/src/vs/server/
-    node/webClientServer.ts `_idleRoute`, `_handleIdle`), so the probe reads no activity
-    from a Code Editor space."""
+
+def activity_route(app_type: str) -> tuple[str, str]:
+    """Where the editor reports its last activity and the field holding it (an RFC 3339
+    string in both): the path is under the editor's base path for JupyterLab (`api/status`,
+    relative) and at the server's root for Code Editor (`/api/idle`, absolute)."""
+    if app_type == spaces.CODE_EDITOR:
+        return IDLE_PATH, "lastActiveTimestamp"
+    return STATUS_PATH, "last_activity"
+
+
+def idle_shutdown(space: Space) -> dict[str, Any]:
+    """The Workspace's `idleShutdown`: the operator asks `<status.applicationBasePath><path>`
+    (its access strategy's base path, rendered; none: the path alone) on the space's Service
+    and reads `responseBodyPath` as `format` (jupyter-infra/jupyter-k8s
+    internal/controller/idle_detectors.go, f2670353: resolveIdlePath, handleHTTPResponseCommon
+    — a 404 stops the checks for good; parseTimestamp takes fractional RFC 3339).
+
+    JupyterLab: Jupyter Server's `api/status` under its base path (`hypd-web` renders
+    `applicationBasePath`), `last_activity` in RFC 3339.
+
+    Code Editor: SageMaker's Code Editor has no `api/status`; its idle route is `/api/idle`,
+    matched against the request's whole path — the server strips its base path only for
+    its own routes (`/version`, `/vscode-remote-resource`) and hands the web client server
+    the unstripped URL, which compares `pathname === '/api/idle'` — so it answers at the
+    root only, never under `--server-base-path` (aws/sagemaker-code-editor, branch 1.6,
+    e893c583, and main, 1b62e922: patched-vscode/src/vs/server/node/webClientServer.ts
+    `_idleRoute`, `handle`, `_handleIdle`; remoteExtensionHostAgentServer.ts
+    `handleRequest`). It answers `{"lastActiveTimestamp": "<JavaScript toISOString(), e.g.
+    2025-05-15T10:00:00.000Z>"}`: the file /tmp/.sagemaker-last-active-timestamp, written by
+    the idle extension on editing, selection and terminal activity
+    (patched-vscode/extensions/sagemaker-idle-extension/src/extension.ts) and created at the
+    first ask. So a Code Editor space names `hypd-web-root` (no base path: the operator asks
+    at the root) and probes `/api/idle` for `lastActiveTimestamp` — as jupyter-k8s's own
+    Code Editor samples probe it with no access strategy (config/samples/idle-shutdown/
+    templates/03-code-editor-template.yaml and workspaces/01-simple-workspace.yaml: path
+    `/api/idle`, the default responseBodyPath `lastActiveTimestamp` and format RFC3339),
+    written out here rather than left to the defaults."""
+    path, field = activity_route(space.app_type)
     return {
         "enabled": space.idle_shutdown_minutes is not None,
         "idleTimeoutInMinutes": space.idle_shutdown_minutes or 60,
         "detection": {"httpGet": {
-            "path": f"/{STATUS_PATH}", "port": PORT,
-            "lastActivityTimestamp": {"responseBodyPath": "last_activity",
-                                      "format": "RFC3339"}}},
+            "path": "/" + path.lstrip("/"), "port": PORT,
+            "lastActivityTimestamp": {"responseBodyPath": field, "format": "RFC3339"}}},
     }
 
 
@@ -220,7 +262,7 @@ def manifest(space: Space, cluster: str, owner: str, op_id: str,
             "volumes": [{"name": S3_VOLUME, "persistentVolumeClaimName": storage.DEFAULT_CLAIM,
                          "mountPath": storage.DEFAULT_MOUNT_PATH}],
             "idleShutdown": idle_shutdown(space),
-            "accessStrategy": dict(ACCESS_STRATEGY),
+            "accessStrategy": access_strategy(space.app_type),
             "accessType": "Public",
             "ownershipType": "Public",
         },
@@ -305,8 +347,9 @@ def service(ws: Mapping[str, Any]) -> str:
 
 def served_path(ws: Mapping[str, Any], cluster: str | None = None) -> str:
     """The path the space's editor serves under: the operator's `status.applicationBasePath`
-    (the access strategy's, rendered), else the space's base path on `cluster`, else `/` (a
-    Workspace whose editor was given no base path)."""
+    (JupyterLab's access strategy's, rendered; Code Editor's strategy renders none), else the
+    space's base path on `cluster`, else `/` (a Workspace whose editor was given no base
+    path)."""
     rendered = (ws.get("status") or {}).get("applicationBasePath")
     if rendered:
         return rendered.rstrip("/") + "/"
@@ -317,18 +360,22 @@ def served_path(ws: Mapping[str, Any], cluster: str | None = None) -> str:
 
 def last_activity(api: ApiClient, ws: Mapping[str, Any],
                   cluster: str | None = None) -> datetime | None:
-    """The editor's last activity, asked of the editor itself (its `api/status` under the
-    path it serves under, `served_path` — where idle shutdown reads it) through the API
-    server's service proxy; None when it does not run or does not answer."""
+    """The editor's last activity, asked of the editor itself where idle shutdown reads it
+    (`activity_route`: JupyterLab's `api/status` under the path it serves under,
+    `served_path`; Code Editor's `/api/idle` at its root) through the API server's service
+    proxy; None when it does not run or does not answer."""
+    path, field = activity_route((ws.get("spec") or {}).get("appType") or spaces.JUPYTERLAB)
+    if not path.startswith("/"):
+        path = served_path(ws, cluster) + path
     try:
         status, raw = kube.service_proxy(api, namespace_of(ws), service(ws), str(PORT),
-                                         served_path(ws, cluster) + STATUS_PATH, None, 65536)
+                                         path, None, 65536)
     except (kube.KubeError, OSError, urllib3.exceptions.HTTPError, ApiException):
         return None  # an editor that does not answer has no activity to show
     if status != 200:
         return None
     try:
-        stamp = json.loads(raw).get("last_activity")
+        stamp = json.loads(raw).get(field)
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     except (ValueError, AttributeError, TypeError):
         return None

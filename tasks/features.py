@@ -40,8 +40,8 @@ order:
 - `enable`: the add-ons installed bound to their roles, or an existing add-on bound;
   `UpdateCluster` with the HyperPod setting only when DescribeCluster does not already show
   it; waits until HyperPod shows it. A manifests entry that requires an add-on of its own
-  feature (spaces' WorkspaceAccessStrategy `hypd-web`, a kind the Spaces add-on serves) is
-  written by the wait once that add-on has settled;
+  feature (spaces' WorkspaceAccessStrategies `hypd-web` and `hypd-web-root`, a kind the
+  Spaces add-on serves) is written by the wait once that add-on has settled;
 - for autoscaling, `node_pools` (each group's bounds).
 
 Turning off goes back:

@@ -140,11 +140,13 @@ SPACE_CREATE = OperationKind(name="space.create", steps=(WORKSPACE,), resource_u
 # -- space.update ----------------------------------------------------------------------------
 
 def resources_patch(space: spaces.Space) -> dict[str, Any]:
-    """The fields an update sets, absolutely (a GPU request that goes is set to null)."""
+    """The fields an update sets, absolutely (a GPU request that goes is set to null); the
+    access strategy with the idle probe, as the two go together (`spaces.idle_shutdown`)."""
     wanted = space.resources()
     for part in ("requests", "limits"):
         wanted[part].setdefault(spaces.GPU, None)
-    return {"spec": {"resources": wanted, "idleShutdown": spaces.idle_shutdown(space)}}
+    return {"spec": {"resources": wanted, "idleShutdown": spaces.idle_shutdown(space),
+                     "accessStrategy": spaces.access_strategy(space.app_type)}}
 
 
 @guarded

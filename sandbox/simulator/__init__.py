@@ -10,9 +10,10 @@ The Training, Inference and Workspace simulators build on `cluster` (they create
 the workloads that make them; the scheduler and kubelets run them) and on `programs` (a
 workload registers what its containers do). The workspace controller (`workspaces`, the
 Spaces add-on's jupyter-k8s) also gives each workspace's server an HTTP face
-(`workspace_server`: under the base path its command line names, its `api/status` and a
-listing of the bucket at /s3, reached through `pods/portforward` or the service proxy) and
-idles it by the sandbox clock.
+(`workspace_server`: under the base path its command line names, a listing of the bucket
+at /s3; its last activity where the editor reports it — JupyterLab's `api/status` under
+that path, Code Editor's `/api/idle` at the root —, reached through `pods/portforward` or
+the service proxy) and idles it by the sandbox clock.
 Kueue (`kueue`, `kueue_admission`, run by `cluster` before the operators) holds queued jobs
 suspended until their Workloads are admitted; `kueue_objects` builds the queues the
 task-governance add-on makes from SageMaker's compute quotas.

@@ -38,8 +38,10 @@ available — before the add-on nothing happens, as on a cluster without it.
   `deploymentName`/`serviceName` cleared.
 - **Idle shutdown** (spec.idleShutdown.enabled with detection.httpGet): once Available it
   asks the workspace's server `GET <applicationBasePath><httpGet.path>` through the
-  Service (as the controller's network detector does), reads `lastActivityTimestamp`
-  (`responseBodyPath`, RFC3339 or unix) and, when now - last activity >=
+  Service (as the controller's network detector does; no base path rendered: the path
+  alone), reads `lastActivityTimestamp` (`responseBodyPath`, by default
+  `lastActiveTimestamp`; `format` RFC3339 — fractional seconds too — or unix) and, when
+  now - last activity >=
   idleTimeoutInMinutes, records IdleShutdown and sets spec.desiredStatus Stopped itself.
   Time is the sandbox's clock: the check runs when the deadline comes (real time ÷ speed)
   and again whenever `POST /_sandbox/clock/advance` jumps past it (a change on the
@@ -50,9 +52,11 @@ available — before the add-on nothing happens, as on a cluster without it.
 
 The objects are built by `workspace_objects` (upstream's builders). What the workspace's
 container does is this module's resolver: an editor server on 8888 (`workspace_server`)
-serving under the base path its command line names: `<base>api/status` answers
-`{"last_activity": RFC3339, ...}` without counting as activity, any other GET under the base
-is activity and answers the page listing the bucket mounted at /s3, anything else is 404.
+serving under the base path its command line names: JupyterLab's `<base>api/status` answers
+`{"last_activity": RFC3339, ...}`, Code Editor's `/api/idle` at the root (whatever its base;
+no `api/status`) `{"lastActiveTimestamp": RFC3339}`, neither counting as activity; any other
+GET under the base is activity and answers the page listing the bucket mounted at /s3,
+anything else is 404.
 Nothing routes to it on the cluster's endpoint (an EKS endpoint serves the API only): it is
 reached through `pods/portforward` or the service proxy.
 """

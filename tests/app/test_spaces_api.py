@@ -276,6 +276,10 @@ async def test_an_agent_runs_a_space_through_the_mcp_tools(stack, cluster):
         assert "agent" in {s["name"] for s in listed["items"]}
         one = await call("get_space", here)
         assert (one["state"], one["app_type"]) == ("running", "code-editor")
+        # its activity read where Code Editor reports it (`/api/idle` at its root); its
+        # editor still answers a port-forward under its base path
+        assert one["last_activity"] and one["idle_minutes"] == 0, one
+        assert one["access"]["local_url"] == f"http://localhost:8888/s/{cluster}/default/agent/"
         await done("stop_space", here)
         assert (await call("get_space", here))["state"] == "stopped"
         await done("start_space", here)

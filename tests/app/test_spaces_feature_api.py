@@ -1,9 +1,10 @@
 """The `spaces` managed feature through REST on the full stack: what AWS's Spaces setup asks
 (the Spaces add-on with its execution role by Pod Identity, the EBS CSI driver with its own,
-cert-manager and the Pod Identity agent) and hypd's access strategy `hypd-web`, all there
-when it is on and gone when it is off — the Workspace kinds served by the cluster only
-between the two —, refused off while a space exists (409 naming it, the dry run listing it,
-force going ahead), and cert-manager kept while the training operator still needs it."""
+cert-manager and the Pod Identity agent) and hypd's access strategies `hypd-web` and
+`hypd-web-root`, all there when it is on and gone when it is off — the Workspace kinds served
+by the cluster only between the two —, refused off while a space exists (409 naming it, the
+dry run listing it, force going ahead), and cert-manager kept while the training operator
+still needs it."""
 
 from __future__ import annotations
 
@@ -106,6 +107,10 @@ def test_spaces_on_installs_what_aws_asks_and_off_removes_all_of_it(stack, clust
         f"/s/{cluster}/{{{{ .Workspace.Namespace }}}}/{{{{ .Workspace.Name }}}}")
     assert strategy["spec"]["accessURLTemplate"].endswith(
         strategy["spec"]["applicationBasePathTemplate"] + "/")
+    # Code Editor's: the same URL, no base path for the idle probe (its route is at the root)
+    root = get(api, *STRATEGY[:2], "hypd-web-root", STRATEGY[3])
+    assert root is not None and "applicationBasePathTemplate" not in root["spec"]
+    assert root["spec"]["accessURLTemplate"] == strategy["spec"]["accessURLTemplate"]
     assert get(api, *CRDS, WORKSPACE_CRD) is not None
     assert dependents.workspaces(api) == []
     view = features(stack, cluster)["features"]["spaces"]

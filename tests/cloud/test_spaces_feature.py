@@ -1,8 +1,8 @@
-"""The `spaces` feature's access strategy, `hypd-web` (cloud/manifests/
-spaces-access-strategy.yaml), as hypd applies it: valid against the Spaces add-on's real
+"""The `spaces` feature's access strategies, `hypd-web` and `hypd-web-root` (cloud/manifests/
+spaces-access-strategy.yaml), as hypd applies them: valid against the Spaces add-on's real
 WorkspaceAccessStrategy CRD (jupyter-k8s's, sandbox/data/crds/) as a closed schema, and the
-object every space names (`spec.accessStrategy` in the contract: hypd-web in
-jupyter-k8s-system)."""
+objects hypd's spaces name (`spec.accessStrategy`: hypd-web for JupyterLab, hypd-web-root
+for Code Editor, in jupyter-k8s-system)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,13 @@ def _objects() -> list[dict]:
                          values={"spaces_url": BASE, "cluster": CLUSTER})
 
 
+def _strategies() -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in _objects()
+            if o["kind"] == "WorkspaceAccessStrategy"}
+
+
 def _rendered() -> dict:
-    [strategy] = [o for o in _objects() if o["kind"] == "WorkspaceAccessStrategy"]
-    return strategy
+    return _strategies()["hypd-web"]
 
 
 def test_the_home_volumes_class_is_ebs_gp3_bound_where_the_pod_lands():
@@ -73,7 +77,7 @@ def test_the_access_strategy_is_valid_against_the_real_crd_as_a_closed_schema():
         "hypd-web", "jupyter-k8s-system")
     # hypd's labels and the dependency's version, as on every manifest it applies
     assert strategy["metadata"]["labels"]["hypd/dependency"] == "spaces-access-strategy"
-    assert strategy["metadata"]["annotations"]["hypd/dependency-version"] == "2"
+    assert strategy["metadata"]["annotations"]["hypd/dependency-version"] == "3"
     validate(strategy, CRD, "v1alpha1")
     # minimal: what the CRD requires, and the URL the controller writes to each space's status
     assert set(strategy["spec"]) == {"displayName", "accessResourceTemplates",
@@ -104,3 +108,26 @@ def test_a_space_naming_hypd_web_fits_the_workspace_crd():
                      "name": strategy["metadata"]["name"],
                      "namespace": strategy["metadata"]["namespace"]}}}
     validate(workspace, WORKSPACE_CRD, "v1alpha1")
+
+
+def test_each_editor_names_a_strategy_the_feature_installs():
+    strategies = _strategies()
+    assert set(strategies) == {"hypd-web", "hypd-web-root"}
+    for app_type in words.APP_TYPES:
+        ref = spaces.access_strategy(app_type)
+        assert ref["namespace"] == strategies[ref["name"]]["metadata"]["namespace"]
+    assert spaces.access_strategy(words.JUPYTERLAB)["name"] == "hypd-web"
+    assert spaces.access_strategy(words.CODE_EDITOR)["name"] == "hypd-web-root"
+
+
+def test_code_editor_s_strategy_renders_the_same_url_and_no_base_path():
+    """Code Editor answers its idle route at the server's root only: with no
+    applicationBasePathTemplate the operator probes `/api/idle` itself (and the editor
+    still serves under the base path the URL names)."""
+    root, web = _strategies()["hypd-web-root"], _rendered()
+    validate(root, CRD, "v1alpha1")
+    assert root["metadata"]["namespace"] == "jupyter-k8s-system"
+    assert root["metadata"]["labels"]["hypd/dependency"] == "spaces-access-strategy"
+    assert set(root["spec"]) == {"displayName", "accessResourceTemplates", "accessURLTemplate"}
+    assert root["spec"]["accessResourceTemplates"] == []
+    assert root["spec"]["accessURLTemplate"] == web["spec"]["accessURLTemplate"]

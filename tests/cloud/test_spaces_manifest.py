@@ -8,6 +8,8 @@ Workspace stays valid against the real CRD as a closed schema."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cloud import kube, queueing, spaces
@@ -103,11 +105,58 @@ def test_code_editor_serves_under_the_base_path_with_no_connection_token():
     assert given["--server-data-dir"] == spaces.CODE_EDITOR_DATA
 
 
-@pytest.mark.parametrize("app_type", words.APP_TYPES)
-def test_the_idle_probe_asks_the_status_path_the_operator_prefixes(app_type):
-    ws = _validated(spaces.manifest(_space(app_type=app_type), "c1", "ana", "op_1", "Running"))
+def test_jupyterlab_s_idle_probe_asks_its_status_under_the_base_path_hypd_web_renders():
+    ws = _validated(spaces.manifest(_space(), "c1", "ana", "op_1", "Running"))
     probe = ws["spec"]["idleShutdown"]["detection"]["httpGet"]
     assert (probe["path"], probe["port"]) == ("/api/status", 8888)
+    assert probe["lastActivityTimestamp"] == {"responseBodyPath": "last_activity",
+                                              "format": "RFC3339"}
+    assert ws["spec"]["accessStrategy"] == {"name": "hypd-web",
+                                            "namespace": "jupyter-k8s-system"}
+
+
+def test_code_editor_s_idle_probe_asks_its_idle_route_at_the_root():
+    """Code Editor answers `/api/idle` at its server's root only: its space names the
+    strategy that renders no base path, so the operator asks `/api/idle` itself, and reads
+    `lastActiveTimestamp` (an ISO string: RFC3339)."""
+    ws = _validated(spaces.manifest(_space(app_type="code-editor"), "c1", "ana", "op_1",
+                                    "Running"))
+    idle = ws["spec"]["idleShutdown"]
+    assert (idle["enabled"], idle["idleTimeoutInMinutes"]) == (True, 60)
+    probe = idle["detection"]["httpGet"]
+    assert (probe["path"], probe["port"]) == ("/api/idle", 8888)
+    assert probe["lastActivityTimestamp"] == {"responseBodyPath": "lastActiveTimestamp",
+                                              "format": "RFC3339"}
+    assert ws["spec"]["accessStrategy"] == {"name": "hypd-web-root",
+                                            "namespace": "jupyter-k8s-system"}
+    # it still serves under its base path: the address a port-forward answers at
+    assert spaces.access(ws, "c1")["local_url"] == "http://localhost:8888/s/c1/default/lab/"
+    assert spaces.asked(ws) == _space(app_type="code-editor")
+
+
+@pytest.mark.parametrize(("app_type", "status", "path", "body"), [
+    ("jupyterlab", {"applicationBasePath": "/s/c1/default/lab"}, "/s/c1/default/lab/api/status",
+     {"last_activity": "2026-01-02T03:04:05.123456Z"}),
+    ("jupyterlab", {}, "/s/c1/default/lab/api/status",
+     {"last_activity": "2026-01-02T03:04:05.123456Z"}),
+    ("code-editor", {}, "/api/idle", {"lastActiveTimestamp": "2026-01-02T03:04:05.123Z"}),
+], ids=["lab-rendered", "lab-on-its-cluster", "code-editor"])
+def test_last_activity_is_read_where_the_editor_reports_it(monkeypatch, app_type, status,
+                                                           path, body):
+    ws = {**spaces.manifest(_space(app_type=app_type), "c1", "ana", "op_1", "Running"),
+          "status": status}
+    asked: list[str] = []
+
+    def proxy(api, namespace, service, port, at, query, limit):
+        asked.append(at)
+        return (200, json.dumps(body).encode()) if at == path else (404, b"Not found.")
+
+    monkeypatch.setattr(kube, "service_proxy", proxy)
+    found = spaces.last_activity(object(), ws, "c1")
+    assert asked == [path]
+    assert found is not None and (found.year, found.second, found.tzinfo is not None) == (
+        2026, 5, True)
+    assert spaces.access(ws, "c1")["local_url"] == "http://localhost:8888/s/c1/default/lab/"
 
 
 def test_last_activity_is_read_under_the_path_the_editor_serves_under():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import time
 import urllib.error
@@ -105,13 +106,12 @@ def lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Lab]:
     for obj in storage.s3_volume(BUCKET, "us-west-2"):
         kube.put_object(obj)
     api = local_api(kube)
-    # hypd's own access strategy, as the spaces feature renders it for this cluster
-    [strategy] = [o for o in addons.render(
-        dependencies.by_name()["spaces-access-strategy"], "us-west-2",
-        values={"spaces_url": SPACES_URL, "cluster": CLUSTER})
-        if o["kind"] == "WorkspaceAccessStrategy"]
-    k8s.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP, VERSION, SYSTEM, "workspaceaccessstrategies", strategy)
+    # hypd's own access strategies, as the spaces feature renders them for this cluster
+    for strategy in addons.render(dependencies.by_name()["spaces-access-strategy"], "us-west-2",
+                                  values={"spaces_url": SPACES_URL, "cluster": CLUSTER}):
+        if strategy["kind"] == "WorkspaceAccessStrategy":
+            k8s.CustomObjectsApi(api).create_namespaced_custom_object(
+                GROUP, VERSION, SYSTEM, "workspaceaccessstrategies", strategy)
     wait_until(lambda: (kube.get_object("apps/v1", "Deployment", "jupyter-k8s-controller-manager",
                                         SYSTEM) or {}).get("status", {}).get("availableReplicas"),
                10, what="the workspace controller")
@@ -121,9 +121,21 @@ def lab(local_aws: LocalAws, client_factory: Any) -> Iterator[Lab]:
         kubes.remove(CLUSTER)
 
 
+PROBES = {
+    "jupyterlab": {"path": "/api/status", "port": 8888, "lastActivityTimestamp": {
+        "responseBodyPath": "last_activity", "format": "RFC3339"}},
+    "code-editor": {"path": "/api/idle", "port": 8888, "lastActivityTimestamp": {
+        "responseBodyPath": "lastActiveTimestamp", "format": "RFC3339"}},
+}
+"""Each editor's idle probe as hypd writes it: JupyterLab's status under the base path its
+access strategy renders, Code Editor's idle route at its root."""
+STRATEGIES = {"jupyterlab": "hypd-web", "code-editor": "hypd-web-root"}
+
+
 def _space(name: str, **spec: Any) -> dict[str, Any]:
     """A Workspace as hypd writes it (the issue's contract), its editor serving under the
-    space's base path as cloud/spaces.py starts it."""
+    space's base path as cloud/spaces.py starts it, its idle probe and access strategy
+    those of its editor."""
     app_type = spec.get("appType") or "jupyterlab"
     body = {
         "displayName": name, "appType": app_type,
@@ -136,9 +148,8 @@ def _space(name: str, **spec: Any) -> dict[str, Any]:
         "storage": {"size": "50Gi", "mountPath": "/home/sagemaker-user"},
         "volumes": [{"name": "s3", "persistentVolumeClaimName": "hypd-s3", "mountPath": "/s3"}],
         "idleShutdown": {"enabled": True, "idleTimeoutInMinutes": 600, "detection": {
-            "httpGet": {"path": "/api/status", "port": 8888, "lastActivityTimestamp": {
-                "responseBodyPath": "last_activity", "format": "RFC3339"}}}},
-        "accessStrategy": {"name": "hypd-web", "namespace": SYSTEM},
+            "httpGet": PROBES[app_type]}},
+        "accessStrategy": {"name": STRATEGIES[app_type], "namespace": SYSTEM},
         "accessType": "Public", "ownershipType": "Public",
     }
     body.update(spec)
@@ -303,6 +314,45 @@ def test_code_editor_serves_under_its_server_base_path(lab, name):
     assert _forward(lab, other, "/")[0] == 200
 
 
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+"""JavaScript's `toISOString()`, what Code Editor's idle route answers."""
+
+
+def test_code_editor_reports_its_activity_at_its_root_only(lab, name):
+    """SageMaker's Code Editor matches `/api/idle` against the whole path (not under its
+    `--server-base-path`) and has no `api/status`; asking it is not activity."""
+    _create(lab, name, appType="code-editor")
+    status = _available(lab, name)["status"]
+    base = f"/s/{CLUSTER}/default/{name}/"
+    # hypd-web-root: the router's URL, and no base path for the operator's probe
+    assert status["accessURL"] == f"{SPACES_URL}{base}"
+    assert "applicationBasePath" not in status
+    code, kind, body = _forward(lab, name, "/api/idle")
+    assert code == 200 and kind.startswith("application/json"), body
+    first = json.loads(body)
+    assert set(first) == {"lastActiveTimestamp"} and ISO_MS.match(first["lastActiveTimestamp"])
+    for elsewhere in (f"{base}api/idle", f"{base}api/status", "/api/status"):
+        code, kind, body = _forward(lab, name, elsewhere)
+        assert (code, kind, body) == (404, "text/plain", b"Not found."), elsewhere
+    # the service proxy (the operator's probe, hypd's read) reaches the same route
+    code, answer, _ = _proxy(lab, name, "/api/idle")
+    assert code == 200 and answer == first
+    lab.control.advance_clock(600)
+    assert json.loads(_forward(lab, name, "/api/idle")[2]) == first  # not activity
+    assert _forward(lab, name, base)[0] == 200  # the editor used: activity
+    later = json.loads(_forward(lab, name, "/api/idle")[2])["lastActiveTimestamp"]
+    assert later > first["lastActiveTimestamp"]
+    # hypd's read of it: at the root, whatever the path the editor serves under
+    workspace = lab.workspace(name)
+    read = spaces.last_activity(lab.api, workspace, CLUSTER)
+    assert read is not None and read.isoformat().startswith(later[:19])
+    assert spaces.last_activity(lab.api, workspace) == read
+    assert spaces.access(workspace, CLUSTER)["local_url"] == f"http://localhost:8888{base}"
+    # JupyterLab's reads find nothing there (the route it asks is 404 on Code Editor)
+    as_lab = {**workspace, "spec": {**workspace["spec"], "appType": "jupyterlab"}}
+    assert spaces.last_activity(lab.api, as_lab, CLUSTER) is None
+
+
 @pytest.mark.parametrize(("argv", "base"), [
     (["jupyter-lab", "--ServerApp.base_url=/s/c/ns/n/"], "/s/c/ns/n/"),
     (["jupyter-lab", "--ServerApp.base_url", "/s/c/ns/n"], "/s/c/ns/n/"),
@@ -348,12 +398,23 @@ def test_a_stopped_workspace_has_no_pod_and_no_server(lab, name):
     assert _forward(lab, name, base)[0] == 200
 
 
-def test_an_idle_workspace_stops_itself_when_the_clock_passes_its_timeout(lab, name):
-    _create(lab, name)  # idle after 600 minutes (36,000 simulated seconds)
+@pytest.mark.parametrize("probe", [
+    None, PROBES["code-editor"], {"path": "/api/idle", "port": 8888}],
+    ids=["jupyterlab", "code-editor", "code-editor-upstream-defaults"])
+def test_an_idle_workspace_stops_itself_when_the_clock_passes_its_timeout(lab, name, probe):
+    """JupyterLab's probe, Code Editor's as hypd writes it, and Code Editor's as jupyter-k8s's
+    own samples write it (the default responseBodyPath `lastActiveTimestamp` and format)."""
+    if probe is None:
+        _create(lab, name)  # idle after 600 minutes (36,000 simulated seconds)
+        used = f"/s/{CLUSTER}/default/{name}/lab"
+    else:
+        _create(lab, name, appType="code-editor", idleShutdown={
+            "enabled": True, "idleTimeoutInMinutes": 600, "detection": {"httpGet": probe}})
+        used = f"/s/{CLUSTER}/default/{name}/"
     _available(lab, name)
     lab.control.advance_clock(20_000)
     # activity: the timeout counts from here
-    assert _forward(lab, name, f"/s/{CLUSTER}/default/{name}/lab")[0] == 200
+    assert _forward(lab, name, used)[0] == 200
     lab.control.advance_clock(20_000)  # 40,000 s since it started, 20,000 since activity
     time.sleep(0.5)  # the controller looks at once; nothing to stop yet
     assert lab.workspace(name)["spec"]["desiredStatus"] == "Running"
