@@ -260,6 +260,7 @@ def _known_good(targets: dict[str, str]) -> list[tuple[str, str, dict[str, Any] 
         ("PATCH", "/api/v1/clusters/walk-c/spaces/lab", {"cpu": 4}),
         ("POST", "/api/v1/clusters/walk-c/spaces/lab/stop", None),
         ("POST", "/api/v1/clusters/walk-c/spaces/lab/start", None),
+        ("POST", "/api/v1/clusters/walk-c/spaces/lab/sign-in", None),
         ("DELETE", "/api/v1/clusters/walk-c/spaces/lab", None),
         ("PUT", "/api/v1/clusters/walk-c/scheduler", {"fair_share": True}),
         ("DELETE", "/api/v1/clusters/walk-c/scheduler", None),
