@@ -139,14 +139,18 @@ SPACE_CREATE = OperationKind(name="space.create", steps=(WORKSPACE,), resource_u
 
 # -- space.update ----------------------------------------------------------------------------
 
-def resources_patch(space: spaces.Space) -> dict[str, Any]:
+def resources_patch(space: spaces.Space, cluster: str) -> dict[str, Any]:
     """The fields an update sets, absolutely (a GPU request that goes is set to null); the
-    access strategy with the idle probe, as the two go together (`spaces.idle_shutdown`)."""
+    access strategy with the idle probe, as the two go together (`spaces.idle_shutdown`); and
+    how the editor starts (`spaces.container_config`), so that a space made before its
+    editor served under its base path serves there once updated."""
     wanted = space.resources()
     for part in ("requests", "limits"):
         wanted[part].setdefault(spaces.GPU, None)
+    base = words.base_path(cluster, space.namespace, space.name)
     return {"spec": {"resources": wanted, "idleShutdown": spaces.idle_shutdown(space),
-                     "accessStrategy": spaces.access_strategy(space.app_type)}}
+                     "accessStrategy": spaces.access_strategy(space.app_type),
+                     "containerConfig": spaces.container_config(space.app_type, base)}}
 
 
 @guarded
@@ -154,7 +158,7 @@ def patch_resources(ctx: StepContext) -> dict[str, Any]:
     _found(ctx)
     space = spaces.Space.from_params(ctx.params)
     kube.merge_patch(_api(ctx), spaces.API_VERSION, spaces.KIND, space.name, _namespace(ctx),
-                     resources_patch(space))
+                     resources_patch(space, ctx.params["cluster"]))
     return {"resources": space.resources()}
 
 
