@@ -11,7 +11,9 @@ was authenticated). Nothing the client sent is echoed or logged: gunicorn's own 
 carry header names and values, so the reply's message is ours.
 
 Its thread pool is gated (app/gate.py): of `--threads` at most `HYPD_WEB_GATE` run request
-code at once, and long-polls and WebSockets step out while they wait.
+code at once, and long-polls and WebSockets step out while they wait. And it listens only while
+it holds no more connections than the least-loaded other web process (app/accept_board.py),
+so a client's connections spread over the processes.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from gunicorn.http import errors as http
 from gunicorn.workers.gthread import ThreadWorker
 
 from app import audit
+from app.accept_board import AcceptBoard
 from app.gate import GatedPool
 from cloud.settings import Settings
 
 log = logging.getLogger(__name__)
 
+BOARD = AcceptBoard()
+"""Made when gunicorn's master imports this worker class, so every web process it forks
+shares it."""
 PATH_KEPT = 200
 """Characters of a refused request's path kept in its audit entry (a line can be 4 KiB)."""
 
@@ -93,6 +99,22 @@ class EnvelopeWorker(ThreadWorker):
         if 0 < gate < self.cfg.threads:
             return GatedPool(slots=gate, threads=self.cfg.threads)
         return super().get_thread_pool()
+
+    def _balanced(self) -> bool:
+        return BOARD.may_accept(self.age, self.nr_conns)
+
+    def set_accept_enabled(self, enabled):
+        """gunicorn turns listening on whenever it holds fewer connections than it may: only
+        while the board agrees."""
+        super().set_accept_enabled(enabled and self._balanced())
+
+    def wait_for_and_dispatch_events(self, timeout):
+        """Before each wait (at least once a second): this process's count on the board, and
+        no listening while it holds more than its share."""
+        BOARD.write(self.age, self.nr_conns)
+        if self._accepting and not self._balanced():
+            super().set_accept_enabled(False)
+        super().wait_for_and_dispatch_events(timeout)
 
     def handle_error(self, req, client, addr, exc):
         refused = refusal(exc)
