@@ -300,6 +300,14 @@ def test_a_space_is_created_opened_stopped_started_and_deleted(page, stack, clus
         True, f"/s/{cluster}/default/lab/", "Lax")
     assert tab.evaluate("document.cookie") == ""  # the page's scripts cannot read it
     tab.close()
+    # its detail: how a remote IDE (or a browser without the router) reaches it
+    page.get_by_test_id("space-select-lab").click()
+    expect(page.get_by_test_id("space-port-forward")).to_have_text(
+        "kubectl port-forward -n default service/workspace-lab-service 8888:8888")
+    expect(page.get_by_test_id("space-local-url")).to_have_text(
+        f"http://localhost:8888/s/{cluster}/default/lab/")
+    _accessible(page)
+    page.get_by_test_id("space-select-lab").click()
 
     # Stop: the operation, then stopped with no Open link
     with page.expect_response(lambda r: r.request.method == "POST"

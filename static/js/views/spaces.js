@@ -167,12 +167,20 @@ export function mount(root, ctx) {
       h('tbody', null, items.map((s) => row(s, teams)))));
   }
 
-  /** The selected space's detail: its place in its team's queue (job_queue.js). */
+  /** The selected space's detail: how a remote IDE reaches it, and its place in its team's
+   * queue (job_queue.js). */
   function renderDetail(s) {
     detail.hidden = !s;
     if (!s) { clear(detail); return; }
+    const a = s.access;
+    const remote = a ? h('div', { testid: 'space-remote' },
+      h('h4', null, 'From your machine'),
+      h('p', { class: 'hint' }, 'With the cluster\'s kubeconfig (the cluster\'s page, Download kubeconfig), run this and open the address it serves at (a remote IDE connects there too):'),
+      h('pre', { class: 'command', testid: 'space-port-forward' }, a.port_forward.join(' ')),
+      h('p', null, h('span', { class: 'id', testid: 'space-local-url' }, a.local_url))) : null;
     detail.replaceChildren(h('div', { class: 'card-body' },
       h('h3', null, `Space ${s.name}`),
+      remote,
       queueSection(cluster, s, 'space') || h('p', { class: 'hint', testid: 'space-queue-none' },
         s.team ? 'Stopped: it holds no place in its team\'s queue.' : 'Not a team\'s space: it goes through no queue.')));
   }
