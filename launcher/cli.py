@@ -215,14 +215,13 @@ def cmd_web(args: argparse.Namespace) -> int:
 def cmd_spaces_router(args: argparse.Namespace) -> int:
     _apply_flags(args)
     settings = Settings.from_env()
-    import redis
-
     from cloud import logs
     from spaces_router.server import Router
+    from tasks.celery_app import redis_client
 
     logs.configure(settings, "INFO")
-    conn = redis.Redis.from_url(settings.redis, decode_responses=True)
-    router = Router((settings.host, settings.spaces_port), conn, settings.spaces_origin)
+    router = Router((settings.host, settings.spaces_port), redis_client(settings.redis),
+                    settings.spaces_origin)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=router.shutdown).start())
     _log(f"spaces router: {settings.spaces_origin} (listening on "
          f"{settings.host}:{router.server_address[1]})")
