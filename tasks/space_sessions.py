@@ -59,26 +59,29 @@ def _door(raw: str | bytes | None) -> SpaceDoor | None:
         return None
 
 
+def _keep(conn: redis.Redis, kind: str, door: SpaceDoor, ttl_s: int) -> str:
+    """A new secret for the door, kept (hashed) for `ttl_s`."""
+    secret = secrets.token_urlsafe(32)
+    conn.set(_key(kind, secret), json.dumps(asdict(door)), ex=ttl_s)
+    return secret
+
+
+def _valid(secret: str) -> bool:
+    return bool(secret) and len(secret) <= 128
+
+
 def mint_code(conn: redis.Redis, door: SpaceDoor) -> str:
-    code = secrets.token_urlsafe(32)
-    conn.set(_key("code", code), json.dumps(asdict(door)), ex=CODE_TTL_S)
-    return code
+    return _keep(conn, "code", door, CODE_TTL_S)
 
 
 def redeem(conn: redis.Redis, code: str) -> SpaceDoor | None:
     """The door a code opens, once: a second use, or one after 30 s, finds nothing."""
-    if not code or len(code) > 128:
-        return None
-    return _door(conn.getdel(_key("code", code)))
+    return _door(conn.getdel(_key("code", code))) if _valid(code) else None
 
 
 def open_session(conn: redis.Redis, door: SpaceDoor) -> str:
-    session = secrets.token_urlsafe(32)
-    conn.set(_key("session", session), json.dumps(asdict(door)), ex=SESSION_TTL_S)
-    return session
+    return _keep(conn, "session", door, SESSION_TTL_S)
 
 
 def session(conn: redis.Redis, secret: str) -> SpaceDoor | None:
-    if not secret or len(secret) > 128:
-        return None
-    return _door(conn.get(_key("session", secret)))
+    return _door(conn.get(_key("session", secret))) if _valid(secret) else None
