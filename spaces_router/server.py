@@ -34,7 +34,7 @@ IDLE_S = 300.0
 """How long a browser connection may wait between requests before the router closes it."""
 MAX_FORM = 4096
 MAX_HEAD = 64 * 1024
-HOP_BY_HOP_IN = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded"}
+FORWARDING_HEADERS = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded"}
 """Headers a browser may not set for the editor to believe: the router sets its own."""
 
 
@@ -228,7 +228,7 @@ class Connection:
     def _headers(self, request: h11.Request) -> list[tuple[bytes, bytes]]:
         _, cookies = _cookie(request.headers)
         kept = [(n, v) for n, v in request.headers
-                if n != b"cookie" and n not in HOP_BY_HOP_IN]
+                if n != b"cookie" and n not in FORWARDING_HEADERS]
         if cookies:
             kept.append((b"cookie", cookies))
         return [*kept, (b"x-forwarded-for", self.peer.encode()),
