@@ -52,12 +52,16 @@ def test_an_operation_run_here_is_counted(stack):
     kind = "network.create"
 
     def failure_counted() -> dict | None:
-        """The worker counts a status once its record is written: a scrape just after the
-        record reads failed can come before the count (it failed CI once)."""
+        """The worker counts a status once its record is written, and a step's duration once
+        the write returns (tasks/engine/runner.py `_observe_step`): a scrape just after the
+        record reads failed can come before either count (each failed CI once)."""
         samples = _scrape(stack)
-        failed = _value(samples, "hypd_operations_total", kind=kind, status="failed")
-        return samples if failed > _value(before, "hypd_operations_total", kind=kind,
-                                          status="failed") else None
+        counted = [(metric, labels) for metric, labels in (
+            ("hypd_operations_total", {"kind": kind, "status": "failed"}),
+            ("hypd_step_duration_seconds_count",
+             {"kind": kind, "step": "vpc", "outcome": "failed"}))
+            if _value(samples, metric, **labels) > _value(before, metric, **labels)]
+        return samples if len(counted) == 2 else None
 
     after = wait_until(failure_counted, timeout=15, what="the failed operation counted")
 
